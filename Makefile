@@ -1,0 +1,101 @@
+# obelus -- build, deps, test, bench, demo, clean.
+# `make deps` once on a fresh Debian machine, then `make test` (it builds what it needs).
+
+CC      ?= cc
+PKGS    := lua5.4 jansson libpcre2-8 libuv
+DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
+            libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
+            json-schema-test-suite valgrind
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
+CFLAGS  ?= -O2 -g
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -Icore $(PKG_CFLAGS)
+ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+               -fno-sanitize-recover=undefined
+LDLIBS  := $(PKG_LIBS) -lm -ldl
+
+LUA     ?= lua5.4
+BUSTED  := $(LUA) /usr/bin/busted
+
+CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
+REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o)
+ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o)
+CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
+BENCH_SRC := $(wildcard bench/*.c)
+
+.PHONY: all deps test test-c test-lua bench demo clean
+all: bin/obelus lib/libobelus.a lib/obelus/core.so
+
+# --- dependencies: installs only what is missing; safe to run again ---
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: everything is installed"; exit 0; fi; \
+	SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	echo "deps: installing$$missing"; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing
+
+# --- the library, the CLI, the Lua module ---
+build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -c $< -o $@
+build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
+	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+
+lib/libobelus.a: $(REL_OBJ) | lib
+	rm -f $@ && ar rcs $@ $^
+build/asan/libobelus.a: $(ASAN_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+bin/obelus: build/rel/main.o lib/libobelus.a | bin
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+build/asan/obelus: build/asan/main.o build/asan/libobelus.a
+	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+# The Lua C module `obelus.core`, loadable from stock lua5.4 (and busted).
+lib/obelus/core.so: $(REL_OBJ)
+	@mkdir -p lib/obelus
+	$(CC) -shared $(CFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+
+build/rel build/asan build/test bin lib:
+	@mkdir -p $@
+
+# --- tests ---
+build/test/rel/%: spec/c/%.c spec/c/test.h lib/libobelus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -Ispec/c -o $@ $< lib/libobelus.a $(LDLIBS)
+build/test/asan/%: spec/c/%.c spec/c/test.h build/asan/libobelus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -Ispec/c -o $@ $< build/asan/libobelus.a $(LDLIBS)
+
+test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%)
+	@mkdir -p build/results
+	@sh spec/run-c build/test/rel $(CTESTS) > build/results/c-rel.txt; cat build/results/c-rel.txt | tail -n 1
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  sh spec/run-c build/test/asan $(CTESTS) > build/results/c-asan.txt; tail -n 1 build/results/c-asan.txt
+
+test-lua: all build/asan/obelus
+	@mkdir -p build/results
+	@OBELUS_BIN=$(CURDIR)/bin/obelus sh spec/run-busted "$(BUSTED)" > build/results/lua-rel.txt; tail -n 1 build/results/lua-rel.txt
+	@OBELUS_BIN=$(CURDIR)/build/asan/obelus OBELUS_ONLY_CLI=1 sh spec/run-busted "$(BUSTED)" > build/results/lua-asan.txt; tail -n 1 build/results/lua-asan.txt
+
+test:
+	@rm -rf build/results
+	@$(MAKE) --no-print-directory test-c; c=$$?; \
+	 $(MAKE) --no-print-directory test-lua; l=$$?; \
+	 sh spec/summary build/results; s=$$?; \
+	 [ $$c = 0 ] && [ $$l = 0 ] && [ $$s = 0 ]
+
+# --- benchmarks ---
+bench/obelus-bench: $(BENCH_SRC) lib/libobelus.a
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
+bench: bench/obelus-bench
+	sh bench/run
+
+clean:
+	rm -rf build bin lib bench/obelus-bench
+
+-include $(wildcard build/rel/*.d)

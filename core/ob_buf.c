@@ -1,0 +1,60 @@
+/* ob_buf.c -- a growable byte buffer for building text (JSON, paths, messages).
+ * Always NUL-terminated after the first add, so data can be used as a C string. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_value.h"
+
+void ob_buf_init(ob_buf *b) {
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+static void buf_reserve(ob_buf *b, size_t extra) {
+  size_t need = b->len + extra + 1;
+  if (need <= b->cap)
+    return;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < need)
+    cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p)
+    abort();
+  b->data = p;
+  b->cap = cap;
+}
+
+void ob_buf_add(ob_buf *b, const char *s, size_t n) {
+  buf_reserve(b, n);
+  if (n)
+    memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void ob_buf_addc(ob_buf *b, char c) {
+  buf_reserve(b, 1);
+  b->data[b->len++] = c;
+  b->data[b->len] = '\0';
+}
+
+void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n <= 0)
+    return;
+  buf_reserve(b, (size_t)n);
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void ob_buf_free(ob_buf *b) {
+  free(b->data);
+  ob_buf_init(b);
+}

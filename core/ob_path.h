@@ -1,0 +1,86 @@
+/* ob_path.h -- references (†kind.path), paths and the || / && expressions of SPEC 2-3.
+ * Parsing only: reading and writing values at a path live in ob_doc.h. */
+#ifndef OB_PATH_H
+#define OB_PATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ob_error.h"
+#include "ob_value.h"
+
+/* One step of a path. Plain segments ("user", "17") and bracketed ones
+ * (["a.b@x.com"], [3]) both end up here with their decoded key text. */
+typedef struct ob_seg {
+  char *key;     /* malloc'ed, NUL-terminated; may contain NUL bytes (use keylen) */
+  size_t keylen;
+  int64_t index; /* >= 0 when key is a canonical array index: "0", "17" (not "01",
+                    not "-1", fits in int64); -1 otherwise. On an object the
+                    segment is always the key text. */
+} ob_seg;
+
+typedef struct ob_path {
+  size_t n; /* 0 = the whole document */
+  ob_seg *segs;
+} ob_path;
+
+typedef struct ob_ref {
+  char *kind;   /* malloc'ed kind name: [A-Za-z_][A-Za-z0-9_-]* */
+  ob_path path;
+  char *text;   /* the part as written, trimmed (e.g. "†state.failed" or "user.summary") */
+  size_t pos;   /* 0-based character offset of the part in the parsed string */
+} ob_ref;
+
+typedef struct ob_alt { /* ref && ref && ... */
+  size_t n;
+  ob_ref *refs;
+  char *text;   /* the alternative as written, trimmed */
+} ob_alt;
+
+typedef struct ob_expr { /* alt || alt || ... */
+  size_t n;
+  ob_alt *alts;
+} ob_expr;
+
+enum {
+  OB_EXPR_INPUT = 0, /* every part must be a reference beginning with † */
+  OB_EXPR_OUTPUT = 1 /* a part without † is a path in kind "state" (SPEC 3) */
+};
+
+/* Parses s[0..len) as an expression. On error returns OB_ESYNTAX with
+ * err->pos the 0-based character offset of the problem and err->msg
+ * naming what was expected there, e.g.
+ *   `empty path segment at character 7 in "†state..x"`.
+ * On success fills *out (free with ob_expr_free). */
+int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *err);
+void ob_expr_free(ob_expr *e);
+
+/* Parses a bare path with no kind: "user.status", "users[\"a.b\"].age", "items.0".
+ * The empty string is the empty path (the document root). Same errors as above. */
+int ob_path_parse(const char *s, size_t len, ob_path *out, ob_error *err);
+void ob_path_free(ob_path *p);
+int ob_path_copy(ob_path *dst, const ob_path *src);
+
+/* Appends the canonical text of a path: segments joined by '.', a segment
+ * that is empty or holds '.', '[', ']', '|', '&' or white space (or would
+ * otherwise not re-parse to itself) written as a bracketed JSON string. */
+void ob_path_format(ob_buf *b, const ob_path *p);
+/* Appends "†kind" or "†kind.path" (the canonical form of a reference). */
+void ob_ref_format(ob_buf *b, const char *kind, const ob_path *p);
+
+/* 1 when a is a prefix of b (equal paths included), comparing key text. */
+int ob_path_is_prefix(const ob_path *a, const ob_path *b);
+/* 1 when one of a, b is a prefix of the other (SPEC 5 dependency rule). */
+int ob_path_overlaps(const ob_path *a, const ob_path *b);
+int ob_path_equal(const ob_path *a, const ob_path *b);
+
+/* Parameter strings (SPEC 2): a string beginning with "††" is a literal
+ * (drop the first †); one beginning with a single "†" is a reference
+ * expression; anything else is plain text. */
+enum { OB_STR_PLAIN = 0, OB_STR_LITERAL = 1, OB_STR_EXPR = 2 };
+int ob_str_classify(const char *s, size_t len);
+
+#define OB_DAGGER "\xE2\x80\xA0" /* U+2020, 3 bytes in UTF-8 */
+#define OB_DAGGER_LEN 3
+
+#endif
