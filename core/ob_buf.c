@@ -41,12 +41,17 @@ void ob_buf_addc(ob_buf *b, char c) {
 }
 
 void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
+  char tmp[256];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
   if (n <= 0)
     return;
+  if ((size_t)n < sizeof tmp) {
+    ob_buf_add(b, tmp, (size_t)n);
+    return;
+  }
   buf_reserve(b, (size_t)n);
   va_start(ap, fmt);
   vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);

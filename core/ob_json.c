@@ -1,0 +1,202 @@
+/* ob_json.c -- JSON text to ob_value (through jansson) and ob_value to JSON text.
+ * Parsing is jansson's; printing is ours, so that reals print in their shortest exact form. */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_value.h"
+
+/* jansson keeps object keys in insertion order (since 2.8) and, with
+ * JSON_ALLOW_NUL, strings holding \u0000; it refuses invalid UTF-8, lone
+ * surrogates, and nesting deeper than JSON_PARSER_MAX_DEPTH (2048). Integers
+ * beyond int64 are refused too ("too big integer"), never silently rounded. */
+static ob_value *from_jansson(json_t *j) {
+  switch (json_typeof(j)) {
+  case JSON_NULL: return ob_null();
+  case JSON_TRUE: return ob_true();
+  case JSON_FALSE: return ob_false();
+  case JSON_INTEGER: return ob_int((int64_t)json_integer_value(j));
+  case JSON_REAL: return ob_real(json_real_value(j));
+  case JSON_STRING: return ob_string(json_string_value(j), json_string_length(j));
+  case JSON_ARRAY: {
+    ob_value *a = ob_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(j, i, x) a = ob_array_push(a, from_jansson(x));
+    return a;
+  }
+  case JSON_OBJECT: {
+    ob_value *o = ob_object();
+    const char *k;
+    size_t klen;
+    json_t *x;
+    json_object_keylen_foreach(j, k, klen, x) o = ob_object_set(o, k, klen, from_jansson(x));
+    return o;
+  }
+  }
+  return ob_null();
+}
+
+ob_value *ob_json_parse(const char *text, size_t len, ob_error *err) {
+  json_error_t jerr;
+  json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  if (!j) {
+    ob_error_set(err, OB_EJSON, (size_t)(jerr.line > 0 ? jerr.line : 0),
+                 "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+    return NULL;
+  }
+  ob_value *v = from_jansson(j);
+  json_decref(j);
+  return v;
+}
+
+ob_value *ob_json_parse_file(const char *path, ob_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  ob_buf b;
+  ob_buf_init(&b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    ob_buf_add(&b, chunk, n);
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    ob_buf_free(&b);
+    ob_error_set(err, OB_EIO, 0, "%s: read error", path);
+    return NULL;
+  }
+  ob_error perr;
+  ob_value *v = ob_json_parse(b.data ? b.data : "", b.len, &perr);
+  ob_buf_free(&b);
+  if (!v)
+    ob_error_set(err, perr.code, perr.pos, "%s: %s", path, perr.msg);
+  return v;
+}
+
+/* --- printing ---------------------------------------------------------- */
+
+static void write_string(ob_buf *b, const char *s, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  ob_buf_addc(b, '"');
+  size_t run = 0; /* bytes copied as they are, flushed in one go */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    const char *esc = NULL;
+    char u[7];
+    switch (c) {
+    case '"': esc = "\\\""; break;
+    case '\\': esc = "\\\\"; break;
+    case '\n': esc = "\\n"; break;
+    case '\r': esc = "\\r"; break;
+    case '\t': esc = "\\t"; break;
+    case '\b': esc = "\\b"; break;
+    case '\f': esc = "\\f"; break;
+    default:
+      if (c < 0x20) {
+        memcpy(u, "\\u00", 4);
+        u[4] = hex[c >> 4];
+        u[5] = hex[c & 15];
+        u[6] = '\0';
+        esc = u;
+      }
+    }
+    if (!esc) {
+      run++;
+      continue;
+    }
+    ob_buf_add(b, s + i - run, run);
+    run = 0;
+    ob_buf_add(b, esc, strlen(esc));
+  }
+  ob_buf_add(b, s + len - run, run);
+  ob_buf_addc(b, '"');
+}
+
+/* The shortest of %.15g, %.16g, %.17g that reads back to the same double,
+ * with ".0" added when it would otherwise read as an integer. */
+static void write_real(ob_buf *b, double d) {
+  char tmp[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+    if (strtod(tmp, NULL) == d)
+      break;
+  }
+  ob_buf_add(b, tmp, strlen(tmp));
+  if (!strpbrk(tmp, ".eEn")) /* 'n': inf/nan never get here, but never print "inf.0" */
+    ob_buf_add(b, ".0", 2);
+}
+
+static void indent(ob_buf *b, int level) {
+  ob_buf_addc(b, '\n');
+  for (int i = 0; i < level; i++)
+    ob_buf_add(b, "  ", 2);
+}
+
+static void write_value(ob_buf *b, const ob_value *v, int flags, int level) {
+  int pretty = flags & OB_JSON_PRETTY;
+  switch (ob_typeof(v)) {
+  case OB_NULL: ob_buf_add(b, "null", 4); break;
+  case OB_TRUE: ob_buf_add(b, "true", 4); break;
+  case OB_FALSE: ob_buf_add(b, "false", 5); break;
+  case OB_INT: ob_buf_addf(b, "%" PRId64, ob_int_value(v)); break;
+  case OB_REAL: write_real(b, ob_real_value(v)); break;
+  case OB_STRING: write_string(b, ob_string_ptr(v), ob_string_len(v)); break;
+  case OB_ARRAY: {
+    size_t n = ob_array_len(v);
+    ob_buf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+      if (i)
+        ob_buf_addc(b, ',');
+      if (pretty)
+        indent(b, level + 1);
+      write_value(b, ob_array_get(v, i), flags, level + 1);
+    }
+    if (pretty && n)
+      indent(b, level);
+    ob_buf_addc(b, ']');
+    break;
+  }
+  case OB_OBJECT: {
+    ob_object_iter it;
+    ob_value *k, *x;
+    int first = 1;
+    ob_buf_addc(b, '{');
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x)) {
+      if (!first)
+        ob_buf_addc(b, ',');
+      first = 0;
+      if (pretty)
+        indent(b, level + 1);
+      write_string(b, ob_string_ptr(k), ob_string_len(k));
+      ob_buf_add(b, pretty ? ": " : ":", pretty ? 2 : 1);
+      write_value(b, x, flags, level + 1);
+    }
+    if (pretty && !first)
+      indent(b, level);
+    ob_buf_addc(b, '}');
+    break;
+  }
+  }
+}
+
+void ob_json_write(ob_buf *b, const ob_value *v, int flags) { write_value(b, v, flags, 0); }
+
+char *ob_json_print(const ob_value *v, int flags, size_t *len) {
+  ob_buf b;
+  ob_buf_init(&b);
+  write_value(&b, v, flags, 0);
+  if (!b.data)
+    ob_buf_add(&b, "", 0);
+  if (len)
+    *len = b.len;
+  return b.data;
+}
