@@ -1,0 +1,493 @@
+/* ob_log.c -- the append-only message log and the documents it composes.
+ * SPEC 1 (message forms), 2 (resolution), 4 (methods), 6 (instance views).
+ *
+ * Design
+ * ------
+ * The log is an array of read messages (ob_msg). Beside it, a hash table maps
+ * each (kind, scope) to its document's history: the list of (position, root)
+ * versions, one per message that wrote it. Roots are persistent values
+ * (ob_value.c), so consecutive versions share everything but the written
+ * path, and every version stays readable.
+ *
+ * Costs, for a log of M messages over documents of depth d:
+ *   append         O(d * log32 w) to copy the written path (w: widest object
+ *                  on it), plus O(1) amortised to record the version;
+ *   read now       O(1) to find the document, O(d * log32 w) to walk it;
+ *   read as of N   adds a binary search over that document's versions:
+ *                  O(log M). Nothing ever scans the log.
+ * Memory grows by about one path copy a message: the price of time travel.
+ *
+ * Instance scopes (SPEC 6): an instance reads its view, the global document
+ * deep-merged with its own, instance winning. The view is never built whole:
+ * a read walks both documents side by side and merges only at the end, when
+ * two objects meet at the path. An instance write stores, in the instance's
+ * own document, the value computed from the view (copy-on-write): the first
+ * array or scalar met on the path, or else the value at the path itself.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ob_log.h"
+
+typedef struct version {
+  size_t pos; /* the message that made this version */
+  ob_value *root;
+} version;
+
+typedef struct history {
+  size_t n, cap;
+  version *v;
+} history;
+
+typedef struct doc {
+  ob_value *kind, *instance; /* instance NULL: global */
+  uint32_t hash;
+  history roots, schemas;
+} doc;
+
+struct ob_log {
+  size_t nmsg, capmsg;
+  ob_msg *msg;
+  size_t ndocs, capdocs; /* open addressing, capdocs a power of two */
+  doc **docs;
+};
+
+static void *xrealloc(void *p, size_t n) {
+  p = realloc(p, n);
+  if (!p)
+    abort();
+  return p;
+}
+
+ob_log *ob_log_new(void) {
+  ob_log *log = calloc(1, sizeof *log);
+  if (!log)
+    abort();
+  log->capdocs = 16;
+  log->docs = calloc(log->capdocs, sizeof *log->docs);
+  if (!log->docs)
+    abort();
+  return log;
+}
+
+static void history_free(history *h) {
+  for (size_t i = 0; i < h->n; i++)
+    ob_unref(h->v[i].root);
+  free(h->v);
+}
+
+static void msg_free(ob_msg *m) {
+  ob_unref(m->raw);
+  ob_unref(m->kind);
+  ob_unref(m->instance);
+  ob_unref(m->value);
+  ob_unref(m->schema);
+  ob_path_free(&m->path);
+}
+
+void ob_log_free(ob_log *log) {
+  if (!log)
+    return;
+  for (size_t i = 0; i < log->nmsg; i++)
+    msg_free(&log->msg[i]);
+  free(log->msg);
+  for (size_t i = 0; i < log->capdocs; i++) {
+    doc *d = log->docs[i];
+    if (!d)
+      continue;
+    history_free(&d->roots);
+    history_free(&d->schemas);
+    ob_unref(d->kind);
+    ob_unref(d->instance);
+    free(d);
+  }
+  free(log->docs);
+  free(log);
+}
+
+size_t ob_log_len(const ob_log *log) { return log->nmsg; }
+
+const ob_msg *ob_log_at(const ob_log *log, size_t i) { return &log->msg[i]; }
+
+/* --- the document table ------------------------------------------------ */
+
+static uint32_t mix(uint32_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+static uint32_t doc_hash(const char *kind, size_t klen, const char *inst, size_t ilen) {
+  uint32_t h = mix(2166136261u, kind, klen);
+  return inst ? mix(h ^ 0xff, inst, ilen) * 31u + 1u : h;
+}
+
+static int str_is(const ob_value *s, const char *p, size_t n) {
+  return ob_string_len(s) == n && memcmp(ob_string_ptr(s), p, n) == 0;
+}
+
+static doc **doc_slot(ob_log *log, const char *kind, const char *inst, uint32_t h) {
+  size_t klen = strlen(kind), ilen = inst ? strlen(inst) : 0;
+  size_t mask = log->capdocs - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    doc *d = log->docs[i];
+    if (!d)
+      return &log->docs[i];
+    if (d->hash == h && str_is(d->kind, kind, klen) &&
+        (inst ? d->instance && str_is(d->instance, inst, ilen) : !d->instance))
+      return &log->docs[i];
+  }
+}
+
+static doc *doc_find(ob_log *log, const char *kind, const char *inst) {
+  uint32_t h = doc_hash(kind, strlen(kind), inst, inst ? strlen(inst) : 0);
+  return *doc_slot(log, kind, inst, h);
+}
+
+static doc *doc_get(ob_log *log, ob_value *kind, ob_value *inst) {
+  const char *k = ob_string_ptr(kind), *i = inst ? ob_string_ptr(inst) : NULL;
+  uint32_t h = doc_hash(k, ob_string_len(kind), i, inst ? ob_string_len(inst) : 0);
+  doc **slot = doc_slot(log, k, i, h);
+  if (*slot)
+    return *slot;
+  if (2 * (log->ndocs + 1) > log->capdocs) { /* keep the table at most half full */
+    doc **old = log->docs;
+    size_t oldcap = log->capdocs;
+    log->capdocs *= 2;
+    log->docs = calloc(log->capdocs, sizeof *log->docs);
+    if (!log->docs)
+      abort();
+    for (size_t j = 0; j < oldcap; j++) {
+      if (!old[j])
+        continue;
+      size_t mask = log->capdocs - 1, at = old[j]->hash & mask;
+      while (log->docs[at])
+        at = (at + 1) & mask;
+      log->docs[at] = old[j];
+    }
+    free(old);
+    slot = doc_slot(log, k, i, h);
+  }
+  doc *d = calloc(1, sizeof *d);
+  if (!d)
+    abort();
+  d->kind = ob_ref(kind);
+  d->instance = ob_ref(inst);
+  d->hash = h;
+  *slot = d;
+  log->ndocs++;
+  return d;
+}
+
+/* The newest version made by one of the first `at` messages, or NULL. */
+static ob_value *history_at(const history *h, size_t at) {
+  if (!h || !h->n)
+    return NULL;
+  if (at == OB_LOG_NOW || h->v[h->n - 1].pos < at)
+    return h->v[h->n - 1].root;
+  size_t lo = 0, hi = h->n; /* first version with pos >= at */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (h->v[mid].pos < at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo ? h->v[lo - 1].root : NULL;
+}
+
+static void history_push(history *h, size_t pos, ob_value *root) {
+  if (h->n == h->cap) {
+    h->cap = h->cap ? h->cap * 2 : 4;
+    h->v = xrealloc(h->v, h->cap * sizeof *h->v);
+  }
+  h->v[h->n].pos = pos;
+  h->v[h->n].root = root;
+  h->n++;
+}
+
+static ob_value *doc_root(ob_log *log, const char *kind, const char *inst, size_t at) {
+  doc *d = doc_find(log, kind, inst);
+  return d ? history_at(&d->roots, at) : NULL;
+}
+
+/* --- reading through an instance's view -------------------------------- */
+
+/* The value at the first n segments of p in the view merge(g, i). */
+static ob_value *view_get(const ob_value *g, const ob_value *i, const ob_path *p, size_t n) {
+  for (size_t s = 0; s < n; s++) {
+    if (!i) { /* the instance has nothing here: the rest is the global's */
+      ob_path rest = {n - s, p->segs + s};
+      return ob_ref(ob_doc_get(g, &rest, rest.n));
+    }
+    int both_objects = g && ob_typeof(g) == OB_OBJECT && ob_typeof(i) == OB_OBJECT;
+    ob_path one = {1, &p->segs[s]};
+    i = ob_doc_get(i, &one, 1);
+    g = both_objects ? ob_doc_get(g, &one, 1) : NULL;
+    if (!i && !g)
+      return NULL;
+  }
+  if (!i)
+    return ob_ref((ob_value *)g);
+  if (!g)
+    return ob_ref((ob_value *)i);
+  return ob_doc_merge(g, i);
+}
+
+ob_value *ob_log_read(ob_log *log, const char *kind, const char *instance, const ob_path *p,
+                      size_t at) {
+  ob_value *g = doc_root(log, kind, NULL, at);
+  if (!instance)
+    return ob_ref(ob_doc_get(g, p, p->n));
+  return view_get(g, doc_root(log, kind, instance, at), p, p->n);
+}
+
+ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_t at) {
+  for (size_t a = 0; a < e->n; a++) {
+    const ob_alt *alt = &e->alts[a];
+    ob_value *v = NULL;
+    for (size_t r = 0; r < alt->n; r++) {
+      ob_unref(v);
+      v = ob_log_read(log, alt->refs[r].kind, instance, &alt->refs[r].path, at);
+      if (!v)
+        break;
+    }
+    if (v)
+      return v;
+  }
+  return NULL;
+}
+
+ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, size_t at) {
+  doc *d;
+  ob_value *s = NULL;
+  if (instance && (d = doc_find(log, kind, instance)))
+    s = history_at(&d->schemas, at);
+  if (!s && (d = doc_find(log, kind, NULL)))
+    s = history_at(&d->schemas, at);
+  return s;
+}
+
+/* --- writing ------------------------------------------------------------- */
+
+/* Applies m's write to its document; on success records the new version. */
+static int apply_write(ob_log *log, const ob_msg *m, size_t pos, ob_error *err) {
+  doc *g = doc_get(log, m->kind, NULL);
+  ob_value *groot = history_at(&g->roots, OB_LOG_NOW), *next;
+  doc *target = g;
+  if (!m->instance) {
+    next = ob_doc_write(groot, &m->path, m->method, m->value, err);
+  } else {
+    target = doc_get(log, m->kind, m->instance);
+    ob_value *iroot = history_at(&target->roots, OB_LOG_NOW);
+    /* copy-on-write stops at the first array or scalar the view shows on the path */
+    size_t q = 0;
+    ob_value *vq = view_get(groot, iroot, &m->path, 0);
+    while (q < m->path.n && (!vq || ob_typeof(vq) == OB_OBJECT)) {
+      ob_unref(vq);
+      vq = view_get(groot, iroot, &m->path, ++q);
+    }
+    ob_value *sub = ob_doc_write_from(vq, &m->path, q, m->method, m->value, err);
+    ob_unref(vq);
+    if (!sub)
+      return err ? err->code : OB_EWRITE;
+    ob_path prefix = {q, m->path.segs};
+    next = ob_doc_write(iroot, &prefix, OB_METHOD_SET, sub, err);
+    ob_unref(sub);
+  }
+  if (!next)
+    return err ? err->code : OB_EWRITE;
+  history_push(&target->roots, pos, next);
+  if (m->schema)
+    history_push(&target->schemas, pos, ob_ref(m->schema));
+  return OB_OK;
+}
+
+static long commit(ob_log *log, ob_msg *m, ob_error *err) {
+  size_t pos = log->nmsg;
+  if (m->type != OB_MSG_OTHER) {
+    int rc = apply_write(log, m, pos, err);
+    if (rc != OB_OK) {
+      msg_free(m);
+      return rc;
+    }
+  }
+  if (log->nmsg == log->capmsg) {
+    log->capmsg = log->capmsg ? log->capmsg * 2 : 64;
+    log->msg = xrealloc(log->msg, log->capmsg * sizeof *log->msg);
+  }
+  log->msg[log->nmsg++] = *m;
+  return (long)pos;
+}
+
+/* --- reading a message --------------------------------------------------- */
+
+static ob_value *field(const ob_value *o, const char *name) {
+  return ob_object_get(o, name, strlen(name));
+}
+
+static int valid_kind(const ob_value *k) {
+  const char *s = ob_string_ptr(k);
+  size_t n = ob_string_len(k);
+  if (!n || !(s[0] == '_' || ((s[0] | 32) >= 'a' && (s[0] | 32) <= 'z')))
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    char c = s[i];
+    if (!(c == '_' || c == '-' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z')))
+      return 0;
+  }
+  return 1;
+}
+
+/* The data of a message without a "data" field: its other fields. */
+static ob_value *dataless(const ob_value *msg) {
+  ob_value *d = ob_object(), *k, *v;
+  ob_object_iter it;
+  ob_object_iter_init(&it, msg);
+  while (ob_object_iter_next(&it, &k, &v)) {
+    const char *s = ob_string_ptr(k);
+    if (s[0] == '_' || !strcmp(s, "type") || !strcmp(s, "kind") || !strcmp(s, "schema"))
+      continue;
+    d = ob_object_setv(d, k, ob_ref(v));
+  }
+  return d;
+}
+
+static int bad(ob_error *err, const char *fmt, const char *arg) {
+  return ob_error_set(err, OB_EINVAL, 0, fmt, arg);
+}
+
+/* Fills m from a message in any accepted form (SPEC 1). */
+static int read_message(ob_value *msg, ob_msg *m, ob_error *err) {
+  memset(m, 0, sizeof *m);
+  if (ob_typeof(msg) != OB_OBJECT)
+    return bad(err, "a message must be a JSON object, not %s", ob_type_name(ob_typeof(msg)));
+  ob_value *type = field(msg, "type"), *kind = field(msg, "kind");
+  ob_value *inst = field(msg, "_instance"), *data = field(msg, "data");
+  ob_value *call = field(msg, "_call"), *path = field(msg, "_path");
+  ob_value *method = field(msg, "_outputMethod"), *schema = field(msg, "schema");
+  if (type && ob_typeof(type) != OB_STRING)
+    return bad(err, "\"type\" must be a string%s", "");
+  if (kind && ob_typeof(kind) != OB_STRING)
+    return bad(err, "\"kind\" must be a string%s", "");
+  if (inst && ob_typeof(inst) != OB_STRING)
+    return bad(err, "\"_instance\" must be a string%s", "");
+  m->raw = ob_ref(msg);
+  if (type && str_is(type, "plan", 4)) {
+    m->type = OB_MSG_OTHER;
+    return OB_OK;
+  }
+  if (type && !str_is(type, "data", 4)) { /* shorthand: the type names the kind */
+    if (kind && !ob_equal(kind, type))
+      return bad(err, "\"kind\" disagrees with the shorthand \"type\": \"%s\"", ob_string_ptr(type));
+    kind = type;
+  }
+  m->kind = kind ? ob_ref(kind) : ob_cstring("data");
+  if (!valid_kind(m->kind))
+    return bad(err, "\"%s\" is not a kind name ([A-Za-z_][A-Za-z0-9_-]*)", ob_string_ptr(m->kind));
+  m->instance = ob_ref(inst);
+  m->schema = ob_ref(schema);
+  m->value = data ? ob_ref(data) : dataless(msg);
+  m->type = call || path ? OB_MSG_OUTPUT : OB_MSG_CONTEXT;
+  m->method = m->type == OB_MSG_OUTPUT ? OB_METHOD_SET : OB_METHOD_MERGE;
+  if (method) {
+    int mm = ob_typeof(method) == OB_STRING
+                 ? ob_method_parse(ob_string_ptr(method), ob_string_len(method))
+                 : -1;
+    if (mm < 0)
+      return bad(err, "\"_outputMethod\" must be one of set, merge, assign, push, concat%s", "");
+    m->method = (ob_method)mm;
+  }
+  if (m->type == OB_MSG_CONTEXT)
+    return OB_OK;
+  /* an output message: its value sits in data under its path */
+  ob_error perr;
+  if (path) {
+    if (ob_typeof(path) != OB_STRING)
+      return bad(err, "\"_path\" must be a string%s", "");
+    if (ob_path_parse(ob_string_ptr(path), ob_string_len(path), &m->path, &perr) != OB_OK)
+      return bad(err, "\"_path\": %s", perr.msg);
+  } else {
+    ob_value *op = ob_typeof(call) == OB_OBJECT ? field(call, "_outputPath") : NULL;
+    ob_expr e;
+    if (!op || ob_typeof(op) != OB_STRING)
+      return bad(err, "an output message needs \"_path\" (its _call has no _outputPath)%s", "");
+    if (ob_expr_parse(ob_string_ptr(op), ob_string_len(op), OB_EXPR_OUTPUT, &e, &perr) != OB_OK)
+      return bad(err, "\"_call._outputPath\": %s", perr.msg);
+    int single = e.n == 1 && e.alts[0].n == 1;
+    if (single)
+      ob_path_copy(&m->path, &e.alts[0].refs[0].path);
+    ob_expr_free(&e);
+    if (!single)
+      return bad(err, "an output message whose _outputPath is an expression needs \"_path\"%s", "");
+  }
+  ob_value *v = ob_doc_get(m->value, &m->path, m->path.n);
+  if (!v) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_path_format(&b, &m->path);
+    bad(err, "an output message's data holds nothing at its path \"%s\"", b.data ? b.data : "");
+    ob_buf_free(&b);
+    return OB_EINVAL;
+  }
+  ob_value *data_whole = m->value;
+  m->value = ob_ref(v);
+  ob_unref(data_whole);
+  return OB_OK;
+}
+
+long ob_log_append(ob_log *log, ob_value *msg, ob_error *err) {
+  ob_msg m;
+  int rc = read_message(msg, &m, err);
+  if (rc != OB_OK) {
+    msg_free(&m);
+    return rc;
+  }
+  return commit(log, &m, err);
+}
+
+void ob_log_date(char out[32]) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, 32 - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+}
+
+long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
+                          const ob_path *path, ob_method method, const ob_value *value,
+                          const ob_value *call, ob_error *err) {
+  ob_msg m;
+  memset(&m, 0, sizeof m);
+  m.type = OB_MSG_OUTPUT;
+  m.kind = ob_cstring(kind);
+  m.instance = instance ? ob_cstring(instance) : NULL;
+  m.method = method;
+  m.value = ob_ref((ob_value *)value);
+  ob_path_copy(&m.path, path);
+
+  char date[32];
+  ob_buf pathtext;
+  ob_buf_init(&pathtext);
+  ob_path_format(&pathtext, path);
+  ob_log_date(date);
+  ob_value *raw = ob_object();
+  raw = ob_object_set(raw, "type", 4, ob_cstring("data"));
+  raw = ob_object_set(raw, "kind", 4, ob_ref(m.kind));
+  if (instance)
+    raw = ob_object_set(raw, "_instance", 9, ob_ref(m.instance));
+  raw = ob_object_set(raw, "data", 4, ob_doc_nest(path, value));
+  raw = ob_object_set(raw, "_path", 5, ob_string(pathtext.data ? pathtext.data : "", pathtext.len));
+  raw = ob_object_set(raw, "_outputMethod", 13, ob_cstring(ob_method_name(method)));
+  if (call)
+    raw = ob_object_set(raw, "_call", 5, ob_ref((ob_value *)call));
+  raw = ob_object_set(raw, "_date", 5, ob_cstring(date));
+  ob_buf_free(&pathtext);
+  m.raw = raw;
+  return commit(log, &m, err);
+}

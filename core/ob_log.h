@@ -1,0 +1,83 @@
+/* ob_log.h -- the append-only message log and the documents it composes (SPEC 1, 2, 6).
+ * Appending updates a materialised document per (kind, scope); reading never scans the log. */
+#ifndef OB_LOG_H
+#define OB_LOG_H
+
+#include "ob_doc.h"
+#include "ob_error.h"
+#include "ob_path.h"
+#include "ob_value.h"
+
+typedef struct ob_log ob_log;
+
+/* What a message is, once read (SPEC 1). */
+typedef enum ob_msg_type {
+  OB_MSG_CONTEXT, /* a data message merged (or written with its _outputMethod) at the root */
+  OB_MSG_OUTPUT,  /* a data message written by a call: value at _path with _outputMethod */
+  OB_MSG_OTHER    /* kept in the log, writes no document: {"type":"plan", ...} */
+} ob_msg_type;
+
+typedef struct ob_msg {
+  ob_value *raw;      /* the message as appended (an object) */
+  ob_msg_type type;
+  ob_value *kind;     /* OB_STRING; NULL for OB_MSG_OTHER */
+  ob_value *instance; /* OB_STRING, or NULL for the global scope */
+  ob_path path;       /* where the value was written (empty: the root) */
+  ob_method method;
+  ob_value *value;    /* what was written (borrowed from raw's data) */
+  ob_value *schema;   /* the message's "schema", or NULL */
+} ob_msg;
+
+/* Position meaning "the log as it is now" for every `at` argument. */
+#define OB_LOG_NOW ((size_t)-1)
+
+ob_log *ob_log_new(void);
+void ob_log_free(ob_log *log);
+
+/* Number of messages appended so far. */
+size_t ob_log_len(const ob_log *log);
+
+/* The i-th message (i < len), as read by ob_log_append. Borrowed. */
+const ob_msg *ob_log_at(const ob_log *log, size_t i);
+
+/* Appends a message in any accepted form (SPEC 1): canonical
+ * {"type":"data","kind":k,"data":d}, the `type` shorthand {"type":"state",
+ * "data":d}, the data-less shorthand {"type":"input","customerId":"c1"},
+ * no type at all (kind data), output messages (with _call, _path or
+ * _call._outputPath, _outputMethod), and {"type":"plan"} messages. The
+ * message is borrowed (a reference is kept). Returns the message's
+ * position (>= 0), or a negative OB_E* code with err filled and nothing
+ * appended: a malformed message, or a write its method cannot make
+ * (SPEC 4) at that point of the log. */
+long ob_log_append(ob_log *log, ob_value *msg, ob_error *err);
+
+/* Appends the output message of a call: builds {"type":"data","kind":kind,
+ * "data":<value nested under path>, "_path", "_outputMethod", "_call",
+ * "_date", "_instance"?} and writes value. call may be NULL. Borrowed
+ * arguments. Returns the position or a negative code (nothing appended). */
+long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
+                          const ob_path *path, ob_method method, const ob_value *value,
+                          const ob_value *call, ob_error *err);
+
+/* The value at path p of document `kind` read in scope `instance` (NULL:
+ * global) as of the first `at` messages (OB_LOG_NOW: all of them). An
+ * instance reads its view: the global document deep-merged with the
+ * instance's own, the instance winning (SPEC 6). New reference, or NULL
+ * when absent. Cost: O(depth) lookups plus, when a global and an instance
+ * object meet at p, a merge of the instance's part. Never scans the log. */
+ob_value *ob_log_read(ob_log *log, const char *kind, const char *instance, const ob_path *p,
+                      size_t at);
+
+/* Evaluates a reference expression (SPEC 3, input rules): the value of the
+ * first alternative that is present; an alternative of refs joined by &&
+ * is present when all are, and is worth its last. New reference or NULL. */
+ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_t at);
+
+/* The newest schema visible to `instance` for `kind` (the instance's own,
+ * else the global one), borrowed, or NULL. */
+ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, size_t at);
+
+/* Current time as RFC 3339 UTC with milliseconds: "2026-11-21T23:20:15.123Z". */
+void ob_log_date(char out[32]);
+
+#endif
