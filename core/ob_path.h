@@ -24,16 +24,17 @@ typedef struct ob_path {
   ob_seg *segs;
 } ob_path;
 
-typedef struct ob_ref {
+/* (Not "ob_ref": that name is ob_value.h's reference-count increment.) */
+typedef struct ob_reference {
   char *kind;   /* malloc'ed kind name: [A-Za-z_][A-Za-z0-9_-]* */
   ob_path path;
   char *text;   /* the part as written, trimmed (e.g. "†state.failed" or "user.summary") */
   size_t pos;   /* 0-based character offset of the part in the parsed string */
-} ob_ref;
+} ob_reference;
 
 typedef struct ob_alt { /* ref && ref && ... */
   size_t n;
-  ob_ref *refs;
+  ob_reference *refs;
   char *text;   /* the alternative as written, trimmed */
 } ob_alt;
 
@@ -48,10 +49,19 @@ enum {
 };
 
 /* Parses s[0..len) as an expression. On error returns OB_ESYNTAX with
- * err->pos the 0-based character offset of the problem and err->msg
- * naming what was expected there, e.g.
- *   `empty path segment at character 7 in "†state..x"`.
- * On success fills *out (free with ob_expr_free). */
+ * err->pos the 0-based character (code point) offset of the problem and
+ * err->msg naming what was expected there, e.g.
+ *   `empty path segment at character 7 in "†state..x"`
+ * (OB_ENOMEM if memory runs out); *out is then empty. On success fills *out
+ * (free with ob_expr_free).
+ *
+ * Segments: a plain one is a run of bytes other than . [ ] | & and ASCII
+ * control characters (white space included); a bracketed one, written with no
+ * dot before it, is a JSON string (["a.b@x.com"], escapes decoded, \u0000
+ * allowed) or, as a convenience, a canonical index: [3] is the same segment
+ * as .3 (and as ["3"]); [03], [-1] and indices beyond int64 are errors.
+ * Bytes >= 0x80 are taken as they are (not checked as UTF-8). A part ends at
+ * white space, "|", "&" or the end; "||" and "&&" need no blanks around them. */
 int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *err);
 void ob_expr_free(ob_expr *e);
 
@@ -59,13 +69,19 @@ void ob_expr_free(ob_expr *e);
  * The empty string is the empty path (the document root). Same errors as above. */
 int ob_path_parse(const char *s, size_t len, ob_path *out, ob_error *err);
 void ob_path_free(ob_path *p);
+/* Deep copy; OB_ENOMEM (dst left empty) when memory runs out. */
 int ob_path_copy(ob_path *dst, const ob_path *src);
 
 /* Appends the canonical text of a path: segments joined by '.', a segment
- * that is empty or holds '.', '[', ']', '|', '&' or white space (or would
- * otherwise not re-parse to itself) written as a bracketed JSON string. */
+ * that is empty or holds '.', '[', ']', '|', '&', white space or another
+ * control character (or would otherwise not re-parse to itself: a first
+ * segment beginning with †) written as a bracketed JSON string: '"' and '\\'
+ * escaped, control bytes as \u00XX, every other byte as it is. Parsing the
+ * text gives back an equal path. The root appends "" (b->data is then a
+ * string). Aborts on out of memory, like every ob_buf function. */
 void ob_path_format(ob_buf *b, const ob_path *p);
-/* Appends "†kind" or "†kind.path" (the canonical form of a reference). */
+/* Appends "†kind" or "†kind.path" (the canonical form of a reference; a
+ * bracketed first segment follows the kind directly: †state["a b"]). */
 void ob_ref_format(ob_buf *b, const char *kind, const ob_path *p);
 
 /* 1 when a is a prefix of b (equal paths included), comparing key text. */
