@@ -82,9 +82,10 @@ static void msg_free(ob_msg *m) {
   ob_unref(m->raw);
   ob_unref(m->kind);
   ob_unref(m->instance);
+  ob_unref(m->path);
   ob_unref(m->value);
+  ob_unref(m->call);
   ob_unref(m->schema);
-  ob_path_free(&m->path);
 }
 
 void ob_log_free(ob_log *log) {
@@ -274,28 +275,28 @@ ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, siz
 
 /* --- writing ------------------------------------------------------------- */
 
-/* Applies m's write to its document; on success records the new version. */
-static int apply_write(ob_log *log, const ob_msg *m, size_t pos, ob_error *err) {
+/* Applies m's write (at path p) to its document; on success records the new version. */
+static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t pos, ob_error *err) {
   doc *g = doc_get(log, m->kind, NULL);
   ob_value *groot = history_at(&g->roots, OB_LOG_NOW), *next;
   doc *target = g;
   if (!m->instance) {
-    next = ob_doc_write(groot, &m->path, m->method, m->value, err);
+    next = ob_doc_write(groot, p, m->method, m->value, err);
   } else {
     target = doc_get(log, m->kind, m->instance);
     ob_value *iroot = history_at(&target->roots, OB_LOG_NOW);
     /* copy-on-write stops at the first array or scalar the view shows on the path */
     size_t q = 0;
-    ob_value *vq = view_get(groot, iroot, &m->path, 0);
-    while (q < m->path.n && (!vq || ob_typeof(vq) == OB_OBJECT)) {
+    ob_value *vq = view_get(groot, iroot, p, 0);
+    while (q < p->n && (!vq || ob_typeof(vq) == OB_OBJECT)) {
       ob_unref(vq);
-      vq = view_get(groot, iroot, &m->path, ++q);
+      vq = view_get(groot, iroot, p, ++q);
     }
-    ob_value *sub = ob_doc_write_from(vq, &m->path, q, m->method, m->value, err);
+    ob_value *sub = ob_doc_write_from(vq, p, q, m->method, m->value, err);
     ob_unref(vq);
     if (!sub)
       return err ? err->code : OB_EWRITE;
-    ob_path prefix = {q, m->path.segs};
+    ob_path prefix = {q, p->segs};
     next = ob_doc_write(iroot, &prefix, OB_METHOD_SET, sub, err);
     ob_unref(sub);
   }
@@ -307,10 +308,10 @@ static int apply_write(ob_log *log, const ob_msg *m, size_t pos, ob_error *err) 
   return OB_OK;
 }
 
-static long commit(ob_log *log, ob_msg *m, ob_error *err) {
+static long commit(ob_log *log, ob_msg *m, const ob_path *p, ob_error *err) {
   size_t pos = log->nmsg;
   if (m->type != OB_MSG_OTHER) {
-    int rc = apply_write(log, m, pos, err);
+    int rc = apply_write(log, m, p, pos, err);
     if (rc != OB_OK) {
       msg_free(m);
       return rc;
@@ -361,9 +362,10 @@ static int bad(ob_error *err, const char *fmt, const char *arg) {
   return ob_error_set(err, OB_EINVAL, 0, fmt, arg);
 }
 
-/* Fills m from a message in any accepted form (SPEC 1). */
-static int read_message(ob_value *msg, ob_msg *m, ob_error *err) {
+/* Fills m, and p with its path, from a message in any accepted form (SPEC 1). */
+static int read_message(ob_value *msg, ob_msg *m, ob_path *p, ob_error *err) {
   memset(m, 0, sizeof *m);
+  memset(p, 0, sizeof *p);
   if (ob_typeof(msg) != OB_OBJECT)
     return bad(err, "a message must be a JSON object, not %s", ob_type_name(ob_typeof(msg)));
   ob_value *type = field(msg, "type"), *kind = field(msg, "kind");
@@ -409,7 +411,7 @@ static int read_message(ob_value *msg, ob_msg *m, ob_error *err) {
   if (path) {
     if (ob_typeof(path) != OB_STRING)
       return bad(err, "\"_path\" must be a string%s", "");
-    if (ob_path_parse(ob_string_ptr(path), ob_string_len(path), &m->path, &perr) != OB_OK)
+    if (ob_path_parse(ob_string_ptr(path), ob_string_len(path), p, &perr) != OB_OK)
       return bad(err, "\"_path\": %s", perr.msg);
   } else {
     ob_value *op = ob_typeof(call) == OB_OBJECT ? field(call, "_outputPath") : NULL;
@@ -420,20 +422,21 @@ static int read_message(ob_value *msg, ob_msg *m, ob_error *err) {
       return bad(err, "\"_call._outputPath\": %s", perr.msg);
     int single = e.n == 1 && e.alts[0].n == 1;
     if (single)
-      ob_path_copy(&m->path, &e.alts[0].refs[0].path);
+      ob_path_copy(p, &e.alts[0].refs[0].path);
     ob_expr_free(&e);
     if (!single)
       return bad(err, "an output message whose _outputPath is an expression needs \"_path\"%s", "");
   }
-  ob_value *v = ob_doc_get(m->value, &m->path, m->path.n);
-  if (!v) {
-    ob_buf b;
-    ob_buf_init(&b);
-    ob_path_format(&b, &m->path);
-    bad(err, "an output message's data holds nothing at its path \"%s\"", b.data ? b.data : "");
-    ob_buf_free(&b);
-    return OB_EINVAL;
-  }
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_path_format(&b, p);
+  m->path = ob_string(b.data ? b.data : "", b.len);
+  ob_buf_free(&b);
+  m->call = ob_ref(call);
+  ob_value *v = ob_doc_get(m->value, p, p->n);
+  if (!v)
+    return bad(err, "an output message's data holds nothing at its path \"%s\"",
+               ob_string_ptr(m->path));
   ob_value *data_whole = m->value;
   m->value = ob_ref(v);
   ob_unref(data_whole);
@@ -442,21 +445,37 @@ static int read_message(ob_value *msg, ob_msg *m, ob_error *err) {
 
 long ob_log_append(ob_log *log, ob_value *msg, ob_error *err) {
   ob_msg m;
-  int rc = read_message(msg, &m, err);
-  if (rc != OB_OK) {
+  ob_path p;
+  long rc = read_message(msg, &m, &p, err);
+  if (rc != OB_OK)
     msg_free(&m);
-    return rc;
-  }
-  return commit(log, &m, err);
+  else
+    rc = commit(log, &m, &p, err);
+  ob_path_free(&p);
+  return rc;
 }
 
 void ob_log_date(char out[32]) {
+  /* gmtime and strftime cost more than the rest of an append: redo them once a second */
+  static _Thread_local time_t last_sec = -1;
+  static _Thread_local char last[24];
   struct timespec ts;
-  struct tm tm;
   clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, 32 - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+  if (ts.tv_sec != last_sec) {
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(last, sizeof last, "%Y-%m-%dT%H:%M:%S", &tm);
+    last_sec = ts.tv_sec;
+  }
+  int ms = (int)(ts.tv_nsec / 1000000L);
+  size_t n = strlen(last);
+  memcpy(out, last, n);
+  out[n] = '.';
+  out[n + 1] = (char)('0' + ms / 100);
+  out[n + 2] = (char)('0' + ms / 10 % 10);
+  out[n + 3] = (char)('0' + ms % 10);
+  out[n + 4] = 'Z';
+  out[n + 5] = '\0';
 }
 
 long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
@@ -465,29 +484,41 @@ long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
   ob_msg m;
   memset(&m, 0, sizeof m);
   m.type = OB_MSG_OUTPUT;
-  m.kind = ob_cstring(kind);
-  m.instance = instance ? ob_cstring(instance) : NULL;
   m.method = method;
   m.value = ob_ref((ob_value *)value);
-  ob_path_copy(&m.path, path);
+  m.call = ob_ref((ob_value *)call);
+  /* reuse the document's own kind and instance strings: no copies a message */
+  doc *d = doc_find(log, kind, instance);
+  m.kind = d ? ob_ref(d->kind) : ob_cstring(kind);
+  m.instance = !instance ? NULL : d ? ob_ref(d->instance) : ob_cstring(instance);
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_path_format(&b, path);
+  m.path = ob_string(b.data ? b.data : "", b.len);
+  ob_buf_free(&b);
+  ob_log_date(m.date);
+  return commit(log, &m, path, err);
+}
 
-  char date[32];
-  ob_buf pathtext;
-  ob_buf_init(&pathtext);
-  ob_path_format(&pathtext, path);
-  ob_log_date(date);
+ob_value *ob_log_message(const ob_log *log, size_t i) {
+  const ob_msg *m = &log->msg[i];
+  if (m->raw)
+    return ob_ref(m->raw);
+  ob_path p;
+  ob_error err;
+  if (ob_path_parse(ob_string_ptr(m->path), ob_string_len(m->path), &p, &err) != OB_OK)
+    abort(); /* the text was made by ob_path_format: it always parses */
   ob_value *raw = ob_object();
   raw = ob_object_set(raw, "type", 4, ob_cstring("data"));
-  raw = ob_object_set(raw, "kind", 4, ob_ref(m.kind));
-  if (instance)
-    raw = ob_object_set(raw, "_instance", 9, ob_ref(m.instance));
-  raw = ob_object_set(raw, "data", 4, ob_doc_nest(path, value));
-  raw = ob_object_set(raw, "_path", 5, ob_string(pathtext.data ? pathtext.data : "", pathtext.len));
-  raw = ob_object_set(raw, "_outputMethod", 13, ob_cstring(ob_method_name(method)));
-  if (call)
-    raw = ob_object_set(raw, "_call", 5, ob_ref((ob_value *)call));
-  raw = ob_object_set(raw, "_date", 5, ob_cstring(date));
-  ob_buf_free(&pathtext);
-  m.raw = raw;
-  return commit(log, &m, err);
+  raw = ob_object_set(raw, "kind", 4, ob_ref(m->kind));
+  if (m->instance)
+    raw = ob_object_set(raw, "_instance", 9, ob_ref(m->instance));
+  raw = ob_object_set(raw, "data", 4, ob_doc_nest(&p, m->value));
+  raw = ob_object_set(raw, "_path", 5, ob_ref(m->path));
+  raw = ob_object_set(raw, "_outputMethod", 13, ob_cstring(ob_method_name(m->method)));
+  if (m->call)
+    raw = ob_object_set(raw, "_call", 5, ob_ref(m->call));
+  raw = ob_object_set(raw, "_date", 5, ob_cstring(m->date));
+  ob_path_free(&p);
+  return raw;
 }

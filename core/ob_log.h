@@ -18,14 +18,18 @@ typedef enum ob_msg_type {
 } ob_msg_type;
 
 typedef struct ob_msg {
-  ob_value *raw;      /* the message as appended (an object) */
   ob_msg_type type;
+  ob_value *raw;      /* the message as appended; NULL for an output made by
+                         ob_log_append_output (ob_log_message builds it) */
   ob_value *kind;     /* OB_STRING; NULL for OB_MSG_OTHER */
   ob_value *instance; /* OB_STRING, or NULL for the global scope */
-  ob_path path;       /* where the value was written (empty: the root) */
+  ob_value *path;     /* OB_STRING: where the value was written, canonical
+                         path text ("" = the root) */
   ob_method method;
-  ob_value *value;    /* what was written (borrowed from raw's data) */
+  ob_value *value;    /* what was written */
+  ob_value *call;     /* an output's _call, or NULL */
   ob_value *schema;   /* the message's "schema", or NULL */
+  char date[32];      /* an output made here: its _date; else "" */
 } ob_msg;
 
 /* Position meaning "the log as it is now" for every `at` argument. */
@@ -40,6 +44,10 @@ size_t ob_log_len(const ob_log *log);
 /* The i-th message (i < len), as read by ob_log_append. Borrowed. */
 const ob_msg *ob_log_at(const ob_log *log, size_t i);
 
+/* The i-th message as a JSON object (i < len): as appended, or, for an
+ * output made by ob_log_append_output, in its canonical form. New reference. */
+ob_value *ob_log_message(const ob_log *log, size_t i);
+
 /* Appends a message in any accepted form (SPEC 1): canonical
  * {"type":"data","kind":k,"data":d}, the `type` shorthand {"type":"state",
  * "data":d}, the data-less shorthand {"type":"input","customerId":"c1"},
@@ -51,10 +59,12 @@ const ob_msg *ob_log_at(const ob_log *log, size_t i);
  * (SPEC 4) at that point of the log. */
 long ob_log_append(ob_log *log, ob_value *msg, ob_error *err);
 
-/* Appends the output message of a call: builds {"type":"data","kind":kind,
- * "data":<value nested under path>, "_path", "_outputMethod", "_call",
- * "_date", "_instance"?} and writes value. call may be NULL. Borrowed
- * arguments. Returns the position or a negative code (nothing appended). */
+/* Appends the output message of a call, {"type":"data","kind":kind,
+ * "_instance"?, "data":<value nested under path>, "_path", "_outputMethod",
+ * "_call"?, "_date"}, and writes value. call may be NULL. Borrowed
+ * arguments. Returns the position or a negative code (nothing appended).
+ * The JSON form is built only when asked for (ob_log_message): appending
+ * costs the write and a few references, not a copy of the message. */
 long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
                           const ob_path *path, ob_method method, const ob_value *value,
                           const ob_value *call, ob_error *err);

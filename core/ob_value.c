@@ -732,10 +732,11 @@ static object_value *object_widen(object_value *o) {
   return w;
 }
 
-ob_value *ob_object_setv(ob_value *o, ob_value *key, ob_value *v) {
-  const char *k = ob_string_ptr(key);
-  size_t len = ob_string_len(key);
-  long i = object_find((object_value *)o, k, len);
+/* Sets key (found at position i, or -1 when new) to v. keyv is the key as a
+ * string value when the caller has one; otherwise one is made only if the
+ * key is new. Consumes o and v. */
+static ob_value *object_put(ob_value *o, long i, ob_value *keyv, const char *k, size_t len,
+                            ob_value *v) {
   object_value *obj = object_editable(o, i >= 0 ? 0 : ((object_value *)o)->n + 1);
   obj->depth = depth_with(obj->depth, v);
   if (i >= 0) {
@@ -747,25 +748,29 @@ ob_value *ob_object_setv(ob_value *o, ob_value *key, ob_value *v) {
     }
     return &obj->h;
   }
+  ob_value *key = keyv ? ob_ref(keyv) : ob_string(k, len);
   if (!obj->h.wide && obj->n == SMALL_MAX)
     obj = object_widen(obj);
   if (obj->h.wide) {
     pv_push(&obj->keys, ob_ref(key));
     pv_push(&obj->vals, v);
-    obj->index = h_insert(obj->index, ob_ref(key), string_hash(key), obj->n, 0);
+    obj->index = h_insert(obj->index, key, string_hash(key), obj->n, 0);
   } else {
-    obj->e[obj->n].key = ob_ref(key);
+    obj->e[obj->n].key = key;
     obj->e[obj->n].val = v;
   }
   obj->n++;
   return &obj->h;
 }
 
+ob_value *ob_object_setv(ob_value *o, ob_value *key, ob_value *v) {
+  const char *k = ob_string_ptr(key);
+  size_t len = ob_string_len(key);
+  return object_put(o, object_find((object_value *)o, k, len), key, k, len, v);
+}
+
 ob_value *ob_object_set(ob_value *o, const char *key, size_t keylen, ob_value *v) {
-  ob_value *k = ob_string(key, keylen);
-  o = ob_object_setv(o, k, v);
-  ob_unref(k);
-  return o;
+  return object_put(o, object_find((object_value *)o, key, keylen), NULL, key, keylen, v);
 }
 
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o) {

@@ -123,16 +123,17 @@ TEST(output_messages_carry_value_under_path) {
   ob_path_parse("user.tags", 9, &p, &err);
   ob_value *v = ob_cstring("x");
   CHECK(ob_log_append_output(log, "state", NULL, &p, OB_METHOD_PUSH, v, call, &err) == 0);
-  const ob_msg *m = ob_log_at(log, 0);
-  char *s = ob_json_print(m->raw, 0, NULL);
+  ob_value *raw = ob_log_message(log, 0);
+  char *s = ob_json_print(raw, 0, NULL);
   CHECK(strstr(s, "\"type\":\"data\",\"kind\":\"state\",\"data\":{\"user\":{\"tags\":\"x\"}},"
                   "\"_path\":\"user.tags\",\"_outputMethod\":\"push\",\"_call\":{") != NULL);
   CHECK(strstr(s, "\"_date\":\"20") != NULL);
   /* a message read back from its own JSON writes the same thing */
   ob_log *again = ob_log_new();
-  CHECK(ob_log_append(again, m->raw, &err) == 0);
+  CHECK(ob_log_append(again, raw, &err) == 0);
   CHECK_STR(read_now(again, D "state.user.tags"), "[\"x\"]");
   free(s);
+  ob_unref(raw);
   ob_log_free(again);
   ob_unref(v);
   ob_unref(call);

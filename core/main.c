@@ -1,0 +1,80 @@
+/* main.c -- the `obelus` program: finds the command and hands it its arguments.
+ * Each command lives in its own ob_cmd_*.c file. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_cli.h"
+
+#define OBELUS_VERSION "0.1.0"
+
+static const char main_help[] =
+    "usage: obelus COMMAND [ARGS]\n"
+    "\n"
+    "obelus runs plans: JSON lists of tool calls wired together through an\n"
+    "append-only message log, every call starting as soon as its inputs exist.\n"
+    "\n"
+    "commands:\n"
+    "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
+    "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
+    "  run, check, graph, log, resume              not built yet (see the README's roadmap)\n"
+    "\n"
+    "`obelus COMMAND --help` tells more about each.\n";
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} command;
+
+static const command commands[] = {
+    {"resolve", ob_cmd_resolve},
+    {"schema", ob_cmd_schema},
+};
+
+static const char *const planned[] = {"run", "check", "graph", "log", "resume"};
+
+int ob_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "obelus %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n(try `obelus %s --help`)\n", cmd);
+  return OB_EXIT_USAGE;
+}
+
+int ob_cli_parse_count(const char *s, size_t *out) {
+  if (!*s || strspn(s, "0123456789") != strlen(s))
+    return 0;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v >= (unsigned long long)SIZE_MAX)
+    return 0;
+  *out = (size_t)v;
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    fputs(main_help, argc < 2 ? stderr : stdout);
+    return argc < 2 ? OB_EXIT_USAGE : OB_EXIT_OK;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    puts("obelus " OBELUS_VERSION);
+    return OB_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(argv[1], commands[i].name))
+      return commands[i].run(argc - 1, argv + 1);
+  for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
+    if (!strcmp(argv[1], planned[i])) {
+      fprintf(stderr, "obelus: `%s` is not built yet; this build has: resolve, schema\n", argv[1]);
+      return OB_EXIT_USAGE;
+    }
+  fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);
+  return OB_EXIT_USAGE;
+}

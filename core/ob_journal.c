@@ -1,0 +1,89 @@
+/* ob_journal.c -- reading a log back from a file: a JSON array of messages or
+ * JSON Lines. Writing the journal as a run goes arrives with the scheduler. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_journal.h"
+
+static int read_file(const char *path, ob_buf *b, ob_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    ob_buf_add(b, chunk, n);
+  int failed = ferror(f);
+  fclose(f);
+  if (failed)
+    return ob_error_set(err, OB_EIO, 0, "%s: read error", path);
+  if (!b->data)
+    ob_buf_add(b, "", 0);
+  return OB_OK;
+}
+
+/* Errors read "plan.json: [3]: ..." (array index) or "run.jsonl:4: ..." (line). */
+static int append_one(ob_log *log, ob_value *msg, const char *path, int is_line, size_t n,
+                      ob_error *err) {
+  ob_error e;
+  long rc = ob_log_append(log, msg, &e);
+  if (rc < 0)
+    return ob_error_set(err, (int)rc, n, is_line ? "%s:%zu: %s" : "%s: [%zu]: %s", path, n, e.msg);
+  return OB_OK;
+}
+
+static int load_array(ob_log *log, const char *path, const ob_buf *b, ob_error *err) {
+  ob_error e;
+  ob_value *all = ob_json_parse(b->data, b->len, &e);
+  if (!all)
+    return ob_error_set(err, OB_EJSON, e.pos, "%s: %s", path, e.msg);
+  int rc = OB_OK;
+  if (ob_typeof(all) != OB_ARRAY)
+    rc = ob_error_set(err, OB_EINVAL, 0, "%s: expected a JSON array of messages", path);
+  for (size_t i = 0; rc == OB_OK && i < ob_array_len(all); i++)
+    rc = append_one(log, ob_array_get(all, i), path, 0, i, err);
+  ob_unref(all);
+  return rc;
+}
+
+static int load_lines(ob_log *log, const char *path, const ob_buf *b, ob_error *err) {
+  const char *p = b->data, *end = b->data + b->len;
+  for (size_t line = 1; p < end; line++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *stop = nl ? nl : end;
+    const char *q = p;
+    while (q < stop && (*q == ' ' || *q == '\t' || *q == '\r'))
+      q++;
+    if (q < stop) {
+      ob_error e;
+      ob_value *msg = ob_json_parse(p, (size_t)(stop - p), &e);
+      if (!msg) { /* each line is its own document: its "line 1, " says nothing */
+        const char *why = strncmp(e.msg, "line 1, ", 8) ? e.msg : e.msg + 8;
+        return ob_error_set(err, OB_EJSON, line, "%s:%zu: %s", path, line, why);
+      }
+      int rc = append_one(log, msg, path, 1, line, err);
+      ob_unref(msg);
+      if (rc != OB_OK)
+        return rc;
+    }
+    p = nl ? nl + 1 : end;
+  }
+  return OB_OK;
+}
+
+int ob_journal_load(ob_log *log, const char *path, ob_error *err) {
+  ob_buf b;
+  ob_buf_init(&b);
+  int rc = read_file(path, &b, err);
+  if (rc == OB_OK) {
+    size_t i = 0;
+    while (i < b.len && strchr(" \t\r\n", b.data[i]))
+      i++;
+    rc = i < b.len && b.data[i] == '[' ? load_array(log, path, &b, err)
+                                       : load_lines(log, path, &b, err);
+  }
+  ob_buf_free(&b);
+  return rc;
+}
