@@ -99,3 +99,10 @@ clean:
 	rm -rf build bin lib bench/obelus-bench
 
 -include $(wildcard build/rel/*.d)
+
+# Until the plan runner lands (issue #3), the demo asks what the seeds' example log reads.
+demo: bin/obelus
+	@echo '$$ obelus resolve plans/seeds/log.json "†data.user"'
+	@bin/obelus resolve plans/seeds/log.json '†data.user'
+	@echo '$$ obelus resolve plans/seeds/log.json "†data.user.status" --at 1'
+	@bin/obelus resolve plans/seeds/log.json '†data.user.status' --at 1

@@ -1,0 +1,647 @@
+/* ob_plan.c -- loading and validating plans (SPEC 5) and deriving their dependency graph.
+ *
+ * Validation collects every problem instead of stopping at the first, so a
+ * planner (or a person) can fix them all in one go; nothing runs unless the
+ * list is empty.
+ *
+ * The graph: call B depends on call A when a path A may write and a path B
+ * reads share kind and scope (A's global, or both in B's instance) and one
+ * is a prefix of the other. Writers are indexed in a trie per (kind, scope)
+ * keyed by path segments, so each read costs O(depth) to find the writers of
+ * its prefixes plus the size of the subtree below it (the writers of longer
+ * paths): no call is compared with every other. Cycles are found with Kahn's
+ * algorithm; what is left over is walked to name the calls on each cycle.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_plan.h"
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p)
+    abort();
+  return p;
+}
+
+static char *xstrdup(const char *s) {
+  char *d = strdup(s);
+  if (!d)
+    abort();
+  return d;
+}
+
+static char *xstrndup(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (!d)
+    abort();
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+static void add_error(ob_plan *p, char *msg) {
+  p->errors = realloc(p->errors, (p->nerrors + 1) * sizeof *p->errors);
+  if (!p->errors)
+    abort();
+  p->errors[p->nerrors++] = msg;
+}
+
+static void vplan_error(ob_plan *p, const ob_call *c, const char *fmt, va_list ap) {
+  ob_buf b;
+  ob_buf_init(&b);
+  if (c)
+    ob_buf_addf(&b, "%s: call %s (%s): ", p->file, c->id, c->tool_name);
+  else
+    ob_buf_addf(&b, "%s: ", p->file);
+  char tmp[1024];
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  ob_buf_add(&b, tmp, strlen(tmp));
+  add_error(p, b.data);
+}
+
+void ob_plan_error(ob_plan *p, const ob_call *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vplan_error(p, c, fmt, ap);
+  va_end(ap);
+}
+
+static ob_value *field(const ob_value *o, const char *name) {
+  return ob_object_get(o, name, strlen(name));
+}
+
+/* --- finding references in params -------------------------------------- */
+
+typedef struct walk {
+  ob_plan *plan;
+  ob_call *call; /* NULL while walking the output template */
+  ob_buf where, pointer;
+} walk;
+
+static void add_ref(walk *w, ob_expr *e) {
+  ob_call *c = w->call;
+  c->refs = realloc(c->refs, (c->nrefs + 1) * sizeof *c->refs);
+  if (!c->refs)
+    abort();
+  ob_param_ref *r = &c->refs[c->nrefs++];
+  r->expr = *e;
+  r->where = xstrdup(w->where.data ? w->where.data : "");
+  r->pointer = xstrdup(w->pointer.data ? w->pointer.data : "");
+  size_t parts = 0;
+  for (size_t a = 0; a < e->n; a++)
+    parts += e->alts[a].n;
+  r->seen = xcalloc(parts, 1);
+}
+
+/* Visits every string at any depth; references are parsed (and, in a call,
+ * recorded). `where` and `pointer` name the place for messages. */
+static void find_refs(walk *w, const ob_value *v) {
+  size_t wl = w->where.len, pl = w->pointer.len;
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    const char *s = ob_string_ptr(v);
+    size_t n = ob_string_len(v);
+    if (ob_str_classify(s, n) != OB_STR_EXPR)
+      return;
+    ob_expr e;
+    ob_error err;
+    if (ob_expr_parse(s, n, OB_EXPR_INPUT, &e, &err) != OB_OK) {
+      if (w->call)
+        ob_plan_error(w->plan, w->call, "parameter \"%s\": %s", w->where.data, err.msg);
+      else
+        ob_plan_error(w->plan, NULL, "output%s%s: %s", w->where.len ? " " : "",
+                      w->where.len ? w->where.data : "", err.msg);
+      return;
+    }
+    if (w->call)
+      add_ref(w, &e);
+    else
+      ob_expr_free(&e);
+    return;
+  }
+  case OB_ARRAY:
+    for (size_t i = 0; i < ob_array_len(v); i++) {
+      ob_buf_addf(&w->where, "[%zu]", i);
+      ob_buf_addf(&w->pointer, "/%zu", i);
+      find_refs(w, ob_array_get(v, i));
+      w->where.len = wl, w->pointer.len = pl;
+      w->where.data[wl] = w->pointer.data[pl] = '\0';
+    }
+    return;
+  case OB_OBJECT: {
+    ob_object_iter it;
+    ob_value *k, *x;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x)) {
+      if (w->where.len)
+        ob_buf_addc(&w->where, '.');
+      ob_buf_add(&w->where, ob_string_ptr(k), ob_string_len(k));
+      ob_buf_addc(&w->pointer, '/');
+      for (const char *s = ob_string_ptr(k); s < ob_string_ptr(k) + ob_string_len(k); s++) {
+        if (*s == '~')
+          ob_buf_add(&w->pointer, "~0", 2);
+        else if (*s == '/')
+          ob_buf_add(&w->pointer, "~1", 2);
+        else
+          ob_buf_addc(&w->pointer, *s);
+      }
+      find_refs(w, x);
+      w->where.len = wl, w->pointer.len = pl;
+      if (w->where.data)
+        w->where.data[wl] = '\0';
+      w->pointer.data[pl] = '\0';
+    }
+    return;
+  }
+  default: return;
+  }
+}
+
+/* --- reading calls -------------------------------------------------------- */
+
+static const char *const known_meta[] = {"_tool", "_outputPath", "_outputMethod", "_instance", "_id"};
+static const char *const later_meta[] = {"_timeout", "_retry", "_delegate", "_scopes"};
+
+static int is_one_of(const char *s, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(s, list[i]))
+      return 1;
+  return 0;
+}
+
+static void read_call(ob_plan *p, ob_call *c, const ob_value *raw) {
+  char idbuf[32];
+  snprintf(idbuf, sizeof idbuf, "#%zu", c->index);
+  c->raw = ob_ref((ob_value *)raw);
+  c->method = OB_METHOD_SET;
+  if (ob_typeof(raw) != OB_OBJECT) {
+    c->id = xstrdup(idbuf);
+    c->tool_name = xstrdup("?");
+    ob_plan_error(p, c, "a call must be a JSON object, not %s", ob_type_name(ob_typeof(raw)));
+    return;
+  }
+  ob_value *tool = field(raw, "_tool"), *id = field(raw, "_id");
+  c->tool_name = xstrdup(tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?");
+  if (id && ob_typeof(id) == OB_STRING && ob_string_len(id) > 0 &&
+      !memchr(ob_string_ptr(id), '@', ob_string_len(id)) &&
+      strlen(ob_string_ptr(id)) == ob_string_len(id)) {
+    c->id = xstrdup(ob_string_ptr(id));
+  } else {
+    c->id = xstrdup(idbuf);
+    if (id)
+      ob_plan_error(p, c, "_id must be a non-empty string without '@'");
+  }
+  if (ob_map_get(&p->ids, c->id, strlen(c->id)))
+    ob_plan_error(p, c, "_id \"%s\" is already the id of another call", c->id);
+  else
+    ob_map_put(&p->ids, c->id, strlen(c->id), c);
+  if (!tool || ob_typeof(tool) != OB_STRING)
+    ob_plan_error(p, c, "_tool is %s: every call names its tool with a string",
+                  tool ? "not a string" : "missing");
+
+  ob_object_iter it;
+  ob_value *k, *v;
+  ob_object_iter_init(&it, raw);
+  while (ob_object_iter_next(&it, &k, &v)) {
+    const char *key = ob_string_ptr(k);
+    if (key[0] != '_')
+      continue;
+    if (is_one_of(key, later_meta, sizeof later_meta / sizeof *later_meta))
+      ob_plan_error(p, c, "%s is not implemented yet in this build", key);
+    else if (!is_one_of(key, known_meta, sizeof known_meta / sizeof *known_meta))
+      ob_plan_error(p, c, "unknown meta-property %s (known: _tool, _outputPath, _outputMethod, "
+                          "_instance, _id)", key);
+  }
+
+  ob_value *out = field(raw, "_outputPath"), *method = field(raw, "_outputMethod");
+  ob_value *inst = field(raw, "_instance");
+  if (out) {
+    ob_error err;
+    if (ob_typeof(out) != OB_STRING)
+      ob_plan_error(p, c, "_outputPath must be a string");
+    else if (ob_expr_parse(ob_string_ptr(out), ob_string_len(out), OB_EXPR_OUTPUT, &c->output,
+                           &err) != OB_OK)
+      ob_plan_error(p, c, "_outputPath: %s", err.msg);
+    else
+      c->has_output = 1;
+  }
+  if (method) {
+    int m = ob_typeof(method) == OB_STRING
+                ? ob_method_parse(ob_string_ptr(method), ob_string_len(method))
+                : -1;
+    if (m < 0)
+      ob_plan_error(p, c, "_outputMethod must be one of set, merge, assign, push, concat");
+    else
+      c->method = (ob_method)m;
+  }
+  if (inst) {
+    if (ob_typeof(inst) != OB_STRING || ob_string_len(inst) == 0)
+      ob_plan_error(p, c, "_instance must be a non-empty string");
+    else
+      c->instance = xstrndup(ob_string_ptr(inst), ob_string_len(inst));
+  }
+
+  walk w = {p, c, {0}, {0}};
+  ob_buf_init(&w.where);
+  ob_buf_init(&w.pointer);
+  ob_buf_add(&w.where, "", 0);
+  ob_buf_add(&w.pointer, "", 0);
+  ob_object_iter_init(&it, raw);
+  while (ob_object_iter_next(&it, &k, &v)) {
+    if (ob_string_ptr(k)[0] == '_')
+      continue;
+    w.where.len = w.pointer.len = 0;
+    ob_buf_add(&w.where, ob_string_ptr(k), ob_string_len(k));
+    ob_buf_addc(&w.pointer, '/');
+    ob_buf_add(&w.pointer, ob_string_ptr(k), ob_string_len(k));
+    find_refs(&w, v);
+  }
+  ob_buf_free(&w.where);
+  ob_buf_free(&w.pointer);
+}
+
+/* --- the dependency graph -------------------------------------------------- */
+
+typedef struct tnode {
+  ob_map kids;
+  size_t nw, capw;
+  size_t *writers;
+} tnode;
+
+static tnode *tnode_new(void) { return xcalloc(1, sizeof(tnode)); }
+
+static void tnode_free(tnode *t) {
+  size_t i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(&t->kids, &i, &e))
+    tnode_free(e->val);
+  ob_map_free(&t->kids);
+  free(t->writers);
+  free(t);
+}
+
+/* The trie root for (kind, scope); made when `create`. */
+static tnode *trie_root(ob_map *tries, const char *kind, const char *scope, int create) {
+  ob_buf key;
+  ob_buf_init(&key);
+  ob_buf_add(&key, kind, strlen(kind) + 1);
+  if (scope)
+    ob_buf_add(&key, scope, strlen(scope));
+  tnode *t = ob_map_get(tries, key.data, key.len);
+  if (!t && create) {
+    t = tnode_new();
+    ob_map_put(tries, key.data, key.len, t);
+  }
+  ob_buf_free(&key);
+  return t;
+}
+
+typedef struct linker {
+  ob_plan *p;
+  size_t reader;
+  size_t *stamp;  /* stamp[a] == reader + 1: edge already added */
+  int found;      /* a writer other than the reader was seen */
+} linker;
+
+static void link_writer(linker *l, size_t a) {
+  if (a == l->reader)
+    return;
+  l->found = 1;
+  if (l->stamp[a] == l->reader + 1)
+    return;
+  l->stamp[a] = l->reader + 1;
+  ob_call *b = &l->p->calls[l->reader];
+  b->deps = realloc(b->deps, (b->ndeps + 1) * sizeof *b->deps);
+  if (!b->deps)
+    abort();
+  b->deps[b->ndeps++] = a;
+}
+
+static void link_node(linker *l, const tnode *t) {
+  for (size_t i = 0; i < t->nw; i++)
+    link_writer(l, t->writers[i]);
+}
+
+static void link_subtree(linker *l, const tnode *t) {
+  size_t i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(&t->kids, &i, &e)) {
+    link_node(l, e->val);
+    link_subtree(l, e->val);
+  }
+}
+
+static void link_read(linker *l, tnode *root, const ob_path *path) {
+  if (!root)
+    return;
+  const tnode *t = root;
+  link_node(l, t);
+  for (size_t s = 0; s < path->n; s++) {
+    t = ob_map_get(&t->kids, path->segs[s].key, path->segs[s].keylen);
+    if (!t)
+      return;
+    link_node(l, t);
+  }
+  link_subtree(l, t);
+}
+
+static void build_graph(ob_plan *p) {
+  ob_map tries;
+  ob_map_init(&tries);
+  for (size_t i = 0; i < p->ncalls; i++) {
+    ob_call *c = &p->calls[i];
+    if (!c->has_output)
+      continue;
+    for (size_t a = 0; a < c->output.n; a++)
+      for (size_t r = 0; r < c->output.alts[a].n; r++) {
+        const ob_reference *ref = &c->output.alts[a].refs[r];
+        tnode *t = trie_root(&tries, ref->kind, c->instance, 1);
+        for (size_t s = 0; s < ref->path.n; s++) {
+          tnode *kid = ob_map_get(&t->kids, ref->path.segs[s].key, ref->path.segs[s].keylen);
+          if (!kid) {
+            kid = tnode_new();
+            ob_map_put(&t->kids, ref->path.segs[s].key, ref->path.segs[s].keylen, kid);
+          }
+          t = kid;
+        }
+        if (t->nw == t->capw) {
+          t->capw = t->capw ? 2 * t->capw : 2;
+          t->writers = realloc(t->writers, t->capw * sizeof *t->writers);
+          if (!t->writers)
+            abort();
+        }
+        t->writers[t->nw++] = i;
+      }
+  }
+  linker l = {p, 0, xcalloc(p->ncalls, sizeof(size_t)), 0};
+  for (size_t b = 0; b < p->ncalls; b++) {
+    ob_call *c = &p->calls[b];
+    l.reader = b;
+    for (size_t r = 0; r < c->nrefs; r++) {
+      size_t part = 0;
+      for (size_t a = 0; a < c->refs[r].expr.n; a++)
+        for (size_t k = 0; k < c->refs[r].expr.alts[a].n; k++, part++) {
+          const ob_reference *ref = &c->refs[r].expr.alts[a].refs[k];
+          l.found = 0;
+          link_read(&l, trie_root(&tries, ref->kind, NULL, 0), &ref->path);
+          if (c->instance)
+            link_read(&l, trie_root(&tries, ref->kind, c->instance, 0), &ref->path);
+          c->refs[r].seen[part] = (unsigned char)l.found;
+        }
+    }
+  }
+  free(l.stamp);
+  for (size_t b = 0; b < p->ncalls; b++) /* the reverse edges */
+    for (size_t d = 0; d < p->calls[b].ndeps; d++) {
+      ob_call *a = &p->calls[p->calls[b].deps[d]];
+      a->users = realloc(a->users, (a->nusers + 1) * sizeof *a->users);
+      if (!a->users)
+        abort();
+      a->users[a->nusers++] = b;
+    }
+  size_t i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(&tries, &i, &e))
+    tnode_free(e->val);
+  ob_map_free(&tries);
+}
+
+/* Kahn's algorithm; every call left with unsettled dependencies is on or
+ * behind a cycle. Walking dependencies from each leftover call finds them. */
+static void find_cycles(ob_plan *p) {
+  size_t n = p->ncalls, head = 0, tail = 0;
+  size_t *pending = xcalloc(n, sizeof(size_t)), *queue = xcalloc(n, sizeof(size_t));
+  for (size_t i = 0; i < n; i++)
+    if (!(pending[i] = p->calls[i].ndeps))
+      queue[tail++] = i;
+  while (head < tail) {
+    ob_call *c = &p->calls[queue[head++]];
+    for (size_t u = 0; u < c->nusers; u++)
+      if (--pending[c->users[u]] == 0)
+        queue[tail++] = c->users[u];
+  }
+  if (tail < n) {
+    /* mark: 0 untouched, 1 on the current walk (position+2 stored in pos), 2 done */
+    unsigned char *mark = xcalloc(n, 1);
+    size_t *walkv = xcalloc(n + 1, sizeof(size_t)), *pos = xcalloc(n, sizeof(size_t));
+    for (size_t start = 0; start < n; start++) {
+      if (!pending[start] || mark[start])
+        continue;
+      size_t len = 0, at = start;
+      while (!mark[at]) {
+        mark[at] = 1;
+        pos[at] = len;
+        walkv[len++] = at;
+        size_t next = at;
+        for (size_t d = 0; d < p->calls[at].ndeps; d++)
+          if (pending[p->calls[at].deps[d]]) {
+            next = p->calls[at].deps[d];
+            break;
+          }
+        at = next;
+      }
+      if (mark[at] == 1) { /* closed a new cycle: walkv[pos[at]..len) */
+        ob_buf b;
+        ob_buf_init(&b);
+        for (size_t k = pos[at]; k < len; k++)
+          ob_buf_addf(&b, "%s (%s) -> ", p->calls[walkv[k]].id, p->calls[walkv[k]].tool_name);
+        ob_buf_addf(&b, "%s (%s)", p->calls[at].id, p->calls[at].tool_name);
+        ob_plan_error(p, &p->calls[at], "dependency cycle: %s (each reads what the next writes)",
+                      b.data);
+        ob_buf_free(&b);
+      }
+      for (size_t k = 0; k < len; k++)
+        mark[walkv[k]] = 2;
+    }
+    free(mark);
+    free(walkv);
+    free(pos);
+  }
+  free(pending);
+  free(queue);
+}
+
+/* --- plans ------------------------------------------------------------------ */
+
+ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
+  ob_plan *p = xcalloc(1, sizeof *p);
+  p->file = xstrdup(name);
+  ob_map_init(&p->ids);
+  const ob_value *calls = v;
+  p->context = ob_array();
+  if (ob_typeof(v) == OB_OBJECT) {
+    ob_object_iter it;
+    ob_value *k, *x;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x)) {
+      const char *key = ob_string_ptr(k);
+      if (!strcmp(key, "instances"))
+        ob_plan_error(p, NULL, "\"instances\" is not implemented yet in this build");
+      else if (strcmp(key, "context") && strcmp(key, "plan") && strcmp(key, "output"))
+        ob_plan_error(p, NULL, "unknown key \"%s\" in the plan object (allowed: context, plan, "
+                               "output, instances)", key);
+    }
+    ob_value *ctx = field(v, "context");
+    if (ctx && ob_typeof(ctx) != OB_ARRAY)
+      ob_plan_error(p, NULL, "\"context\" must be an array of messages");
+    else if (ctx)
+      p->context = ob_ref(ctx);
+    if ((p->output = field(v, "output"))) {
+      walk w = {p, NULL, {0}, {0}};
+      ob_buf_init(&w.where);
+      ob_buf_init(&w.pointer);
+      ob_buf_add(&w.where, "", 0);
+      ob_buf_add(&w.pointer, "", 0);
+      find_refs(&w, p->output);
+      ob_buf_free(&w.where);
+      ob_buf_free(&w.pointer);
+      ob_ref(p->output);
+    }
+    calls = field(v, "plan");
+    if (!calls) {
+      ob_plan_error(p, NULL, "the plan object has no \"plan\" (the list of calls)");
+      return p;
+    }
+  }
+  if (ob_typeof(calls) != OB_ARRAY) {
+    ob_plan_error(p, NULL, "a plan is a JSON array of calls or an object with \"plan\": [...]");
+    return p;
+  }
+  p->ncalls = ob_array_len(calls);
+  p->calls = xcalloc(p->ncalls, sizeof *p->calls);
+  for (size_t i = 0; i < p->ncalls; i++) {
+    p->calls[i].index = i;
+    read_call(p, &p->calls[i], ob_array_get(calls, i));
+  }
+  build_graph(p);
+  find_cycles(p);
+  return p;
+}
+
+ob_plan *ob_plan_load(const char *file, ob_error *err) {
+  ob_value *v = ob_json_parse_file(file, err);
+  if (!v)
+    return NULL;
+  ob_plan *p = ob_plan_from_value(v, file);
+  ob_unref(v);
+  return p;
+}
+
+void ob_plan_free(ob_plan *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->ncalls; i++) {
+    ob_call *c = &p->calls[i];
+    free(c->id);
+    free(c->tool_name);
+    ob_unref(c->raw);
+    if (c->has_output)
+      ob_expr_free(&c->output);
+    free(c->instance);
+    for (size_t r = 0; r < c->nrefs; r++) {
+      ob_expr_free(&c->refs[r].expr);
+      free(c->refs[r].where);
+      free(c->refs[r].pointer);
+      free(c->refs[r].seen);
+    }
+    free(c->refs);
+    free(c->deps);
+    free(c->users);
+  }
+  free(p->calls);
+  for (size_t i = 0; i < p->nerrors; i++)
+    free(p->errors[i]);
+  free(p->errors);
+  ob_map_free(&p->ids);
+  ob_unref(p->context);
+  ob_unref(p->output);
+  free(p->file);
+  free(p);
+}
+
+/* --- checking calls against their tools --------------------------------- */
+
+/* The object the schema judges: the call without meta-properties, except
+ * those the schema's "properties" names. */
+static ob_value *schema_view(const ob_value *raw, const ob_value *schema) {
+  ob_value *props = ob_typeof(schema) == OB_OBJECT ? field(schema, "properties") : NULL;
+  ob_value *o = ob_object(), *k, *v;
+  ob_object_iter it;
+  ob_object_iter_init(&it, raw);
+  while (ob_object_iter_next(&it, &k, &v)) {
+    if (ob_string_ptr(k)[0] == '_' &&
+        !(props && ob_typeof(props) == OB_OBJECT &&
+          ob_object_get(props, ob_string_ptr(k), ob_string_len(k))))
+      continue;
+    o = ob_object_setv(o, k, ob_ref(v));
+  }
+  return o;
+}
+
+/* Is `a` the pointer `b` or inside it? */
+static int pointer_within(const char *a, const char *b) {
+  size_t n = strlen(b);
+  return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
+}
+
+/* Keywords whose verdict on a container does not depend on its values. */
+static int shape_keyword(const char *kw) {
+  static const char *const shape[] = {"required", "additionalProperties", "propertyNames",
+                                      "minProperties", "maxProperties", "minItems", "maxItems",
+                                      "type"};
+  return is_one_of(kw, shape, sizeof shape / sizeof *shape);
+}
+
+/* A failure counts unless a reference (not yet resolved) could explain it:
+ * it is at or inside a reference, or above one and about values. */
+static int failure_counts(const ob_call *c, const ob_schema_failure *f) {
+  for (size_t r = 0; r < c->nrefs; r++) {
+    if (pointer_within(c->refs[r].pointer, f->instance_path) && !shape_keyword(f->keyword))
+      return 0;
+    if (pointer_within(f->instance_path, c->refs[r].pointer))
+      return 0;
+  }
+  return 1;
+}
+
+size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler) {
+  size_t before = p->nerrors;
+  for (size_t i = 0; i < p->ncalls; i++) {
+    ob_call *c = &p->calls[i];
+    if (ob_typeof(c->raw) != OB_OBJECT || !strcmp(c->tool_name, "?"))
+      continue;
+    const ob_tool *t = ob_map_get(tools, c->tool_name, strlen(c->tool_name));
+    if (!t) {
+      ob_plan_error(p, c, "no tool named \"%s\" is loaded (use --tools PATH)", c->tool_name);
+      continue;
+    }
+    c->tool = t;
+    if (t->latent && !has_latent_handler)
+      ob_plan_error(p, c, "\"%s\" is a latent tool (it has no run function) and no latent "
+                          "handler is set", t->name);
+    if (!t->schema)
+      continue;
+    ob_value *view = schema_view(c->raw, t->schema_value);
+    ob_schema_result res = {0};
+    ob_schema_validate(t->schema, view, &res);
+    for (size_t f = 0; f < res.n; f++) {
+      ob_schema_failure *fl = &res.fail[f];
+      if (!strncmp(fl->instance_path, "/_outputPath", 12)) {
+        ob_plan_error(p, c, "_outputPath does not satisfy the tool's schema: %s: %s",
+                      fl->keyword, fl->message);
+      } else if (failure_counts(c, fl) && fl->instance_path[0]) {
+        ob_plan_error(p, c, "parameter \"%s\" does not satisfy the tool's schema: %s: %s",
+                      fl->instance_path + 1, fl->keyword, fl->message);
+      } else if (failure_counts(c, fl)) {
+        ob_plan_error(p, c, "params do not satisfy the tool's schema: %s: %s", fl->keyword,
+                      fl->message);
+      }
+    }
+    ob_schema_result_free(&res);
+    ob_unref(view);
+  }
+  return p->nerrors - before;
+}

@@ -1,0 +1,87 @@
+/* ob_plan.h -- plans (SPEC 5): loading a plan file, validating every call, and the
+ * dependency graph derived from references and output paths. Nothing here runs. */
+#ifndef OB_PLAN_H
+#define OB_PLAN_H
+
+#include <stddef.h>
+
+#include "ob_doc.h"
+#include "ob_map.h"
+#include "ob_path.h"
+#include "ob_schema.h"
+#include "ob_value.h"
+
+/* A tool as the plan sees it: a name, a schema, and whether it can run. */
+typedef struct ob_tool {
+  char *name;
+  char *description;
+  char *file;          /* where it was defined */
+  ob_value *schema_value;
+  ob_schema *schema;   /* NULL when the tool has no schema */
+  int latent;          /* no run function: the latent handler runs it */
+  int run_ref;         /* Lua registry reference of run, or a negative number */
+} ob_tool;
+
+/* One reference expression found in a call's params. */
+typedef struct ob_param_ref {
+  ob_expr expr;
+  char *where;         /* the param it sits in, for messages: "profile", "items[2].name" */
+  char *pointer;       /* the same place as a JSON pointer: "/profile", "/items/2/name" */
+  unsigned char *seen; /* per part (alternatives flattened in order): 1 when some call
+                          of the plan writes a path this call can see overlapping it */
+} ob_param_ref;
+
+typedef struct ob_call {
+  size_t index;        /* position in the plan */
+  char *id;            /* _id, or "#<index>" */
+  char *tool_name;     /* _tool as written ("?" when missing) */
+  const ob_tool *tool; /* NULL until validated against a tool set */
+  ob_value *raw;       /* the call as written */
+  int has_output;      /* _outputPath given */
+  ob_expr output;      /* _outputPath parsed (output mode) */
+  ob_method method;
+  char *instance;      /* _instance, or NULL */
+  size_t nrefs;
+  ob_param_ref *refs;
+  size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
+  size_t nusers, *users; /* calls that depend on this one */
+} ob_call;
+
+typedef struct ob_plan {
+  char *file;          /* the file it came from, for messages */
+  ob_value *context;   /* array of messages (never NULL) */
+  ob_value *output;    /* the output template, or NULL */
+  size_t ncalls;
+  ob_call *calls;
+  ob_map ids;          /* id -> call (pointer into calls) */
+  /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
+  size_t nerrors;
+  char **errors;
+} ob_plan;
+
+/* Reads a plan file (either form of SPEC 5) and checks everything that needs
+ * no tool: the shape, meta-properties, ids, methods, references and output
+ * paths, and the dependency graph (cycles are reported with their calls).
+ * Returns the plan (free with ob_plan_free) with plan->nerrors problems
+ * recorded, or NULL when the file cannot be read or parsed at all (err). */
+ob_plan *ob_plan_load(const char *file, ob_error *err);
+/* The same for a plan already parsed; name is used in messages. */
+ob_plan *ob_plan_from_value(const ob_value *v, const char *name);
+void ob_plan_free(ob_plan *p);
+
+/* Checks every call against the tools (name -> ob_tool*): the tool exists (a
+ * latent one needs has_latent_handler), literal params satisfy its schema
+ * (SPEC 5: the schema sees the call without its meta-properties, except those
+ * its "properties" names; params holding references are judged only where
+ * literal), and _outputPath satisfies the schema's rule for it. Adds to
+ * plan->errors; sets each call's tool. Returns the number of new problems. */
+size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler);
+
+/* Adds "file: call <id> (<tool>): <what>" to the plan's problems. */
+void ob_plan_error(ob_plan *p, const ob_call *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif

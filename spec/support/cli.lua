@@ -1,0 +1,50 @@
+-- spec/support/cli.lua -- runs the obelus binary ($OBELUS_BIN, else bin/obelus)
+-- and returns what it did: exit code, stdout, stderr.
+local M = {}
+
+M.bin = os.getenv("OBELUS_BIN") or "bin/obelus"
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+M.quote = shell_quote
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+M.slurp = slurp
+
+-- run{ "resolve", "file.json", "†x" , stdin = "..." } -> { code=, out=, err= }
+function M.run(args)
+  local parts = { shell_quote(M.bin) }
+  for _, a in ipairs(args) do parts[#parts + 1] = shell_quote(a) end
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = table.concat(parts, " ") .. " >" .. out .. " 2>" .. err
+  if args.stdin then
+    local inp = os.tmpname()
+    local f = assert(io.open(inp, "wb"))
+    f:write(args.stdin)
+    f:close()
+    cmd = cmd .. " <" .. inp
+  end
+  local ok, how, code = os.execute(cmd)
+  local r = { code = (how == "exit") and code or 128 + (code or 0), out = slurp(out), err = slurp(err) }
+  os.remove(out)
+  os.remove(err)
+  return r
+end
+
+-- Writes text to a fresh temporary file and returns its name.
+function M.tmpfile(text, suffix)
+  local name = os.tmpname() .. (suffix or "")
+  local f = assert(io.open(name, "wb"))
+  f:write(text)
+  f:close()
+  return name
+end
+
+return M
