@@ -1,8 +1,5 @@
 /* main.c -- the `obelus` program: finds the command and hands it its arguments.
  * Each command lives in its own ob_cmd_*.c file. */
-#include <errno.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,28 +32,6 @@ static const command commands[] = {
 };
 
 static const char *const planned[] = {"run", "check", "graph", "log", "resume"};
-
-int ob_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "obelus %s: ", cmd);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\n(try `obelus %s --help`)\n", cmd);
-  return OB_EXIT_USAGE;
-}
-
-int ob_cli_parse_count(const char *s, size_t *out) {
-  if (!*s || strspn(s, "0123456789") != strlen(s))
-    return 0;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || v >= (unsigned long long)SIZE_MAX)
-    return 0;
-  *out = (size_t)v;
-  return 1;
-}
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
