@@ -2,7 +2,7 @@
 # `make deps` once on a fresh Debian machine, then `make test` (it builds what it needs).
 
 CC      ?= cc
-PKGS    := lua5.4 jansson libpcre2-8 libuv
+PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv
 DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
             libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
             json-schema-test-suite valgrind
@@ -21,8 +21,8 @@ LUA     ?= lua5.4
 BUSTED  := $(LUA) /usr/bin/busted
 
 CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
-REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o)
-ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o)
+REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o) build/rel/ob_runtime_lua.o
+ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/ob_runtime_lua.o
 CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 BENCH_SRC := $(wildcard bench/*.c)
 
@@ -43,6 +43,15 @@ deps:
 build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -c $< -o $@
 build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
+	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+
+# The Lua half of the `obelus` module tools require, compiled into the engine.
+build/gen/ob_runtime_lua.c: lua/obelus/runtime.lua
+	@mkdir -p build/gen
+	$(LUA) -e 'local s = io.read("a"); io.write("/* generated from lua/obelus/runtime.lua */\n#include <stddef.h>\nconst char ob_runtime_lua[] = {"); for i = 1, #s do io.write(s:byte(i), i % 24 == 0 and ",\n" or ",") end; io.write("0};\nconst size_t ob_runtime_lua_len = ", #s, ";\n")' < $< > $@
+build/rel/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/rel
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+build/asan/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/asan
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
 
 lib/libobelus.a: $(REL_OBJ) | lib

@@ -15,9 +15,11 @@ static const char main_help[] =
     "append-only message log, every call starting as soon as its inputs exist.\n"
     "\n"
     "commands:\n"
+    "  run PLAN [--tools PATH]... [--input JSON]   run a plan, print its final output\n"
+    "  check PLAN [--tools PATH]...                validate a plan without running it\n"
     "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
     "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
-    "  run, check, graph, log, resume              not built yet (see the README's roadmap)\n"
+    "  graph, log, resume                          not built yet (see the README's roadmap)\n"
     "\n"
     "`obelus COMMAND --help` tells more about each.\n";
 
@@ -27,11 +29,13 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"run", ob_cmd_run},
+    {"check", ob_cmd_check},
     {"resolve", ob_cmd_resolve},
     {"schema", ob_cmd_schema},
 };
 
-static const char *const planned[] = {"run", "check", "graph", "log", "resume"};
+static const char *const planned[] = {"graph", "log", "resume"};
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -47,7 +51,7 @@ int main(int argc, char **argv) {
       return commands[i].run(argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
     if (!strcmp(argv[1], planned[i])) {
-      fprintf(stderr, "obelus: `%s` is not built yet; this build has: resolve, schema\n", argv[1]);
+      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, resolve, schema\n", argv[1]);
       return OB_EXIT_USAGE;
     }
   fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);

@@ -11,6 +11,8 @@ enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2 };
 /* Each takes argv with argv[0] the command's name and returns an exit status. */
 int ob_cmd_resolve(int argc, char **argv);
 int ob_cmd_schema(int argc, char **argv);
+int ob_cmd_run(int argc, char **argv);
+int ob_cmd_check(int argc, char **argv);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -275,37 +275,61 @@ ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, siz
 
 /* --- writing ------------------------------------------------------------- */
 
-/* Applies m's write (at path p) to its document; on success records the new version. */
-static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t pos, ob_error *err) {
-  doc *g = doc_get(log, m->kind, NULL);
-  ob_value *groot = history_at(&g->roots, OB_LOG_NOW), *next;
-  doc *target = g;
-  if (!m->instance) {
-    next = ob_doc_write(groot, p, m->method, m->value, err);
-  } else {
-    target = doc_get(log, m->kind, m->instance);
-    ob_value *iroot = history_at(&target->roots, OB_LOG_NOW);
-    /* copy-on-write stops at the first array or scalar the view shows on the path */
-    size_t q = 0;
-    ob_value *vq = view_get(groot, iroot, p, 0);
-    while (q < p->n && (!vq || ob_typeof(vq) == OB_OBJECT)) {
-      ob_unref(vq);
-      vq = view_get(groot, iroot, p, ++q);
-    }
-    ob_value *sub = ob_doc_write_from(vq, p, q, m->method, m->value, err);
+/* What a write makes of its document: the new root of the target document
+ * (global, or the instance's own) in *next, or NULL with err filled. */
+static doc *compute_write(ob_log *log, ob_value *kind, ob_value *instance, const ob_path *p,
+                          ob_method method, const ob_value *value, ob_value **next,
+                          ob_error *err) {
+  doc *g = doc_get(log, kind, NULL);
+  ob_value *groot = history_at(&g->roots, OB_LOG_NOW);
+  if (!instance) {
+    *next = ob_doc_write(groot, p, method, value, err);
+    return g;
+  }
+  doc *target = doc_get(log, kind, instance);
+  ob_value *iroot = history_at(&target->roots, OB_LOG_NOW);
+  /* copy-on-write stops at the first array or scalar the view shows on the path */
+  size_t q = 0;
+  ob_value *vq = view_get(groot, iroot, p, 0);
+  while (q < p->n && (!vq || ob_typeof(vq) == OB_OBJECT)) {
     ob_unref(vq);
-    if (!sub)
-      return err ? err->code : OB_EWRITE;
+    vq = view_get(groot, iroot, p, ++q);
+  }
+  ob_value *sub = ob_doc_write_from(vq, p, q, method, value, err);
+  ob_unref(vq);
+  *next = NULL;
+  if (sub) {
     ob_path prefix = {q, p->segs};
-    next = ob_doc_write(iroot, &prefix, OB_METHOD_SET, sub, err);
+    *next = ob_doc_write(iroot, &prefix, OB_METHOD_SET, sub, err);
     ob_unref(sub);
   }
+  return target;
+}
+
+/* Applies m's write (at path p) to its document; on success records the new version. */
+static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t pos, ob_error *err) {
+  ob_value *next;
+  doc *target = compute_write(log, m->kind, m->instance, p, m->method, m->value, &next, err);
   if (!next)
     return err ? err->code : OB_EWRITE;
   history_push(&target->roots, pos, next);
   if (m->schema)
     history_push(&target->schemas, pos, ob_ref(m->schema));
   return OB_OK;
+}
+
+ob_value *ob_log_preview(ob_log *log, const char *kind, const char *instance, const ob_path *p,
+                         ob_method method, const ob_value *value, ob_error *err) {
+  ob_value *k = ob_cstring(kind), *inst = instance ? ob_cstring(instance) : NULL, *next;
+  compute_write(log, k, inst, p, method, value, &next, err);
+  if (next && instance) { /* the instance's view after the write */
+    ob_value *view = ob_doc_merge(doc_root(log, kind, NULL, OB_LOG_NOW), next);
+    ob_unref(next);
+    next = view;
+  }
+  ob_unref(k);
+  ob_unref(inst);
+  return next;
 }
 
 static long commit(ob_log *log, ob_msg *m, const ob_path *p, ob_error *err) {

@@ -69,6 +69,14 @@ long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
                           const ob_path *path, ob_method method, const ob_value *value,
                           const ob_value *call, ob_error *err);
 
+/* What document `kind` would be, read in scope `instance`, if value were
+ * written at p with method now: a new reference, or NULL with err filled
+ * when the write would fail. Nothing is appended. Costs a write, plus a
+ * merge of the whole view for an instance. Used to check a write against
+ * the document's schema before making it. */
+ob_value *ob_log_preview(ob_log *log, const char *kind, const char *instance, const ob_path *p,
+                         ob_method method, const ob_value *value, ob_error *err);
+
 /* The value at path p of document `kind` read in scope `instance` (NULL:
  * global) as of the first `at` messages (OB_LOG_NOW: all of them). An
  * instance reads its view: the global document deep-merged with the

@@ -20,6 +20,7 @@ typedef struct ob_tool {
   ob_schema *schema;   /* NULL when the tool has no schema */
   int latent;          /* no run function: the latent handler runs it */
   int run_ref;         /* Lua registry reference of run, or a negative number */
+  int table_ref;       /* Lua registry reference of the tool table */
 } ob_tool;
 
 /* One reference expression found in a call's params. */

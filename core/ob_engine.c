@@ -1,0 +1,377 @@
+/* ob_engine.c -- the engine: one Lua state with luv bound to the engine's loop, the
+ * `obelus` module tools require, and loading tool files (SPEC 7).
+ *
+ * Every entry from C into Lua that runs user code goes through a protected
+ * call with a traceback handler (engine_pcall), so a tool's error becomes a
+ * message and never takes the engine down. luv's own callback runner would
+ * exit the process on an uncaught error in a libuv callback; the engine
+ * replaces it with one that reports the error and carries on. */
+#include <dirent.h>
+#include <errno.h>
+#include <lauxlib.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes" /* luv.h has one old-style declaration */
+#include <luv/luv.h>
+#pragma GCC diagnostic pop
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ob_engine.h"
+#include "ob_lua.h"
+#include "ob_run.h"
+
+extern const char ob_runtime_lua[];
+extern const size_t ob_runtime_lua_len;
+
+static char *xstrdup(const char *s) {
+  char *d = strdup(s ? s : "");
+  if (!d)
+    abort();
+  return d;
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg)
+    msg = luaL_tolstring(L, 1, NULL);
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* lua_pcall with a traceback; on error leaves the message on the stack. */
+static int engine_pcall(lua_State *L, int nargs, int nres) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  int rc = lua_pcall(L, nargs, nres, base);
+  lua_remove(L, base);
+  return rc;
+}
+
+/* luv runs every libuv callback through this. */
+static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
+  int top = lua_gettop(L) - nargs - 1;
+  int rc = engine_pcall(L, nargs, nres);
+  if (rc != LUA_OK) {
+    fprintf(stderr, "obelus: error in a libuv callback of a tool: %s\n", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return -rc;
+  }
+  return nres == LUA_MULTRET ? lua_gettop(L) - top : nres;
+}
+
+/* --- the primitives the runtime module is built from -------------------------- */
+
+static int prim_set_latent(lua_State *L) {
+  ob_engine *e = lua_touserdata(L, lua_upvalueindex(1));
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_unref(L, LUA_REGISTRYINDEX, e->latent_ref);
+  lua_pushvalue(L, 1);
+  e->latent_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+static int open_runtime(lua_State *L) {
+  ob_engine *e = lua_touserdata(L, 1);
+  if (luaL_loadbuffer(L, ob_runtime_lua, ob_runtime_lua_len, "=obelus/runtime.lua") != LUA_OK)
+    return lua_error(L);
+  lua_createtable(L, 0, 16);
+  lua_pushlightuserdata(L, (void *)&ob_run_yield_token);
+  lua_setfield(L, -2, "token");
+  lua_pushlightuserdata(L, NULL);
+  lua_setfield(L, -2, "null");
+  ob_lua_push_array_mt(L);
+  lua_setfield(L, -2, "array_mt");
+  lua_pushlightuserdata(L, e);
+  lua_pushcclosure(L, ob_run_lua_wake, 1);
+  lua_setfield(L, -2, "wake");
+  lua_pushlightuserdata(L, e);
+  lua_pushcclosure(L, ob_run_lua_sleep, 1);
+  lua_setfield(L, -2, "sleep");
+  lua_pushlightuserdata(L, e);
+  lua_pushcclosure(L, prim_set_latent, 1);
+  lua_setfield(L, -2, "set_latent");
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, -1, "luv");
+  lua_setfield(L, -3, "uv");
+  lua_pop(L, 1);
+  luaL_requiref(L, "obelus.core", luaopen_obelus_core, 0);
+  lua_getfield(L, -1, "encode");
+  lua_setfield(L, -3, "encode");
+  lua_getfield(L, -1, "decode");
+  lua_setfield(L, -3, "decode");
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  e->branch_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_setfield(L, -2, "branch_mt");
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  e->message_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_setfield(L, -2, "message_mt");
+  lua_call(L, 1, 1); /* the module */
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "obelus");
+  lua_pop(L, 1);
+  lua_pushvalue(L, -1);
+  e->runtime_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
+  ob_engine *e = calloc(1, sizeof *e);
+  if (!e)
+    abort();
+  ob_map_init(&e->tools);
+  e->latent_ref = e->runtime_ref = LUA_NOREF;
+  if (!loop) {
+    loop = malloc(sizeof *loop);
+    if (!loop || uv_loop_init(loop) != 0) {
+      free(loop);
+      free(e);
+      ob_error_set(err, OB_EINVAL, 0, "cannot start a libuv loop");
+      return NULL;
+    }
+    e->own_loop = 1;
+  }
+  e->loop = loop;
+  lua_State *L = e->L = luaL_newstate();
+  if (!L) {
+    ob_engine_free(e);
+    ob_error_set(err, OB_ENOMEM, 0, "cannot start Lua");
+    return NULL;
+  }
+  /* calls find themselves through their coroutine's extra space; the main
+   * thread (and every coroutine a tool makes, which copies it) holds none */
+  *(void **)lua_getextraspace(L) = NULL;
+  luaL_openlibs(L);
+  ob_lua_open(L);
+  luv_set_loop(L, loop);
+  luv_set_callback(L, luv_callback_pcall);
+  luaL_requiref(L, "luv", luaopen_luv, 0);
+  lua_pop(L, 1);
+  lua_pushcfunction(L, open_runtime);
+  lua_pushlightuserdata(L, e);
+  if (engine_pcall(L, 1, 0) != LUA_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "cannot start the obelus runtime: %s", lua_tostring(L, -1));
+    ob_engine_free(e);
+    return NULL;
+  }
+  return e;
+}
+
+static void close_handle(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+void ob_engine_free(ob_engine *e) {
+  if (!e)
+    return;
+  while (e->runs)
+    ob_run_free(e->runs);
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&e->tools, &i, &me)) {
+    ob_tool *t = me->val;
+    free(t->name);
+    free(t->description);
+    free(t->file);
+    ob_unref(t->schema_value);
+    ob_schema_free(t->schema);
+    free(t);
+  }
+  ob_map_free(&e->tools);
+  if (e->own_loop) {
+    /* close whatever tools left open (timers, pipes ...) before Lua goes */
+    uv_walk(e->loop, close_handle, NULL);
+    uv_run(e->loop, UV_RUN_DEFAULT);
+  }
+  if (e->L)
+    lua_close(e->L);
+  if (e->own_loop) {
+    uv_walk(e->loop, close_handle, NULL);
+    uv_run(e->loop, UV_RUN_DEFAULT);
+    uv_loop_close(e->loop);
+    free(e->loop);
+  }
+  free(e);
+}
+
+int ob_engine_has_latent(const ob_engine *e) { return e->latent_ref != LUA_NOREF; }
+
+/* --- tools -------------------------------------------------------------------- */
+
+/* Where a tool table was written: the line of its run function, when known. */
+static int tool_line(lua_State *L, int idx) {
+  int line = 0;
+  lua_getfield(L, idx, "run");
+  if (lua_isfunction(L, -1)) {
+    lua_Debug ar;
+    lua_getinfo(L, ">S", &ar);
+    line = ar.linedefined > 0 ? ar.linedefined : 0;
+  } else {
+    lua_pop(L, 1);
+  }
+  return line;
+}
+
+/* Registers the tool table at the top of the stack (which it pops). */
+static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err) {
+  lua_State *L = e->L;
+  int idx = lua_gettop(L), rc = OB_OK;
+  char where[64];
+  int line = lua_istable(L, idx) ? tool_line(L, idx) : 0;
+  if (line)
+    snprintf(where, sizeof where, "%d: tool #%d", line, nth);
+  else
+    snprintf(where, sizeof where, " tool #%d", nth);
+  if (!lua_istable(L, idx)) {
+    lua_pop(L, 1);
+    return ob_error_set(err, OB_EINVAL, 0, "%s:%s: a tool is a table, not a %s", file, where,
+                        luaL_typename(L, idx));
+  }
+  lua_getfield(L, idx, "name");
+  lua_getfield(L, idx, "description");
+  lua_getfield(L, idx, "run");
+  lua_getfield(L, idx, "schema");
+  const char *name = lua_tostring(L, idx + 1);
+  if (lua_type(L, idx + 1) != LUA_TSTRING || !*name) {
+    rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: \"name\" must be a non-empty string", file, where);
+  } else if (!lua_isnil(L, idx + 2) && lua_type(L, idx + 2) != LUA_TSTRING) {
+    rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): \"description\" must be a string", file,
+                      where, name);
+  } else if (!lua_isnil(L, idx + 3) && !lua_isfunction(L, idx + 3)) {
+    rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): \"run\" must be a function", file, where,
+                      name);
+  } else {
+    const ob_tool *twin = ob_map_get(&e->tools, name, strlen(name));
+    if (twin)
+      rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: the tool \"%s\" is already defined in %s",
+                        file, where, name, twin->file);
+  }
+  ob_value *schema = NULL;
+  ob_schema *compiled = NULL;
+  if (rc == OB_OK && !lua_isnil(L, idx + 4)) {
+    ob_error e2;
+    schema = ob_lua_to_value_named(L, idx + 4, "schema", &e2);
+    if (!schema)
+      rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): %s", file, where, name, e2.msg);
+    else if (!(compiled = ob_schema_compile(schema, &e2)))
+      rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): the schema is not usable: %s", file,
+                        where, name, e2.msg);
+  }
+  if (rc != OB_OK) {
+    ob_unref(schema);
+    lua_settop(L, idx - 1);
+    return rc;
+  }
+  ob_tool *t = calloc(1, sizeof *t);
+  if (!t)
+    abort();
+  t->name = xstrdup(name);
+  t->description = lua_isnil(L, idx + 2) ? NULL : xstrdup(lua_tostring(L, idx + 2));
+  t->file = xstrdup(file);
+  t->schema_value = schema;
+  t->schema = compiled;
+  t->latent = lua_isnil(L, idx + 3);
+  lua_pushvalue(L, idx + 3);
+  t->run_ref = t->latent ? (lua_pop(L, 1), LUA_NOREF) : luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushvalue(L, idx);
+  t->table_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  ob_map_put(&e->tools, t->name, strlen(t->name), t);
+  lua_settop(L, idx - 1);
+  return OB_OK;
+}
+
+static int load_lua_file(ob_engine *e, const char *file, int is_tools, ob_error *err) {
+  lua_State *L = e->L;
+  int top = lua_gettop(L);
+  if (luaL_loadfile(L, file) != LUA_OK) {
+    /* Lua's message already reads "file:line: ..." */
+    ob_error_set(err, OB_EINVAL, 0, "%s", lua_tostring(L, -1));
+    lua_settop(L, top);
+    return OB_EINVAL;
+  }
+  if (engine_pcall(L, 0, 1) != LUA_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "%s: error while loading: %s", file, lua_tostring(L, -1));
+    lua_settop(L, top);
+    return OB_EINVAL;
+  }
+  if (!is_tools) {
+    lua_settop(L, top);
+    return OB_OK;
+  }
+  int rc = OB_OK, list = lua_istable(L, -1);
+  if (list) { /* a tool table has a name or a run; anything else is a list */
+    lua_getfield(L, -1, "name");
+    lua_getfield(L, -2, "run");
+    list = lua_isnil(L, -1) && lua_isnil(L, -2) && luaL_len(L, -3) > 0;
+    lua_pop(L, 2);
+  }
+  if (!list) {
+    rc = register_tool(e, file, 1, err);
+  } else {
+    lua_Integer n = luaL_len(L, -1);
+    for (lua_Integer i = 1; rc == OB_OK && i <= n; i++) {
+      lua_geti(L, -1, i);
+      rc = register_tool(e, file, (int)i, err);
+    }
+  }
+  lua_settop(L, top);
+  return rc;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ob_engine_load_tools(ob_engine *e, const char *path, ob_error *err) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return load_lua_file(e, path, 1, err);
+  DIR *d = opendir(path);
+  if (!d)
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+  size_t n = 0, cap = 0;
+  char **names = NULL;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t len = strlen(de->d_name);
+    if (len < 5 || strcmp(de->d_name + len - 4, ".lua") || de->d_name[0] == '.')
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      names = realloc(names, cap * sizeof *names);
+      if (!names)
+        abort();
+    }
+    size_t plen = strlen(path) + len + 2;
+    names[n] = malloc(plen);
+    if (!names[n])
+      abort();
+    snprintf(names[n++], plen, "%s/%s", path, de->d_name);
+  }
+  closedir(d);
+  if (n)
+    qsort(names, n, sizeof *names, by_name);
+  int rc = OB_OK;
+  for (size_t i = 0; i < n; i++) {
+    if (rc == OB_OK)
+      rc = load_lua_file(e, names[i], 1, err);
+    free(names[i]);
+  }
+  free(names);
+  return rc;
+}
+
+int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err) {
+  return load_lua_file(e, path, 0, err);
+}

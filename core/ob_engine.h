@@ -1,0 +1,45 @@
+/* ob_engine.h -- the long-lived engine: a libuv loop, one Lua state with the tools
+ * loaded into it, and the runs (ob_run.h) it executes. One engine per host; no globals. */
+#ifndef OB_ENGINE_H
+#define OB_ENGINE_H
+
+#include <lua.h>
+#include <uv.h>
+
+#include "ob_map.h"
+#include "ob_plan.h"
+
+typedef struct ob_run ob_run;
+
+typedef struct ob_engine {
+  uv_loop_t *loop;
+  int own_loop;      /* the engine made the loop and closes it */
+  lua_State *L;      /* every tool and every call's coroutine live here */
+  ob_map tools;      /* name -> ob_tool* */
+  int runtime_ref;   /* registry: the `obelus` module table tools require */
+  int latent_ref;    /* registry: the latent handler, or LUA_NOREF */
+  int branch_mt_ref, message_mt_ref;
+  ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
+} ob_engine;
+
+/* A new engine on loop (NULL: the engine makes and owns one). NULL with err
+ * filled when Lua or luv cannot start. */
+ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err);
+/* Frees the engine, its runs and its Lua state. Handles tools left open on
+ * a loop the engine owns are closed; a host's loop is left to the host. */
+void ob_engine_free(ob_engine *e);
+
+/* Loads tools from a .lua file, or from every *.lua file of a folder (in
+ * name order). A file returns one tool table or a list of them (SPEC 7).
+ * Returns OB_OK, or a negative code with err naming the file (and line when
+ * Lua knows it): syntax errors, errors raised while loading, bad tool
+ * tables, schemas that are not usable, a name defined twice. */
+int ob_engine_load_tools(ob_engine *e, const char *path, ob_error *err);
+
+/* Runs a Lua file whose job is to configure the engine (the latent handler
+ * through obelus.set_latent, ...). Errors as for tools. */
+int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err);
+
+int ob_engine_has_latent(const ob_engine *e);
+
+#endif

@@ -1,0 +1,892 @@
+/* ob_run.c -- the scheduler: one execution of a plan (SPEC 5, 7).
+ *
+ * Design
+ * ------
+ * Each call keeps a count of the calls it depends on that have not settled.
+ * When that count reaches zero the call is queued; the pump starts queued
+ * calls (up to --concurrency) the moment they are queued, so a fast branch's
+ * follower starts while a slow sibling still runs: there are no rounds.
+ *
+ * Starting a call resolves its params against the log as it is then, and
+ * decides: skip (an upstream call failed, or a branch not taken), fail (a
+ * structural error), or run. Running means a Lua coroutine on the engine's
+ * state: it runs until it finishes or yields through obelus.sleep/await;
+ * the timer or callback that ends the wait resumes it. A call that finishes
+ * has its result written (its output messages appended) and settles, which
+ * queues the calls waiting for it.
+ *
+ * The pump is the only place calls start, and it never nests: a call that
+ * settles while the pump runs only queues its followers. So a chain of
+ * 100,000 calls that finish synchronously runs in constant C stack.
+ *
+ * Costs per call: O(deps + users) bookkeeping, one coroutine, the params'
+ * conversion to Lua and the result's back, and one path copy per write.
+ */
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_lua.h"
+#include "ob_run.h"
+
+const char ob_run_yield_token = 0;
+
+typedef struct crun {
+  ob_run *run;
+  ob_call *call;
+  ob_call_state state;
+  int upstream_failed; /* skipped because something upstream failed */
+  int detached;        /* fire-and-forget: not awaited */
+  size_t pending;      /* dependencies not settled yet */
+  lua_State *co;       /* while running */
+  int co_ref;
+  uv_timer_t *sleep;   /* an obelus.sleep in progress */
+} crun;
+
+struct ob_run {
+  ob_engine *e;
+  ob_plan *plan;
+  ob_log *log;
+  ob_run_options opt;
+  crun *calls;
+  size_t nawaited, settled_awaited, running, detached_running;
+  size_t *queue, qhead, qtail; /* each call is queued at most once */
+  int pumping, finished, failed, cancelled;
+  size_t journaled;
+  uint64_t t0;
+  ob_map schemas; /* schema value (by address) -> compiled */
+  ob_run *next, **prevp;
+};
+
+static void pump(ob_run *r);
+
+const char *ob_call_state_name(ob_call_state s) {
+  static const char *const names[] = {"waiting", "ready", "running", "done", "failed", "skipped"};
+  return names[s];
+}
+
+static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1e6; }
+
+static void emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {
+  if (!r->opt.on_event)
+    return;
+  ob_event ev = {type, c, reason, now_ms(r)};
+  r->opt.on_event(r->opt.ud, &ev);
+}
+
+/* Writes the messages appended since the last time to the journal. */
+static void sync_journal(ob_run *r) {
+  if (!r->opt.journal) {
+    r->journaled = ob_log_len(r->log);
+    return;
+  }
+  for (; r->journaled < ob_log_len(r->log); r->journaled++) {
+    ob_value *m = ob_log_message(r->log, r->journaled);
+    size_t len;
+    char *text = ob_json_print(m, OB_JSON_COMPACT, &len);
+    fwrite(text, 1, len, r->opt.journal);
+    fputc('\n', r->opt.journal);
+    free(text);
+    ob_unref(m);
+  }
+  fflush(r->opt.journal);
+}
+
+static long append(ob_run *r, ob_value *msg, ob_error *err) {
+  long rc = ob_log_append(r->log, msg, err);
+  sync_journal(r);
+  return rc;
+}
+
+/* --- settling ---------------------------------------------------------------- */
+
+static void enqueue(ob_run *r, crun *c) {
+  c->state = OB_CALL_READY;
+  r->queue[r->qtail++] = (size_t)(c - r->calls);
+  emit(r, OB_EV_READY, c->call, NULL);
+}
+
+static void drop_coroutine(crun *c) {
+  if (!c->co)
+    return;
+  *(crun **)lua_getextraspace(c->co) = NULL; /* late wake-ups find nobody */
+  luaL_unref(c->run->e->L, LUA_REGISTRYINDEX, c->co_ref);
+  c->co = NULL;
+}
+
+static void settle(crun *c, ob_call_state st, const char *reason) {
+  ob_run *r = c->run;
+  if (c->state == OB_CALL_RUNNING) {
+    r->running--;
+    if (c->detached)
+      r->detached_running--;
+  }
+  c->state = st;
+  drop_coroutine(c);
+  emit(r, st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
+       c->call, reason);
+  if (!c->detached)
+    r->settled_awaited++;
+  for (size_t u = 0; u < c->call->nusers; u++) {
+    crun *user = &r->calls[c->call->users[u]];
+    if (--user->pending == 0 && !r->cancelled)
+      enqueue(r, user);
+  }
+  if (!r->finished && r->settled_awaited == r->nawaited) {
+    r->finished = 1;
+    emit(r, OB_EV_RUN_DONE, NULL, NULL);
+    if (r->opt.on_done)
+      r->opt.on_done(r, r->opt.ud);
+  }
+  pump(r);
+}
+
+/* Appends the error message of a call and settles it as failed. */
+static void fail(crun *c, const char *phase, const char *msg) {
+  ob_run *r = c->run;
+  ob_value *data = ob_object();
+  data = ob_object_set(data, "call", 4, ob_ref(c->call->raw));
+  data = ob_object_set(data, "id", 2, ob_cstring(c->call->id));
+  data = ob_object_set(data, "error", 5, ob_cstring(msg));
+  data = ob_object_set(data, "phase", 5, ob_cstring(phase));
+  if (c->detached)
+    data = ob_object_set(data, "detached", 8, ob_true());
+  ob_value *m = ob_object();
+  m = ob_object_set(m, "type", 4, ob_cstring("data"));
+  m = ob_object_set(m, "kind", 4, ob_cstring("error"));
+  if (c->call->instance)
+    m = ob_object_set(m, "_instance", 9, ob_cstring(c->call->instance));
+  m = ob_object_set(m, "data", 4, data);
+  ob_error err;
+  if (append(r, m, &err) < 0)
+    fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);
+  ob_unref(m);
+  fprintf(stderr, "obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
+          c->detached ? " [fire-and-forget]" : "", phase, msg);
+  if (!c->detached)
+    r->failed = 1;
+  settle(c, OB_CALL_FAILED, msg);
+}
+
+/* --- resolving params ---------------------------------------------------------- */
+
+typedef struct resolver {
+  crun *c;
+  size_t next;   /* the next of c->call->refs, in walk order (as ob_plan found them) */
+  int skip;      /* an absent part has a writer: a branch not taken */
+  int missing;   /* an absent part nobody writes: a structural error */
+  ob_buf why;
+} resolver;
+
+static void absent(resolver *rs, const ob_param_ref *ref) {
+  ob_run *r = rs->c->run;
+  size_t part = 0;
+  for (size_t a = 0; a < ref->expr.n; a++)
+    for (size_t k = 0; k < ref->expr.alts[a].n; k++, part++) {
+      const ob_reference *x = &ref->expr.alts[a].refs[k];
+      ob_value *v = ob_log_read(r->log, x->kind, rs->c->call->instance, &x->path, OB_LOG_NOW);
+      if (v) {
+        ob_unref(v);
+        continue;
+      }
+      if (ref->seen[part] && !rs->skip) {
+        rs->skip = 1;
+        rs->why.len = 0;
+        ob_buf_addf(&rs->why, "%s was not written (a branch not taken)", x->text);
+      } else if (!ref->seen[part] && !rs->skip && !rs->missing) {
+        rs->missing = 1;
+        ob_buf_addf(&rs->why, "parameter \"%s\": %s is absent and no call in the plan writes it",
+                    ref->where, x->text);
+      }
+    }
+}
+
+static ob_value *resolve(resolver *rs, const ob_value *v) {
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    const char *s = ob_string_ptr(v);
+    size_t n = ob_string_len(v);
+    int cls = ob_str_classify(s, n);
+    if (cls == OB_STR_LITERAL)
+      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+    if (cls != OB_STR_EXPR)
+      return ob_ref((ob_value *)v);
+    const ob_param_ref *ref = &rs->c->call->refs[rs->next++];
+    ob_run *r = rs->c->run;
+    ob_value *x = ob_log_eval(r->log, &ref->expr, rs->c->call->instance, OB_LOG_NOW);
+    if (!x) {
+      absent(rs, ref);
+      return ob_null();
+    }
+    return x;
+  }
+  case OB_ARRAY: {
+    ob_value *a = ob_array();
+    for (size_t i = 0; i < ob_array_len(v); i++)
+      a = ob_array_push(a, resolve(rs, ob_array_get(v, i)));
+    return a;
+  }
+  case OB_OBJECT: {
+    ob_value *o = ob_object(), *k, *x;
+    ob_object_iter it;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x))
+      o = ob_object_setv(o, k, resolve(rs, x));
+    return o;
+  }
+  default: return ob_ref((ob_value *)v);
+  }
+}
+
+/* The call with its references resolved; meta-properties kept as written. */
+static ob_value *resolve_params(resolver *rs) {
+  const ob_value *raw = rs->c->call->raw;
+  ob_value *o = ob_object(), *k, *x;
+  ob_object_iter it;
+  ob_object_iter_init(&it, raw);
+  while (ob_object_iter_next(&it, &k, &x))
+    o = ob_object_setv(o, k, ob_string_ptr(k)[0] == '_' ? ob_ref(x) : resolve(rs, x));
+  return o;
+}
+
+/* The schema view of resolved params fails? Describes the first failures. */
+static int params_invalid(const ob_tool *t, const ob_value *params, ob_buf *why) {
+  if (!t->schema)
+    return 0;
+  ob_value *props = ob_typeof(t->schema_value) == OB_OBJECT
+                        ? ob_object_get(t->schema_value, "properties", 10)
+                        : NULL;
+  ob_value *view = ob_object(), *k, *v;
+  ob_object_iter it;
+  ob_object_iter_init(&it, params);
+  while (ob_object_iter_next(&it, &k, &v))
+    if (ob_string_ptr(k)[0] != '_' ||
+        (props && ob_typeof(props) == OB_OBJECT &&
+         ob_object_get(props, ob_string_ptr(k), ob_string_len(k))))
+      view = ob_object_setv(view, k, ob_ref(v));
+  ob_schema_result res = {0};
+  int ok = ob_schema_validate(t->schema, view, &res);
+  for (size_t i = 0; i < res.n && i < 3; i++)
+    ob_buf_addf(why, "%s%s: %s: %s", i ? "; " : "params do not satisfy the tool's schema: ",
+                res.fail[i].instance_path[0] ? res.fail[i].instance_path : "(params)",
+                res.fail[i].keyword, res.fail[i].message);
+  ob_schema_result_free(&res);
+  ob_unref(view);
+  return !ok;
+}
+
+/* --- running a call's coroutine ----------------------------------------------- */
+
+static void complete(crun *c, int nres);
+static void tool_error(crun *c, const char *msg);
+
+static void resume(crun *c, lua_State *from, int nargs) {
+  lua_State *co = c->co;
+  int nres = 0;
+  int st = lua_resume(co, from, nargs, &nres);
+  if (c->state != OB_CALL_RUNNING || c->co != co)
+    return; /* cancelled meanwhile */
+  if (st == LUA_YIELD) {
+    int ours = nres >= 1 && lua_touserdata(co, -nres) == &ob_run_yield_token;
+    lua_pop(co, nres);
+    if (!ours)
+      tool_error(c, "the tool yielded its coroutine itself: wait with obelus.sleep, "
+                    "obelus.await or obelus.uv callbacks wrapped in obelus.await");
+    return;
+  }
+  if (st == LUA_OK) {
+    complete(c, nres);
+    return;
+  }
+  const char *msg = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : NULL;
+  char other[64];
+  if (!msg) {
+    snprintf(other, sizeof other, "(error object is a %s value)", luaL_typename(co, -1));
+    msg = other;
+  }
+  lua_State *L = c->run->e->L;
+  luaL_traceback(L, co, msg, 0);
+  fprintf(stderr, "obelus: call %s (%s) raised an error:\n%s\n", c->call->id, c->call->tool_name,
+          lua_tostring(L, -1));
+  lua_pop(L, 1);
+  tool_error(c, msg);
+}
+
+static void start(crun *c) {
+  ob_run *r = c->run;
+  ob_call *call = c->call;
+  for (size_t d = 0; d < call->ndeps; d++) {
+    crun *dep = &r->calls[call->deps[d]];
+    if (dep->state == OB_CALL_FAILED || (dep->state == OB_CALL_SKIPPED && dep->upstream_failed)) {
+      c->upstream_failed = 1;
+      char why[256];
+      snprintf(why, sizeof why, "upstream failed: call %s (%s)", dep->call->id,
+               dep->call->tool_name);
+      settle(c, OB_CALL_SKIPPED, why);
+      return;
+    }
+  }
+  resolver rs = {c, 0, 0, 0, {0}};
+  ob_buf_init(&rs.why);
+  ob_value *params = resolve_params(&rs);
+  if (rs.skip || rs.missing || params_invalid(call->tool, params, &rs.why)) {
+    ob_unref(params);
+    if (rs.skip)
+      settle(c, OB_CALL_SKIPPED, rs.why.data);
+    else
+      fail(c, "structural", rs.why.data);
+    ob_buf_free(&rs.why);
+    return;
+  }
+  ob_buf_free(&rs.why);
+
+  lua_State *L = r->e->L;
+  c->state = OB_CALL_RUNNING;
+  r->running++;
+  if (c->detached)
+    r->detached_running++;
+  emit(r, OB_EV_STARTED, call, NULL);
+  lua_State *co = lua_newthread(L);
+  c->co = co;
+  c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  *(crun **)lua_getextraspace(co) = c;
+  const ob_tool *t = call->tool;
+  int nargs = 2;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->latent ? r->e->latent_ref : t->run_ref);
+  ob_error err;
+  if (ob_lua_push_safe(L, params, &err) != OB_OK) {
+    lua_pop(L, 1);
+    ob_unref(params);
+    fail(c, "runtime", err.msg);
+    return;
+  }
+  ob_unref(params);
+  if (t->latent) { /* handler(call, tool, ctx) */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->table_ref);
+    nargs = 3;
+  }
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, call->id);
+  lua_setfield(L, -2, "id");
+  lua_pushstring(L, call->tool_name);
+  lua_setfield(L, -2, "tool");
+  lua_pushinteger(L, (lua_Integer)call->index);
+  lua_setfield(L, -2, "index");
+  if (call->instance) {
+    lua_pushstring(L, call->instance);
+    lua_setfield(L, -2, "instance");
+  }
+  lua_xmove(L, co, nargs + 1);
+  resume(c, L, nargs);
+}
+
+/* --- writing results ------------------------------------------------------------ */
+
+typedef struct out_write {
+  const char *kind;
+  char *own_kind; /* kind copied from an obelus.message */
+  ob_path path;
+  int own_path; /* path allocated here */
+  ob_method method;
+  ob_value *value;
+} out_write;
+
+static int has_metatable(lua_State *co, int idx, int ref) {
+  if (!lua_getmetatable(co, idx))
+    return 0;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, ref);
+  int same = lua_rawequal(co, -1, -2);
+  lua_pop(co, 2);
+  return same;
+}
+
+/* Does (kind, path) land on a path of the call's _outputPath? */
+static int declared(const ob_call *call, const char *kind, const ob_path *p) {
+  for (size_t a = 0; a < call->output.n; a++)
+    for (size_t k = 0; k < call->output.alts[a].n; k++) {
+      const ob_reference *x = &call->output.alts[a].refs[k];
+      if (!strcmp(x->kind, kind) && ob_path_is_prefix(&x->path, p))
+        return 1;
+    }
+  return 0;
+}
+
+/* Reads an obelus.message table at idx into w. */
+static int read_message(crun *c, lua_State *co, int idx, out_write *w, ob_buf *why) {
+  idx = lua_absindex(co, idx);
+  lua_getfield(co, idx, "kind");
+  lua_getfield(co, idx, "path");
+  lua_getfield(co, idx, "method");
+  lua_getfield(co, idx, "instance");
+  const char *kind = lua_tostring(co, -4), *path = lua_tostring(co, -3);
+  const char *method = lua_tostring(co, -2);
+  int rc = 0;
+  ob_error err;
+  int m = ob_method_parse(method, strlen(method));
+  if (!lua_isnil(co, -1) && (!c->call->instance || strcmp(lua_tostring(co, -1), c->call->instance)))
+    ob_buf_addf(why, "obelus.message: a message stays in the call's instance");
+  else if (m < 0)
+    ob_buf_addf(why, "obelus.message: unknown method \"%s\"", method);
+  else if (ob_path_parse(path, strlen(path), &w->path, &err) != OB_OK)
+    ob_buf_addf(why, "obelus.message: path: %s", err.msg);
+  else if (!declared(c->call, kind, &w->path)) {
+    ob_buf_addf(why, "obelus.message writes %s.%s, which is not on the call's _outputPath", kind,
+                path);
+    ob_path_free(&w->path);
+  } else {
+    w->kind = w->own_kind = strdup(kind);
+    if (!w->own_kind)
+      abort();
+    w->own_path = 1;
+    w->method = (ob_method)m;
+    lua_getfield(co, idx, "value");
+    w->value = ob_lua_to_value_named(co, -1, "message value", &err);
+    lua_pop(co, 1);
+    if (!w->value) {
+      ob_buf_addf(why, "%s", err.msg);
+      ob_path_free(&w->path);
+      free(w->own_kind);
+    } else {
+      rc = 1;
+    }
+  }
+  lua_pop(co, 4);
+  return rc;
+}
+
+/* Which || alternative obelus.branch named (0-based), or -1 with why filled. */
+static long pick_branch(crun *c, lua_State *co, int idx, ob_buf *why) {
+  const ob_expr *out = &c->call->output;
+  lua_getfield(co, idx, "which");
+  long alt = -1;
+  if (lua_isinteger(co, -1)) {
+    lua_Integer n = lua_tointeger(co, -1);
+    if (n >= 1 && (size_t)n <= out->n)
+      alt = (long)n - 1;
+    else
+      ob_buf_addf(why, "obelus.branch(%lld): the _outputPath has %zu alternative%s", (long long)n,
+                  out->n, out->n == 1 ? "" : "s");
+  } else {
+    const char *s = lua_tostring(co, -1);
+    ob_expr e;
+    ob_error err;
+    if (ob_expr_parse(s, strlen(s), OB_EXPR_OUTPUT, &e, &err) == OB_OK) {
+      for (size_t a = 0; alt < 0 && e.n == 1 && a < out->n; a++) {
+        int same = out->alts[a].n == e.alts[0].n;
+        for (size_t k = 0; same && k < e.alts[0].n; k++)
+          same = !strcmp(out->alts[a].refs[k].kind, e.alts[0].refs[k].kind) &&
+                 ob_path_equal(&out->alts[a].refs[k].path, &e.alts[0].refs[k].path);
+        if (same)
+          alt = (long)a;
+      }
+      ob_expr_free(&e);
+    }
+    if (alt < 0)
+      ob_buf_addf(why, "obelus.branch(\"%s\"): no such alternative in the _outputPath", s);
+  }
+  lua_pop(co, 1);
+  return alt;
+}
+
+/* Checks every write (its method, the document's schema), then makes them all:
+ * a call's outputs are written entirely or not at all. */
+static int commit_writes(crun *c, out_write *w, size_t n, ob_buf *why, int *structural) {
+  ob_run *r = c->run;
+  const char *inst = c->call->instance;
+  for (size_t i = 0; i < n; i++) {
+    ob_error err;
+    ob_value *after = ob_log_preview(r->log, w[i].kind, inst, &w[i].path, w[i].method,
+                                     w[i].value, &err);
+    if (!after) {
+      ob_buf_addf(why, "writing %s: %s", w[i].kind, err.msg);
+      return 0;
+    }
+    ob_value *schema = ob_log_schema(r->log, w[i].kind, inst, OB_LOG_NOW);
+    if (schema) {
+      char key[sizeof schema];
+      memcpy(key, &schema, sizeof schema);
+      ob_schema *s = ob_map_get(&r->schemas, key, sizeof key);
+      if (!s && (s = ob_schema_compile(schema, &err)))
+        ob_map_put(&r->schemas, key, sizeof key, s);
+      ob_schema_result res = {0};
+      if (s && !ob_schema_validate(s, after, &res)) {
+        ob_buf_addf(why, "the write breaks the %s schema: %s: %s: %s", w[i].kind,
+                    res.fail[0].instance_path[0] ? res.fail[0].instance_path : "(root)",
+                    res.fail[0].keyword, res.fail[0].message);
+        *structural = 1;
+      }
+      ob_schema_result_free(&res);
+    }
+    ob_unref(after);
+    if (*structural)
+      return 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    ob_error err;
+    if (ob_log_append_output(r->log, w[i].kind, inst, &w[i].path, w[i].method, w[i].value,
+                             c->call->raw, &err) < 0) {
+      sync_journal(r);
+      ob_buf_addf(why, "writing %s: %s", w[i].kind, err.msg);
+      return 0;
+    }
+  }
+  sync_journal(r);
+  return 1;
+}
+
+static void free_writes(out_write *w, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (w[i].own_path)
+      ob_path_free(&w[i].path);
+    free(w[i].own_kind);
+    ob_unref(w[i].value);
+  }
+  free(w);
+}
+
+/* The writes of alternative `alt`, each of its paths receiving value. */
+static out_write *alt_writes(crun *c, size_t alt, ob_value *value, size_t *n) {
+  const ob_alt *a = &c->call->output.alts[alt];
+  out_write *w = calloc(a->n ? a->n : 1, sizeof *w);
+  if (!w)
+    abort();
+  for (size_t k = 0; k < a->n; k++) {
+    w[k].kind = a->refs[k].kind;
+    w[k].path = a->refs[k].path;
+    w[k].method = c->call->method;
+    w[k].value = ob_ref(value);
+  }
+  *n = a->n;
+  return w;
+}
+
+static void finish_writes(crun *c, out_write *w, size_t n) {
+  ob_buf why;
+  ob_buf_init(&why);
+  int structural = 0;
+  if (commit_writes(c, w, n, &why, &structural)) {
+    free_writes(w, n);
+    ob_buf_free(&why);
+    settle(c, OB_CALL_DONE, NULL);
+    return;
+  }
+  free_writes(w, n);
+  fail(c, structural ? "structural" : "runtime", why.data);
+  ob_buf_free(&why);
+}
+
+static void complete(crun *c, int nres) {
+  ob_call *call = c->call;
+  lua_State *co = c->co;
+  if (!call->has_output) { /* fire-and-forget, or a thought: nothing is written */
+    settle(c, OB_CALL_DONE, NULL);
+    return;
+  }
+  if (nres == 0)
+    lua_pushnil(co);
+  int idx = lua_gettop(co) - (nres ? nres - 1 : 0);
+  ob_run *r = c->run;
+  ob_buf why;
+  ob_buf_init(&why);
+  out_write *w = NULL;
+  size_t n = 0;
+  int msg_one = lua_istable(co, idx) && has_metatable(co, idx, r->e->message_mt_ref);
+  int msg_list = 0;
+  if (!msg_one && lua_istable(co, idx) && luaL_len(co, idx) > 0) {
+    lua_geti(co, idx, 1);
+    msg_list = lua_istable(co, -1) && has_metatable(co, -1, r->e->message_mt_ref);
+    lua_pop(co, 1);
+  }
+  if (msg_one || msg_list) {
+    size_t total = msg_one ? 1 : (size_t)luaL_len(co, idx);
+    w = calloc(total, sizeof *w);
+    if (!w)
+      abort();
+    for (size_t i = 0; i < total; i++) {
+      if (msg_one)
+        lua_pushvalue(co, idx);
+      else
+        lua_geti(co, idx, (lua_Integer)i + 1);
+      int ok = lua_istable(co, -1) && has_metatable(co, -1, r->e->message_mt_ref) &&
+               read_message(c, co, -1, &w[n], &why);
+      if (!ok && !why.len)
+        ob_buf_addf(&why, "result[%zu] is not an obelus.message", i + 1);
+      lua_pop(co, 1);
+      if (!ok)
+        break;
+      n++;
+    }
+    if (n < total) {
+      free_writes(w, n);
+      fail(c, "runtime", why.data);
+      ob_buf_free(&why);
+      return;
+    }
+    ob_buf_free(&why);
+    finish_writes(c, w, n);
+    return;
+  }
+  long alt = 0;
+  int value_idx = idx;
+  if (lua_istable(co, idx) && has_metatable(co, idx, r->e->branch_mt_ref)) {
+    alt = pick_branch(c, co, idx, &why);
+    lua_getfield(co, idx, "value");
+    value_idx = lua_gettop(co);
+  }
+  ob_error err;
+  ob_value *value = alt < 0 ? NULL : ob_lua_to_value_named(co, value_idx, "result", &err);
+  if (alt >= 0 && !value)
+    ob_buf_addf(&why, "%s", err.msg);
+  if (!value) {
+    fail(c, "runtime", why.data);
+    ob_buf_free(&why);
+    return;
+  }
+  ob_buf_free(&why);
+  w = alt_writes(c, (size_t)alt, value, &n);
+  ob_unref(value);
+  finish_writes(c, w, n);
+}
+
+/* A Lua error in the tool: handled by the last || alternative when there are
+ * two or more (SPEC 3), else a runtime error of the call. */
+static void tool_error(crun *c, const char *msg) {
+  ob_call *call = c->call;
+  if (!call->has_output || call->output.n < 2) {
+    fail(c, "runtime", msg);
+    return;
+  }
+  ob_value *e = ob_object();
+  e = ob_object_set(e, "error", 5, ob_cstring(msg));
+  e = ob_object_set(e, "tool", 4, ob_cstring(call->tool_name));
+  e = ob_object_set(e, "call", 4, ob_cstring(call->id));
+  size_t n;
+  out_write *w = alt_writes(c, call->output.n - 1, e, &n);
+  ob_unref(e);
+  fprintf(stderr, "obelus: call %s (%s): the error goes to %s: %s\n", call->id, call->tool_name,
+          call->output.alts[call->output.n - 1].text, msg);
+  finish_writes(c, w, n);
+}
+
+/* --- the pump ------------------------------------------------------------------------ */
+
+static void pump(ob_run *r) {
+  if (r->pumping)
+    return;
+  r->pumping = 1;
+  while (r->qhead < r->qtail && !r->cancelled &&
+         (r->opt.concurrency == 0 || r->running < r->opt.concurrency))
+    start(&r->calls[r->queue[r->qhead++]]);
+  r->pumping = 0;
+}
+
+/* --- primitives for the obelus module -------------------------------------------------- */
+
+static crun *running_call(lua_State *co) {
+  crun *c = *(crun **)lua_getextraspace(co);
+  return c && c->co == co && c->state == OB_CALL_RUNNING ? c : NULL;
+}
+
+int ob_run_lua_wake(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  crun *c = co ? running_call(co) : NULL;
+  if (c && lua_status(co) == LUA_YIELD)
+    resume(c, L, 0);
+  return 0;
+}
+
+static void sleep_closed(uv_handle_t *h) { free(h); }
+
+static void sleep_done(uv_timer_t *t) {
+  crun *c = t->data;
+  c->sleep = NULL;
+  uv_close((uv_handle_t *)t, sleep_closed);
+  resume(c, c->run->e->L, 0);
+}
+
+int ob_run_lua_sleep(lua_State *L) {
+  lua_Number ms = luaL_checknumber(L, 1);
+  crun *c = running_call(L);
+  if (!c)
+    return luaL_error(L, "obelus.sleep must be called from inside a tool's run function");
+  if (!(ms >= 0))
+    return luaL_error(L, "obelus.sleep: milliseconds must be 0 or more");
+  uv_timer_t *t = malloc(sizeof *t);
+  if (!t)
+    return luaL_error(L, "obelus.sleep: out of memory");
+  uv_timer_init(c->run->e->loop, t);
+  t->data = c;
+  uv_timer_start(t, sleep_done, (uint64_t)ms, 0);
+  c->sleep = t;
+  lua_pushlightuserdata(L, (void *)&ob_run_yield_token);
+  return lua_yield(L, 1);
+}
+
+/* --- the run ----------------------------------------------------------------------------- */
+
+ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
+                   const ob_value *inputs, const ob_run_options *opt, ob_error *err) {
+  ob_run *r = calloc(1, sizeof *r);
+  if (!r)
+    abort();
+  r->e = e;
+  r->plan = plan;
+  r->log = ob_log_new();
+  r->opt = *opt;
+  ob_map_init(&r->schemas);
+  r->calls = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->calls);
+  r->queue = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->queue);
+  if (!r->calls || !r->queue)
+    abort();
+  r->next = e->runs;
+  if (e->runs)
+    e->runs->prevp = &r->next;
+  r->prevp = &e->runs;
+  e->runs = r;
+
+  ob_value *pm = ob_object();
+  pm = ob_object_set(pm, "type", 4, ob_cstring("plan"));
+  pm = ob_object_set(pm, "file", 4, ob_cstring(plan->file));
+  pm = ob_object_set(pm, "plan", 4, ob_ref((ob_value *)plan_value));
+  long rc = append(r, pm, err);
+  ob_unref(pm);
+  for (size_t i = 0; rc >= 0 && i < ob_array_len(plan->context); i++) {
+    ob_error e2;
+    if ((rc = append(r, ob_array_get(plan->context, i), &e2)) < 0)
+      ob_error_set(err, (int)rc, i, "%s: context[%zu]: %s", plan->file, i, e2.msg);
+  }
+  for (size_t i = 0; rc >= 0 && inputs && i < ob_array_len(inputs); i++) {
+    ob_value *m = ob_object();
+    m = ob_object_set(m, "type", 4, ob_cstring("data"));
+    m = ob_object_set(m, "kind", 4, ob_cstring("input"));
+    m = ob_object_set(m, "data", 4, ob_ref(ob_array_get(inputs, i)));
+    ob_error e2;
+    if ((rc = append(r, m, &e2)) < 0)
+      ob_error_set(err, (int)rc, i, "--input #%zu: %s", i + 1, e2.msg);
+    ob_unref(m);
+  }
+  if (rc < 0) {
+    ob_run_free(r);
+    return NULL;
+  }
+  for (size_t i = 0; i < plan->ncalls; i++) {
+    crun *c = &r->calls[i];
+    c->run = r;
+    c->call = &plan->calls[i];
+    c->pending = c->call->ndeps;
+    c->co_ref = LUA_NOREF;
+    c->detached = !c->call->has_output && c->call->tool && !c->call->tool->latent;
+    if (!c->detached)
+      r->nawaited++;
+  }
+  return r;
+}
+
+void ob_run_start(ob_run *r) {
+  r->t0 = uv_hrtime();
+  if (r->nawaited == 0 && !r->finished) {
+    r->finished = 1;
+    emit(r, OB_EV_RUN_DONE, NULL, NULL);
+    if (r->opt.on_done)
+      r->opt.on_done(r, r->opt.ud);
+  }
+  for (size_t i = 0; i < r->plan->ncalls; i++)
+    if (r->calls[i].pending == 0)
+      enqueue(r, &r->calls[i]);
+  pump(r);
+}
+
+void ob_run_cancel(ob_run *r) {
+  r->cancelled = 1;
+  for (size_t i = 0; i < r->plan->ncalls; i++) {
+    crun *c = &r->calls[i];
+    if (c->sleep) {
+      uv_close((uv_handle_t *)c->sleep, sleep_closed);
+      c->sleep = NULL;
+    }
+    drop_coroutine(c);
+  }
+}
+
+void ob_run_free(ob_run *r) {
+  if (!r)
+    return;
+  ob_run_cancel(r);
+  *r->prevp = r->next;
+  if (r->next)
+    r->next->prevp = r->prevp;
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&r->schemas, &i, &me))
+    ob_schema_free(me->val);
+  ob_map_free(&r->schemas);
+  ob_log_free(r->log);
+  free(r->calls);
+  free(r->queue);
+  free(r);
+}
+
+ob_log *ob_run_log(ob_run *r) { return r->log; }
+int ob_run_finished(const ob_run *r) { return r->finished; }
+int ob_run_failed(const ob_run *r) { return r->failed; }
+size_t ob_run_detached_pending(const ob_run *r) { return r->detached_running; }
+size_t ob_run_running(const ob_run *r) { return r->running; }
+ob_call_state ob_run_call_state(const ob_run *r, size_t i) { return r->calls[i].state; }
+
+size_t ob_run_fail_stalled(ob_run *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->plan->ncalls; i++) {
+    crun *c = &r->calls[i];
+    if (c->state != OB_CALL_RUNNING)
+      continue;
+    n++;
+    fail(c, "runtime", "stalled: the tool waits for a callback that can no longer come "
+                       "(nothing is pending on the loop)");
+  }
+  return n;
+}
+
+/* Resolves a template: references read the global documents, absent is null. */
+static ob_value *resolve_template(ob_run *r, const ob_value *v) {
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    const char *s = ob_string_ptr(v);
+    size_t n = ob_string_len(v);
+    int cls = ob_str_classify(s, n);
+    if (cls == OB_STR_LITERAL)
+      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+    if (cls != OB_STR_EXPR)
+      return ob_ref((ob_value *)v);
+    ob_expr e;
+    ob_error err;
+    if (ob_expr_parse(s, n, OB_EXPR_INPUT, &e, &err) != OB_OK)
+      return ob_null(); /* validation already reported it */
+    ob_value *x = ob_log_eval(r->log, &e, NULL, OB_LOG_NOW);
+    ob_expr_free(&e);
+    return x ? x : ob_null();
+  }
+  case OB_ARRAY: {
+    ob_value *a = ob_array();
+    for (size_t i = 0; i < ob_array_len(v); i++)
+      a = ob_array_push(a, resolve_template(r, ob_array_get(v, i)));
+    return a;
+  }
+  case OB_OBJECT: {
+    ob_value *o = ob_object(), *k, *x;
+    ob_object_iter it;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x))
+      o = ob_object_setv(o, k, resolve_template(r, x));
+    return o;
+  }
+  default: return ob_ref((ob_value *)v);
+  }
+}
+
+ob_value *ob_run_output(ob_run *r) {
+  if (r->plan->output)
+    return resolve_template(r, r->plan->output);
+  ob_path root = {0, NULL};
+  ob_value *s = ob_log_read(r->log, "state", NULL, &root, OB_LOG_NOW);
+  return s ? s : ob_object();
+}

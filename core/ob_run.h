@@ -1,0 +1,90 @@
+/* ob_run.h -- one execution of a plan on an engine: the scheduler (SPEC 5).
+ * Ready calls start at once, each tool call in its own Lua coroutine on the engine's loop. */
+#ifndef OB_RUN_H
+#define OB_RUN_H
+
+#include <stdio.h>
+
+#include "ob_engine.h"
+#include "ob_log.h"
+
+typedef enum ob_call_state {
+  OB_CALL_WAITING, /* some call it depends on has not settled */
+  OB_CALL_READY,   /* queued to start */
+  OB_CALL_RUNNING,
+  OB_CALL_DONE,
+  OB_CALL_FAILED,
+  OB_CALL_SKIPPED
+} ob_call_state;
+
+const char *ob_call_state_name(ob_call_state s);
+
+/* What the scheduler tells whoever listens (--events, progress, hosts). */
+typedef enum ob_event_type {
+  OB_EV_READY,
+  OB_EV_STARTED,
+  OB_EV_DONE,
+  OB_EV_SKIPPED,
+  OB_EV_FAILED,
+  OB_EV_RUN_DONE
+} ob_event_type;
+
+typedef struct ob_event {
+  ob_event_type type;
+  const ob_call *call; /* NULL for OB_EV_RUN_DONE */
+  const char *reason;  /* skipped/failed: why */
+  double t_ms;         /* milliseconds since the run started */
+} ob_event;
+
+typedef struct ob_run_options {
+  size_t concurrency;      /* 0: unlimited */
+  FILE *journal;           /* JSON Lines, the log as it grows; NULL: none */
+  void (*on_event)(void *ud, const ob_event *ev);
+  void (*on_done)(ob_run *run, void *ud); /* every awaited call settled */
+  void *ud;
+} ob_run_options;
+
+/* Prepares a run of a validated plan (plan->nerrors == 0, tools checked):
+ * appends the plan message, the plan's context and `inputs` (an array of
+ * input documents, each added as {"type":"data","kind":"input","data":...};
+ * may be NULL) to a fresh log. Returns NULL with err when a context message
+ * is refused. The plan must outlive the run. */
+ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
+                   const ob_value *inputs, const ob_run_options *opt, ob_error *err);
+
+/* Starts every ready call; the rest happens on the engine's loop. */
+void ob_run_start(ob_run *r);
+
+/* Abandons the calls still running (their coroutines are dropped, their
+ * timers closed); nothing more is written. */
+void ob_run_cancel(ob_run *r);
+
+void ob_run_free(ob_run *r);
+
+ob_log *ob_run_log(ob_run *r);
+/* 1 when every awaited call has settled. */
+int ob_run_finished(const ob_run *r);
+/* 1 when some error message was not handled by a || alternative (exit 1). */
+int ob_run_failed(const ob_run *r);
+/* Fire-and-forget calls still running. */
+size_t ob_run_detached_pending(const ob_run *r);
+/* Calls still running (awaited or not). */
+size_t ob_run_running(const ob_run *r);
+ob_call_state ob_run_call_state(const ob_run *r, size_t i);
+
+/* Fails every call still waiting on something that can no longer happen
+ * (the loop ran out of work while they waited). Returns how many. */
+size_t ob_run_fail_stalled(ob_run *r);
+
+/* The final output (SPEC 5): the template resolved (absent -> null), or the
+ * global state document ({} when none). New reference. */
+ob_value *ob_run_output(ob_run *r);
+
+/* Internal: the Lua primitives of the `obelus` module that reach into runs
+ * (ob_engine.c builds the module from them). Each C closure has the engine
+ * as its first upvalue. */
+extern const char ob_run_yield_token;
+int ob_run_lua_wake(lua_State *L);  /* wake(co): resume a call's coroutine */
+int ob_run_lua_sleep(lua_State *L); /* sleep(ms): yield until a timer fires */
+
+#endif
