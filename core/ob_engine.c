@@ -240,8 +240,9 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
   lua_getfield(L, idx, "description");
   lua_getfield(L, idx, "run");
   lua_getfield(L, idx, "schema");
-  const char *name = lua_tostring(L, idx + 1);
-  if (lua_type(L, idx + 1) != LUA_TSTRING || !*name) {
+  /* lua_tostring would turn a number into a string in place: check the type first */
+  const char *name = lua_type(L, idx + 1) == LUA_TSTRING ? lua_tostring(L, idx + 1) : NULL;
+  if (!name || !*name) {
     rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: \"name\" must be a non-empty string", file, where);
   } else if (!lua_isnil(L, idx + 2) && lua_type(L, idx + 2) != LUA_TSTRING) {
     rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): \"description\" must be a string", file,
