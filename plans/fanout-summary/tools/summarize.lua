@@ -1,0 +1,28 @@
+-- summarize.lua -- "summarises" one article as its title and first sentence. The
+-- three calls run concurrently; each pretends to need time in proportion to the
+-- article's length (words / 10 ms), so they finish shortest first, and that is the
+-- order in which their pushes land in †state.summaries.
+local obelus = require "obelus"
+
+return {
+  name = "summarize",
+  description = "Summarises one article in one line.",
+  schema = {
+    type = "object",
+    properties = {
+      article = {
+        type = "object",
+        properties = { title = { type = "string" }, words = { type = "integer" },
+                       body = { type = "string" } },
+        required = { "title", "words", "body" },
+      },
+    },
+    required = { "article" },
+  },
+  run = function(call)
+    local a = call.article
+    obelus.sleep(a.words // 10)
+    local first = a.body:match("^(.-%.)") or a.body
+    return a.title .. " -- " .. first
+  end,
+}
