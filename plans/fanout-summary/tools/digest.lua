@@ -1,7 +1,5 @@
 -- digest.lua -- the join of the fan-out: it reads †state.summaries, which every
 -- summarize call writes, so it starts only when all three have settled.
-local obelus = require "obelus"
-
 return {
   name = "digest",
   description = "Joins the summaries into a numbered digest.",

@@ -1,8 +1,6 @@
 -- customerMessage.lua -- the follower of the refund: it reads
 -- "†state.receipt || †state.error", whichever the refund wrote, and words a message
 -- for the customer either way.
-local obelus = require "obelus"
-
 return {
   name = "customerMessage",
   description = "Writes the customer a message about their refund.",
