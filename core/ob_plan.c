@@ -50,6 +50,8 @@ static void add_error(ob_plan *p, char *msg) {
 }
 
 static void vplan_error(ob_plan *p, const ob_call *c, const char *fmt, va_list ap) {
+  if (p->quiet)
+    return;
   ob_buf b;
   ob_buf_init(&b);
   if (c)
@@ -172,7 +174,8 @@ static int is_one_of(const char *s, const char *const *list, size_t n) {
   return 0;
 }
 
-static void read_call(ob_plan *p, ob_call *c, const ob_value *raw) {
+/* Reads one call; as_instance (when not NULL) makes it that instance's copy. */
+static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *as_instance) {
   char idbuf[32];
   snprintf(idbuf, sizeof idbuf, "#%zu", c->index);
   c->raw = ob_ref((ob_value *)raw);
@@ -193,6 +196,14 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw) {
     c->id = xstrdup(idbuf);
     if (id)
       ob_plan_error(p, c, "_id must be a non-empty string without '@'");
+  }
+  if (as_instance) { /* a copy per instance: "<id>@<instance>" */
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "%s@%s", c->id, as_instance);
+    free(c->id);
+    c->id = b.data;
+    c->instance = xstrdup(as_instance);
   }
   if (ob_map_get(&p->ids, c->id, strlen(c->id)))
     ob_plan_error(p, c, "_id \"%s\" is already the id of another call", c->id);
@@ -466,6 +477,54 @@ static void find_cycles(ob_plan *p) {
 
 /* --- plans ------------------------------------------------------------------ */
 
+/* A call the plan's instances replicate: an object without _instance. */
+static int copied(const ob_value *raw) {
+  return ob_typeof(raw) == OB_OBJECT && !field(raw, "_instance");
+}
+
+static void add_instance(ob_plan *p, const char *s, size_t len) {
+  for (size_t i = 0; i < p->ninstances; i++)
+    if (strlen(p->instances[i]) == len && !memcmp(p->instances[i], s, len))
+      return;
+  p->instances = realloc(p->instances, (p->ninstances + 1) * sizeof *p->instances);
+  if (!p->instances)
+    abort();
+  p->instances[p->ninstances++] = xstrndup(s, len);
+}
+
+/* "instances": a list of ids, or "auto" for every _instance in the context. */
+static void read_instances(ob_plan *p, const ob_value *v) {
+  if (!v)
+    return;
+  if (ob_typeof(v) == OB_STRING && !strcmp(ob_string_ptr(v), "auto")) {
+    for (size_t i = 0; i < ob_array_len(p->context); i++) {
+      const ob_value *m = ob_array_get(p->context, i);
+      ob_value *inst = ob_typeof(m) == OB_OBJECT ? field(m, "_instance") : NULL;
+      if (inst && ob_typeof(inst) == OB_STRING && ob_string_len(inst))
+        add_instance(p, ob_string_ptr(inst), ob_string_len(inst));
+    }
+    if (!p->ninstances)
+      ob_plan_error(p, NULL, "\"instances\": \"auto\" found no _instance in the context");
+    return;
+  }
+  if (ob_typeof(v) != OB_ARRAY || !ob_array_len(v)) {
+    ob_plan_error(p, NULL, "\"instances\" must be a non-empty list of instance ids or \"auto\"");
+    return;
+  }
+  for (size_t i = 0; i < ob_array_len(v); i++) {
+    const ob_value *x = ob_array_get(v, i);
+    if (ob_typeof(x) != OB_STRING || !ob_string_len(x) ||
+        strlen(ob_string_ptr(x)) != ob_string_len(x)) {
+      ob_plan_error(p, NULL, "\"instances\"[%zu] must be a non-empty string", i);
+      continue;
+    }
+    size_t before = p->ninstances;
+    add_instance(p, ob_string_ptr(x), ob_string_len(x));
+    if (p->ninstances == before)
+      ob_plan_error(p, NULL, "\"instances\" lists \"%s\" twice", ob_string_ptr(x));
+  }
+}
+
 ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
   ob_plan *p = xcalloc(1, sizeof *p);
   p->file = xstrdup(name);
@@ -478,9 +537,8 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
     ob_object_iter_init(&it, v);
     while (ob_object_iter_next(&it, &k, &x)) {
       const char *key = ob_string_ptr(k);
-      if (!strcmp(key, "instances"))
-        ob_plan_error(p, NULL, "\"instances\" is not implemented yet in this build");
-      else if (strcmp(key, "context") && strcmp(key, "plan") && strcmp(key, "output"))
+      if (strcmp(key, "context") && strcmp(key, "plan") && strcmp(key, "output") &&
+          strcmp(key, "instances"))
         ob_plan_error(p, NULL, "unknown key \"%s\" in the plan object (allowed: context, plan, "
                                "output, instances)", key);
     }
@@ -500,6 +558,7 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
       ob_buf_free(&w.pointer);
       ob_ref(p->output);
     }
+    read_instances(p, field(v, "instances"));
     calls = field(v, "plan");
     if (!calls) {
       ob_plan_error(p, NULL, "the plan object has no \"plan\" (the list of calls)");
@@ -510,11 +569,24 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
     ob_plan_error(p, NULL, "a plan is a JSON array of calls or an object with \"plan\": [...]");
     return p;
   }
-  p->ncalls = ob_array_len(calls);
-  p->calls = xcalloc(p->ncalls, sizeof *p->calls);
-  for (size_t i = 0; i < p->ncalls; i++) {
-    p->calls[i].index = i;
-    read_call(p, &p->calls[i], ob_array_get(calls, i));
+  /* with instances, every call without _instance is copied once per instance */
+  size_t n = 0, ntemplates = ob_array_len(calls);
+  for (size_t i = 0; i < ntemplates; i++)
+    n += p->ninstances && copied(ob_array_get(calls, i)) ? p->ninstances : 1;
+  p->calls = xcalloc(n, sizeof *p->calls);
+  for (size_t i = 0; i < ntemplates; i++) {
+    const ob_value *raw = ob_array_get(calls, i);
+    if (!p->ninstances || !copied(raw)) {
+      p->calls[p->ncalls].index = i;
+      read_call(p, &p->calls[p->ncalls++], raw, NULL);
+      continue;
+    }
+    for (size_t k = 0; k < p->ninstances; k++) {
+      p->calls[p->ncalls].index = i;
+      p->quiet += k > 0; /* one call's problems are reported once */
+      read_call(p, &p->calls[p->ncalls++], raw, p->instances[k]);
+      p->quiet -= k > 0;
+    }
   }
   build_graph(p);
   find_cycles(p);
@@ -556,6 +628,9 @@ void ob_plan_free(ob_plan *p) {
     free(p->errors[i]);
   free(p->errors);
   ob_map_free(&p->ids);
+  for (size_t i = 0; i < p->ninstances; i++)
+    free(p->instances[i]);
+  free(p->instances);
   ob_unref(p->context);
   ob_unref(p->output);
   free(p->file);

@@ -55,6 +55,11 @@ typedef struct ob_plan {
   size_t ncalls;
   ob_call *calls;
   ob_map ids;          /* id -> call (pointer into calls) */
+  /* "instances" (SPEC 6): each call without _instance runs once per instance,
+   * as "<id>@<instance>"; ninstances == 0 when the plan has no such key */
+  size_t ninstances;
+  char **instances;
+  int quiet;           /* > 0: problems are not recorded (copies of one call) */
   /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
   size_t nerrors;
   char **errors;

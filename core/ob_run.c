@@ -846,8 +846,9 @@ size_t ob_run_fail_stalled(ob_run *r) {
   return n;
 }
 
-/* Resolves a template: references read the global documents, absent is null. */
-static ob_value *resolve_template(ob_run *r, const ob_value *v) {
+/* Resolves a template: references read the documents (as instance inst's
+ * view when inst is not NULL); absent is null. */
+static ob_value *resolve_template(ob_run *r, const ob_value *v, const char *inst) {
   switch (ob_typeof(v)) {
   case OB_STRING: {
     const char *s = ob_string_ptr(v);
@@ -861,14 +862,14 @@ static ob_value *resolve_template(ob_run *r, const ob_value *v) {
     ob_error err;
     if (ob_expr_parse(s, n, OB_EXPR_INPUT, &e, &err) != OB_OK)
       return ob_null(); /* validation already reported it */
-    ob_value *x = ob_log_eval(r->log, &e, NULL, OB_LOG_NOW);
+    ob_value *x = ob_log_eval(r->log, &e, inst, OB_LOG_NOW);
     ob_expr_free(&e);
     return x ? x : ob_null();
   }
   case OB_ARRAY: {
     ob_value *a = ob_array();
     for (size_t i = 0; i < ob_array_len(v); i++)
-      a = ob_array_push(a, resolve_template(r, ob_array_get(v, i)));
+      a = ob_array_push(a, resolve_template(r, ob_array_get(v, i), inst));
     return a;
   }
   case OB_OBJECT: {
@@ -876,17 +877,28 @@ static ob_value *resolve_template(ob_run *r, const ob_value *v) {
     ob_object_iter it;
     ob_object_iter_init(&it, v);
     while (ob_object_iter_next(&it, &k, &x))
-      o = ob_object_setv(o, k, resolve_template(r, x));
+      o = ob_object_setv(o, k, resolve_template(r, x, inst));
     return o;
   }
   default: return ob_ref((ob_value *)v);
   }
 }
 
-ob_value *ob_run_output(ob_run *r) {
+static ob_value *output_in(ob_run *r, const char *inst) {
   if (r->plan->output)
-    return resolve_template(r, r->plan->output);
+    return resolve_template(r, r->plan->output, inst);
   ob_path root = {0, NULL};
-  ob_value *s = ob_log_read(r->log, "state", NULL, &root, OB_LOG_NOW);
+  ob_value *s = ob_log_read(r->log, "state", inst, &root, OB_LOG_NOW);
   return s ? s : ob_object();
+}
+
+ob_value *ob_run_output(ob_run *r) {
+  if (!r->plan->ninstances)
+    return output_in(r, NULL);
+  ob_value *o = ob_object(); /* instance id -> that instance's result */
+  for (size_t i = 0; i < r->plan->ninstances; i++) {
+    const char *inst = r->plan->instances[i];
+    o = ob_object_set(o, inst, strlen(inst), output_in(r, inst));
+  }
+  return o;
 }
