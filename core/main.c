@@ -19,7 +19,8 @@ static const char main_help[] =
     "  check PLAN [--tools PATH]...                validate a plan without running it\n"
     "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
     "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
-    "  graph, log, resume                          not built yet (see the README's roadmap)\n"
+    "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
+    "  log, resume                                 not built yet (see the README's roadmap)\n"
     "\n"
     "`obelus COMMAND --help` tells more about each.\n";
 
@@ -31,11 +32,12 @@ typedef struct command {
 static const command commands[] = {
     {"run", ob_cmd_run},
     {"check", ob_cmd_check},
+    {"graph", ob_cmd_graph},
     {"resolve", ob_cmd_resolve},
     {"schema", ob_cmd_schema},
 };
 
-static const char *const planned[] = {"graph", "log", "resume"};
+static const char *const planned[] = {"log", "resume"};
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -51,7 +53,7 @@ int main(int argc, char **argv) {
       return commands[i].run(argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
     if (!strcmp(argv[1], planned[i])) {
-      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, resolve, schema\n", argv[1]);
+      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, graph, resolve, schema\n", argv[1]);
       return OB_EXIT_USAGE;
     }
   fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);

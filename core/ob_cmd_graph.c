@@ -1,0 +1,374 @@
+/* ob_cmd_graph.c -- `obelus graph PLAN [--format dot|mermaid] [--tools PATH]...`:
+ * the plan's dependency DAG as Graphviz dot or a Mermaid flowchart.
+ *
+ * The work is split in two so that later options can decorate the drawing
+ * without touching either syntax: build_graph() turns the plan into a small
+ * model (nodes with a label, a shape and a fill; edges with a label and a
+ * style), and one printer per format writes that model. Node names are n0,
+ * n1, ... by plan position, never the call id: ids may hold quotes, spaces or
+ * `#`, which neither syntax accepts bare, and the real id is in the label.
+ *
+ * Edge labels say what flows: for an edge A -> B, every reference part B reads
+ * that overlaps a path A writes (same kind, one path a prefix of the other,
+ * SPEC 5) gives a line "†kind.written", or "†kind.written → †kind.read" when
+ * B reads a different (shorter or longer) path. A writer with `||` branches
+ * gets one dashed edge per alternative a reader depends on, labelled from
+ * that alternative alone; fan-out (`&&`) and single paths are solid edges.
+ * The dependency itself comes from the plan (call->users), so scopes are
+ * already right: a global writer feeds its instanced readers, one instance's
+ * writer never feeds another instance. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_cli.h"
+#include "ob_engine.h"
+#include "ob_log.h"
+#include "ob_plan.h"
+
+static const char graph_help[] =
+    "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]...\n"
+    "\n"
+    "Prints the dependency graph of PLAN: one node per call (its id and tool),\n"
+    "one edge from each call to each call that reads what it writes, labelled\n"
+    "with the path that links them (\"written \xE2\x86\x92 read\" when they differ).\n"
+    "Edges from a call with `||` branches are dashed, one per alternative;\n"
+    "calls with no _outputPath (fire-and-forget) have an arrow-shaped node.\n"
+    "Nothing runs and no tool is needed; with --tools the calls are also checked\n"
+    "against the tools' schemas. Exit 0 when drawn, 2 when the plan is invalid\n"
+    "(every problem on stderr, stdout empty) or on usage errors.\n"
+    "\n"
+    "  --format dot|mermaid  Graphviz dot (default) or a Mermaid `flowchart TD`\n"
+    "  --tools PATH          a tool file (.lua) or a folder of them; repeatable\n"
+    "\n"
+    "examples:\n"
+    "  obelus graph plan.json | dot -Tsvg > plan.svg\n"
+    "  obelus graph plan.json --format mermaid > plan.mmd\n"
+    "  obelus graph plans/weather/plan.json --tools plans/weather/tools\n";
+
+enum { FORMAT_DOT, FORMAT_MERMAID };
+
+/* --- the model ---------------------------------------------------------------- */
+
+typedef enum { SHAPE_CALL, SHAPE_DETACHED } node_shape;
+
+/* Attributes are kept apart from any syntax so that a later option (colouring
+ * by outcome from a journal) only sets fields here. */
+typedef struct gnode {
+  char *label;      /* lines joined by '\n', not escaped */
+  node_shape shape;
+  const char *fill; /* a colour such as "#d4f4d4", or NULL for the default */
+} gnode;
+
+typedef struct gedge {
+  size_t from, to;  /* plan positions */
+  char *label;      /* lines joined by '\n', not escaped; "" for none */
+  int branch;       /* through one `||` alternative of the writer: dashed */
+} gedge;
+
+typedef struct graph {
+  size_t nnodes;
+  gnode *nodes;
+  size_t nedges, capedges;
+  gedge *edges;
+} graph;
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p)
+    abort();
+  return p;
+}
+
+static void add_edge(graph *g, size_t from, size_t to, ob_buf *label, int branch) {
+  if (g->nedges == g->capedges) {
+    g->capedges = g->capedges ? 2 * g->capedges : 8;
+    g->edges = realloc(g->edges, g->capedges * sizeof *g->edges);
+    if (!g->edges)
+      abort();
+  }
+  /* the buffer's memory moves into the edge */
+  g->edges[g->nedges++] = (gedge){from, to, label->data ? label->data : calloc(1, 1), branch};
+  if (!g->edges[g->nedges - 1].label)
+    abort();
+  ob_buf_init(label);
+}
+
+/* 1 when `line` is already one of the '\n'-separated lines of b. */
+static int has_line(const ob_buf *b, const char *line, size_t n) {
+  for (size_t at = 0; b->data && at < b->len;) {
+    const char *end = memchr(b->data + at, '\n', b->len - at);
+    size_t len = end ? (size_t)(end - (b->data + at)) : b->len - at;
+    if (len == n && !memcmp(b->data + at, line, n))
+      return 1;
+    at += len + 1;
+  }
+  return 0;
+}
+
+/* Adds to label a line for every part of `alt` (a writer's alternative) that
+ * overlaps a part some reference of `reader` reads. */
+static void label_links(ob_buf *label, const ob_alt *alt, const ob_call *reader) {
+  ob_buf line;
+  ob_buf_init(&line);
+  for (size_t w = 0; w < alt->n; w++) {
+    const ob_reference *wr = &alt->refs[w];
+    for (size_t r = 0; r < reader->nrefs; r++) {
+      const ob_expr *e = &reader->refs[r].expr;
+      for (size_t a = 0; a < e->n; a++)
+        for (size_t k = 0; k < e->alts[a].n; k++) {
+          const ob_reference *rd = &e->alts[a].refs[k];
+          if (strcmp(wr->kind, rd->kind) || !ob_path_overlaps(&wr->path, &rd->path))
+            continue;
+          line.len = 0;
+          ob_ref_format(&line, wr->kind, &wr->path);
+          if (!ob_path_equal(&wr->path, &rd->path)) {
+            ob_buf_add(&line, " \xE2\x86\x92 ", 5); /* → */
+            ob_ref_format(&line, rd->kind, &rd->path);
+          }
+          if (has_line(label, line.data, line.len))
+            continue;
+          if (label->len)
+            ob_buf_addc(label, '\n');
+          ob_buf_add(label, line.data, line.len);
+        }
+    }
+  }
+  ob_buf_free(&line);
+}
+
+static void build_graph(graph *g, const ob_plan *p) {
+  memset(g, 0, sizeof *g);
+  g->nnodes = p->ncalls;
+  g->nodes = xcalloc(p->ncalls, sizeof *g->nodes);
+  for (size_t i = 0; i < p->ncalls; i++) {
+    const ob_call *c = &p->calls[i];
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "%s\n%s", c->id, c->tool_name);
+    if (c->instance)
+      ob_buf_addf(&b, "\ninstance %s", c->instance);
+    g->nodes[i].label = b.data;
+    /* SPEC 5: fire-and-forget needs a run function; without --tools we cannot
+     * tell, and a latent "thought" is the rarer case */
+    g->nodes[i].shape = !c->has_output && !(c->tool && c->tool->latent) ? SHAPE_DETACHED
+                                                                        : SHAPE_CALL;
+  }
+  /* writers in plan order, then their readers in plan order (users ascend) */
+  for (size_t a = 0; a < p->ncalls; a++) {
+    const ob_call *w = &p->calls[a];
+    for (size_t u = 0; u < w->nusers; u++) {
+      const ob_call *r = &p->calls[w->users[u]];
+      ob_buf label;
+      ob_buf_init(&label);
+      if (w->output.n < 2) {
+        for (size_t k = 0; k < w->output.n; k++)
+          label_links(&label, &w->output.alts[k], r);
+        add_edge(g, a, r->index, &label, 0);
+        continue;
+      }
+      size_t before = g->nedges;
+      for (size_t k = 0; k < w->output.n; k++) {
+        label_links(&label, &w->output.alts[k], r);
+        if (label.len)
+          add_edge(g, a, r->index, &label, 1);
+      }
+      if (g->nedges == before) /* cannot happen while deps follow the same rule */
+        add_edge(g, a, r->index, &label, 1);
+      ob_buf_free(&label);
+    }
+  }
+}
+
+static void free_graph(graph *g) {
+  for (size_t i = 0; i < g->nnodes; i++)
+    free(g->nodes[i].label);
+  for (size_t i = 0; i < g->nedges; i++)
+    free(g->edges[i].label);
+  free(g->nodes);
+  free(g->edges);
+}
+
+/* --- printers ------------------------------------------------------------------- */
+
+/* Inside a dot "..." string: \" and \\ are escapes, and a backslash before a
+ * letter would be one of dot's label escapes (\N, \G, \l), so it is doubled. */
+static void dot_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(out, "\\%c", ch);
+    else if (ch == '\n')
+      fputs("\\n", out);
+    else if (ch < 0x20 || ch == 0x7f)
+      fputc(' ', out);
+    else
+      fputc(ch, out);
+  }
+  fputc('"', out);
+}
+
+static void print_dot(FILE *out, const graph *g) {
+  fputs("digraph plan {\n"
+        "  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n"
+        "  edge [fontname=\"Helvetica\", fontsize=10];\n",
+        out);
+  for (size_t i = 0; i < g->nnodes; i++) {
+    const gnode *n = &g->nodes[i];
+    fprintf(out, "  n%zu [label=", i);
+    dot_string(out, n->label);
+    if (n->shape == SHAPE_DETACHED)
+      fputs(", shape=cds", out);
+    if (n->fill) {
+      fputs(", style=\"rounded,filled\", fillcolor=", out);
+      dot_string(out, n->fill);
+    }
+    fputs("];\n", out);
+  }
+  for (size_t i = 0; i < g->nedges; i++) {
+    const gedge *e = &g->edges[i];
+    fprintf(out, "  n%zu -> n%zu [label=", e->from, e->to);
+    dot_string(out, e->label);
+    fputs(e->branch ? ", style=dashed];\n" : "];\n", out);
+  }
+  fputs("}\n", out);
+}
+
+/* Inside a Mermaid "..." label: quotes end it, `#...;` is an entity and `|`
+ * ends an edge label, and labels may be read as HTML; so these are written as
+ * entities. Lines are joined with <br>. */
+static void mermaid_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    switch (ch) {
+    case '"': fputs("#quot;", out); break;
+    case '#': fputs("#35;", out); break;
+    case '|': fputs("#124;", out); break;
+    case '<': fputs("#lt;", out); break;
+    case '>': fputs("#gt;", out); break;
+    case '&': fputs("#amp;", out); break;
+    case '`': fputs("#96;", out); break;
+    case '\n': fputs("<br>", out); break;
+    default: fputc(ch < 0x20 || ch == 0x7f ? ' ' : ch, out);
+    }
+  }
+  fputc('"', out);
+}
+
+static void print_mermaid(FILE *out, const graph *g) {
+  fputs("flowchart TD\n", out);
+  for (size_t i = 0; i < g->nnodes; i++) {
+    const gnode *n = &g->nodes[i];
+    /* n0["..."] a box, n0>"..."] a flag: the fire-and-forget shape */
+    fprintf(out, "    n%zu%s", i, n->shape == SHAPE_DETACHED ? ">" : "[");
+    mermaid_string(out, n->label);
+    fputs("]\n", out);
+  }
+  for (size_t i = 0; i < g->nedges; i++) {
+    const gedge *e = &g->edges[i];
+    fprintf(out, "    n%zu %s", e->from, e->branch ? "-.->" : "-->");
+    if (e->label[0]) {
+      fputc('|', out);
+      mermaid_string(out, e->label);
+      fputc('|', out);
+    }
+    fprintf(out, " n%zu\n", e->to);
+  }
+  for (size_t i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].fill)
+      fprintf(out, "    style n%zu fill:%s\n", i, g->nodes[i].fill);
+}
+
+/* --- the command ---------------------------------------------------------------- */
+
+/* The plan's problems that need no tools are in p->errors already; tools add
+ * theirs, and the context must read as messages (as `check` requires). */
+static void check_more(ob_plan *p, ob_engine *e) {
+  if (e)
+    /* 1: the latent handler is a run-time matter (`run --latent`); nothing runs here */
+    ob_plan_check_tools(p, &e->tools, 1);
+  ob_log *scratch = ob_log_new();
+  ob_error err;
+  for (size_t i = 0; i < ob_array_len(p->context); i++)
+    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
+      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
+  ob_log_free(scratch);
+}
+
+int ob_cmd_graph(int argc, char **argv) {
+  const char *file = NULL;
+  const char *tools[64];
+  int ntools = 0, format = FORMAT_DOT;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(graph_help, stdout);
+      return OB_EXIT_OK;
+    } else if (!strcmp(a, "--format")) {
+      if (++i == argc)
+        return ob_cli_usage_error("graph", "--format needs dot or mermaid");
+      if (!strcmp(argv[i], "dot"))
+        format = FORMAT_DOT;
+      else if (!strcmp(argv[i], "mermaid"))
+        format = FORMAT_MERMAID;
+      else
+        return ob_cli_usage_error("graph", "unknown format \"%s\" (dot or mermaid)", argv[i]);
+    } else if (!strcmp(a, "--tools")) {
+      if (++i == argc)
+        return ob_cli_usage_error("graph", "--tools needs a file or folder");
+      if (ntools == 64)
+        return ob_cli_usage_error("graph", "too many --tools");
+      tools[ntools++] = argv[i];
+    } else if (a[0] == '-' && a[1] == '-') {
+      return ob_cli_usage_error("graph", "unknown option %s", a);
+    } else if (!file) {
+      file = a;
+    } else {
+      return ob_cli_usage_error("graph", "unexpected argument \"%s\"", a);
+    }
+  }
+  if (!file)
+    return ob_cli_usage_error("graph", "needs a PLAN file");
+
+  ob_error err;
+  ob_engine *e = NULL;
+  if (ntools && !(e = ob_engine_new(NULL, &err))) {
+    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    return OB_EXIT_USAGE;
+  }
+  for (int i = 0; i < ntools; i++)
+    if (ob_engine_load_tools(e, tools[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus graph: %s\n", err.msg);
+      ob_engine_free(e);
+      return OB_EXIT_USAGE;
+    }
+  ob_plan *p = ob_plan_load(file, &err);
+  if (!p) {
+    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_engine_free(e);
+    return OB_EXIT_USAGE;
+  }
+  check_more(p, e);
+  int rc = OB_EXIT_OK;
+  if (p->nerrors) {
+    for (size_t i = 0; i < p->nerrors; i++)
+      fprintf(stderr, "%s\n", p->errors[i]);
+    fprintf(stderr, "obelus graph: %zu problem%s, nothing drawn\n", p->nerrors,
+            p->nerrors == 1 ? "" : "s");
+    rc = OB_EXIT_USAGE;
+  } else {
+    graph g;
+    build_graph(&g, p);
+    if (format == FORMAT_DOT)
+      print_dot(stdout, &g);
+    else
+      print_mermaid(stdout, &g);
+    free_graph(&g);
+  }
+  ob_plan_free(p);
+  if (e)
+    ob_engine_free(e);
+  return rc;
+}
