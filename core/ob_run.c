@@ -278,7 +278,7 @@ static int params_invalid(const ob_tool *t, const ob_value *params, ob_buf *why)
 /* --- running a call's coroutine ----------------------------------------------- */
 
 static void complete(crun *c, int nres);
-static void tool_error(crun *c, const char *msg);
+static void tool_error(crun *c, const char *msg, const char *traceback);
 
 static void resume(crun *c, lua_State *from, int nargs) {
   lua_State *co = c->co;
@@ -291,25 +291,34 @@ static void resume(crun *c, lua_State *from, int nargs) {
     lua_pop(co, nres);
     if (!ours)
       tool_error(c, "the tool yielded its coroutine itself: wait with obelus.sleep, "
-                    "obelus.await or obelus.uv callbacks wrapped in obelus.await");
+                    "obelus.await or obelus.uv callbacks wrapped in obelus.await", NULL);
     return;
   }
   if (st == LUA_OK) {
     complete(c, nres);
     return;
   }
-  const char *msg = lua_type(co, -1) == LUA_TSTRING ? lua_tostring(co, -1) : NULL;
-  char other[64];
-  if (!msg) {
-    snprintf(other, sizeof other, "(error object is a %s value)", luaL_typename(co, -1));
-    msg = other;
+  /* the message: a string as it is, a table as its JSON text */
+  ob_buf msg;
+  ob_buf_init(&msg);
+  if (lua_type(co, -1) == LUA_TSTRING) {
+    ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
+  } else {
+    ob_error err;
+    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
+    char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
+    if (text)
+      ob_buf_add(&msg, text, strlen(text));
+    else
+      ob_buf_addf(&msg, "(error object is a %s value)", luaL_typename(co, -1));
+    free(text);
+    ob_unref(v);
   }
   lua_State *L = c->run->e->L;
-  luaL_traceback(L, co, msg, 0);
-  fprintf(stderr, "obelus: call %s (%s) raised an error:\n%s\n", c->call->id, c->call->tool_name,
-          lua_tostring(L, -1));
+  luaL_traceback(L, co, msg.data, 0);
+  tool_error(c, msg.data, lua_tostring(L, -1));
   lua_pop(L, 1);
-  tool_error(c, msg);
+  ob_buf_free(&msg);
 }
 
 static void start(crun *c) {
@@ -649,10 +658,14 @@ static void complete(crun *c, int nres) {
 }
 
 /* A Lua error in the tool: handled by the last || alternative when there are
- * two or more (SPEC 3), else a runtime error of the call. */
-static void tool_error(crun *c, const char *msg) {
+ * two or more (SPEC 3), else a runtime error of the call (with its traceback
+ * on stderr). */
+static void tool_error(crun *c, const char *msg, const char *traceback) {
   ob_call *call = c->call;
   if (!call->has_output || call->output.n < 2) {
+    if (traceback)
+      fprintf(stderr, "obelus: call %s (%s) raised an error:\n%s\n", call->id, call->tool_name,
+              traceback);
     fail(c, "runtime", msg);
     return;
   }
@@ -715,6 +728,7 @@ int ob_run_lua_sleep(lua_State *L) {
   if (!t)
     return luaL_error(L, "obelus.sleep: out of memory");
   uv_timer_init(c->run->e->loop, t);
+  uv_update_time(c->run->e->loop); /* the loop's clock is as old as this iteration */
   t->data = c;
   uv_timer_start(t, sleep_done, (uint64_t)ms, 0);
   c->sleep = t;
