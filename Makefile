@@ -5,7 +5,7 @@ CC      ?= cc
 PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv
 DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
             libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
-            json-schema-test-suite valgrind
+            json-schema-test-suite valgrind graphviz
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -109,9 +109,11 @@ clean:
 
 -include $(wildcard build/rel/*.d)
 
-# Until the plan runner lands (issue #3), the demo asks what the seeds' example log reads.
+# The weather plan, once per branch: a branch taken, the other skipped, a join.
 demo: bin/obelus
-	@echo '$$ obelus resolve plans/seeds/log.json "†data.user"'
-	@bin/obelus resolve plans/seeds/log.json '†data.user'
-	@echo '$$ obelus resolve plans/seeds/log.json "†data.user.status" --at 1'
-	@bin/obelus resolve plans/seeds/log.json '†data.user.status' --at 1
+	@echo '$$ obelus check plans/weather/plan.json --tools plans/weather/tools'
+	@bin/obelus check plans/weather/plan.json --tools plans/weather/tools
+	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"Lisbon"}'"'"
+	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"Lisbon"}'
+	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"London"}'"'"' --events -'
+	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' --events -
