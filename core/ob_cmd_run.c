@@ -12,6 +12,7 @@
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
     "                  [--events FILE|-] [--concurrency N] [--drain-timeout MS] [--latent FILE]\n"
+    "                  [--max-depth N]\n"
     "\n"
     "Validates PLAN against the tools, then runs every call as soon as its inputs\n"
     "exist, concurrently, and prints the final output as JSON on stdout.\n"
@@ -25,6 +26,7 @@ static const char run_help[] =
     "  --concurrency N     at most N calls running at once (default: unlimited)\n"
     "  --drain-timeout MS  how long to wait for fire-and-forget calls (default 5000)\n"
     "  --latent FILE       a Lua file that sets the latent handler (obelus.set_latent)\n"
+    "  --max-depth N       how deep plans may delegate to plans (_delegate; default 16)\n"
     "\n"
     "examples:\n"
     "  obelus run plans/user-status/plan.json --tools plans/user-status/tools\n"
@@ -47,6 +49,7 @@ typedef struct options {
   int ntools, nlatent;
   ob_value *inputs; /* array */
   size_t concurrency, drain_ms;
+  int max_depth;
 } options;
 
 static int parse_args(int argc, char **argv, options *o, const char *help) {
@@ -75,6 +78,11 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
     } else if (!strcmp(a, "--concurrency") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->concurrency) || !o->concurrency)
         return ob_cli_usage_error(o->cmd, "--concurrency needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--max-depth") && val) {
+      size_t d;
+      if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
+        return ob_cli_usage_error(o->cmd, "--max-depth needs a number from 1 to 10000");
+      o->max_depth = (int)d;
     } else if (!strcmp(a, "--drain-timeout") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
         return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
@@ -271,7 +279,12 @@ int ob_cmd_run(int argc, char **argv) {
     cleanup(&o, e, p, pv);
     return OB_EXIT_USAGE;
   }
-  ob_run_options ro = {o.concurrency, journal, on_event, on_done, &rn};
+  ob_run_options ro = {.concurrency = o.concurrency,
+                       .max_depth = o.max_depth,
+                       .journal = journal,
+                       .on_event = on_event,
+                       .on_done = on_done,
+                       .ud = &rn};
   ob_error err;
   rn.run = ob_run_new(e, p, pv, o.inputs, &ro, &err);
   if (!rn.run) { /* prepare() tried the context already: this is unexpected */

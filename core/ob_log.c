@@ -86,6 +86,7 @@ static void msg_free(ob_msg *m) {
   ob_unref(m->value);
   ob_unref(m->call);
   ob_unref(m->schema);
+  ob_unref(m->sublog);
 }
 
 void ob_log_free(ob_log *log) {
@@ -543,6 +544,14 @@ ob_value *ob_log_message(const ob_log *log, size_t i) {
   if (m->call)
     raw = ob_object_set(raw, "_call", 5, ob_ref(m->call));
   raw = ob_object_set(raw, "_date", 5, ob_cstring(m->date));
+  if (m->sublog)
+    raw = ob_object_set(raw, "_log", 4, ob_ref(m->sublog));
   ob_path_free(&p);
   return raw;
+}
+
+void ob_log_attach(ob_log *log, size_t pos, const ob_value *sublog) {
+  ob_msg *m = &log->msg[pos];
+  ob_unref(m->sublog);
+  m->sublog = ob_ref((ob_value *)sublog);
 }

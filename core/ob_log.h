@@ -30,6 +30,7 @@ typedef struct ob_msg {
   ob_value *call;     /* an output's _call, or NULL */
   ob_value *schema;   /* the message's "schema", or NULL */
   char date[32];      /* an output made here: its _date; else "" */
+  ob_value *sublog;   /* the messages of a delegated plan, printed as "_log" */
 } ob_msg;
 
 /* Position meaning "the log as it is now" for every `at` argument. */
@@ -76,6 +77,11 @@ long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
  * the document's schema before making it. */
 ob_value *ob_log_preview(ob_log *log, const char *kind, const char *instance, const ob_path *p,
                          ob_method method, const ob_value *value, ob_error *err);
+
+/* Attaches the messages of a delegated run (an array, borrowed) to output
+ * message pos, made by ob_log_append_output: they print as its "_log" field
+ * and never enter this log's documents. */
+void ob_log_attach(ob_log *log, size_t pos, const ob_value *sublog);
 
 /* The value at path p of document `kind` read in scope `instance` (NULL:
  * global) as of the first `at` messages (OB_LOG_NOW: all of them). An

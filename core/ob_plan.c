@@ -164,8 +164,9 @@ static void find_refs(walk *w, const ob_value *v) {
 
 /* --- reading calls -------------------------------------------------------- */
 
-static const char *const known_meta[] = {"_tool", "_outputPath", "_outputMethod", "_instance", "_id"};
-static const char *const later_meta[] = {"_timeout", "_retry", "_delegate", "_scopes"};
+static const char *const known_meta[] = {"_tool",     "_outputPath", "_outputMethod", "_instance",
+                                         "_id",       "_delegate",   "_scopes"};
+static const char *const later_meta[] = {"_timeout", "_retry"};
 
 static int is_one_of(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -209,8 +210,54 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
     ob_plan_error(p, c, "_id \"%s\" is already the id of another call", c->id);
   else
     ob_map_put(&p->ids, c->id, strlen(c->id), c);
-  if (!tool || ob_typeof(tool) != OB_STRING)
-    ob_plan_error(p, c, "_tool is %s: every call names its tool with a string",
+  ob_value *delegate = field(raw, "_delegate"), *scopes = field(raw, "_scopes");
+  if (delegate && (ob_typeof(delegate) != OB_STRING || !ob_string_len(delegate))) {
+    ob_plan_error(p, c, "_delegate must be the path of a plan file");
+  } else if (delegate) {
+    /* relative to the calling plan's folder */
+    const char *d = ob_string_ptr(delegate), *slash = strrchr(p->file, '/');
+    ob_buf b;
+    ob_buf_init(&b);
+    if (d[0] != '/' && slash)
+      ob_buf_add(&b, p->file, (size_t)(slash - p->file) + 1);
+    ob_buf_add(&b, d, strlen(d));
+    c->delegate = b.data;
+    if (!tool) {
+      free(c->tool_name);
+      c->tool_name = xstrdup("delegate");
+    }
+  }
+  if (scopes && !delegate)
+    ob_plan_error(p, c, "_scopes only applies to a call with _delegate");
+  if (scopes && ob_typeof(scopes) != OB_ARRAY)
+    ob_plan_error(p, c, "_scopes must be a list of kinds, e.g. [\"input\", \"state\"]");
+  for (size_t i = 0; scopes && ob_typeof(scopes) == OB_ARRAY && i < ob_array_len(scopes); i++) {
+    const ob_value *k = ob_array_get(scopes, i);
+    ob_error kerr;
+    ob_buf b;
+    ob_buf_init(&b);
+    if (ob_typeof(k) == OB_STRING)
+      ob_buf_addf(&b, OB_DAGGER "%s", ob_string_ptr(k));
+    ob_expr e;
+    if (ob_typeof(k) != OB_STRING ||
+        ob_expr_parse(b.data, b.len, OB_EXPR_INPUT, &e, &kerr) != OB_OK) {
+      ob_plan_error(p, c, "_scopes[%zu] is not a kind name", i);
+    } else {
+      if (e.n != 1 || e.alts[0].n != 1 || e.alts[0].refs[0].path.n)
+        ob_plan_error(p, c, "_scopes[%zu] is not a kind name", i);
+      else {
+        c->scopes = realloc(c->scopes, (c->nscopes + 1) * sizeof *c->scopes);
+        if (!c->scopes)
+          abort();
+        c->scopes[c->nscopes++] = xstrdup(ob_string_ptr(k));
+      }
+      ob_expr_free(&e);
+    }
+    ob_buf_free(&b);
+  }
+  if (!delegate && (!tool || ob_typeof(tool) != OB_STRING))
+    ob_plan_error(p, c, "_tool is %s: every call names its tool with a string (or a plan with "
+                        "_delegate)",
                   tool ? "not a string" : "missing");
 
   ob_object_iter it;
@@ -224,7 +271,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
       ob_plan_error(p, c, "%s is not implemented yet in this build", key);
     else if (!is_one_of(key, known_meta, sizeof known_meta / sizeof *known_meta))
       ob_plan_error(p, c, "unknown meta-property %s (known: _tool, _outputPath, _outputMethod, "
-                          "_instance, _id)", key);
+                          "_instance, _id, _delegate, _scopes)", key);
   }
 
   ob_value *out = field(raw, "_outputPath"), *method = field(raw, "_outputMethod");
@@ -613,6 +660,10 @@ void ob_plan_free(ob_plan *p) {
     if (c->has_output)
       ob_expr_free(&c->output);
     free(c->instance);
+    free(c->delegate);
+    for (size_t k = 0; k < c->nscopes; k++)
+      free(c->scopes[k]);
+    free(c->scopes);
     for (size_t r = 0; r < c->nrefs; r++) {
       ob_expr_free(&c->refs[r].expr);
       free(c->refs[r].where);
@@ -682,11 +733,44 @@ static int failure_counts(const ob_call *c, const ob_schema_failure *f) {
   return 1;
 }
 
+static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler, ob_map *seen);
+
+/* A delegated plan is checked once (by file), with everything it delegates to:
+ * a plan that delegates to itself is fine here; its depth is a run-time limit. */
+static void check_delegate(ob_plan *p, ob_call *c, const ob_map *tools, int latent, ob_map *seen) {
+  if (ob_map_get(seen, c->delegate, strlen(c->delegate)))
+    return;
+  ob_map_put(seen, c->delegate, strlen(c->delegate), c);
+  ob_error err;
+  ob_plan *sub = ob_plan_load(c->delegate, &err);
+  if (!sub) {
+    ob_plan_error(p, c, "_delegate: %s", err.msg);
+    return;
+  }
+  check_tools(sub, tools, latent, seen);
+  for (size_t i = 0; i < sub->nerrors; i++)
+    ob_plan_error(p, c, "in the delegated plan: %s", sub->errors[i]);
+  ob_plan_free(sub);
+}
+
 size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler) {
   size_t before = p->nerrors;
+  ob_map seen;
+  ob_map_init(&seen);
+  ob_map_put(&seen, p->file, strlen(p->file), p);
+  check_tools(p, tools, has_latent_handler, &seen);
+  ob_map_free(&seen);
+  return p->nerrors - before;
+}
+
+static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler, ob_map *seen) {
   for (size_t i = 0; i < p->ncalls; i++) {
     ob_call *c = &p->calls[i];
-    if (ob_typeof(c->raw) != OB_OBJECT || !strcmp(c->tool_name, "?"))
+    if (c->delegate && !p->quiet) {
+      check_delegate(p, c, tools, has_latent_handler, seen);
+      continue;
+    }
+    if (ob_typeof(c->raw) != OB_OBJECT || !strcmp(c->tool_name, "?") || c->delegate)
       continue;
     const ob_tool *t = ob_map_get(tools, c->tool_name, strlen(c->tool_name));
     if (!t) {
@@ -718,5 +802,4 @@ size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handl
     ob_schema_result_free(&res);
     ob_unref(view);
   }
-  return p->nerrors - before;
 }

@@ -42,6 +42,9 @@ typedef struct ob_call {
   ob_expr output;      /* _outputPath parsed (output mode) */
   ob_method method;
   char *instance;      /* _instance, or NULL */
+  char *delegate;      /* _delegate: the plan file to run, relative to the cwd; or NULL */
+  size_t nscopes;      /* _scopes: the kinds the delegated plan sees */
+  char **scopes;
   size_t nrefs;
   ob_param_ref *refs;
   size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */

@@ -41,6 +41,10 @@ typedef struct crun {
   lua_State *co;       /* while running */
   int co_ref;
   uv_timer_t *sleep;   /* an obelus.sleep in progress */
+  ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
+  ob_plan *subplan;
+  ob_value *subvalue;
+  ob_value *sublog;    /* its messages, attached to this call's output or error */
 } crun;
 
 struct ob_run {
@@ -55,10 +59,12 @@ struct ob_run {
   size_t journaled;
   uint64_t t0;
   ob_map schemas; /* schema value (by address) -> compiled */
+  crun *parent;   /* the call that delegated to this run, or NULL */
   ob_run *next, **prevp;
 };
 
 static void pump(ob_run *r);
+typedef struct out_write out_write; /* one write of a call's result (see "writing results") */
 
 const char *ob_call_state_name(ob_call_state s) {
   static const char *const names[] = {"waiting", "ready", "running", "done", "failed", "skipped"};
@@ -157,12 +163,15 @@ static void fail(crun *c, const char *phase, const char *msg) {
   if (c->call->instance)
     m = ob_object_set(m, "_instance", 9, ob_cstring(c->call->instance));
   m = ob_object_set(m, "data", 4, data);
+  if (c->sublog)
+    m = ob_object_set(m, "_log", 4, ob_ref(c->sublog));
   ob_error err;
   if (append(r, m, &err) < 0)
     fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);
   ob_unref(m);
-  fprintf(stderr, "obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
-          c->detached ? " [fire-and-forget]" : "", phase, msg);
+  if (!r->opt.depth) /* a delegated plan's failures reach stderr through its caller's */
+    fprintf(stderr, "obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
+            c->detached ? " [fire-and-forget]" : "", phase, msg);
   if (!c->detached)
     r->failed = 1;
   settle(c, OB_CALL_FAILED, msg);
@@ -251,7 +260,7 @@ static ob_value *resolve_params(resolver *rs) {
 
 /* The schema view of resolved params fails? Describes the first failures. */
 static int params_invalid(const ob_tool *t, const ob_value *params, ob_buf *why) {
-  if (!t->schema)
+  if (!t || !t->schema)
     return 0;
   ob_value *props = ob_typeof(t->schema_value) == OB_OBJECT
                         ? ob_object_get(t->schema_value, "properties", 10)
@@ -321,6 +330,121 @@ static void resume(crun *c, lua_State *from, int nargs) {
   ob_buf_free(&msg);
 }
 
+/* --- delegation: a call that runs a plan ---------------------------------------------- */
+
+static void finish_writes(crun *c, out_write *w, size_t n);
+static out_write *alt_writes(crun *c, size_t alt, ob_value *value, size_t *n);
+
+/* The delegated plan settled: its output is the call's result; its failure
+ * the call's error. Its messages go with the call's output or error. */
+static void delegate_done(ob_run *sub, void *ud) {
+  crun *c = ud;
+  ob_value *sublog = ob_array();
+  for (size_t i = 0; i < ob_log_len(sub->log); i++)
+    sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
+  c->sublog = sublog;
+  ob_run_cancel(sub); /* its fire-and-forget calls end with it */
+  if (sub->failed) {
+    ob_buf why;
+    ob_buf_init(&why);
+    ob_buf_addf(&why, "the delegated plan %s failed", c->call->delegate);
+    for (size_t i = 0; i < ob_log_len(sub->log); i++) {
+      const ob_msg *m = ob_log_at(sub->log, i);
+      if (m->type != OB_MSG_CONTEXT || strcmp(ob_string_ptr(m->kind), "error"))
+        continue;
+      ob_value *id = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
+      if (ob_object_get(m->value, "detached", 8) || !id || !e || ob_typeof(e) != OB_STRING)
+        continue;
+      if (!strncmp(ob_string_ptr(e), "the delegated plan ", 19)) { /* the deepest cause only */
+        why.len = 0;
+        ob_buf_add(&why, ob_string_ptr(e), ob_string_len(e));
+      } else {
+        ob_buf_addf(&why, ": call %s: %s", ob_string_ptr(id), ob_string_ptr(e));
+      }
+      break;
+    }
+    tool_error(c, why.data, NULL);
+    ob_buf_free(&why);
+    return;
+  }
+  if (!c->call->has_output) {
+    settle(c, OB_CALL_DONE, NULL);
+    return;
+  }
+  ob_value *out = ob_run_output(sub);
+  size_t n;
+  out_write *w = alt_writes(c, 0, out, &n);
+  ob_unref(out);
+  finish_writes(c, w, n);
+}
+
+static void start_delegate(crun *c, ob_value *params) {
+  ob_run *r = c->run;
+  ob_call *call = c->call;
+  int max_depth = r->opt.max_depth > 0 ? r->opt.max_depth : 16;
+  c->state = OB_CALL_RUNNING;
+  r->running++;
+  emit(r, OB_EV_STARTED, call, NULL);
+  if (r->opt.depth + 1 > max_depth) {
+    ob_unref(params);
+    char why[160];
+    snprintf(why, sizeof why, "delegation deeper than %d levels (see --max-depth)", max_depth);
+    fail(c, "runtime", why);
+    return;
+  }
+  ob_error err;
+  c->subvalue = ob_json_parse_file(call->delegate, &err);
+  if (c->subvalue)
+    c->subplan = ob_plan_from_value(c->subvalue, call->delegate);
+  if (c->subplan)
+    ob_plan_check_tools(c->subplan, &r->e->tools, ob_engine_has_latent(r->e));
+  if (!c->subplan || c->subplan->nerrors) {
+    ob_unref(params);
+    fail(c, "runtime", c->subplan ? c->subplan->errors[0] : err.msg);
+    return;
+  }
+  /* the clean room: only the kinds named by _scopes, as this call sees them,
+   * then the call's own params as an input document */
+  ob_value *pre = ob_array(), *k, *v;
+  ob_path root = {0, NULL};
+  for (size_t i = 0; i < call->nscopes; i++) {
+    ob_value *doc = ob_log_read(r->log, call->scopes[i], call->instance, &root, OB_LOG_NOW);
+    if (!doc)
+      continue;
+    ob_value *m = ob_object();
+    m = ob_object_set(m, "type", 4, ob_cstring("data"));
+    m = ob_object_set(m, "kind", 4, ob_cstring(call->scopes[i]));
+    m = ob_object_set(m, "data", 4, doc);
+    pre = ob_array_push(pre, m);
+  }
+  ob_value *args = ob_object();
+  ob_object_iter it;
+  ob_object_iter_init(&it, params);
+  while (ob_object_iter_next(&it, &k, &v))
+    if (ob_string_ptr(k)[0] != '_')
+      args = ob_object_setv(args, k, ob_ref(v));
+  ob_unref(params);
+  ob_value *inputs = ob_array();
+  if (ob_object_len(args))
+    inputs = ob_array_push(inputs, ob_ref(args));
+  ob_unref(args);
+  ob_run_options opt = {.concurrency = r->opt.concurrency,
+                        .depth = r->opt.depth + 1,
+                        .max_depth = max_depth,
+                        .pre_context = pre,
+                        .on_done = delegate_done,
+                        .ud = c};
+  c->sub = ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
+  ob_unref(pre);
+  ob_unref(inputs);
+  if (!c->sub) {
+    fail(c, "runtime", err.msg);
+    return;
+  }
+  c->sub->parent = c;
+  ob_run_start(c->sub);
+}
+
 static void start(crun *c) {
   ob_run *r = c->run;
   ob_call *call = c->call;
@@ -348,6 +472,10 @@ static void start(crun *c) {
     return;
   }
   ob_buf_free(&rs.why);
+  if (call->delegate) {
+    start_delegate(c, params);
+    return;
+  }
 
   lua_State *L = r->e->L;
   c->state = OB_CALL_RUNNING;
@@ -391,14 +519,14 @@ static void start(crun *c) {
 
 /* --- writing results ------------------------------------------------------------ */
 
-typedef struct out_write {
+struct out_write {
   const char *kind;
   char *own_kind; /* kind copied from an obelus.message */
   ob_path path;
   int own_path; /* path allocated here */
   ob_method method;
   ob_value *value;
-} out_write;
+};
 
 static int has_metatable(lua_State *co, int idx, int ref) {
   if (!lua_getmetatable(co, idx))
@@ -532,12 +660,15 @@ static int commit_writes(crun *c, out_write *w, size_t n, ob_buf *why, int *stru
   }
   for (size_t i = 0; i < n; i++) {
     ob_error err;
-    if (ob_log_append_output(r->log, w[i].kind, inst, &w[i].path, w[i].method, w[i].value,
-                             c->call->raw, &err) < 0) {
+    long pos = ob_log_append_output(r->log, w[i].kind, inst, &w[i].path, w[i].method,
+                                    w[i].value, c->call->raw, &err);
+    if (pos < 0) {
       sync_journal(r);
       ob_buf_addf(why, "writing %s: %s", w[i].kind, err.msg);
       return 0;
     }
+    if (c->sublog && i == 0)
+      ob_log_attach(r->log, (size_t)pos, c->sublog);
   }
   sync_journal(r);
   return 1;
@@ -764,6 +895,8 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
   pm = ob_object_set(pm, "plan", 4, ob_ref((ob_value *)plan_value));
   long rc = append(r, pm, err);
   ob_unref(pm);
+  for (size_t i = 0; rc >= 0 && opt->pre_context && i < ob_array_len(opt->pre_context); i++)
+    rc = append(r, ob_array_get(opt->pre_context, i), err);
   for (size_t i = 0; rc >= 0 && i < ob_array_len(plan->context); i++) {
     ob_error e2;
     if ((rc = append(r, ob_array_get(plan->context, i), &e2)) < 0)
@@ -819,6 +952,8 @@ void ob_run_cancel(ob_run *r) {
       c->sleep = NULL;
     }
     drop_coroutine(c);
+    if (c->sub)
+      ob_run_cancel(c->sub);
   }
 }
 
@@ -826,6 +961,15 @@ void ob_run_free(ob_run *r) {
   if (!r)
     return;
   ob_run_cancel(r);
+  for (size_t k = 0; k < r->plan->ncalls; k++) {
+    crun *c = &r->calls[k];
+    ob_run_free(c->sub); /* clears c->sub through its parent pointer */
+    ob_plan_free(c->subplan);
+    ob_unref(c->subvalue);
+    ob_unref(c->sublog);
+  }
+  if (r->parent)
+    r->parent->sub = NULL;
   *r->prevp = r->next;
   if (r->next)
     r->next->prevp = r->prevp;
