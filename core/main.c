@@ -17,6 +17,7 @@ static const char main_help[] =
     "commands:\n"
     "  run PLAN [--tools PATH]... [--input JSON]   run a plan, print its final output\n"
     "  check PLAN [--tools PATH]...                validate a plan without running it\n"
+    "  loop PLAN --planner FILE.lua                plan, run, replan until an output\n"
     "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
     "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
@@ -32,6 +33,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", ob_cmd_run},
     {"check", ob_cmd_check},
+    {"loop", ob_cmd_loop},
     {"graph", ob_cmd_graph},
     {"resolve", ob_cmd_resolve},
     {"schema", ob_cmd_schema},
@@ -53,7 +55,7 @@ int main(int argc, char **argv) {
       return commands[i].run(argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
     if (!strcmp(argv[1], planned[i])) {
-      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, graph, resolve, schema\n", argv[1]);
+      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, loop, graph, resolve, schema\n", argv[1]);
       return OB_EXIT_USAGE;
     }
   fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);

@@ -13,6 +13,7 @@ int ob_cmd_resolve(int argc, char **argv);
 int ob_cmd_schema(int argc, char **argv);
 int ob_cmd_run(int argc, char **argv);
 int ob_cmd_check(int argc, char **argv);
+int ob_cmd_loop(int argc, char **argv);
 int ob_cmd_graph(int argc, char **argv);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lauxlib.h>
+
 #include "ob_cli.h"
+#include "ob_lua.h"
 #include "ob_engine.h"
 #include "ob_run.h"
 
@@ -44,7 +47,8 @@ static const char check_help[] =
     "  obelus check plans/weather/plan.json --tools plans/weather/tools\n";
 
 typedef struct options {
-  const char *cmd, *plan, *journal, *events;
+  const char *cmd, *plan, *journal, *events, *planner;
+  size_t max_steps;
   const char *tools[64], *latent[16];
   int ntools, nlatent;
   ob_value *inputs; /* array */
@@ -56,6 +60,7 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
   memset(o, 0, sizeof *o);
   o->cmd = argv[0];
   o->drain_ms = 5000;
+  o->max_steps = 10;
   o->inputs = ob_array();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -78,6 +83,11 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
     } else if (!strcmp(a, "--concurrency") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->concurrency) || !o->concurrency)
         return ob_cli_usage_error(o->cmd, "--concurrency needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--planner") && val && !strcmp(o->cmd, "loop")) {
+      o->planner = argv[++i];
+    } else if (!strcmp(a, "--max-steps") && val && !strcmp(o->cmd, "loop")) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_steps) || !o->max_steps || o->max_steps > 100000)
+        return ob_cli_usage_error(o->cmd, "--max-steps needs a number from 1 to 100000");
     } else if (!strcmp(a, "--max-depth") && val) {
       size_t d;
       if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
@@ -198,7 +208,7 @@ typedef struct runner {
   FILE *events;
   uv_signal_t sigint, sigterm;
   uv_timer_t drain;
-  int signum, drain_started, drained;
+  int signum, drain_started, drained, open;
 } runner;
 
 static void drain_expired(uv_timer_t *t) {
@@ -251,6 +261,87 @@ static void on_signal(uv_signal_t *s, int signum) {
   uv_stop(rn->e->loop);
 }
 
+/* Opens what a run writes to (journal, events) and the handles that drive it. */
+static int runner_open(runner *rn, options *o, ob_engine *e, FILE **journal) {
+  memset(rn, 0, sizeof *rn);
+  rn->o = o;
+  rn->e = e;
+  *journal = NULL;
+  if (o->journal && !(*journal = fopen(o->journal, "w"))) {
+    fprintf(stderr, "obelus %s: cannot write the journal %s\n", o->cmd, o->journal);
+    return OB_EXIT_USAGE;
+  }
+  if (o->events)
+    rn->events = strcmp(o->events, "-") ? fopen(o->events, "w") : stderr;
+  if (o->events && !rn->events) {
+    fprintf(stderr, "obelus %s: cannot write the events to %s\n", o->cmd, o->events);
+    return OB_EXIT_USAGE;
+  }
+  uv_timer_init(e->loop, &rn->drain);
+  rn->drain.data = rn;
+  uv_signal_init(e->loop, &rn->sigint);
+  uv_signal_init(e->loop, &rn->sigterm);
+  rn->sigint.data = rn->sigterm.data = rn;
+  uv_signal_start(&rn->sigint, on_signal, SIGINT);
+  uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
+  uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
+  uv_unref((uv_handle_t *)&rn->sigterm);
+  rn->open = 1;
+  return OB_EXIT_OK;
+}
+
+static void runner_close(runner *rn, FILE *journal) {
+  if (rn->open) {
+    uv_close((uv_handle_t *)&rn->drain, NULL);
+    uv_close((uv_handle_t *)&rn->sigint, NULL);
+    uv_close((uv_handle_t *)&rn->sigterm, NULL);
+    uv_run(rn->e->loop, UV_RUN_NOWAIT);
+  }
+  if (journal)
+    fclose(journal);
+  if (rn->events && rn->events != stderr)
+    fclose(rn->events);
+}
+
+/* Runs r until every awaited call has settled and the fire-and-forget ones are
+ * drained (or the drain timeout passes). Returns 0, or 128 + the signal that
+ * interrupted it. */
+static int runner_drive(runner *rn, ob_run *r) {
+  rn->run = r;
+  rn->drain_started = rn->drained = 0;
+  ob_run_start(r);
+  for (;;) {
+    if (!ob_run_finished(r) || ob_run_detached_pending(r))
+      uv_run(rn->e->loop, UV_RUN_DEFAULT);
+    if (rn->signum || rn->drained)
+      break;
+    if (ob_run_finished(r) && !ob_run_detached_pending(r))
+      break;
+    /* the loop has nothing left to do, yet calls wait: they never will finish */
+    if (!uv_loop_alive(rn->e->loop) && ob_run_fail_stalled(r) == 0)
+      break;
+  }
+  uv_timer_stop(&rn->drain);
+  if (rn->drained)
+    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
+                    "abandoned\n",
+            rn->o->cmd, ob_run_detached_pending(r), ob_run_detached_pending(r) == 1 ? "" : "s",
+            rn->o->drain_ms);
+  ob_run_cancel(r);
+  if (rn->signum) {
+    fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
+            rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    return 128 + rn->signum;
+  }
+  return 0;
+}
+
+static void print_json(const ob_value *v) {
+  char *text = ob_json_print(v, OB_JSON_PRETTY, NULL);
+  puts(text);
+  free(text);
+}
+
 int ob_cmd_run(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o, run_help);
@@ -263,82 +354,246 @@ int ob_cmd_run(int argc, char **argv) {
     cleanup(&o, e, p, pv);
     return rc;
   }
-  runner rn = {&o, e, NULL, NULL, {0}, {0}, {0}, 0, 0, 0};
-  FILE *journal = NULL;
-  if (o.journal && !(journal = fopen(o.journal, "w"))) {
-    fprintf(stderr, "obelus run: cannot write the journal %s\n", o.journal);
+  runner rn;
+  FILE *journal;
+  if ((rc = runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
+    ob_run_options ro = {.concurrency = o.concurrency,
+                         .max_depth = o.max_depth,
+                         .journal = journal,
+                         .on_event = on_event,
+                         .on_done = on_done,
+                         .ud = &rn};
+    ob_error err;
+    ob_run *r = ob_run_new(e, p, pv, o.inputs, &ro, &err);
+    if (!r) { /* prepare() tried the context already: this is unexpected */
+      fprintf(stderr, "obelus run: %s\n", err.msg);
+      rc = OB_EXIT_USAGE;
+    } else if (!(rc = runner_drive(&rn, r))) {
+      ob_value *out = ob_run_output(r);
+      print_json(out);
+      ob_unref(out);
+      rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
+    }
+  }
+  runner_close(&rn, journal);
+  cleanup(&o, e, p, pv);
+  return rc;
+}
+
+/* --- loop ------------------------------------------------------------------------ */
+
+static const char loop_help[] =
+    "usage: obelus loop PLAN --planner FILE.lua [--max-steps N] [--tools PATH]...\n"
+    "                   [--input JSON|@FILE]... [--journal FILE] [run options]\n"
+    "\n"
+    "The planning loop: PLAN gives the initial context (its calls, if any, run\n"
+    "first). Then, step after step, the planner is asked what to do: FILE.lua\n"
+    "returns a function (ctx) -> { calls = {...}, output = value|nil }, where\n"
+    "ctx.messages is the log so far and ctx:resolve(expr) reads a reference\n"
+    "(nil when absent). The calls run as a plan on the shared log; their errors\n"
+    "join the log; the planner is asked again, until it returns an output\n"
+    "(printed, exit 0) or --max-steps (default 10) is reached (exit 1).\n"
+    "\n"
+    "example:\n"
+    "  obelus loop plans/replan/plan.json --planner plans/replan/planner.lua \\\n"
+    "              --tools plans/replan/tools\n";
+
+/* ctx:resolve(expr): the value, or nil when absent. */
+static int ctx_resolve(lua_State *L) {
+  ob_log *log = lua_touserdata(L, lua_upvalueindex(1));
+  size_t len;
+  const char *s = luaL_checklstring(L, 2, &len);
+  ob_expr e;
+  ob_error err;
+  if (ob_expr_parse(s, len, OB_EXPR_INPUT, &e, &err) != OB_OK)
+    return luaL_error(L, "ctx:resolve: %s", err.msg);
+  ob_value *v = ob_log_eval(log, &e, NULL, OB_LOG_NOW);
+  ob_expr_free(&e);
+  if (!v)
+    return 0;
+  int rc = ob_lua_push_safe(L, v, &err);
+  ob_unref(v);
+  return rc == OB_OK ? 1 : luaL_error(L, "ctx:resolve: %s", err.msg);
+}
+
+/* Pushes the planner's context: { step, messages, resolve }. */
+static int push_ctx(lua_State *L, ob_log *log, int step) {
+  ob_error err;
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, step);
+  lua_setfield(L, -2, "step");
+  lua_createtable(L, (int)ob_log_len(log), 0);
+  for (size_t i = 0; i < ob_log_len(log); i++) {
+    ob_value *m = ob_log_message(log, i);
+    int rc = ob_lua_push_safe(L, m, &err);
+    ob_unref(m);
+    if (rc != OB_OK)
+      return rc;
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "messages");
+  lua_pushlightuserdata(L, log);
+  lua_pushcclosure(L, ctx_resolve, 1);
+  lua_setfield(L, -2, "resolve");
+  return OB_OK;
+}
+
+/* A step's plan was invalid: its problems become error messages the planner reads. */
+static void record_problems(ob_log *log, FILE *journal, const ob_plan *p, int step) {
+  for (size_t i = 0; i < p->nerrors; i++) {
+    ob_value *d = ob_object();
+    d = ob_object_set(d, "error", 5, ob_cstring(p->errors[i]));
+    d = ob_object_set(d, "phase", 5, ob_cstring("validation"));
+    d = ob_object_set(d, "step", 4, ob_int(step));
+    ob_value *m = ob_object_set(ob_object_set(ob_object_set(ob_object(), "type", 4,
+                                                            ob_cstring("data")),
+                                              "kind", 4, ob_cstring("error")),
+                                "data", 4, d);
+    ob_error err;
+    if (ob_log_append(log, m, &err) >= 0 && journal) {
+      char *text = ob_json_print(m, OB_JSON_COMPACT, NULL);
+      fprintf(journal, "%s\n", text);
+      fflush(journal);
+      free(text);
+    }
+    ob_unref(m);
+  }
+}
+
+int ob_cmd_loop(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o, loop_help);
+  if (rc)
+    return ob_unref(o.inputs), rc < 0 ? OB_EXIT_OK : rc;
+  if (!o.planner) {
+    ob_unref(o.inputs);
+    return ob_cli_usage_error("loop", "needs --planner FILE.lua");
+  }
+  ob_engine *e;
+  ob_plan *p;
+  ob_value *pv;
+  if ((rc = prepare(&o, &e, &p, &pv)) != OB_EXIT_OK) {
+    cleanup(&o, e, p, pv);
+    return rc;
+  }
+  lua_State *L = e->L;
+  int planner = LUA_NOREF;
+  if (luaL_loadfile(L, o.planner) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK ||
+      !lua_isfunction(L, -1)) {
+    fprintf(stderr, "obelus loop: %s\n",
+            lua_isstring(L, -1) ? lua_tostring(L, -1) : "the planner file must return a function");
+    lua_pop(L, 1);
     cleanup(&o, e, p, pv);
     return OB_EXIT_USAGE;
   }
-  if (o.events)
-    rn.events = strcmp(o.events, "-") ? fopen(o.events, "w") : stderr;
-  if (o.events && !rn.events) {
-    fprintf(stderr, "obelus run: cannot write the events to %s\n", o.events);
-    if (journal)
-      fclose(journal);
-    cleanup(&o, e, p, pv);
-    return OB_EXIT_USAGE;
-  }
+  planner = luaL_ref(L, LUA_REGISTRYINDEX);
+
+  runner rn;
+  FILE *journal;
+  ob_log *log = ob_log_new();
+  size_t nsteps = 0;
+  ob_plan **steps = calloc(o.max_steps + 1, sizeof *steps);
+  ob_value **values = calloc(o.max_steps + 1, sizeof *values);
+  if (!steps || !values)
+    abort();
+  if ((rc = runner_open(&rn, &o, e, &journal)) != OB_EXIT_OK)
+    goto done;
   ob_run_options ro = {.concurrency = o.concurrency,
                        .max_depth = o.max_depth,
                        .journal = journal,
+                       .log = log,
                        .on_event = on_event,
                        .on_done = on_done,
                        .ud = &rn};
   ob_error err;
-  rn.run = ob_run_new(e, p, pv, o.inputs, &ro, &err);
-  if (!rn.run) { /* prepare() tried the context already: this is unexpected */
-    fprintf(stderr, "obelus run: %s\n", err.msg);
+  ob_run *first = ob_run_new(e, p, pv, o.inputs, &ro, &err);
+  if (!first) {
+    fprintf(stderr, "obelus loop: %s\n", err.msg);
     rc = OB_EXIT_USAGE;
-  } else {
-    uv_timer_init(e->loop, &rn.drain);
-    rn.drain.data = &rn;
-    uv_signal_init(e->loop, &rn.sigint);
-    uv_signal_init(e->loop, &rn.sigterm);
-    rn.sigint.data = rn.sigterm.data = &rn;
-    uv_signal_start(&rn.sigint, on_signal, SIGINT);
-    uv_signal_start(&rn.sigterm, on_signal, SIGTERM);
-    uv_unref((uv_handle_t *)&rn.sigint); /* they must not keep the loop alive */
-    uv_unref((uv_handle_t *)&rn.sigterm);
-    ob_run_start(rn.run);
-    for (;;) {
-      if (!ob_run_finished(rn.run) || ob_run_detached_pending(rn.run))
-        uv_run(e->loop, UV_RUN_DEFAULT);
-      if (rn.signum || rn.drained)
-        break;
-      if (ob_run_finished(rn.run) && !ob_run_detached_pending(rn.run))
-        break;
-      /* the loop has nothing left to do, yet calls wait: they never will finish */
-      if (!uv_loop_alive(e->loop) && ob_run_fail_stalled(rn.run) == 0)
-        break;
-    }
-    if (rn.drained)
-      fprintf(stderr, "obelus run: %zu fire-and-forget call%s still running after %zu ms: "
-                      "abandoned\n",
-              ob_run_detached_pending(rn.run), ob_run_detached_pending(rn.run) == 1 ? "" : "s",
-              o.drain_ms);
-    if (rn.signum) {
-      fprintf(stderr, "obelus run: interrupted by %s; running calls abandoned\n",
-              rn.signum == SIGINT ? "SIGINT" : "SIGTERM");
-      rc = 128 + rn.signum;
-    } else {
-      ob_value *out = ob_run_output(rn.run);
-      char *text = ob_json_print(out, OB_JSON_PRETTY, NULL);
-      puts(text);
-      free(text);
-      ob_unref(out);
-      rc = ob_run_failed(rn.run) ? OB_EXIT_FAIL : OB_EXIT_OK;
-    }
-    ob_run_cancel(rn.run);
-    uv_close((uv_handle_t *)&rn.drain, NULL);
-    uv_close((uv_handle_t *)&rn.sigint, NULL);
-    uv_close((uv_handle_t *)&rn.sigterm, NULL);
-    uv_run(e->loop, UV_RUN_NOWAIT);
+    goto done;
   }
-  if (journal)
-    fclose(journal);
-  if (rn.events && rn.events != stderr)
-    fclose(rn.events);
+  if ((rc = runner_drive(&rn, first)))
+    goto done;
+  rc = -1;
+  for (int step = 1; rc < 0 && step <= (int)o.max_steps; step++) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, planner);
+    if (push_ctx(L, log, step) != OB_OK || lua_pcall(L, 1, 1, 0) != LUA_OK) {
+      fprintf(stderr, "obelus loop: the planner failed at step %d: %s\n", step,
+              lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+      lua_settop(L, 0);
+      rc = OB_EXIT_FAIL;
+      break;
+    }
+    if (!lua_istable(L, -1)) {
+      fprintf(stderr, "obelus loop: step %d: the planner must return { calls = ..., output = ... }\n",
+              step);
+      lua_settop(L, 0);
+      rc = OB_EXIT_FAIL;
+      break;
+    }
+    lua_getfield(L, -1, "output");
+    if (!lua_isnil(L, -1)) {
+      ob_value *out = ob_lua_to_value_named(L, -1, "output", &err);
+      lua_settop(L, 0);
+      if (!out) {
+        fprintf(stderr, "obelus loop: step %d: %s\n", step, err.msg);
+        rc = OB_EXIT_FAIL;
+        break;
+      }
+      print_json(out);
+      ob_unref(out);
+      rc = OB_EXIT_OK;
+      break;
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "calls");
+    if (lua_isnil(L, -1)) { /* no calls, no output: ask again with nothing new */
+      lua_settop(L, 0);
+      continue;
+    }
+    ob_value *calls = ob_lua_to_value_named(L, -1, "calls", &err);
+    lua_settop(L, 0);
+    if (calls && ob_typeof(calls) == OB_OBJECT && !ob_object_len(calls)) {
+      ob_unref(calls); /* {} from Lua: an empty list */
+      calls = ob_array();
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s#step%d", o.plan, step);
+    ob_plan *sp = ob_plan_from_value(calls ? calls : ob_null(), name);
+    if (!calls)
+      ob_plan_error(sp, NULL, "%s", err.msg);
+    steps[nsteps] = sp;
+    values[nsteps++] = calls;
+    ob_plan_check_tools(sp, &e->tools, ob_engine_has_latent(e));
+    if (sp->nerrors) {
+      record_problems(log, journal, sp, step);
+      continue;
+    }
+    ob_run *r = ob_run_new(e, sp, calls, NULL, &ro, &err);
+    if (!r) {
+      fprintf(stderr, "obelus loop: step %d: %s\n", step, err.msg);
+      rc = OB_EXIT_FAIL;
+      break;
+    }
+    int sig = runner_drive(&rn, r);
+    if (sig)
+      rc = sig;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "obelus loop: no output after %zu steps (see --max-steps)\n", o.max_steps);
+    rc = OB_EXIT_FAIL;
+  }
+done:
+  runner_close(&rn, journal);
+  ob_engine_free(e); /* frees the runs before the plans and the shared log they use */
+  e = NULL;
+  for (size_t i = 0; i < nsteps; i++) {
+    ob_plan_free(steps[i]);
+    ob_unref(values[i]);
+  }
+  free(steps);
+  free(values);
+  ob_log_free(log);
   cleanup(&o, e, p, pv);
   return rc;
 }

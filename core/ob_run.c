@@ -876,7 +876,8 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
     abort();
   r->e = e;
   r->plan = plan;
-  r->log = ob_log_new();
+  r->log = opt->log ? opt->log : ob_log_new();
+  r->journaled = ob_log_len(r->log); /* a shared log's older messages are journaled already */
   r->opt = *opt;
   ob_map_init(&r->schemas);
   r->calls = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->calls);
@@ -978,7 +979,8 @@ void ob_run_free(ob_run *r) {
   while (ob_map_next(&r->schemas, &i, &me))
     ob_schema_free(me->val);
   ob_map_free(&r->schemas);
-  ob_log_free(r->log);
+  if (!r->opt.log)
+    ob_log_free(r->log);
   free(r->calls);
   free(r->queue);
   free(r);
