@@ -15,7 +15,7 @@
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
     "                  [--events FILE|-] [--concurrency N] [--drain-timeout MS] [--latent FILE]\n"
-    "                  [--max-depth N]\n"
+    "                  [--max-depth N] [--approver FILE] [--approve]\n"
     "\n"
     "Validates PLAN against the tools, then runs every call as soon as its inputs\n"
     "exist, concurrently, and prints the final output as JSON on stdout.\n"
@@ -30,6 +30,8 @@ static const char run_help[] =
     "  --drain-timeout MS  how long to wait for fire-and-forget calls (default 5000)\n"
     "  --latent FILE       a Lua file that sets the latent handler (obelus.set_latent)\n"
     "  --max-depth N       how deep plans may delegate to plans (_delegate; default 16)\n"
+    "  --approver FILE     a Lua file that sets an approver (obelus.set_approver)\n"
+    "  --approve           ask on the terminal before each call starts: y, n or e (edit)\n"
     "\n"
     "examples:\n"
     "  obelus run plans/user-status/plan.json --tools plans/user-status/tools\n"
@@ -54,6 +56,7 @@ typedef struct options {
   ob_value *inputs; /* array */
   size_t concurrency, drain_ms;
   int max_depth;
+  int approve;
 } options;
 
 static int parse_args(int argc, char **argv, options *o, const char *help) {
@@ -72,9 +75,11 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
       if (o->ntools == 64)
         return ob_cli_usage_error(o->cmd, "too many --tools");
       o->tools[o->ntools++] = argv[++i];
-    } else if (!strcmp(a, "--latent") && val) {
+    } else if (!strcmp(a, "--approve")) {
+      o->approve = 1;
+    } else if ((!strcmp(a, "--latent") || !strcmp(a, "--approver")) && val) {
       if (o->nlatent == 16)
-        return ob_cli_usage_error(o->cmd, "too many --latent");
+        return ob_cli_usage_error(o->cmd, "too many --latent and --approver files");
       o->latent[o->nlatent++] = argv[++i];
     } else if (!strcmp(a, "--journal") && val) {
       o->journal = argv[++i];
@@ -359,6 +364,7 @@ int ob_cmd_run(int argc, char **argv) {
   if ((rc = runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
     ob_run_options ro = {.concurrency = o.concurrency,
                          .max_depth = o.max_depth,
+                         .approve_tty = o.approve,
                          .journal = journal,
                          .on_event = on_event,
                          .on_done = on_done,
@@ -500,6 +506,7 @@ int ob_cmd_loop(int argc, char **argv) {
     goto done;
   ob_run_options ro = {.concurrency = o.concurrency,
                        .max_depth = o.max_depth,
+                       .approve_tty = o.approve,
                        .journal = journal,
                        .log = log,
                        .on_event = on_event,

@@ -65,12 +65,14 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
 
 /* --- the primitives the runtime module is built from -------------------------- */
 
-static int prim_set_latent(lua_State *L) {
+/* set_latent(fn) and set_approver(fn): the upvalues are the engine and which one */
+static int prim_set_handler(lua_State *L) {
   ob_engine *e = lua_touserdata(L, lua_upvalueindex(1));
+  int *slot = lua_toboolean(L, lua_upvalueindex(2)) ? &e->approver_ref : &e->latent_ref;
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  luaL_unref(L, LUA_REGISTRYINDEX, e->latent_ref);
+  luaL_unref(L, LUA_REGISTRYINDEX, *slot);
   lua_pushvalue(L, 1);
-  e->latent_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  *slot = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;
 }
 
@@ -92,8 +94,13 @@ static int open_runtime(lua_State *L) {
   lua_pushcclosure(L, ob_run_lua_sleep, 1);
   lua_setfield(L, -2, "sleep");
   lua_pushlightuserdata(L, e);
-  lua_pushcclosure(L, prim_set_latent, 1);
+  lua_pushboolean(L, 0);
+  lua_pushcclosure(L, prim_set_handler, 2);
   lua_setfield(L, -2, "set_latent");
+  lua_pushlightuserdata(L, e);
+  lua_pushboolean(L, 1);
+  lua_pushcclosure(L, prim_set_handler, 2);
+  lua_setfield(L, -2, "set_approver");
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_getfield(L, -1, "luv");
   lua_setfield(L, -3, "uv");
@@ -127,7 +134,7 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   if (!e)
     abort();
   ob_map_init(&e->tools);
-  e->latent_ref = e->runtime_ref = LUA_NOREF;
+  e->latent_ref = e->approver_ref = e->runtime_ref = LUA_NOREF;
   if (!loop) {
     loop = malloc(sizeof *loop);
     if (!loop || uv_loop_init(loop) != 0) {

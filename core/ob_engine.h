@@ -18,6 +18,7 @@ typedef struct ob_engine {
   ob_map tools;      /* name -> ob_tool* */
   int runtime_ref;   /* registry: the `obelus` module table tools require */
   int latent_ref;    /* registry: the latent handler, or LUA_NOREF */
+  int approver_ref;  /* registry: the approver (obelus.set_approver), or LUA_NOREF */
   int branch_mt_ref, message_mt_ref;
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
 } ob_engine;

@@ -23,8 +23,10 @@
  * conversion to Lua and the result's back, and one path copy per write.
  */
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ob_lua.h"
 #include "ob_run.h"
@@ -45,7 +47,11 @@ typedef struct crun {
   ob_plan *subplan;
   ob_value *subvalue;
   ob_value *sublog;    /* its messages, attached to this call's output or error */
+  const ob_tool *tool; /* what runs: the call's tool, or the approver's replacement's */
+  ob_value *raw;       /* the approver's replacement call, or NULL (the call as written) */
 } crun;
+
+static const ob_value *call_raw(const crun *c) { return c->raw ? c->raw : c->call->raw; }
 
 struct ob_run {
   ob_engine *e;
@@ -151,7 +157,7 @@ static void settle(crun *c, ob_call_state st, const char *reason) {
 static void fail(crun *c, const char *phase, const char *msg) {
   ob_run *r = c->run;
   ob_value *data = ob_object();
-  data = ob_object_set(data, "call", 4, ob_ref(c->call->raw));
+  data = ob_object_set(data, "call", 4, ob_ref((ob_value *)call_raw(c)));
   data = ob_object_set(data, "id", 2, ob_cstring(c->call->id));
   data = ob_object_set(data, "error", 5, ob_cstring(msg));
   data = ob_object_set(data, "phase", 5, ob_cstring(phase));
@@ -180,20 +186,21 @@ static void fail(crun *c, const char *phase, const char *msg) {
 /* --- resolving params ---------------------------------------------------------- */
 
 typedef struct resolver {
-  crun *c;
-  size_t next;   /* the next of c->call->refs, in walk order (as ob_plan found them) */
+  ob_run *run;
+  const ob_call *call; /* whose refs are resolved: the call, or an approver's replacement */
+  size_t next;   /* the next of call->refs, in walk order (as ob_plan found them) */
   int skip;      /* an absent part has a writer: a branch not taken */
   int missing;   /* an absent part nobody writes: a structural error */
   ob_buf why;
 } resolver;
 
 static void absent(resolver *rs, const ob_param_ref *ref) {
-  ob_run *r = rs->c->run;
+  ob_run *r = rs->run;
   size_t part = 0;
   for (size_t a = 0; a < ref->expr.n; a++)
     for (size_t k = 0; k < ref->expr.alts[a].n; k++, part++) {
       const ob_reference *x = &ref->expr.alts[a].refs[k];
-      ob_value *v = ob_log_read(r->log, x->kind, rs->c->call->instance, &x->path, OB_LOG_NOW);
+      ob_value *v = ob_log_read(r->log, x->kind, rs->call->instance, &x->path, OB_LOG_NOW);
       if (v) {
         ob_unref(v);
         continue;
@@ -220,9 +227,8 @@ static ob_value *resolve(resolver *rs, const ob_value *v) {
       return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
     if (cls != OB_STR_EXPR)
       return ob_ref((ob_value *)v);
-    const ob_param_ref *ref = &rs->c->call->refs[rs->next++];
-    ob_run *r = rs->c->run;
-    ob_value *x = ob_log_eval(r->log, &ref->expr, rs->c->call->instance, OB_LOG_NOW);
+    const ob_param_ref *ref = &rs->call->refs[rs->next++];
+    ob_value *x = ob_log_eval(rs->run->log, &ref->expr, rs->call->instance, OB_LOG_NOW);
     if (!x) {
       absent(rs, ref);
       return ob_null();
@@ -249,7 +255,7 @@ static ob_value *resolve(resolver *rs, const ob_value *v) {
 
 /* The call with its references resolved; meta-properties kept as written. */
 static ob_value *resolve_params(resolver *rs) {
-  const ob_value *raw = rs->c->call->raw;
+  const ob_value *raw = rs->call->raw;
   ob_value *o = ob_object(), *k, *x;
   ob_object_iter it;
   ob_object_iter_init(&it, raw);
@@ -328,6 +334,185 @@ static void resume(crun *c, lua_State *from, int nargs) {
   tool_error(c, msg.data, lua_tostring(L, -1));
   lua_pop(L, 1);
   ob_buf_free(&msg);
+}
+
+/* --- approval: a human (or a rule) in the loop ----------------------------------------- */
+
+enum { REFUSE = 0, ALLOW = 1, BROKEN = -1 };
+
+/* Asks the Lua approver: fn(call, ctx) -> true/nil, false/"refuse", or a replacement. */
+static int ask_lua(crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
+  lua_State *L = c->run->e->L;
+  int top = lua_gettop(L);
+  ob_error err;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->run->e->approver_ref);
+  if (ob_lua_push_safe(L, params, &err) != OB_OK) {
+    lua_settop(L, top);
+    ob_buf_addf(why, "%s", err.msg);
+    return BROKEN;
+  }
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, c->call->id);
+  lua_setfield(L, -2, "id");
+  lua_pushstring(L, c->call->tool_name);
+  lua_setfield(L, -2, "tool");
+  if (c->call->instance) {
+    lua_pushstring(L, c->call->instance);
+    lua_setfield(L, -2, "instance");
+  }
+  int verdict = BROKEN;
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    ob_buf_addf(why, "the approver failed: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+  } else if (lua_isnil(L, -1) || (lua_isboolean(L, -1) && lua_toboolean(L, -1)) ||
+             (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "allow"))) {
+    verdict = ALLOW;
+  } else if ((lua_isboolean(L, -1)) ||
+             (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "refuse"))) {
+    verdict = REFUSE;
+  } else if (lua_istable(L, -1)) {
+    if ((*replacement = ob_lua_to_value_named(L, -1, "replacement", &err)))
+      verdict = ALLOW;
+    else
+      ob_buf_addf(why, "the approver's %s", err.msg);
+  } else {
+    ob_buf_addf(why, "the approver returned a %s (expected true, false or a call)",
+                luaL_typename(L, -1));
+  }
+  lua_settop(L, top);
+  return verdict;
+}
+
+/* --approve on a terminal: "run #3 sendEmail {...}? [y/n/e]" */
+static int ask_tty(crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
+  FILE *tty = fopen("/dev/tty", "r+");
+  if (!tty) {
+    ob_buf_addf(why, "--approve needs a terminal to ask on");
+    return BROKEN;
+  }
+  setvbuf(tty, NULL, _IONBF, 0); /* read one answer, leave the next ones on the terminal */
+  ob_value *shown = ob_object(), *k, *v;
+  ob_object_iter it;
+  ob_object_iter_init(&it, params);
+  while (ob_object_iter_next(&it, &k, &v))
+    if (ob_string_ptr(k)[0] != '_')
+      shown = ob_object_setv(shown, k, ob_ref(v));
+  char *text = ob_json_print(shown, OB_JSON_COMPACT, NULL);
+  ob_unref(shown);
+  int verdict = BROKEN;
+  for (;;) {
+    fprintf(tty, "run %s %s %s? [y/n/e] ", c->call->id, c->call->tool_name, text);
+    fflush(tty);
+    char line[64];
+    if (!fgets(line, sizeof line, tty)) {
+      verdict = REFUSE; /* the terminal closed: nobody said yes */
+      break;
+    }
+    if (line[0] == 'y' || line[0] == 'Y') {
+      verdict = ALLOW;
+      break;
+    }
+    if (line[0] == 'n' || line[0] == 'N') {
+      verdict = REFUSE;
+      break;
+    }
+    if (line[0] != 'e' && line[0] != 'E')
+      continue;
+    /* edit the whole call (meta-properties too) in $EDITOR */
+    char path[] = "/tmp/obelus-call-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    if (fd < 0)
+      continue;
+    char *doc = ob_json_print(params, OB_JSON_PRETTY, NULL);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%s\n", doc);
+    fclose(f);
+    free(doc);
+    ob_buf cmd;
+    ob_buf_init(&cmd);
+    const char *editor = getenv("EDITOR");
+    ob_buf_addf(&cmd, "%s '%s' </dev/tty >/dev/tty", editor && *editor ? editor : "vi", path);
+    int st = system(cmd.data);
+    ob_buf_free(&cmd);
+    ob_error err;
+    ob_value *edited = st == 0 ? ob_json_parse_file(path, &err) : NULL;
+    unlink(path);
+    if (!edited) {
+      fprintf(tty, "obelus: %s; try again\n", st == 0 ? err.msg : "the editor failed");
+      continue;
+    }
+    *replacement = edited;
+    verdict = ALLOW;
+    break;
+  }
+  free(text);
+  fclose(tty);
+  return verdict;
+}
+
+/* The wiring of a call (where it sits in the graph) that a replacement keeps. */
+static const char *const wiring[] = {"_outputPath", "_outputMethod", "_instance", "_id",
+                                     "_delegate", "_scopes"};
+
+/* Takes the approver's replacement: validated as a call of its own, with the
+ * same wiring, its references resolved now. */
+static int adopt(crun *c, ob_value *replacement, ob_value **params, ob_buf *why) {
+  ob_run *r = c->run;
+  if (ob_typeof(replacement) != OB_OBJECT) {
+    ob_buf_addf(why, "the replacement is not a call (a JSON object)");
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof wiring / sizeof *wiring; i++) {
+    ob_value *a = ob_object_get(c->call->raw, wiring[i], strlen(wiring[i]));
+    ob_value *b = ob_object_get(replacement, wiring[i], strlen(wiring[i]));
+    if ((a || b) && (!a || !b || !ob_equal(a, b))) {
+      ob_buf_addf(why, "a replacement may change the tool and its params, not %s", wiring[i]);
+      return 0;
+    }
+  }
+  ob_value *one = ob_array_push(ob_array(), ob_ref(replacement));
+  ob_plan *tmp = ob_plan_from_value(one, r->plan->file);
+  ob_unref(one);
+  ob_plan_check_tools(tmp, &r->e->tools, ob_engine_has_latent(r->e));
+  int ok = 0;
+  if (tmp->nerrors) {
+    ob_buf_addf(why, "the replacement is invalid: %s", tmp->errors[0]);
+  } else {
+    resolver rs = {r, &tmp->calls[0], 0, 0, 0, {0}};
+    ob_buf_init(&rs.why);
+    ob_value *np = resolve_params(&rs);
+    if (rs.skip || rs.missing || params_invalid(tmp->calls[0].tool, np, &rs.why)) {
+      ob_buf_addf(why, "the replacement: %s", rs.why.data ? rs.why.data : "a reference is absent");
+      ob_unref(np);
+    } else {
+      ob_unref(*params);
+      *params = np;
+      c->tool = tmp->calls[0].tool;
+      ob_unref(c->raw);
+      c->raw = ob_ref(replacement);
+      ok = 1;
+    }
+    ob_buf_free(&rs.why);
+  }
+  ob_plan_free(tmp);
+  return ok;
+}
+
+/* Asks whoever approves; settles the call itself when it may not run. */
+static int approve(crun *c, ob_value **params) {
+  ob_value *replacement = NULL;
+  ob_buf why;
+  ob_buf_init(&why);
+  int verdict = c->run->e->approver_ref != LUA_NOREF ? ask_lua(c, *params, &replacement, &why)
+                                                     : ask_tty(c, *params, &replacement, &why);
+  int go = verdict == ALLOW && (!replacement || adopt(c, replacement, params, &why));
+  ob_unref(replacement);
+  if (!go) {
+    ob_unref(*params);
+    /* refused, or the approver broke: runtime; a replacement that is no valid call: structural */
+    fail(c, verdict == ALLOW ? "structural" : "runtime", verdict == REFUSE ? "refused" : why.data);
+  }
+  ob_buf_free(&why);
+  return go;
 }
 
 /* --- delegation: a call that runs a plan ---------------------------------------------- */
@@ -432,6 +617,7 @@ static void start_delegate(crun *c, ob_value *params) {
                         .depth = r->opt.depth + 1,
                         .max_depth = max_depth,
                         .pre_context = pre,
+                        .approve_tty = r->opt.approve_tty,
                         .on_done = delegate_done,
                         .ud = c};
   c->sub = ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
@@ -459,10 +645,10 @@ static void start(crun *c) {
       return;
     }
   }
-  resolver rs = {c, 0, 0, 0, {0}};
+  resolver rs = {r, call, 0, 0, 0, {0}};
   ob_buf_init(&rs.why);
   ob_value *params = resolve_params(&rs);
-  if (rs.skip || rs.missing || params_invalid(call->tool, params, &rs.why)) {
+  if (rs.skip || rs.missing || params_invalid(c->tool, params, &rs.why)) {
     ob_unref(params);
     if (rs.skip)
       settle(c, OB_CALL_SKIPPED, rs.why.data);
@@ -472,6 +658,8 @@ static void start(crun *c) {
     return;
   }
   ob_buf_free(&rs.why);
+  if ((r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) && !approve(c, &params))
+    return;
   if (call->delegate) {
     start_delegate(c, params);
     return;
@@ -487,7 +675,7 @@ static void start(crun *c) {
   c->co = co;
   c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   *(crun **)lua_getextraspace(co) = c;
-  const ob_tool *t = call->tool;
+  const ob_tool *t = c->tool;
   int nargs = 2;
   lua_rawgeti(L, LUA_REGISTRYINDEX, t->latent ? r->e->latent_ref : t->run_ref);
   ob_error err;
@@ -661,7 +849,7 @@ static int commit_writes(crun *c, out_write *w, size_t n, ob_buf *why, int *stru
   for (size_t i = 0; i < n; i++) {
     ob_error err;
     long pos = ob_log_append_output(r->log, w[i].kind, inst, &w[i].path, w[i].method,
-                                    w[i].value, c->call->raw, &err);
+                                    w[i].value, call_raw(c), &err);
     if (pos < 0) {
       sync_journal(r);
       ob_buf_addf(why, "writing %s: %s", w[i].kind, err.msg);
@@ -923,7 +1111,8 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
     c->call = &plan->calls[i];
     c->pending = c->call->ndeps;
     c->co_ref = LUA_NOREF;
-    c->detached = !c->call->has_output && c->call->tool && !c->call->tool->latent;
+    c->tool = c->call->tool;
+    c->detached = !c->call->has_output && c->tool && !c->tool->latent;
     if (!c->detached)
       r->nawaited++;
   }
@@ -968,6 +1157,7 @@ void ob_run_free(ob_run *r) {
     ob_plan_free(c->subplan);
     ob_unref(c->subvalue);
     ob_unref(c->sublog);
+    ob_unref(c->raw);
   }
   if (r->parent)
     r->parent->sub = NULL;

@@ -42,6 +42,7 @@ typedef struct ob_run_options {
   int max_depth;           /* deepest delegation allowed (0: the default, 16) */
   const ob_value *pre_context; /* messages appended before the plan's context, or NULL */
   ob_log *log;             /* a log to run on (shared, never freed by the run); NULL: a new one */
+  int approve_tty;         /* ask on the terminal before each call starts (--approve) */
   FILE *journal;           /* JSON Lines, the log as it grows; NULL: none */
   void (*on_event)(void *ud, const ob_event *ev);
   void (*on_done)(ob_run *run, void *ud); /* every awaited call settled */

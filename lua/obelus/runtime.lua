@@ -79,4 +79,12 @@ function obelus.set_latent(fn)
   prim.set_latent(fn)
 end
 
+--- Sets the approver: fn(call, ctx) is asked before each ready call starts.
+--- It returns true or nil (allow), false or "refuse" (the call fails with
+--- "refused"), or a table: a replacement call, validated again.
+function obelus.set_approver(fn)
+  if type(fn) ~= "function" then error("obelus.set_approver expects a function", 2) end
+  prim.set_approver(fn)
+end
+
 return obelus
