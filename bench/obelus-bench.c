@@ -1,7 +1,8 @@
 /* obelus-bench.c -- micro-benchmarks of the engine's hot paths, one JSON line each.
  *   obelus-bench resolve N   append N output messages over ~1,000 paths of depth 4,
  *                            then read depth-4 paths: ns per read, ns per append
- *   obelus-bench history N   the same log, read as of random earlier positions */
+ *   obelus-bench history N   the same log, read as of random earlier positions
+ *   obelus-bench chain|fanout|floor N, sleep N MS   whole runs: see bench_engine.c */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,11 +100,24 @@ static int bench(const char *what, size_t n) {
   return 0;
 }
 
+int ob_bench_engine(const char *mode, size_t n, size_t ms); /* bench_engine.c */
+int ob_bench_floor(size_t n);
+
 int main(int argc, char **argv) {
   size_t n = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 0;
-  if (argc != 3 || !n || (strcmp(argv[1], "resolve") && strcmp(argv[1], "history"))) {
-    fprintf(stderr, "usage: obelus-bench resolve|history N\n");
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "sleep") && argc == 4 && n)
+    return ob_bench_engine(mode, n, (size_t)strtoull(argv[3], NULL, 10));
+  if (argc != 3 || !n ||
+      (strcmp(mode, "resolve") && strcmp(mode, "history") && strcmp(mode, "chain") &&
+       strcmp(mode, "fanout") && strcmp(mode, "floor"))) {
+    fprintf(stderr, "usage: obelus-bench resolve|history|chain|fanout|floor N\n"
+                    "       obelus-bench sleep N MS\n");
     return 2;
   }
-  return bench(argv[1], n);
+  if (!strcmp(mode, "floor"))
+    return ob_bench_floor(n);
+  if (!strcmp(mode, "chain") || !strcmp(mode, "fanout"))
+    return ob_bench_engine(mode, n, 0);
+  return bench(mode, n);
 }

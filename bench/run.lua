@@ -5,6 +5,7 @@ local function run(args)
   local p = assert(io.popen("./obelus-bench " .. args))
   local line = p:read("l")
   p:close()
+  if not line then error("obelus-bench " .. args .. " printed nothing (see its stderr)") end
   print(line)
   return cjson.decode(line)
 end
@@ -37,3 +38,38 @@ print(string.format("read cost at 1,000,000 vs 1,000 messages: %.2fx (goal <= 1.
 print(string.format("reads per second at 1,000,000 messages: %.2f million (goal >= 2)", 1e3 / r1m))
 print(string.format("read as of a random earlier position, 1,000,000 messages: %.1f ns; peak RSS %d MB",
   h.ns_per_read_at, h.peak_rss_kb // 1024))
+
+-- Whole runs: per-call cost of the engine against the bare Lua floor (one
+-- coroutine a call, no engine), and how long 10,000 concurrent sleeps take.
+local engine = {
+  { key = "chain", args = "chain 100000" },
+  { key = "fanout", args = "fanout 100000" },
+  { key = "floor", args = "floor 100000" },
+  { key = "sleep", args = "sleep 10000 100" },
+}
+local rate, rss, loop = {}, {}, {}
+for _, b in ipairs(engine) do rate[b.key], rss[b.key] = {}, {} end
+print("")
+for _ = 1, reps do
+  for _, b in ipairs(engine) do
+    local r = run(b.args)
+    table.insert(rate[b.key], r.calls_per_s)
+    table.insert(rss[b.key], r.peak_rss_kb)
+    if r.loop_ms then table.insert(loop, r.loop_ms) end
+  end
+end
+
+print("")
+print(string.format("%-26s %14s %14s %12s", "run", "calls/s (med)", "us/call (med)", "peak RSS MB"))
+local us = {}
+for _, b in ipairs(engine) do
+  local m = median(rate[b.key])
+  us[b.key] = 1e6 / m
+  if b.key ~= "sleep" then -- its calls mostly wait: a cost per call means nothing there
+    print(string.format("%-26s %14.0f %14.3f %12d", b.args, m, us[b.key], median(rss[b.key]) // 1024))
+  end
+end
+print(string.format("per-call cost, chain / floor: %.1fx (goal <= 5x)", us.chain / us.floor))
+print(string.format("per-call cost, fanout / floor: %.1fx (goal <= 5x)", us.fanout / us.floor))
+print(string.format("sleep 10000 x 100 ms, run start to the join done: %.1f ms (goal <= 150 ms); peak RSS %d MB",
+  median(loop), median(rss.sleep) // 1024))

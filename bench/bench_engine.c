@@ -1,0 +1,318 @@
+/* bench_engine.c -- whole-engine benchmarks (plans run on the loop) and the bare Lua
+ * floor they are compared against, one JSON line each.
+ *   obelus-bench chain N       N calls, call i reads †state.c<i-1>, writes †state.c<i>
+ *   obelus-bench fanout N      one source, N readers of it writing †state.out.w<i>, a join
+ *   obelus-bench sleep N MS    N calls that obelus.sleep(MS), then a join of their outputs
+ *   obelus-bench floor N       the chain's tool function resumed N times, each in a fresh
+ *                              coroutine, with no engine around it
+ * Only the run is timed (ob_run_start until the last awaited call settles): building the
+ * plan, checking it and loading the tools are not. calls_per_s counts every call of the
+ * plan (fanout N+2, sleep N+1); sleep's loop_ms runs from ob_run_start to the join's
+ * OB_EV_DONE. The result is checked after the clock stops (a wrong one: exit 1). The
+ * tools are written to a temporary folder so that the binary works from any directory.
+ *   OBELUS_BENCH_VERBOSE=1     the run's phases on stderr (when the start cascade ended...)
+ *   OBELUS_BENCH_PERF_CTL/ACK  perf's control fifos: profile the timed part only (below) */
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ob_engine.h"
+#include "ob_run.h"
+
+int ob_bench_engine(const char *mode, size_t n, size_t ms);
+int ob_bench_floor(size_t n);
+
+/* The trivial tool: its input + 1. The floor resumes this very function. */
+static const char inc_lua[] = "return { name = \"inc\", run = function(call, ctx)\n"
+                              "  return call.x + 1\n"
+                              "end }\n";
+/* The join: counts what it was given, so that it reads the whole object. */
+static const char join_lua[] = "return { name = \"join\", run = function(call, ctx)\n"
+                               "  local n = 0\n"
+                               "  for _ in pairs(call.all) do n = n + 1 end\n"
+                               "  return n\n"
+                               "end }\n";
+static const char nap_lua[] = "local obelus = require \"obelus\"\n"
+                              "return { name = \"nap\", run = function(call, ctx)\n"
+                              "  obelus.sleep(call.ms)\n"
+                              "  return 1\n"
+                              "end }\n";
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static long peak_rss_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+/* --- the tools, in a temporary folder ------------------------------------------ */
+
+static char tool_dir[64];
+static const char *const tool_files[] = {"inc.lua", "join.lua", "nap.lua"};
+
+static void write_file(const char *name, const char *text) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", tool_dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(text, f) == EOF || fclose(f) != 0) {
+    fprintf(stderr, "obelus-bench: cannot write %s\n", path);
+    exit(2);
+  }
+}
+
+static void make_tools(void) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(tool_dir, sizeof tool_dir, "%s/obelus-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (strlen(tool_dir) >= sizeof tool_dir - 1 || !mkdtemp(tool_dir)) {
+    fprintf(stderr, "obelus-bench: cannot make a temporary folder\n");
+    exit(2);
+  }
+  write_file(tool_files[0], inc_lua);
+  write_file(tool_files[1], join_lua);
+  write_file(tool_files[2], nap_lua);
+}
+
+static void remove_tools(void) {
+  char path[128];
+  for (size_t i = 0; i < sizeof tool_files / sizeof *tool_files; i++) {
+    snprintf(path, sizeof path, "%s/%s", tool_dir, tool_files[i]);
+    unlink(path);
+  }
+  rmdir(tool_dir);
+}
+
+/* --- the plans ------------------------------------------------------------------- */
+
+/* {"_tool": tool, <param>: <value>, "_outputPath": "†state.<out>"} */
+static ob_value *call(const char *tool, const char *param, ob_value *value, const char *out) {
+  char path[64];
+  snprintf(path, sizeof path, OB_DAGGER "state.%s", out);
+  ob_value *c = ob_object();
+  c = ob_object_set(c, "_tool", 5, ob_cstring(tool));
+  c = ob_object_set(c, param, strlen(param), value);
+  return ob_object_set(c, "_outputPath", 11, ob_cstring(path));
+}
+
+static ob_value *ref(const char *kind_path) {
+  char text[64];
+  snprintf(text, sizeof text, OB_DAGGER "%s", kind_path);
+  return ob_cstring(text);
+}
+
+static ob_value *chain_plan(size_t n) {
+  ob_value *plan = ob_array();
+  char in[32], out[32];
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0)
+      snprintf(in, sizeof in, "input.x");
+    else
+      snprintf(in, sizeof in, "state.c%zu", i - 1);
+    snprintf(out, sizeof out, "c%zu", i);
+    plan = ob_array_push(plan, call("inc", "x", ref(in), out));
+  }
+  return plan;
+}
+
+static ob_value *fanout_plan(size_t n) {
+  ob_value *plan = ob_array();
+  char out[32];
+  plan = ob_array_push(plan, call("inc", "x", ref("input.x"), "src"));
+  for (size_t i = 0; i < n; i++) {
+    snprintf(out, sizeof out, "out.w%zu", i);
+    plan = ob_array_push(plan, call("inc", "x", ref("state.src"), out));
+  }
+  return ob_array_push(plan, call("join", "all", ref("state.out"), "result"));
+}
+
+static ob_value *sleep_plan(size_t n, size_t ms) {
+  ob_value *plan = ob_array();
+  char out[32];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(out, sizeof out, "naps.w%zu", i);
+    plan = ob_array_push(plan, call("nap", "ms", ob_int((int64_t)ms), out));
+  }
+  return ob_array_push(plan, call("join", "all", ref("state.naps"), "result"));
+}
+
+/* The value a run left at state.<path> is the integer want? Not timed. */
+static int check_result(ob_run *run, const char *path, int64_t want) {
+  ob_path p;
+  ob_error err;
+  if (ob_path_parse(path, strlen(path), &p, &err) != OB_OK)
+    return 0;
+  ob_value *v = ob_log_read(ob_run_log(run), "state", NULL, &p, OB_LOG_NOW);
+  int ok = v && ob_typeof(v) == OB_INT && ob_int_value(v) == want;
+  if (!ok)
+    fprintf(stderr, "obelus-bench: state.%s is not %lld\n", path, (long long)want);
+  ob_unref(v);
+  ob_path_free(&p);
+  return ok;
+}
+
+/* perf record --control=fifo:CTL,ACK -D -1 ... with OBELUS_BENCH_PERF_CTL=CTL and
+ * OBELUS_BENCH_PERF_ACK=ACK profiles the timed part only. */
+static void perf_control(const char *cmd) {
+  const char *ctl = getenv("OBELUS_BENCH_PERF_CTL"), *ack = getenv("OBELUS_BENCH_PERF_ACK");
+  if (!ctl)
+    return;
+  FILE *f = fopen(ctl, "w");
+  if (f) {
+    fprintf(f, "%s\n", cmd);
+    fclose(f);
+  }
+  char buf[16];
+  FILE *a = ack ? fopen(ack, "r") : NULL;
+  if (a) {
+    if (!fgets(buf, sizeof buf, a))
+      buf[0] = 0;
+    fclose(a);
+  }
+}
+
+/* --- running one ----------------------------------------------------------------- */
+
+typedef struct timing {
+  ob_engine *e;
+  size_t last;         /* index of the join (the call whose completion ends loop_ms) */
+  double t0, t_done, t_last;
+  double t_started, t_first_done; /* for OBELUS_BENCH_VERBOSE */
+  size_t failed;
+} timing;
+
+static void on_event(void *ud, const ob_event *ev) {
+  timing *t = ud;
+  if (ev->type == OB_EV_FAILED || ev->type == OB_EV_SKIPPED)
+    t->failed++;
+  else if (ev->type == OB_EV_DONE && ev->call->index == t->last)
+    t->t_last = now_ms();
+  else if (ev->type == OB_EV_DONE && !t->t_first_done)
+    t->t_first_done = now_ms();
+}
+
+static void on_done(ob_run *run, void *ud) {
+  timing *t = ud;
+  (void)run;
+  t->t_done = now_ms();
+  uv_stop(t->e->loop);
+}
+
+int ob_bench_engine(const char *mode, size_t n, size_t ms) {
+  ob_value *pv = !strcmp(mode, "chain")    ? chain_plan(n)
+                 : !strcmp(mode, "fanout") ? fanout_plan(n)
+                                           : sleep_plan(n, ms);
+  ob_error err;
+  make_tools();
+  ob_engine *e = ob_engine_new(NULL, &err);
+  if (!e || ob_engine_load_tools(e, tool_dir, &err) != OB_OK) {
+    fprintf(stderr, "obelus-bench: %s\n", err.msg);
+    remove_tools();
+    return 2;
+  }
+  remove_tools();
+  ob_plan *p = ob_plan_from_value(pv, mode);
+  ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
+  if (p->nerrors) {
+    for (size_t i = 0; i < p->nerrors && i < 5; i++)
+      fprintf(stderr, "%s\n", p->errors[i]);
+    return 2;
+  }
+  ob_value *inputs = ob_array_push(ob_array(), ob_object_set(ob_object(), "x", 1, ob_int(0)));
+  timing t = {e, p->ncalls - 1, 0, 0, 0, 0, 0, 0};
+  ob_run_options ro = {.on_event = on_event, .on_done = on_done, .ud = &t};
+  ob_run *run = ob_run_new(e, p, pv, inputs, &ro, &err);
+  if (!run) {
+    fprintf(stderr, "obelus-bench: %s\n", err.msg);
+    return 2;
+  }
+  perf_control("enable");
+  uv_update_time(e->loop); /* timers count from now, not from when the loop last ran */
+  t.t0 = now_ms();
+  ob_run_start(run);
+  t.t_started = now_ms();
+  while (!ob_run_finished(run)) {
+    uv_run(e->loop, UV_RUN_DEFAULT);
+    if (!ob_run_finished(run) && !uv_loop_alive(e->loop) && ob_run_fail_stalled(run) == 0)
+      break;
+  }
+  double total_ms = (t.t_done ? t.t_done : now_ms()) - t.t0;
+  double loop_ms = (t.t_last ? t.t_last : now_ms()) - t.t0;
+  perf_control("disable");
+  if (getenv("OBELUS_BENCH_VERBOSE"))
+    fprintf(stderr, "%s: ob_run_start returned after %.1f ms, first call done at %.1f ms, "
+                    "the join done at %.1f ms, on_done at %.1f ms\n",
+            mode, t.t_started - t.t0, t.t_first_done - t.t0, loop_ms, total_ms);
+  if (t.failed || ob_run_failed(run) || !ob_run_finished(run)) {
+    fprintf(stderr, "obelus-bench %s: %zu call%s failed or skipped\n", mode, t.failed,
+            t.failed == 1 ? "" : "s");
+    return 1;
+  }
+  char last[32];
+  if (!strcmp(mode, "chain"))
+    snprintf(last, sizeof last, "c%zu", n - 1);
+  if (!check_result(run, !strcmp(mode, "chain") ? last : "result", (int64_t)n))
+    return 1;
+  double per_s = (double)p->ncalls / (total_ms / 1e3);
+  if (!strcmp(mode, "sleep"))
+    printf("{\"bench\":\"sleep\",\"n\":%zu,\"ms\":%zu,\"calls_per_s\":%.0f,\"peak_rss_kb\":%ld,"
+           "\"loop_ms\":%.1f}\n",
+           n, ms, per_s, peak_rss_kb(), loop_ms);
+  else
+    printf("{\"bench\":\"%s\",\"n\":%zu,\"calls_per_s\":%.0f,\"peak_rss_kb\":%ld}\n", mode, n,
+           per_s, peak_rss_kb());
+  ob_engine_free(e); /* frees the run too: it points into the plan */
+  ob_plan_free(p);
+  ob_unref(pv);
+  ob_unref(inputs);
+  return 0;
+}
+
+/* --- the floor ------------------------------------------------------------------- */
+
+int ob_bench_floor(size_t n) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  if (luaL_loadbuffer(L, inc_lua, sizeof inc_lua - 1, "=inc.lua") != LUA_OK ||
+      lua_pcall(L, 0, 1, 0) != LUA_OK) {
+    fprintf(stderr, "obelus-bench: %s\n", lua_tostring(L, -1));
+    return 2;
+  }
+  lua_getfield(L, -1, "run");
+  int fn = lua_gettop(L);
+  lua_Integer sum = 0;
+  perf_control("enable");
+  double t0 = now_ms();
+  for (size_t i = 0; i < n; i++) {
+    lua_State *co = lua_newthread(L);
+    lua_pushvalue(L, fn);
+    lua_createtable(L, 0, 1); /* call = {x = i}, as the engine hands the tool its params */
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_setfield(L, -2, "x");
+    lua_createtable(L, 0, 0); /* ctx */
+    lua_xmove(L, co, 3);
+    int nres;
+    if (lua_resume(co, L, 2, &nres) != LUA_OK) {
+      fprintf(stderr, "obelus-bench: %s\n", lua_tostring(co, -1));
+      return 2;
+    }
+    sum += lua_tointeger(co, -1);
+    lua_pop(L, 1); /* the thread: the collector takes it */
+  }
+  double total_ms = now_ms() - t0;
+  perf_control("disable");
+  if (sum != (lua_Integer)(n * (n + 1) / 2))
+    fprintf(stderr, "obelus-bench floor: unexpected sum %lld\n", (long long)sum);
+  printf("{\"bench\":\"floor\",\"n\":%zu,\"calls_per_s\":%.0f,\"peak_rss_kb\":%ld}\n", n,
+         (double)n / (total_ms / 1e3), peak_rss_kb());
+  lua_close(L);
+  return 0;
+}
