@@ -962,7 +962,10 @@ static void complete(crun *c, int nres) {
     value_idx = lua_gettop(co);
   }
   ob_error err;
-  ob_value *value = alt < 0 ? NULL : ob_lua_to_value_named(co, value_idx, "result", &err);
+  /* returning nothing writes null */
+  ob_value *value = alt < 0                      ? NULL
+                    : lua_isnil(co, value_idx) ? ob_null()
+                                               : ob_lua_to_value_named(co, value_idx, "result", &err);
   if (alt >= 0 && !value)
     ob_buf_addf(&why, "%s", err.msg);
   if (!value) {

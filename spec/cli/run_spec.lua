@@ -269,6 +269,12 @@ describe("obelus run: the tool API", function()
     assert.are.same({ deep = { 2 } }, r.output.nested)
   end)
 
+  it("writes null when a tool returns nothing", function()
+    local r = run([=[[{"_tool":"nothing","_outputPath":"†state.n"}]]=])
+    assert.are.equal(0, r.code)
+    assert.matches('"n": null', r.out, 1, true)
+  end)
+
   it("waits on luv timers through obelus.await, and a synchronous resume works", function()
     local r = run([=[[{"_tool":"uvtimer","ms":20,"value":"v","_outputPath":"†state.t"},
                      {"_tool":"syncawait","value":"now","_outputPath":"†state.s"}]]=])

@@ -87,4 +87,7 @@ return {
     run = function(call) return call end },
 
   { name = "latent_thing", description = "has no run function" },
+
+  { name = "nothing", description = "returns nothing",
+    run = function() end },
 }
