@@ -1,0 +1,81 @@
+/* ob_lua.h -- the Lua bridge: ob_value <-> Lua value, exactly (SPEC 7).
+ * Every tool call's params go in through ob_lua_push and its result comes back through ob_lua_to_value. */
+#ifndef OB_LUA_H
+#define OB_LUA_H
+
+#include <lua.h>
+
+#include "ob_error.h"
+#include "ob_value.h"
+
+/*
+ * How JSON looks in Lua:
+ *
+ *   null     obelus.null: the light userdata NULL (the same value as cjson.null)
+ *   integer  a Lua integer;  a real: a Lua float (1.0 stays a float)
+ *   string   a Lua string (may hold NUL bytes; UTF-8)
+ *   array    a table with elements 1..n and the shared array metatable
+ *            (registry["obelus.array"]), so that it stays an array when empty
+ *   object   a plain table; its key order is recorded on the side, so that
+ *            converting it back gives its original keys in their original
+ *            order (those still present), then keys added in Lua, sorted
+ *            bytewise. A table built in Lua has no record: all its keys
+ *            come out sorted.
+ *
+ * All per-state data (the array metatable, the key-order table) lives in the
+ * registry of the lua_State, so two engines in one process are independent;
+ * registry keys are strings, so two copies of this code in one process (the
+ * engine and a loaded obelus/core.so) share them.
+ */
+
+/* Registry name of the array metatable (luaL_newmetatable's name). */
+#define OB_LUA_ARRAY_MT "obelus.array"
+
+/* Creates the registry entries the bridge uses, when missing. Idempotent.
+ * ob_lua_push calls it itself; hosts may call it once up front. May raise a
+ * Lua memory error. */
+void ob_lua_open(lua_State *L);
+
+/* Pushes the array metatable (creating it when missing). */
+void ob_lua_push_array_mt(lua_State *L);
+
+/* 1 when the value at idx is a table carrying the array metatable. */
+int ob_lua_is_array(lua_State *L, int idx);
+
+/* Pushes a fresh Lua copy of v (borrowed): a snapshot, nothing done to it
+ * in Lua changes v. Pushes exactly one value. Holds no C resources while it
+ * runs, so the only Lua error it can raise (out of memory, or a C value
+ * nested deeper than OB_MAX_DEPTH, which the core never builds) leaks
+ * nothing; call it where a Lua error is acceptable. */
+void ob_lua_push(lua_State *L, const ob_value *v);
+
+/* The same in protected mode, for C code that holds resources: OB_OK and one
+ * value pushed, or a negative code with err filled and nothing pushed. */
+int ob_lua_push_safe(lua_State *L, const ob_value *v, ob_error *err);
+
+/* Converts the Lua value at idx to a new ob_value, or returns NULL with err
+ * filled. Never raises a Lua error, never leaves anything on the Lua stack,
+ * never changes the Lua value. The rules:
+ *   - a table with the array metatable: elements 1..n, n its raw length
+ *     (a nil in 1..n, or any other key, is an error);
+ *   - any other table (its metatable, if any, is ignored: raw access only):
+ *     empty -> {}, keys exactly 1..n -> array, all keys strings -> object,
+ *     anything else (mixed keys, sparse integer keys, float, boolean or
+ *     table keys) -> OB_EINVAL;
+ *   - integer -> OB_INT; float -> OB_REAL (NaN, inf -> OB_ETYPE);
+ *     boolean; string (must be valid UTF-8, else OB_EINVAL); obelus.null;
+ *   - nil, functions, coroutines, other userdata -> OB_ETYPE;
+ *   - nested deeper than OB_MAX_DEPTH (which also catches cycles) -> OB_EDEPTH.
+ * The message names the place, from the root named "value", with Lua's
+ * 1-based indices: `value.items[3]: cannot convert a function to JSON`. */
+ob_value *ob_lua_to_value(lua_State *L, int idx, ob_error *err);
+
+/* Same, with the root named `name` in messages ("result", "message", ...). */
+ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_error *err);
+
+/* The Lua module `obelus.core` (ob_luamod.c): what `require "obelus.core"`
+ * runs when lib/obelus/core.so is loaded; a host linking the library can
+ * put it in package.preload instead. */
+int luaopen_obelus_core(lua_State *L);
+
+#endif
