@@ -497,6 +497,7 @@ int ob_cmd_loop(int argc, char **argv) {
   runner rn;
   FILE *journal;
   ob_log *log = ob_log_new();
+  ob_log_keep_history(log, 0);
   size_t nsteps = 0;
   ob_plan **steps = calloc(o.max_steps + 1, sizeof *steps);
   ob_value **values = calloc(o.max_steps + 1, sizeof *values);

@@ -34,63 +34,93 @@ ob_value *ob_doc_get(const ob_value *doc, const ob_path *p, size_t n) {
   return (ob_value *)v;
 }
 
-ob_value *ob_doc_merge(const ob_value *base, const ob_value *over) {
-  if (!base || ob_typeof(base) != OB_OBJECT || ob_typeof(over) != OB_OBJECT)
+/* Takes the value at key out of an owned object, leaving null in its place
+ * (the key keeps its position): the child is then ours alone when nothing
+ * else shares it, so it can be changed in place. */
+static ob_value *detach(ob_value **o, const char *key, size_t len) {
+  ob_value *child = ob_object_get(*o, key, len);
+  if (child) {
+    ob_ref(child);
+    *o = ob_object_set(*o, key, len, ob_null());
+  }
+  return child;
+}
+
+/* Deep merge, consuming base (NULL = absent). */
+static ob_value *merge_take(ob_value *base, const ob_value *over) {
+  if (!base || ob_typeof(base) != OB_OBJECT || ob_typeof(over) != OB_OBJECT) {
+    ob_unref(base);
     return ob_ref((ob_value *)over);
-  ob_value *r = ob_ref((ob_value *)base), *k, *v;
+  }
+  ob_value *k, *v;
   ob_object_iter it;
   ob_object_iter_init(&it, over);
   while (ob_object_iter_next(&it, &k, &v)) {
-    ob_value *old = ob_object_get(base, ob_string_ptr(k), ob_string_len(k));
-    r = ob_object_setv(r, k, ob_doc_merge(old, v));
+    ob_value *old = detach(&base, ob_string_ptr(k), ob_string_len(k));
+    base = ob_object_setv(base, k, merge_take(old, v));
   }
-  return r;
+  return base;
 }
 
-ob_value *ob_doc_apply(ob_method method, const ob_value *old, const ob_value *value,
-                       ob_error *err) {
+ob_value *ob_doc_merge(const ob_value *base, const ob_value *over) {
+  return merge_take(ob_ref((ob_value *)base), over);
+}
+
+/* Applies method to *slot (owned, NULL = absent): on success *slot is the
+ * result; on error nothing was changed (every check comes first). */
+static int apply_take(ob_method method, ob_value **slot, const ob_value *value, ob_error *err) {
+  ob_value *old = *slot;
   switch (method) {
-  case OB_METHOD_SET: return ob_ref((ob_value *)value);
-  case OB_METHOD_MERGE: return ob_doc_merge(old, value);
+  case OB_METHOD_SET:
+    *slot = ob_ref((ob_value *)value);
+    ob_unref(old);
+    return OB_OK;
+  case OB_METHOD_MERGE: *slot = merge_take(old, value); return OB_OK;
   case OB_METHOD_ASSIGN: {
-    if (ob_typeof(value) != OB_OBJECT) {
-      ob_error_set(err, OB_EWRITE, 0, "assign needs an object value, got %s",
-                   ob_type_name(ob_typeof(value)));
-      return NULL;
-    }
-    if (old && ob_typeof(old) != OB_OBJECT) {
-      ob_error_set(err, OB_EWRITE, 0, "assign onto %s, not an object", ob_type_name(ob_typeof(old)));
-      return NULL;
-    }
-    ob_value *r = ob_ref(old ? (ob_value *)old : ob_object()), *k, *v;
+    if (ob_typeof(value) != OB_OBJECT)
+      return ob_error_set(err, OB_EWRITE, 0, "assign needs an object value, got %s",
+                          ob_type_name(ob_typeof(value)));
+    if (old && ob_typeof(old) != OB_OBJECT)
+      return ob_error_set(err, OB_EWRITE, 0, "assign onto %s, not an object",
+                          ob_type_name(ob_typeof(old)));
+    ob_value *r = old ? old : ob_object(), *k, *v;
     ob_object_iter it;
     ob_object_iter_init(&it, value);
     while (ob_object_iter_next(&it, &k, &v))
       r = ob_object_setv(r, k, ob_ref(v));
-    return r;
+    *slot = r;
+    return OB_OK;
   }
   case OB_METHOD_PUSH:
   case OB_METHOD_CONCAT: {
     const char *name = method_names[method];
-    if (old && ob_typeof(old) != OB_ARRAY) {
-      ob_error_set(err, OB_EWRITE, 0, "%s onto %s, not an array", name, ob_type_name(ob_typeof(old)));
-      return NULL;
-    }
-    if (method == OB_METHOD_CONCAT && ob_typeof(value) != OB_ARRAY) {
-      ob_error_set(err, OB_EWRITE, 0, "concat needs an array value, got %s",
-                   ob_type_name(ob_typeof(value)));
-      return NULL;
-    }
-    ob_value *r = ob_ref(old ? (ob_value *)old : ob_array());
+    if (old && ob_typeof(old) != OB_ARRAY)
+      return ob_error_set(err, OB_EWRITE, 0, "%s onto %s, not an array", name,
+                          ob_type_name(ob_typeof(old)));
+    if (method == OB_METHOD_CONCAT && ob_typeof(value) != OB_ARRAY)
+      return ob_error_set(err, OB_EWRITE, 0, "concat needs an array value, got %s",
+                          ob_type_name(ob_typeof(value)));
+    ob_value *r = old ? old : ob_array();
     if (method == OB_METHOD_PUSH)
-      return ob_array_push(r, ob_ref((ob_value *)value));
-    for (size_t i = 0, n = ob_array_len(value); i < n; i++)
-      r = ob_array_push(r, ob_ref(ob_array_get(value, i)));
-    return r;
+      r = ob_array_push(r, ob_ref((ob_value *)value));
+    else
+      for (size_t i = 0, n = ob_array_len(value); i < n; i++)
+        r = ob_array_push(r, ob_ref(ob_array_get(value, i)));
+    *slot = r;
+    return OB_OK;
   }
   }
-  ob_error_set(err, OB_EWRITE, 0, "unknown output method");
-  return NULL;
+  return ob_error_set(err, OB_EWRITE, 0, "unknown output method");
+}
+
+ob_value *ob_doc_apply(ob_method method, const ob_value *old, const ob_value *value,
+                       ob_error *err) {
+  ob_value *r = ob_ref((ob_value *)old);
+  if (apply_take(method, &r, value, err) != OB_OK) {
+    ob_unref(r);
+    return NULL;
+  }
+  return r;
 }
 
 /* Says where a write failed: the path up to and including segment i. */
@@ -103,41 +133,83 @@ static void fail_at(ob_error *err, const ob_path *p, size_t i, const char *what,
   ob_buf_free(&b);
 }
 
-static ob_value *write_at(const ob_value *node, const ob_path *p, size_t i, ob_method method,
-                          const ob_value *value, ob_error *err) {
+/* Writes at the segments of p from i on, inside *node (owned; NULL = absent).
+ * On error *node is as it was: the path is checked on the way down, and only
+ * changed on the way back up. Unshared containers change in place. */
+static int write_take(ob_value **node, const ob_path *p, size_t i, ob_method method,
+                      const ob_value *value, ob_error *err) {
   if (i == p->n)
-    return ob_doc_apply(method, node, value, err);
+    return apply_take(method, node, value, err);
   const ob_seg *s = &p->segs[i];
-  if (!node)
-    node = ob_object(); /* missing intermediates are created as objects */
-  switch (ob_typeof(node)) {
+  ob_value *cur = *node ? *node : ob_object(); /* missing intermediates are objects */
+  switch (ob_typeof(cur)) {
   case OB_OBJECT: {
-    ob_value *c = write_at(ob_object_get(node, s->key, s->keylen), p, i + 1, method, value, err);
-    return c ? ob_object_set(ob_ref((ob_value *)node), s->key, s->keylen, c) : NULL;
+    /* one lookup: the child is taken out (null left in its place) and put back by position */
+    long at = ob_object_index(cur, s->key, s->keylen);
+    ob_value *child = NULL, *k;
+    if (at >= 0) {
+      ob_object_at(cur, (size_t)at, &k, &child);
+      ob_ref(child);
+      cur = ob_object_set_at(cur, (size_t)at, ob_null());
+    }
+    int rc = write_take(&child, p, i + 1, method, value, err);
+    if (at >= 0) /* the new child, or (on error) the old one */
+      cur = ob_object_set_at(cur, (size_t)at, child);
+    else if (rc == OB_OK)
+      cur = ob_object_add(cur, s->key, s->keylen, child);
+    else if (!*node)
+      cur = NULL; /* an absent document stays absent */
+    *node = cur;
+    return rc;
   }
   case OB_ARRAY: {
-    size_t len = ob_array_len(node);
+    size_t len = ob_array_len(cur);
     if (s->index < 0) {
       fail_at(err, p, i, "a key that is not an array index, on an array", "");
-      return NULL;
+      return OB_EWRITE;
     }
     if ((uint64_t)s->index > len) {
       ob_error e2;
       ob_error_set(&e2, 0, 0, " (the array has %zu elements)", len);
       fail_at(err, p, i, "an index past the end of the array", e2.msg);
-      return NULL;
+      return OB_EWRITE;
     }
     size_t at = (size_t)s->index;
-    ob_value *c = write_at(at < len ? ob_array_get(node, at) : NULL, p, i + 1, method, value, err);
-    if (!c)
-      return NULL;
-    ob_value *r = ob_ref((ob_value *)node);
-    return at < len ? ob_array_set(r, at, c) : ob_array_push(r, c);
+    ob_value *child = NULL;
+    if (at < len) {
+      child = ob_ref(ob_array_get(cur, at));
+      cur = ob_array_set(cur, at, ob_null());
+    }
+    int rc = write_take(&child, p, i + 1, method, value, err);
+    if (at < len)
+      cur = ob_array_set(cur, at, child);
+    else if (rc == OB_OK)
+      cur = ob_array_push(cur, child);
+    *node = cur;
+    return rc;
   }
   default:
-    fail_at(err, p, i, "cannot write through ", ob_type_name(ob_typeof(node)));
-    return NULL;
+    fail_at(err, p, i, "cannot write through ", ob_type_name(ob_typeof(cur)));
+    return OB_EWRITE;
   }
+}
+
+/* A written value deeper than this would make the document too deep: refused
+ * before anything changes (a bound: the path's length plus the value's depth). */
+static int too_deep(const ob_path *p, ob_method method, const ob_value *value, ob_error *err) {
+  size_t depth = p->n + ob_depth(value) + (method == OB_METHOD_PUSH || method == OB_METHOD_CONCAT);
+  if (depth <= OB_MAX_DEPTH)
+    return 0;
+  ob_error_set(err, OB_EDEPTH, 0, "the document would be nested deeper than %d levels",
+               OB_MAX_DEPTH);
+  return 1;
+}
+
+int ob_doc_write_take(ob_value **doc, const ob_path *p, size_t from, ob_method method,
+                      const ob_value *value, ob_error *err) {
+  if (too_deep(p, method, value, err))
+    return OB_EDEPTH;
+  return write_take(doc, p, from, method, value, err);
 }
 
 ob_value *ob_doc_write(const ob_value *doc, const ob_path *p, ob_method method,
@@ -147,11 +219,9 @@ ob_value *ob_doc_write(const ob_value *doc, const ob_path *p, ob_method method,
 
 ob_value *ob_doc_write_from(const ob_value *doc, const ob_path *p, size_t from, ob_method method,
                             const ob_value *value, ob_error *err) {
-  ob_value *r = write_at(doc, p, from, method, value, err);
-  if (r && ob_depth(r) > OB_MAX_DEPTH) {
+  ob_value *r = ob_ref((ob_value *)doc);
+  if (ob_doc_write_take(&r, p, from, method, value, err) != OB_OK) {
     ob_unref(r);
-    ob_error_set(err, OB_EDEPTH, 0, "the document would be nested deeper than %d levels",
-                 OB_MAX_DEPTH);
     return NULL;
   }
   return r;

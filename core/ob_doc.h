@@ -45,6 +45,13 @@ ob_value *ob_doc_write(const ob_value *doc, const ob_path *p, ob_method method,
 ob_value *ob_doc_write_from(const ob_value *doc, const ob_path *p, size_t from, ob_method method,
                             const ob_value *value, ob_error *err);
 
+/* The same, on a document the caller owns (*doc, NULL = absent): on success
+ * *doc is the new document (the old reference consumed); on error *doc is
+ * unchanged. Containers nobody else holds are changed in place, which makes
+ * a write into a wide object cost no copy at all when no old version is kept. */
+int ob_doc_write_take(ob_value **doc, const ob_path *p, size_t from, ob_method method,
+                      const ob_value *value, ob_error *err);
+
 /* Deep merge (SPEC 4 `merge`): when both are objects, each key of over merges
  * into base's; otherwise over replaces. Borrowed arguments, new reference. */
 ob_value *ob_doc_merge(const ob_value *base, const ob_value *over);

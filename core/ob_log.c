@@ -48,6 +48,7 @@ typedef struct doc {
 } doc;
 
 struct ob_log {
+  int keep_history; /* keep every version (time travel); else only the newest */
   size_t nmsg, capmsg;
   ob_msg *msg;
   size_t ndocs, capdocs; /* open addressing, capdocs a power of two */
@@ -65,6 +66,7 @@ ob_log *ob_log_new(void) {
   ob_log *log = calloc(1, sizeof *log);
   if (!log)
     abort();
+  log->keep_history = 1;
   log->capdocs = 16;
   log->docs = calloc(log->capdocs, sizeof *log->docs);
   if (!log->docs)
@@ -110,6 +112,8 @@ void ob_log_free(ob_log *log) {
 }
 
 size_t ob_log_len(const ob_log *log) { return log->nmsg; }
+
+void ob_log_keep_history(ob_log *log, int keep) { log->keep_history = keep; }
 
 const ob_msg *ob_log_at(const ob_log *log, size_t i) { return &log->msg[i]; }
 
@@ -202,7 +206,13 @@ static ob_value *history_at(const history *h, size_t at) {
   return lo ? h->v[lo - 1].root : NULL;
 }
 
-static void history_push(history *h, size_t pos, ob_value *root) {
+static void history_push(history *h, size_t pos, ob_value *root, int keep) {
+  if (!keep && h->n) { /* only the newest version is kept */
+    ob_unref(h->v[0].root);
+    h->v[0].pos = pos;
+    h->v[0].root = root;
+    return;
+  }
   if (h->n == h->cap) {
     h->cap = h->cap ? h->cap * 2 : 4;
     h->v = xrealloc(h->v, h->cap * sizeof *h->v);
@@ -242,6 +252,8 @@ static ob_value *view_get(const ob_value *g, const ob_value *i, const ob_path *p
 
 ob_value *ob_log_read(ob_log *log, const char *kind, const char *instance, const ob_path *p,
                       size_t at) {
+  if (!log->keep_history && at < log->nmsg)
+    return NULL; /* the old versions were not kept */
   ob_value *g = doc_root(log, kind, NULL, at);
   if (!instance)
     return ob_ref(ob_doc_get(g, p, p->n));
@@ -309,13 +321,30 @@ static doc *compute_write(ob_log *log, ob_value *kind, ob_value *instance, const
 
 /* Applies m's write (at path p) to its document; on success records the new version. */
 static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t pos, ob_error *err) {
+  if (!log->keep_history && !m->instance) {
+    /* nobody can ask for the old version: write into it, in place where unshared */
+    doc *g = doc_get(log, m->kind, NULL);
+    ob_value *root = g->roots.n ? g->roots.v[0].root : NULL;
+    int rc = ob_doc_write_take(&root, p, 0, m->method, m->value, err);
+    if (rc != OB_OK)
+      return rc;
+    if (g->roots.n) {
+      g->roots.v[0].root = root;
+      g->roots.v[0].pos = pos;
+    } else {
+      history_push(&g->roots, pos, root, 0);
+    }
+    if (m->schema)
+      history_push(&g->schemas, pos, ob_ref(m->schema), 0);
+    return OB_OK;
+  }
   ob_value *next;
   doc *target = compute_write(log, m->kind, m->instance, p, m->method, m->value, &next, err);
   if (!next)
     return err ? err->code : OB_EWRITE;
-  history_push(&target->roots, pos, next);
+  history_push(&target->roots, pos, next, log->keep_history);
   if (m->schema)
-    history_push(&target->schemas, pos, ob_ref(m->schema));
+    history_push(&target->schemas, pos, ob_ref(m->schema), log->keep_history);
   return OB_OK;
 }
 

@@ -39,6 +39,13 @@ typedef struct ob_msg {
 ob_log *ob_log_new(void);
 void ob_log_free(ob_log *log);
 
+/* Whether every version of every document is kept (the default: reads as
+ * of an earlier position work). Without history only the newest version
+ * is kept, and writes change the documents in place where nothing else
+ * shares them: much less memory and time for long runs; a read as of an
+ * earlier position then answers absent. Set it before the first append. */
+void ob_log_keep_history(ob_log *log, int keep);
+
 /* Number of messages appended so far. */
 size_t ob_log_len(const ob_log *log);
 

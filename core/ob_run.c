@@ -818,7 +818,11 @@ static long pick_branch(crun *c, lua_State *co, int idx, ob_buf *why) {
 static int commit_writes(crun *c, out_write *w, size_t n, ob_buf *why, int *structural) {
   ob_run *r = c->run;
   const char *inst = c->call->instance;
-  for (size_t i = 0; i < n; i++) {
+  /* a single write without a schema is atomic by itself: no need to try it first */
+  int precheck = n > 1;
+  for (size_t i = 0; !precheck && i < n; i++)
+    precheck = ob_log_schema(r->log, w[i].kind, inst, OB_LOG_NOW) != NULL;
+  for (size_t i = 0; precheck && i < n; i++) {
     ob_error err;
     ob_value *after = ob_log_preview(r->log, w[i].kind, inst, &w[i].path, w[i].method,
                                      w[i].value, &err);
@@ -1067,7 +1071,11 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
     abort();
   r->e = e;
   r->plan = plan;
-  r->log = opt->log ? opt->log : ob_log_new();
+  r->log = opt->log;
+  if (!r->log) {
+    r->log = ob_log_new();
+    ob_log_keep_history(r->log, opt->time_travel);
+  }
   r->journaled = ob_log_len(r->log); /* a shared log's older messages are journaled already */
   r->opt = *opt;
   ob_map_init(&r->schemas);

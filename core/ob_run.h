@@ -43,6 +43,8 @@ typedef struct ob_run_options {
   const ob_value *pre_context; /* messages appended before the plan's context, or NULL */
   ob_log *log;             /* a log to run on (shared, never freed by the run); NULL: a new one */
   int approve_tty;         /* ask on the terminal before each call starts (--approve) */
+  int time_travel;         /* keep every version of the documents (reads as of position N);
+                              off, writes change unshared documents in place */
   FILE *journal;           /* JSON Lines, the log as it grows; NULL: none */
   void (*on_event)(void *ud, const ob_event *ev);
   void (*on_done)(ob_run *run, void *ud); /* every awaited call settled */

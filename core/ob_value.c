@@ -488,7 +488,13 @@ ob_value *ob_array_set(ob_value *a, size_t i, ob_value *v) {
 
 /* --- the hash trie (key -> position) ------------------------------------- */
 
-static unsigned popcount(uint32_t x) { return (unsigned)__builtin_popcount(x); }
+/* Bit count without a libgcc call (x86-64 baseline has no popcnt instruction). */
+static inline unsigned popcount(uint32_t x) {
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  x = (x + (x >> 4)) & 0x0f0f0f0fu;
+  return (x * 0x01010101u) >> 24;
+}
 
 static hnode *h_alloc(uint32_t datamap, uint32_t nodemap, uint32_t ncoll) {
   size_t words = ncoll ? 2 * (size_t)ncoll : 2 * popcount(datamap) + popcount(nodemap);
@@ -761,6 +767,18 @@ static ob_value *object_put(ob_value *o, long i, ob_value *keyv, const char *k, 
   }
   obj->n++;
   return &obj->h;
+}
+
+long ob_object_index(const ob_value *o, const char *key, size_t keylen) {
+  return object_find((const object_value *)o, key, keylen);
+}
+
+ob_value *ob_object_set_at(ob_value *o, size_t i, ob_value *v) {
+  return object_put(o, (long)i, NULL, NULL, 0, v);
+}
+
+ob_value *ob_object_add(ob_value *o, const char *key, size_t keylen, ob_value *v) {
+  return object_put(o, -1, NULL, key, keylen, v);
 }
 
 ob_value *ob_object_setv(ob_value *o, ob_value *key, ob_value *v) {

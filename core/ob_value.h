@@ -88,6 +88,14 @@ ob_value *ob_object_get(const ob_value *o, const char *key, size_t keylen); /* b
 ob_value *ob_object_set(ob_value *o, const char *key, size_t keylen, ob_value *v);
 /* Same, with the key given as an OB_STRING value (borrowed): saves a copy. */
 ob_value *ob_object_setv(ob_value *o, ob_value *key, ob_value *v);
+/* Position of key in insertion order, or -1: one lookup, after which the
+ * position-based calls below need no hashing at all. */
+long ob_object_index(const ob_value *o, const char *key, size_t keylen);
+/* Replaces the value at position i (i < len). Consumes o and v. */
+ob_value *ob_object_set_at(ob_value *o, size_t i, ob_value *v);
+/* Adds a key known to be absent (not checked). Consumes o and v. */
+ob_value *ob_object_add(ob_value *o, const char *key, size_t keylen, ob_value *v);
+
 /* i-th entry in insertion order, i < len. Borrowed pointers. O(log32 n). */
 void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val);
 
