@@ -161,6 +161,14 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   luv_set_callback(L, luv_callback_pcall);
   luaL_requiref(L, "luv", luaopen_luv, 0);
   lua_pop(L, 1);
+  static const char *const ctx_keys[4] = {"id", "tool", "index", "instance"};
+  for (int i = 0; i < 4; i++) {
+    lua_pushstring(L, ctx_keys[i]);
+    e->ctx_keys[i] = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);
+  if (!e->pool)
+    abort();
   lua_pushcfunction(L, open_runtime);
   lua_pushlightuserdata(L, e);
   if (engine_pcall(L, 1, 0) != LUA_OK) {
@@ -200,7 +208,8 @@ void ob_engine_free(ob_engine *e) {
     uv_run(e->loop, UV_RUN_DEFAULT);
   }
   if (e->L)
-    lua_close(e->L);
+    lua_close(e->L); /* the pooled coroutines go with it */
+  free(e->pool);
   if (e->own_loop) {
     uv_walk(e->loop, close_handle, NULL);
     uv_run(e->loop, UV_RUN_DEFAULT);

@@ -11,6 +11,10 @@
 
 typedef struct ob_run ob_run;
 
+/* Finished coroutines kept for reuse: a new Lua thread per call costs an
+ * allocation and garbage to collect; a returned one is as good as new. */
+#define OB_ENGINE_POOL 256
+
 typedef struct ob_engine {
   uv_loop_t *loop;
   int own_loop;      /* the engine made the loop and closes it */
@@ -21,6 +25,9 @@ typedef struct ob_engine {
   int approver_ref;  /* registry: the approver (obelus.set_approver), or LUA_NOREF */
   int branch_mt_ref, message_mt_ref;
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
+  int *pool;         /* registry refs of finished coroutines, ready for the next call */
+  size_t npool;
+  int ctx_keys[4];   /* registry refs of "id", "tool", "index", "instance" */
 } ob_engine;
 
 /* A new engine on loop (NULL: the engine makes and owns one). NULL with err

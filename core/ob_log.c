@@ -535,6 +535,12 @@ void ob_log_date(char out[32]) {
 long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
                           const ob_path *path, ob_method method, const ob_value *value,
                           const ob_value *call, ob_error *err) {
+  return ob_log_append_output_text(log, kind, instance, path, NULL, method, value, call, err);
+}
+
+long ob_log_append_output_text(ob_log *log, const char *kind, const char *instance,
+                               const ob_path *path, ob_value *path_text, ob_method method,
+                               const ob_value *value, const ob_value *call, ob_error *err) {
   ob_msg m;
   memset(&m, 0, sizeof m);
   m.type = OB_MSG_OUTPUT;
@@ -545,11 +551,15 @@ long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
   doc *d = doc_find(log, kind, instance);
   m.kind = d ? ob_ref(d->kind) : ob_cstring(kind);
   m.instance = !instance ? NULL : d ? ob_ref(d->instance) : ob_cstring(instance);
-  ob_buf b;
-  ob_buf_init(&b);
-  ob_path_format(&b, path);
-  m.path = ob_string(b.data ? b.data : "", b.len);
-  ob_buf_free(&b);
+  if (path_text) {
+    m.path = ob_ref(path_text);
+  } else {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_path_format(&b, path);
+    m.path = ob_string(b.data ? b.data : "", b.len);
+    ob_buf_free(&b);
+  }
   ob_log_date(m.date);
   return commit(log, &m, path, err);
 }

@@ -85,6 +85,13 @@ long ob_log_append_output(ob_log *log, const char *kind, const char *instance,
 ob_value *ob_log_preview(ob_log *log, const char *kind, const char *instance, const ob_path *p,
                          ob_method method, const ob_value *value, ob_error *err);
 
+/* The same, with the path's canonical text already made (an OB_STRING
+ * value, borrowed, as ob_path_format writes it): the scheduler formats each
+ * output path once per plan, not once per write. */
+long ob_log_append_output_text(ob_log *log, const char *kind, const char *instance,
+                               const ob_path *path, ob_value *path_text, ob_method method,
+                               const ob_value *value, const ob_value *call, ob_error *err);
+
 /* Attaches the messages of a delegated run (an array, borrowed) to output
  * message pos, made by ob_log_append_output: they print as its "_log" field
  * and never enter this log's documents. */

@@ -285,6 +285,20 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
       ob_plan_error(p, c, "_outputPath: %s", err.msg);
     else
       c->has_output = 1;
+    if (c->has_output) { /* each path's text, as output messages name it in _path */
+      size_t parts = 0, kk = 0;
+      for (size_t a = 0; a < c->output.n; a++)
+        parts += c->output.alts[a].n;
+      c->output_text = xcalloc(parts, sizeof *c->output_text);
+      for (size_t a = 0; a < c->output.n; a++)
+        for (size_t r = 0; r < c->output.alts[a].n; r++) {
+          ob_buf b;
+          ob_buf_init(&b);
+          ob_path_format(&b, &c->output.alts[a].refs[r].path);
+          c->output_text[kk++] = ob_string(b.data ? b.data : "", b.len);
+          ob_buf_free(&b);
+        }
+    }
   }
   if (method) {
     int m = ob_typeof(method) == OB_STRING
@@ -657,8 +671,14 @@ void ob_plan_free(ob_plan *p) {
     free(c->id);
     free(c->tool_name);
     ob_unref(c->raw);
-    if (c->has_output)
+    if (c->has_output) {
+      size_t k = 0;
+      for (size_t a = 0; a < c->output.n; a++)
+        for (size_t r = 0; r < c->output.alts[a].n; r++)
+          ob_unref(c->output_text[k++]);
+      free(c->output_text);
       ob_expr_free(&c->output);
+    }
     free(c->instance);
     free(c->delegate);
     for (size_t k = 0; k < c->nscopes; k++)

@@ -40,6 +40,7 @@ typedef struct ob_call {
   ob_value *raw;       /* the call as written */
   int has_output;      /* _outputPath given */
   ob_expr output;      /* _outputPath parsed (output mode) */
+  ob_value **output_text; /* per part (alternatives flattened): the path's canonical text */
   ob_method method;
   char *instance;      /* _instance, or NULL */
   char *delegate;      /* _delegate: the plan file to run, relative to the cwd; or NULL */

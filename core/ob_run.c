@@ -121,8 +121,15 @@ static void enqueue(ob_run *r, crun *c) {
 static void drop_coroutine(crun *c) {
   if (!c->co)
     return;
+  ob_engine *e = c->run->e;
   *(crun **)lua_getextraspace(c->co) = NULL; /* late wake-ups find nobody */
-  luaL_unref(c->run->e->L, LUA_REGISTRYINDEX, c->co_ref);
+  /* a coroutine that returned has no wait pending anywhere: it can serve again */
+  if (lua_status(c->co) == LUA_OK && e->npool < OB_ENGINE_POOL) {
+    lua_settop(c->co, 0);
+    e->pool[e->npool++] = c->co_ref;
+  } else {
+    luaL_unref(e->L, LUA_REGISTRYINDEX, c->co_ref);
+  }
   c->co = NULL;
 }
 
@@ -671,9 +678,17 @@ static void start(crun *c) {
   if (c->detached)
     r->detached_running++;
   emit(r, OB_EV_STARTED, call, NULL);
-  lua_State *co = lua_newthread(L);
+  lua_State *co;
+  if (r->e->npool) {
+    c->co_ref = r->e->pool[--r->e->npool];
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->co_ref);
+    co = lua_tothread(L, -1);
+    lua_pop(L, 1);
+  } else {
+    co = lua_newthread(L);
+    c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   c->co = co;
-  c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   *(crun **)lua_getextraspace(co) = c;
   const ob_tool *t = c->tool;
   int nargs = 2;
@@ -690,16 +705,22 @@ static void start(crun *c) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, t->table_ref);
     nargs = 3;
   }
+  /* ctx: keys made once per engine, values pushed with their lengths */
+  const int *key = r->e->ctx_keys;
   lua_createtable(L, 0, 4);
-  lua_pushstring(L, call->id);
-  lua_setfield(L, -2, "id");
-  lua_pushstring(L, call->tool_name);
-  lua_setfield(L, -2, "tool");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, key[0]);
+  lua_pushlstring(L, call->id, strlen(call->id));
+  lua_rawset(L, -3);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, key[1]);
+  lua_pushlstring(L, call->tool_name, strlen(call->tool_name));
+  lua_rawset(L, -3);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, key[2]);
   lua_pushinteger(L, (lua_Integer)call->index);
-  lua_setfield(L, -2, "index");
+  lua_rawset(L, -3);
   if (call->instance) {
-    lua_pushstring(L, call->instance);
-    lua_setfield(L, -2, "instance");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, key[3]);
+    lua_pushlstring(L, call->instance, strlen(call->instance));
+    lua_rawset(L, -3);
   }
   lua_xmove(L, co, nargs + 1);
   resume(c, L, nargs);
@@ -710,6 +731,7 @@ static void start(crun *c) {
 struct out_write {
   const char *kind;
   char *own_kind; /* kind copied from an obelus.message */
+  ob_value *path_text; /* the path's canonical text when known (borrowed from the plan) */
   ob_path path;
   int own_path; /* path allocated here */
   ob_method method;
@@ -852,8 +874,8 @@ static int commit_writes(crun *c, out_write *w, size_t n, ob_buf *why, int *stru
   }
   for (size_t i = 0; i < n; i++) {
     ob_error err;
-    long pos = ob_log_append_output(r->log, w[i].kind, inst, &w[i].path, w[i].method,
-                                    w[i].value, call_raw(c), &err);
+    long pos = ob_log_append_output_text(r->log, w[i].kind, inst, &w[i].path, w[i].path_text,
+                                         w[i].method, w[i].value, call_raw(c), &err);
     if (pos < 0) {
       sync_journal(r);
       ob_buf_addf(why, "writing %s: %s", w[i].kind, err.msg);
@@ -882,8 +904,12 @@ static out_write *alt_writes(crun *c, size_t alt, ob_value *value, size_t *n) {
   out_write *w = calloc(a->n ? a->n : 1, sizeof *w);
   if (!w)
     abort();
+  size_t first = 0; /* the alternative's first part, alternatives flattened */
+  for (size_t x = 0; x < alt; x++)
+    first += c->call->output.alts[x].n;
   for (size_t k = 0; k < a->n; k++) {
     w[k].kind = a->refs[k].kind;
+    w[k].path_text = c->call->output_text[first + k];
     w[k].path = a->refs[k].path;
     w[k].method = c->call->method;
     w[k].value = ob_ref(value);
