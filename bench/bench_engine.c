@@ -3,6 +3,9 @@
  *   obelus-bench chain N       N calls, call i reads †state.c<i-1>, writes †state.c<i>
  *   obelus-bench fanout N      one source, N readers of it writing †state.out.w<i>, a join
  *   obelus-bench sleep N MS    N calls that obelus.sleep(MS), then a join of their outputs
+ *   obelus-bench instances N K a plan of a K-call chain run for N instances ("instances")
+ *   obelus-bench chains N K    the same N*K calls without instances: N chains of K calls
+ *                              writing †state.i<n>.c<k> (what instances are compared to)
  *   obelus-bench floor N       the chain's tool function resumed N times, each in a fresh
  *                              coroutine, with no engine around it
  * Only the run is timed (ob_run_start until the last awaited call settles): building the
@@ -144,6 +147,48 @@ static ob_value *sleep_plan(size_t n, size_t ms) {
   return ob_array_push(plan, call("join", "all", ref("state.naps"), "result"));
 }
 
+/* One chain of k calls for each of n instances: {"instances": [...], "plan": [...]} */
+static ob_value *instances_plan(size_t n, size_t k) {
+  ob_value *plan = chain_plan(k), *ids = ob_array();
+  char id[32];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(id, sizeof id, "i%zu", i);
+    ids = ob_array_push(ids, ob_cstring(id));
+  }
+  return ob_object_set(ob_object_set(ob_object(), "instances", 9, ids), "plan", 4, plan);
+}
+
+/* The same calls without instances: chain n writes state.i<n>.c<0..k-1>. */
+static ob_value *chains_plan(size_t n, size_t k) {
+  ob_value *plan = ob_array();
+  char in[48], out[48];
+  for (size_t c = 0; c < n; c++)
+    for (size_t i = 0; i < k; i++) {
+      if (i == 0)
+        snprintf(in, sizeof in, "input.x");
+      else
+        snprintf(in, sizeof in, "state.i%zu.c%zu", c, i - 1);
+      snprintf(out, sizeof out, "i%zu.c%zu", c, i);
+      plan = ob_array_push(plan, call("inc", "x", ref(in), out));
+    }
+  return plan;
+}
+
+/* The value a run left at state.<path> (in instance inst) is the integer want? Not timed. */
+static int check_result_in(ob_run *run, const char *inst, const char *path, int64_t want) {
+  ob_path p;
+  ob_error err;
+  if (ob_path_parse(path, strlen(path), &p, &err) != OB_OK)
+    return 0;
+  ob_value *v = ob_log_read(ob_run_log(run), "state", inst, &p, OB_LOG_NOW);
+  int ok = v && ob_typeof(v) == OB_INT && ob_int_value(v) == want;
+  if (!ok)
+    fprintf(stderr, "obelus-bench: state.%s is not %lld\n", path, (long long)want);
+  ob_unref(v);
+  ob_path_free(&p);
+  return ok;
+}
+
 /* The value a run left at state.<path> is the integer want? Not timed. */
 static int check_result(ob_run *run, const char *path, int64_t want) {
   ob_path p;
@@ -207,9 +252,11 @@ static void on_done(ob_run *run, void *ud) {
 }
 
 int ob_bench_engine(const char *mode, size_t n, size_t ms) {
-  ob_value *pv = !strcmp(mode, "chain")    ? chain_plan(n)
-                 : !strcmp(mode, "fanout") ? fanout_plan(n)
-                                           : sleep_plan(n, ms);
+  ob_value *pv = !strcmp(mode, "chain")       ? chain_plan(n)
+                 : !strcmp(mode, "fanout")    ? fanout_plan(n)
+                 : !strcmp(mode, "instances") ? instances_plan(n, ms)
+                 : !strcmp(mode, "chains")    ? chains_plan(n, ms)
+                                              : sleep_plan(n, ms);
   ob_error err;
   make_tools();
   ob_engine *e = ob_engine_new(NULL, &err);
@@ -256,13 +303,26 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
             t.failed == 1 ? "" : "s");
     return 1;
   }
-  char last[32];
+  char last[48];
+  int many = !strcmp(mode, "instances") || !strcmp(mode, "chains");
   if (!strcmp(mode, "chain"))
     snprintf(last, sizeof last, "c%zu", n - 1);
-  if (!check_result(run, !strcmp(mode, "chain") ? last : "result", (int64_t)n))
+  else if (!strcmp(mode, "instances"))
+    snprintf(last, sizeof last, "c%zu", ms - 1);
+  else if (!strcmp(mode, "chains"))
+    snprintf(last, sizeof last, "i%zu.c%zu", n - 1, ms - 1);
+  int ok = !strcmp(mode, "instances") ? check_result_in(run, "i0", last, (int64_t)ms)
+           : many                     ? check_result(run, last, (int64_t)ms)
+                                      : check_result(run, !strcmp(mode, "chain") ? last : "result",
+                                                     (int64_t)n);
+  if (!ok)
     return 1;
   double per_s = (double)p->ncalls / (total_ms / 1e3);
-  if (!strcmp(mode, "sleep"))
+  if (many)
+    printf("{\"bench\":\"%s\",\"n\":%zu,\"k\":%zu,\"calls\":%zu,\"calls_per_s\":%.0f,"
+           "\"peak_rss_kb\":%ld}\n",
+           mode, n, ms, p->ncalls, per_s, peak_rss_kb());
+  else if (!strcmp(mode, "sleep"))
     printf("{\"bench\":\"sleep\",\"n\":%zu,\"ms\":%zu,\"calls_per_s\":%.0f,\"peak_rss_kb\":%ld,"
            "\"loop_ms\":%.1f}\n",
            n, ms, per_s, peak_rss_kb(), loop_ms);

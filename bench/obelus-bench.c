@@ -106,13 +106,15 @@ int ob_bench_floor(size_t n);
 int main(int argc, char **argv) {
   size_t n = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 0;
   const char *mode = argc > 1 ? argv[1] : "";
-  if (!strcmp(mode, "sleep") && argc == 4 && n)
+  if ((!strcmp(mode, "sleep") || !strcmp(mode, "instances") || !strcmp(mode, "chains")) &&
+      argc == 4 && n)
     return ob_bench_engine(mode, n, (size_t)strtoull(argv[3], NULL, 10));
   if (argc != 3 || !n ||
       (strcmp(mode, "resolve") && strcmp(mode, "history") && strcmp(mode, "chain") &&
        strcmp(mode, "fanout") && strcmp(mode, "floor"))) {
     fprintf(stderr, "usage: obelus-bench resolve|history|chain|fanout|floor N\n"
-                    "       obelus-bench sleep N MS\n");
+                    "       obelus-bench sleep N MS\n"
+                    "       obelus-bench instances|chains N K\n");
     return 2;
   }
   if (!strcmp(mode, "floor"))

@@ -73,3 +73,14 @@ print(string.format("per-call cost, chain / floor: %.1fx (goal <= 5x)", us.chain
 print(string.format("per-call cost, fanout / floor: %.1fx (goal <= 5x)", us.fanout / us.floor))
 print(string.format("sleep 10000 x 100 ms, run start to the join done: %.1f ms (goal <= 150 ms); peak RSS %d MB",
   median(loop), median(rss.sleep) // 1024))
+
+-- Instances: a 5-call plan run for 1,000 instances against the same 5,000 calls
+-- written without instances (1,000 chains of 5), interleaved.
+local inst, plain = {}, {}
+print("")
+for _ = 1, reps do
+  table.insert(inst, run("instances 1000 5").calls_per_s)
+  table.insert(plain, run("chains 1000 5").calls_per_s)
+end
+print(string.format("per-call cost, 1,000 instances x 5 calls / 5,000 plain calls: %.2fx (goal <= 1.5x)",
+  median(plain) / median(inst)))
