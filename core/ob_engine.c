@@ -156,6 +156,9 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
    * thread (and every coroutine a tool makes, which copies it) holds none */
   *(void **)lua_getextraspace(L) = NULL;
   luaL_openlibs(L);
+  /* calls make many short-lived tables (params, ctx, results): the
+   * generational collector handles those for far less than full cycles */
+  lua_gc(L, LUA_GCGEN, 0, 0);
   ob_lua_open(L);
   luv_set_loop(L, loop);
   luv_set_callback(L, luv_callback_pcall);
@@ -178,6 +181,8 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   }
   return e;
 }
+
+static void free_handle(uv_handle_t *h) { free(h); }
 
 static void close_handle(uv_handle_t *h, void *arg) {
   (void)arg;
@@ -202,6 +207,8 @@ void ob_engine_free(ob_engine *e) {
     free(t);
   }
   ob_map_free(&e->tools);
+  if (e->sleep_timer) /* freed by its close callback, when the loop gets to it */
+    uv_close((uv_handle_t *)e->sleep_timer, free_handle);
   if (e->own_loop) {
     /* close whatever tools left open (timers, pipes ...) before Lua goes */
     uv_walk(e->loop, close_handle, NULL);
@@ -210,6 +217,7 @@ void ob_engine_free(ob_engine *e) {
   if (e->L)
     lua_close(e->L); /* the pooled coroutines go with it */
   free(e->pool);
+  free(e->sleepers);
   if (e->own_loop) {
     uv_walk(e->loop, close_handle, NULL);
     uv_run(e->loop, UV_RUN_DEFAULT);

@@ -15,6 +15,11 @@ typedef struct ob_run ob_run;
  * allocation and garbage to collect; a returned one is as good as new. */
 #define OB_ENGINE_POOL 256
 
+typedef struct ob_sleeper {
+  uint64_t due, seq; /* loop time (ms) it wakes at; order of falling asleep */
+  void *call;        /* the call asleep (ob_run.c's) */
+} ob_sleeper;
+
 typedef struct ob_engine {
   uv_loop_t *loop;
   int own_loop;      /* the engine made the loop and closes it */
@@ -28,6 +33,12 @@ typedef struct ob_engine {
   int *pool;         /* registry refs of finished coroutines, ready for the next call */
   size_t npool;
   int ctx_keys[4];   /* registry refs of "id", "tool", "index", "instance" */
+  /* obelus.sleep: one timer for the whole engine and a min-heap of the calls
+   * asleep, by (due, seq): no timer handle to make and close per sleep */
+  uv_timer_t *sleep_timer;
+  struct ob_sleeper *sleepers;
+  size_t nsleepers, capsleepers;
+  uint64_t sleep_seq;
 } ob_engine;
 
 /* A new engine on loop (NULL: the engine makes and owns one). NULL with err

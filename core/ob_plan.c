@@ -106,7 +106,10 @@ static void find_refs(walk *w, const ob_value *v) {
   case OB_STRING: {
     const char *s = ob_string_ptr(v);
     size_t n = ob_string_len(v);
-    if (ob_str_classify(s, n) != OB_STR_EXPR)
+    int cls = ob_str_classify(s, n);
+    if (cls == OB_STR_LITERAL && w->call)
+      w->call->nliterals++;
+    if (cls != OB_STR_EXPR)
       return;
     ob_expr e;
     ob_error err;

@@ -48,6 +48,7 @@ typedef struct ob_call {
   char **scopes;
   size_t nrefs;
   ob_param_ref *refs;
+  size_t nliterals;    /* params strings beginning with †† (the first † is dropped at run time) */
   size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
   size_t nusers, *users; /* calls that depend on this one */
 } ob_call;

@@ -42,7 +42,7 @@ typedef struct crun {
   size_t pending;      /* dependencies not settled yet */
   lua_State *co;       /* while running */
   int co_ref;
-  uv_timer_t *sleep;   /* an obelus.sleep in progress */
+  int asleep;          /* in the engine's sleep heap (obelus.sleep) */
   ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
   ob_plan *subplan;
   ob_value *subvalue;
@@ -263,6 +263,8 @@ static ob_value *resolve(resolver *rs, const ob_value *v) {
 /* The call with its references resolved; meta-properties kept as written. */
 static ob_value *resolve_params(resolver *rs) {
   const ob_value *raw = rs->call->raw;
+  if (!rs->call->nrefs && !rs->call->nliterals)
+    return ob_ref((ob_value *)raw); /* nothing to resolve: the call as written */
   ob_value *o = ob_object(), *k, *x;
   ob_object_iter it;
   ob_object_iter_init(&it, raw);
@@ -1060,13 +1062,81 @@ int ob_run_lua_wake(lua_State *L) {
   return 0;
 }
 
-static void sleep_closed(uv_handle_t *h) { free(h); }
+/* --- obelus.sleep: the engine's heap of sleepers ---------------------------------------- */
 
-static void sleep_done(uv_timer_t *t) {
-  crun *c = t->data;
-  c->sleep = NULL;
-  uv_close((uv_handle_t *)t, sleep_closed);
-  resume(c, c->run->e->L, 0);
+static int sleeper_before(const ob_sleeper *a, const ob_sleeper *b) {
+  return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void heap_up(ob_sleeper *h, size_t i) {
+  while (i > 0 && sleeper_before(&h[i], &h[(i - 1) / 2])) {
+    ob_sleeper t = h[i];
+    h[i] = h[(i - 1) / 2];
+    h[(i - 1) / 2] = t;
+    i = (i - 1) / 2;
+  }
+}
+
+static void heap_down(ob_sleeper *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && sleeper_before(&h[l], &h[m]))
+      m = l;
+    if (r < n && sleeper_before(&h[r], &h[m]))
+      m = r;
+    if (m == i)
+      return;
+    ob_sleeper t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+static void sleep_fire(uv_timer_t *t);
+
+static void sleep_arm(ob_engine *e) {
+  if (!e->nsleepers) {
+    uv_timer_stop(e->sleep_timer);
+    return;
+  }
+  uint64_t now = uv_now(e->loop), due = e->sleepers[0].due;
+  uv_timer_start(e->sleep_timer, sleep_fire, due > now ? due - now : 0, 0);
+}
+
+/* Wakes every call whose time has come; calls that fall asleep meanwhile
+ * (even for 0 ms) wait for the next round, so a loop of sleep(0) still yields. */
+static void sleep_fire(uv_timer_t *t) {
+  ob_engine *e = t->data;
+  uint64_t now = uv_now(e->loop), limit = e->sleep_seq;
+  while (e->nsleepers && e->sleepers[0].due <= now && e->sleepers[0].seq < limit) {
+    crun *c = e->sleepers[0].call;
+    e->sleepers[0] = e->sleepers[--e->nsleepers];
+    heap_down(e->sleepers, e->nsleepers, 0);
+    c->asleep = 0;
+    resume(c, e->L, 0);
+  }
+  sleep_arm(e);
+}
+
+/* Takes the calls of run r out of the heap (the run is cancelled or freed). */
+static void sleep_forget(ob_run *r) {
+  ob_engine *e = r->e;
+  size_t kept = 0;
+  for (size_t i = 0; i < e->nsleepers; i++) {
+    crun *c = e->sleepers[i].call;
+    if (c->run == r)
+      c->asleep = 0;
+    else
+      e->sleepers[kept++] = e->sleepers[i];
+  }
+  if (kept == e->nsleepers)
+    return;
+  e->nsleepers = kept;
+  for (size_t i = kept / 2; i-- > 0;)
+    heap_down(e->sleepers, kept, i);
+  if (e->sleep_timer)
+    sleep_arm(e);
 }
 
 int ob_run_lua_sleep(lua_State *L) {
@@ -1074,16 +1144,32 @@ int ob_run_lua_sleep(lua_State *L) {
   crun *c = running_call(L);
   if (!c)
     return luaL_error(L, "obelus.sleep must be called from inside a tool's run function");
-  if (!(ms >= 0))
+  if (!(ms >= 0) || ms > 1e15)
     return luaL_error(L, "obelus.sleep: milliseconds must be 0 or more");
-  uv_timer_t *t = malloc(sizeof *t);
-  if (!t)
-    return luaL_error(L, "obelus.sleep: out of memory");
-  uv_timer_init(c->run->e->loop, t);
-  uv_update_time(c->run->e->loop); /* the loop's clock is as old as this iteration */
-  t->data = c;
-  uv_timer_start(t, sleep_done, (uint64_t)ms, 0);
-  c->sleep = t;
+  ob_engine *e = c->run->e;
+  if (!e->sleep_timer) {
+    if (!(e->sleep_timer = malloc(sizeof *e->sleep_timer)))
+      return luaL_error(L, "obelus.sleep: out of memory");
+    uv_timer_init(e->loop, e->sleep_timer);
+    e->sleep_timer->data = e;
+  }
+  if (e->nsleepers == e->capsleepers) {
+    size_t cap = e->capsleepers ? 2 * e->capsleepers : 64;
+    ob_sleeper *h = realloc(e->sleepers, cap * sizeof *h);
+    if (!h)
+      return luaL_error(L, "obelus.sleep: out of memory");
+    e->sleepers = h;
+    e->capsleepers = cap;
+  }
+  uv_update_time(e->loop); /* the loop's clock is as old as this iteration */
+  ob_sleeper *s = &e->sleepers[e->nsleepers];
+  s->due = uv_now(e->loop) + (uint64_t)ms;
+  s->seq = e->sleep_seq++;
+  s->call = c;
+  heap_up(e->sleepers, e->nsleepers++);
+  c->asleep = 1;
+  if (e->sleepers[0].call == c) /* the earliest now: the timer moves */
+    sleep_arm(e);
   lua_pushlightuserdata(L, (void *)&ob_run_yield_token);
   return lua_yield(L, 1);
 }
@@ -1172,12 +1258,9 @@ void ob_run_start(ob_run *r) {
 
 void ob_run_cancel(ob_run *r) {
   r->cancelled = 1;
+  sleep_forget(r);
   for (size_t i = 0; i < r->plan->ncalls; i++) {
     crun *c = &r->calls[i];
-    if (c->sleep) {
-      uv_close((uv_handle_t *)c->sleep, sleep_closed);
-      c->sleep = NULL;
-    }
     drop_coroutine(c);
     if (c->sub)
       ob_run_cancel(c->sub);
