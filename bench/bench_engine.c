@@ -281,6 +281,8 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
     fprintf(stderr, "obelus-bench: %s\n", err.msg);
     return 2;
   }
+  if (getenv("OBELUS_BENCH_VERBOSE"))
+    fprintf(stderr, "%s: peak RSS before the run %ld KB\n", mode, peak_rss_kb());
   perf_control("enable");
   uv_update_time(e->loop); /* timers count from now, not from when the loop last ran */
   t.t0 = now_ms();

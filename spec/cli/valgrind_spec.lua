@@ -1,0 +1,47 @@
+-- valgrind_spec.lua -- the CLI on every example plan under valgrind: no leak, no
+-- invalid read or write, and the plan's own exit status.
+local cli = require "support.cli"
+
+local function have_valgrind()
+  return os.execute("command -v valgrind >/dev/null 2>&1") == true
+end
+
+-- each example with the exit status it is meant to end with
+local runs = {
+  { 0, "run", "plans/user-status/plan.json", "--tools", "plans/user-status/tools" },
+  { 0, "run", "plans/weather/plan.json", "--tools", "plans/weather/tools", "--input", '{"city":"Lisbon"}' },
+  { 0, "run", "plans/weather/plan.json", "--tools", "plans/weather/tools", "--input", '{"city":"London"}' },
+  { 0, "run", "plans/refund/plan.json", "--tools", "plans/refund/tools", "--input", '{"orderId":"A-101","amount":5000}' },
+  { 1, "run", "plans/translate/plan.json", "--tools", "plans/translate/tools", "--input", '{"text":"hello my friend the cat sleeps"}' },
+  { 0, "run", "plans/fanout-summary/plan.json", "--tools", "plans/fanout-summary/tools", "--input", '{"topic":"Harbour City"}' },
+  { 0, "run", "plans/notify/plan.json", "--tools", "plans/notify/tools", "--input", '{"item":"lamp","notifyFile":"' .. os.tmpname() .. '"}' },
+  { 0, "loop", "plans/replan/plan.json", "--planner", "plans/replan/planner.lua", "--tools", "plans/replan/tools" },
+  { 0, "check", "plans/weather/plan.json", "--tools", "plans/weather/tools" },
+  { 0, "graph", "plans/fanout-summary/plan.json" },
+  { 0, "resolve", "plans/seeds/log.json", "†data.user" },
+}
+
+describe("valgrind on the example plans", function()
+  for _, r in ipairs(runs) do
+    local want = r[1]
+    local args = { table.unpack(r, 2) }
+    it(table.concat(args, " "), function()
+      if not have_valgrind() then
+        pending("valgrind is not installed")
+        return
+      end
+      local quoted = {}
+      for i, a in ipairs(args) do quoted[i] = cli.quote(a) end
+      local log = os.tmpname()
+      local cmd = string.format(
+        "valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible " ..
+        "--errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --log-file=%s %s %s >/dev/null 2>&1",
+        log, cli.quote(cli.bin), table.concat(quoted, " "))
+      local _, _, code = os.execute(cmd)
+      local report = cli.slurp(log)
+      os.remove(log)
+      assert.are.equal("", report)
+      assert.are.equal(want, code)
+    end)
+  end
+end)
