@@ -49,6 +49,7 @@ typedef struct doc {
 
 struct ob_log {
   int keep_history; /* keep every version (time travel); else only the newest */
+  size_t nschemas;  /* messages that carried a schema: none means no document has one */
   size_t nmsg, capmsg;
   ob_msg *msg;
   size_t ndocs, capdocs; /* open addressing, capdocs a power of two */
@@ -279,6 +280,8 @@ ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_
 ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, size_t at) {
   doc *d;
   ob_value *s = NULL;
+  if (!log->nschemas)
+    return NULL;
   if (instance && (d = doc_find(log, kind, instance)))
     s = history_at(&d->schemas, at);
   if (!s && (d = doc_find(log, kind, NULL)))
@@ -334,8 +337,10 @@ static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t po
     } else {
       history_push(&g->roots, pos, root, 0);
     }
-    if (m->schema)
+    if (m->schema) {
       history_push(&g->schemas, pos, ob_ref(m->schema), 0);
+      log->nschemas++;
+    }
     return OB_OK;
   }
   ob_value *next;
@@ -343,8 +348,10 @@ static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t po
   if (!next)
     return err ? err->code : OB_EWRITE;
   history_push(&target->roots, pos, next, log->keep_history);
-  if (m->schema)
+  if (m->schema) {
     history_push(&target->schemas, pos, ob_ref(m->schema), log->keep_history);
+    log->nschemas++;
+  }
   return OB_OK;
 }
 

@@ -603,6 +603,15 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
   }
   unsigned di = popcount(n->datamap & (bit - 1));
   int shared = n->rc > 1;
+  if (!shared && !(n->datamap & bit)) { /* ours, and a free slot: grow in place */
+    size_t words = h_words(n);
+    n = xrealloc(n, sizeof *n + (words + 2) * sizeof(void *));
+    memmove(n->slot + 2 * di + 2, n->slot + 2 * di, (words - 2 * di) * sizeof(void *));
+    n->slot[2 * di] = key;
+    n->slot[2 * di + 1] = p;
+    n->datamap |= bit;
+    return n;
+  }
   hnode *c, *fresh_child = NULL;
   ob_value *fresh_key = NULL;
   if (n->datamap & bit) { /* a different key lives here: push both down a level */
