@@ -191,17 +191,7 @@ static int check_result_in(ob_run *run, const char *inst, const char *path, int6
 
 /* The value a run left at state.<path> is the integer want? Not timed. */
 static int check_result(ob_run *run, const char *path, int64_t want) {
-  ob_path p;
-  ob_error err;
-  if (ob_path_parse(path, strlen(path), &p, &err) != OB_OK)
-    return 0;
-  ob_value *v = ob_log_read(ob_run_log(run), "state", NULL, &p, OB_LOG_NOW);
-  int ok = v && ob_typeof(v) == OB_INT && ob_int_value(v) == want;
-  if (!ok)
-    fprintf(stderr, "obelus-bench: state.%s is not %lld\n", path, (long long)want);
-  ob_unref(v);
-  ob_path_free(&p);
-  return ok;
+  return check_result_in(run, NULL, path, want);
 }
 
 /* perf record --control=fifo:CTL,ACK -D -1 ... with OBELUS_BENCH_PERF_CTL=CTL and

@@ -224,7 +224,12 @@ static void absent(resolver *rs, const ob_param_ref *ref) {
     }
 }
 
-static ob_value *resolve(resolver *rs, const ob_value *v) {
+/* A copy of v with every reference expression replaced by what `eval` makes
+ * of it and every "††" literal unescaped; the rest is shared, not copied.
+ * Params and the output template both go through here. */
+typedef ob_value *(*eval_fn)(void *ud, const ob_value *expr_text);
+
+static ob_value *substitute(const ob_value *v, eval_fn eval, void *ud) {
   switch (ob_typeof(v)) {
   case OB_STRING: {
     const char *s = ob_string_ptr(v);
@@ -232,20 +237,12 @@ static ob_value *resolve(resolver *rs, const ob_value *v) {
     int cls = ob_str_classify(s, n);
     if (cls == OB_STR_LITERAL)
       return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
-    if (cls != OB_STR_EXPR)
-      return ob_ref((ob_value *)v);
-    const ob_param_ref *ref = &rs->call->refs[rs->next++];
-    ob_value *x = ob_log_eval(rs->run->log, &ref->expr, rs->call->instance, OB_LOG_NOW);
-    if (!x) {
-      absent(rs, ref);
-      return ob_null();
-    }
-    return x;
+    return cls == OB_STR_EXPR ? eval(ud, v) : ob_ref((ob_value *)v);
   }
   case OB_ARRAY: {
     ob_value *a = ob_array();
     for (size_t i = 0; i < ob_array_len(v); i++)
-      a = ob_array_push(a, resolve(rs, ob_array_get(v, i)));
+      a = ob_array_push(a, substitute(ob_array_get(v, i), eval, ud));
     return a;
   }
   case OB_OBJECT: {
@@ -253,12 +250,27 @@ static ob_value *resolve(resolver *rs, const ob_value *v) {
     ob_object_iter it;
     ob_object_iter_init(&it, v);
     while (ob_object_iter_next(&it, &k, &x))
-      o = ob_object_setv(o, k, resolve(rs, x));
+      o = ob_object_setv(o, k, substitute(x, eval, ud));
     return o;
   }
   default: return ob_ref((ob_value *)v);
   }
 }
+
+/* A param's reference: the call's refs were found in this same walk order. */
+static ob_value *eval_param(void *ud, const ob_value *text) {
+  resolver *rs = ud;
+  (void)text;
+  const ob_param_ref *ref = &rs->call->refs[rs->next++];
+  ob_value *x = ob_log_eval(rs->run->log, &ref->expr, rs->call->instance, OB_LOG_NOW);
+  if (!x) {
+    absent(rs, ref);
+    return ob_null();
+  }
+  return x;
+}
+
+static ob_value *resolve(resolver *rs, const ob_value *v) { return substitute(v, eval_param, rs); }
 
 /* The call with its references resolved; meta-properties kept as written. */
 static ob_value *resolve_params(resolver *rs) {
@@ -1316,42 +1328,26 @@ size_t ob_run_fail_stalled(ob_run *r) {
   return n;
 }
 
-/* Resolves a template: references read the documents (as instance inst's
- * view when inst is not NULL); absent is null. */
+typedef struct template_eval {
+  ob_run *run;
+  const char *inst;
+} template_eval;
+
+/* An output template's reference, read in inst's view; absent is null. */
+static ob_value *eval_template(void *ud, const ob_value *text) {
+  template_eval *t = ud;
+  ob_expr e;
+  ob_error err;
+  if (ob_expr_parse(ob_string_ptr(text), ob_string_len(text), OB_EXPR_INPUT, &e, &err) != OB_OK)
+    return ob_null(); /* validation already reported it */
+  ob_value *x = ob_log_eval(t->run->log, &e, t->inst, OB_LOG_NOW);
+  ob_expr_free(&e);
+  return x ? x : ob_null();
+}
+
 static ob_value *resolve_template(ob_run *r, const ob_value *v, const char *inst) {
-  switch (ob_typeof(v)) {
-  case OB_STRING: {
-    const char *s = ob_string_ptr(v);
-    size_t n = ob_string_len(v);
-    int cls = ob_str_classify(s, n);
-    if (cls == OB_STR_LITERAL)
-      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
-    if (cls != OB_STR_EXPR)
-      return ob_ref((ob_value *)v);
-    ob_expr e;
-    ob_error err;
-    if (ob_expr_parse(s, n, OB_EXPR_INPUT, &e, &err) != OB_OK)
-      return ob_null(); /* validation already reported it */
-    ob_value *x = ob_log_eval(r->log, &e, inst, OB_LOG_NOW);
-    ob_expr_free(&e);
-    return x ? x : ob_null();
-  }
-  case OB_ARRAY: {
-    ob_value *a = ob_array();
-    for (size_t i = 0; i < ob_array_len(v); i++)
-      a = ob_array_push(a, resolve_template(r, ob_array_get(v, i), inst));
-    return a;
-  }
-  case OB_OBJECT: {
-    ob_value *o = ob_object(), *k, *x;
-    ob_object_iter it;
-    ob_object_iter_init(&it, v);
-    while (ob_object_iter_next(&it, &k, &x))
-      o = ob_object_setv(o, k, resolve_template(r, x, inst));
-    return o;
-  }
-  default: return ob_ref((ob_value *)v);
-  }
+  template_eval t = {r, inst};
+  return substitute(v, eval_template, &t);
 }
 
 static ob_value *output_in(ob_run *r, const char *inst) {
