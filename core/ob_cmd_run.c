@@ -122,6 +122,8 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
   }
   if (!o->plan)
     return ob_cli_usage_error(o->cmd, "needs a PLAN file");
+  if (!strcmp(o->cmd, "loop") && !o->planner)
+    return ob_cli_usage_error(o->cmd, "needs --planner FILE.lua");
   return 0;
 }
 
@@ -177,6 +179,24 @@ static int prepare(options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_val
   return OB_EXIT_OK;
 }
 
+static void cleanup(options *o, ob_engine *e, ob_plan *p, ob_value *plan_value);
+
+/* What run, check and loop start with: the arguments, then the engine, tools
+ * and plan. Returns -1 to go on, or the exit status (everything freed). */
+static int begin(int argc, char **argv, const char *help, options *o, ob_engine **e, ob_plan **p,
+                 ob_value **pv) {
+  int rc = parse_args(argc, argv, o, help);
+  if (rc) {
+    ob_unref(o->inputs);
+    return rc < 0 ? OB_EXIT_OK : rc;
+  }
+  if ((rc = prepare(o, e, p, pv)) != OB_EXIT_OK) {
+    cleanup(o, *e, *p, *pv);
+    return rc;
+  }
+  return -1;
+}
+
 static void cleanup(options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) {
   ob_engine_free(e); /* frees its runs first: they point into the plan */
   ob_plan_free(p);
@@ -186,22 +206,19 @@ static void cleanup(options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) 
 
 int ob_cmd_check(int argc, char **argv) {
   options o;
-  int rc = parse_args(argc, argv, &o, check_help);
-  if (rc)
-    return ob_unref(o.inputs), rc < 0 ? OB_EXIT_OK : rc;
   ob_engine *e;
   ob_plan *p;
   ob_value *pv;
-  rc = prepare(&o, &e, &p, &pv);
-  if (rc == OB_EXIT_OK) {
-    size_t edges = 0;
-    for (size_t i = 0; i < p->ncalls; i++)
-      edges += p->calls[i].ndeps;
-    printf("%s: ok, %zu call%s, %zu dependenc%s\n", o.plan, p->ncalls, p->ncalls == 1 ? "" : "s",
-           edges, edges == 1 ? "y" : "ies");
-  }
+  int rc = begin(argc, argv, check_help, &o, &e, &p, &pv);
+  if (rc >= 0)
+    return rc;
+  size_t edges = 0;
+  for (size_t i = 0; i < p->ncalls; i++)
+    edges += p->calls[i].ndeps;
+  printf("%s: ok, %zu call%s, %zu dependenc%s\n", o.plan, p->ncalls, p->ncalls == 1 ? "" : "s",
+         edges, edges == 1 ? "y" : "ies");
   cleanup(&o, e, p, pv);
-  return rc;
+  return OB_EXIT_OK;
 }
 
 /* --- run ------------------------------------------------------------------------ */
@@ -349,16 +366,12 @@ static void print_json(const ob_value *v) {
 
 int ob_cmd_run(int argc, char **argv) {
   options o;
-  int rc = parse_args(argc, argv, &o, run_help);
-  if (rc)
-    return ob_unref(o.inputs), rc < 0 ? OB_EXIT_OK : rc;
   ob_engine *e;
   ob_plan *p;
   ob_value *pv;
-  if ((rc = prepare(&o, &e, &p, &pv)) != OB_EXIT_OK) {
-    cleanup(&o, e, p, pv);
+  int rc = begin(argc, argv, run_help, &o, &e, &p, &pv);
+  if (rc >= 0)
     return rc;
-  }
   runner rn;
   FILE *journal;
   if ((rc = runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
@@ -468,20 +481,12 @@ static void record_problems(ob_log *log, FILE *journal, const ob_plan *p, int st
 
 int ob_cmd_loop(int argc, char **argv) {
   options o;
-  int rc = parse_args(argc, argv, &o, loop_help);
-  if (rc)
-    return ob_unref(o.inputs), rc < 0 ? OB_EXIT_OK : rc;
-  if (!o.planner) {
-    ob_unref(o.inputs);
-    return ob_cli_usage_error("loop", "needs --planner FILE.lua");
-  }
   ob_engine *e;
   ob_plan *p;
   ob_value *pv;
-  if ((rc = prepare(&o, &e, &p, &pv)) != OB_EXIT_OK) {
-    cleanup(&o, e, p, pv);
+  int rc = begin(argc, argv, loop_help, &o, &e, &p, &pv);
+  if (rc >= 0)
     return rc;
-  }
   lua_State *L = e->L;
   int planner = LUA_NOREF;
   if (luaL_loadfile(L, o.planner) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK ||
