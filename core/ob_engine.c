@@ -397,6 +397,31 @@ int ob_engine_load_tools(ob_engine *e, const char *path, ob_error *err) {
   return rc;
 }
 
+int ob_engine_add_tool(ob_engine *e, const char *name, const ob_value *schema, ob_tool_fn fn,
+                       void *data, ob_error *err) {
+  if (!name || !*name || !fn)
+    return ob_error_set(err, OB_EINVAL, 0, "a C tool needs a name and a function");
+  const ob_tool *twin = ob_map_get(&e->tools, name, strlen(name));
+  if (twin)
+    return ob_error_set(err, OB_EINVAL, 0, "the tool \"%s\" is already defined in %s", name,
+                        twin->file);
+  ob_schema *compiled = NULL;
+  if (schema && !(compiled = ob_schema_compile(schema, err)))
+    return err ? err->code : OB_EINVAL;
+  ob_tool *t = calloc(1, sizeof *t);
+  if (!t)
+    abort();
+  t->name = xstrdup(name);
+  t->file = xstrdup("(C)");
+  t->schema_value = ob_ref((ob_value *)schema);
+  t->schema = compiled;
+  t->run_ref = t->table_ref = LUA_NOREF;
+  t->fn = fn;
+  t->fn_data = data;
+  ob_map_put(&e->tools, t->name, strlen(t->name), t);
+  return OB_OK;
+}
+
 int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err) {
   return load_lua_file(e, path, 0, err);
 }

@@ -55,6 +55,13 @@ void ob_engine_free(ob_engine *e);
  * tables, schemas that are not usable, a name defined twice. */
 int ob_engine_load_tools(ob_engine *e, const char *path, ob_error *err);
 
+/* Registers a tool written in C: fn(h, params, data) runs it (params are the
+ * resolved call, meta-properties included, borrowed for the call's length)
+ * and completes it, then or later, with ob_call_complete (ob_run.h).
+ * schema (borrowed, may be NULL) is its JSON Schema. Errors as for files. */
+int ob_engine_add_tool(ob_engine *e, const char *name, const ob_value *schema, ob_tool_fn fn,
+                       void *data, ob_error *err);
+
 /* Runs a Lua file whose job is to configure the engine (the latent handler
  * through obelus.set_latent, ...). Errors as for tools. */
 int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err);

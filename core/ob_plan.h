@@ -11,6 +11,11 @@
 #include "ob_schema.h"
 #include "ob_value.h"
 
+/* A call of a tool written in C, while it runs (ob_run.c): the handle its
+ * function completes, now or later, with ob_call_complete. */
+typedef struct ob_call_handle ob_call_handle;
+typedef void (*ob_tool_fn)(ob_call_handle *h, const ob_value *params, void *data);
+
 /* A tool as the plan sees it: a name, a schema, and whether it can run. */
 typedef struct ob_tool {
   char *name;
@@ -21,6 +26,8 @@ typedef struct ob_tool {
   int latent;          /* no run function: the latent handler runs it */
   int run_ref;         /* Lua registry reference of run, or a negative number */
   int table_ref;       /* Lua registry reference of the tool table */
+  ob_tool_fn fn;       /* a tool written in C (run_ref unused), or NULL */
+  void *fn_data;
 } ob_tool;
 
 /* One reference expression found in a call's params. */

@@ -692,6 +692,11 @@ static void start(crun *c) {
   if (c->detached)
     r->detached_running++;
   emit(r, OB_EV_STARTED, call, NULL);
+  if (c->tool->fn) { /* a tool written in C: it completes through its handle */
+    c->tool->fn((ob_call_handle *)c, params, c->tool->fn_data);
+    ob_unref(params);
+    return;
+  }
   lua_State *co;
   if (r->e->npool) {
     c->co_ref = r->e->pool[--r->e->npool];
@@ -1021,6 +1026,37 @@ static void complete(crun *c, int nres) {
   w = alt_writes(c, (size_t)alt, value, &n);
   ob_unref(value);
   finish_writes(c, w, n);
+}
+
+/* --- tools written in C ------------------------------------------------------------ */
+
+void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, const char *error) {
+  crun *c = (crun *)h;
+  if (c->state != OB_CALL_RUNNING || c->run->cancelled)
+    return; /* spent, or the run was cancelled */
+  if (error) {
+    tool_error(c, error, NULL);
+    return;
+  }
+  if (!c->call->has_output) {
+    settle(c, OB_CALL_DONE, NULL);
+    return;
+  }
+  if (alt >= c->call->output.n) {
+    char why[128];
+    snprintf(why, sizeof why, "the tool chose alternative %zu; the _outputPath has %zu", alt + 1,
+             c->call->output.n);
+    fail(c, "runtime", why);
+    return;
+  }
+  size_t n;
+  out_write *w = alt_writes(c, alt, value ? (ob_value *)value : ob_null(), &n);
+  finish_writes(c, w, n);
+}
+
+const char *ob_call_handle_id(const ob_call_handle *h) { return ((const crun *)h)->call->id; }
+const char *ob_call_handle_tool(const ob_call_handle *h) {
+  return ((const crun *)h)->call->tool_name;
 }
 
 /* A Lua error in the tool: handled by the last || alternative when there are

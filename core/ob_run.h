@@ -87,6 +87,19 @@ size_t ob_run_fail_stalled(ob_run *r);
  * global state document ({} when none). New reference. */
 ob_value *ob_run_output(ob_run *r);
 
+/* Completes a call of a C tool (ob_engine_add_tool), from its function or
+ * later from any callback on the loop. With error NULL, value (borrowed) is
+ * the result, written to the alternative numbered alt (0-based) of the
+ * call's _outputPath (0: the first, as a Lua tool returning normally);
+ * with error set it is the tool's error (routed to the last || alternative
+ * when there are two or more). The handle is spent: call this once. After
+ * the run was cancelled it does nothing; after the run is freed the handle
+ * must not be used. */
+void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, const char *error);
+/* The call's id and tool name, for the tool's own messages. */
+const char *ob_call_handle_id(const ob_call_handle *h);
+const char *ob_call_handle_tool(const ob_call_handle *h);
+
 /* Internal: the Lua primitives of the `obelus` module that reach into runs
  * (ob_engine.c builds the module from them). Each C closure has the engine
  * as its first upvalue. */
