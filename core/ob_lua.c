@@ -72,6 +72,8 @@
 #include "ob_lua.h"
 
 #define KEY_ORDER "obelus.keyorder"
+#define SHAPES "obelus.shapes" /* key signature -> key list, weak values */
+#define SHAPE_MAX_KEYS 32      /* wider objects get a list of their own */
 #define KEY_CACHE 64 /* a power of two */
 #define INLINE_ENTRIES 32
 #define NO_RANK SIZE_MAX
@@ -93,11 +95,27 @@ static void push_key_order(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, KEY_ORDER);
 }
 
+/* Pushes the table of key lists by signature: the params of every call of
+ * one tool have the same keys, so their list is made once, not once a push. */
+static void push_shapes(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SHAPES) == LUA_TTABLE)
+    return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 0);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, SHAPES);
+}
+
 void ob_lua_open(lua_State *L) {
   luaL_checkstack(L, 4, "obelus: Lua stack exhausted");
   ob_lua_push_array_mt(L);
   push_key_order(L);
-  lua_pop(L, 2);
+  push_shapes(L);
+  lua_pop(L, 3);
 }
 
 int ob_lua_is_array(lua_State *L, int idx) {
@@ -119,7 +137,7 @@ int ob_lua_is_array(lua_State *L, int idx) {
 
 typedef struct pusher {
   lua_State *L;
-  int array_mt, order; /* absolute stack indices */
+  int array_mt, order, shapes; /* absolute stack indices */
   int lists;           /* stack slots lists .. lists+SHAPE_LEVELS-1: the key list of shape[d] */
   const ob_value *shape[SHAPE_LEVELS]; /* the last non-empty object pushed at depth d */
 } pusher;
@@ -144,6 +162,44 @@ static int same_keys(const ob_value *a, const ob_value *b) {
   return 1;
 }
 
+/* The signature of an object's keys (their number and hashes, in order); never 0. */
+static lua_Integer signature(const ob_value *v) {
+  uint64_t h = 1469598103934665603ull ^ ob_object_len(v);
+  ob_object_iter it;
+  ob_value *k, *x;
+  ob_object_iter_init(&it, v);
+  while (ob_object_iter_next(&it, &k, &x))
+    h = (h ^ ob_string_hash(k)) * 1099511628211ull;
+  h &= 0x3fffffffffffffull; /* a small positive integer key: the table's array or hash part */
+  return (lua_Integer)(h ? h : 1);
+}
+
+/* Pushes the key list an earlier push made for objects with v's keys, when
+ * the cache still has one and its keys are v's (a signature may collide). */
+static int shape_list(pusher *p, const ob_value *v, lua_Integer sig) {
+  lua_State *L = p->L;
+  if (lua_rawgeti(L, p->shapes, sig) != LUA_TTABLE || lua_rawlen(L, -1) != ob_object_len(v)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  ob_object_iter it;
+  ob_value *k, *x;
+  lua_Integer i = 1;
+  ob_object_iter_init(&it, v);
+  while (ob_object_iter_next(&it, &k, &x)) {
+    size_t len;
+    lua_rawgeti(L, -1, i++);
+    const char *s = lua_tolstring(L, -1, &len);
+    int same = s && len == ob_string_len(k) && memcmp(s, ob_string_ptr(k), len) == 0;
+    lua_pop(L, 1);
+    if (!same) {
+      lua_pop(L, 1);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* Pushes object v with its key list recorded. Objects at one depth often
  * share their keys (records in an array, or the same field of each record),
  * so the list of the last object at each depth is kept on the stack and
@@ -159,10 +215,14 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
   int obj = lua_gettop(L), list;
   int cached = depth < SHAPE_LEVELS;
   int reuse = cached && p->shape[depth] && same_keys(p->shape[depth], v);
-  if (reuse)
+  lua_Integer sig = 0;
+  if (reuse) {
     lua_pushvalue(L, p->lists + (int)depth);
-  else
+  } else if (n <= SHAPE_MAX_KEYS && (sig = signature(v), shape_list(p, v, sig))) {
+    reuse = 1; /* a list made by an earlier push, now on the stack */
+  } else {
     lua_createtable(L, n > INT_MAX ? INT_MAX : (int)n, 0);
+  }
   list = lua_gettop(L);
   ob_object_iter it;
   ob_value *k, *x;
@@ -183,6 +243,10 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
   lua_pushvalue(L, obj);
   lua_pushvalue(L, list);
   lua_rawset(L, p->order);
+  if (!reuse && sig) { /* remember the new list for later pushes */
+    lua_pushvalue(L, list);
+    lua_rawseti(L, p->shapes, sig);
+  }
   if (!reuse && cached) {
     p->shape[depth] = v;
     lua_replace(L, p->lists + (int)depth);
@@ -240,8 +304,10 @@ void ob_lua_push(lua_State *L, const ob_value *v) {
   p.array_mt = lua_gettop(L);
   push_key_order(L);
   p.order = lua_gettop(L);
-  p.lists = p.order + 1;
-  lua_settop(L, p.order + SHAPE_LEVELS); /* the list slots, nil: no stack growth, no allocation */
+  push_shapes(L);
+  p.shapes = lua_gettop(L);
+  p.lists = p.shapes + 1;
+  lua_settop(L, p.shapes + SHAPE_LEVELS); /* the list slots, nil: no stack growth, no allocation */
   memset(p.shape, 0, sizeof p.shape);
   push_any(&p, v, 0);
   lua_replace(L, p.array_mt);

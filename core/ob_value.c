@@ -287,6 +287,8 @@ static uint32_t string_hash(ob_value *key) {
   return s->hash;
 }
 
+uint32_t ob_string_hash(ob_value *s) { return string_hash(s); }
+
 static int key_is(const ob_value *key, const char *s, size_t len) {
   const string_value *k = (const string_value *)key;
   return k->len == len && memcmp(k->s, s, len) == 0;

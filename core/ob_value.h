@@ -72,6 +72,8 @@ int64_t ob_int_value(const ob_value *v);
 double ob_real_value(const ob_value *v);   /* OB_REAL, or an OB_INT converted */
 const char *ob_string_ptr(const ob_value *v); /* always NUL-terminated, may hold NULs */
 size_t ob_string_len(const ob_value *v);
+/* A hash of the string's bytes (computed once, then kept with the string). */
+uint32_t ob_string_hash(ob_value *v);
 
 /* --- arrays (persistent vector) --- */
 ob_value *ob_array(void); /* the empty array */
