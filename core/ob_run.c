@@ -1059,6 +1059,13 @@ const char *ob_call_handle_tool(const ob_call_handle *h) {
   return ((const crun *)h)->call->tool_name;
 }
 
+ob_run *ob_call_handle_run(const ob_call_handle *h) {
+  ob_run *r = ((const crun *)h)->run;
+  while (r->parent) /* a delegated plan's run belongs to its caller's */
+    r = r->parent->run;
+  return r;
+}
+
 /* A Lua error in the tool: handled by the last || alternative when there are
  * two or more (SPEC 3), else a runtime error of the call (with its traceback
  * on stderr). */

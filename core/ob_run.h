@@ -99,6 +99,10 @@ void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, cons
 /* The call's id and tool name, for the tool's own messages. */
 const char *ob_call_handle_id(const ob_call_handle *h);
 const char *ob_call_handle_tool(const ob_call_handle *h);
+/* The run the host started that the call belongs to: its own run, or, for a
+ * call of a delegated plan, the outermost run that delegated to it (which
+ * frees the delegated runs with it). */
+ob_run *ob_call_handle_run(const ob_call_handle *h);
 
 /* Internal: the Lua primitives of the `obelus` module that reach into runs
  * (ob_engine.c builds the module from them). Each C closure has the engine
