@@ -43,6 +43,8 @@ typedef struct crun {
   lua_State *co;       /* while running */
   int co_ref;
   int asleep;          /* in the engine's sleep heap (obelus.sleep) */
+  uint64_t slice_start; /* when the slice hook first fired in this resume */
+  uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
   ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
   ob_plan *subplan;
   ob_value *subvalue;
@@ -316,9 +318,29 @@ static int params_invalid(const ob_tool *t, const ob_value *params, ob_buf *why)
 static void complete(crun *c, int nres);
 static void tool_error(crun *c, const char *msg, const char *traceback);
 
+/* A tool that runs on without yielding would stop the whole loop: every
+ * million Lua instructions this checks how long the call has run since it
+ * was resumed, and past the run's limit raises an error in the tool. */
+static void slice_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  crun *c = *(crun **)lua_getextraspace(L);
+  if (!c)
+    return;
+  if (c->slice_resume != c->resumes) { /* the first million of this resume: start the clock */
+    c->slice_resume = c->resumes;
+    c->slice_start = uv_hrtime();
+    return;
+  }
+  uint64_t limit = c->run->opt.max_slice_ms ? c->run->opt.max_slice_ms : OB_RUN_MAX_SLICE_MS;
+  if ((uv_hrtime() - c->slice_start) / 1000000u > limit)
+    luaL_error(L, "the tool ran %d ms without yielding (an endless loop?); obelus stopped it",
+               (int)limit);
+}
+
 static void resume(crun *c, lua_State *from, int nargs) {
   lua_State *co = c->co;
   int nres = 0;
+  c->resumes++; /* the clock starts when the hook first fires: no clock read per resume */
   int st = lua_resume(co, from, nargs, &nres);
   if (c->state != OB_CALL_RUNNING || c->co != co)
     return; /* cancelled meanwhile */
@@ -639,6 +661,7 @@ static void start_delegate(crun *c, ob_value *params) {
                         .max_depth = max_depth,
                         .pre_context = pre,
                         .approve_tty = r->opt.approve_tty,
+                        .max_slice_ms = r->opt.max_slice_ms,
                         .on_done = delegate_done,
                         .ud = c};
   c->sub = ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
@@ -706,6 +729,7 @@ static void start(crun *c) {
   } else {
     co = lua_newthread(L);
     c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_sethook(co, slice_hook, LUA_MASKCOUNT, 1000000); /* stays with the pooled thread */
   }
   c->co = co;
   *(crun **)lua_getextraspace(co) = c;

@@ -36,6 +36,9 @@ typedef struct ob_event {
   double t_ms;         /* milliseconds since the run started */
 } ob_event;
 
+/* Default for ob_run_options.max_slice_ms: 30 s of Lua without a yield. */
+#define OB_RUN_MAX_SLICE_MS 30000
+
 typedef struct ob_run_options {
   size_t concurrency;      /* 0: unlimited */
   int depth;               /* 0 for a plan run directly; a delegated plan's is its caller's + 1 */
@@ -43,6 +46,8 @@ typedef struct ob_run_options {
   const ob_value *pre_context; /* messages appended before the plan's context, or NULL */
   ob_log *log;             /* a log to run on (shared, never freed by the run); NULL: a new one */
   int approve_tty;         /* ask on the terminal before each call starts (--approve) */
+  unsigned max_slice_ms;   /* how long a tool may run without yielding before it is stopped
+                              with an error (0: OB_RUN_MAX_SLICE_MS) */
   int time_travel;         /* keep every version of the documents (reads as of position N);
                               off, writes change unshared documents in place */
   FILE *journal;           /* JSON Lines, the log as it grows; NULL: none */
