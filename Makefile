@@ -109,7 +109,9 @@ clean:
 
 -include $(wildcard build/rel/*.d)
 
-# The weather plan, once per branch: a branch taken, the other skipped, a join.
+# The weather plan, once per branch: a branch taken, the other skipped, a join;
+# then the London run's journal as a timeline, and its graph coloured by outcome
+# as SVG when Graphviz's dot is there.
 demo: bin/obelus
 	@echo '$$ obelus check plans/weather/plan.json --tools plans/weather/tools'
 	@bin/obelus check plans/weather/plan.json --tools plans/weather/tools
@@ -117,3 +119,14 @@ demo: bin/obelus
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"Lisbon"}'
 	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"London"}'"'"' --events -'
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' --events -
+	@mkdir -p build/demo
+	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' \
+	  --journal build/demo/weather.jsonl >/dev/null
+	@echo '$$ obelus log build/demo/weather.jsonl'
+	@bin/obelus log build/demo/weather.jsonl
+	@if command -v dot >/dev/null 2>&1; then \
+	  echo '$$ obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl | dot -Tsvg > build/demo/weather.svg'; \
+	  bin/obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl > build/demo/weather.dot && \
+	  dot -Tsvg build/demo/weather.dot -o build/demo/weather.svg && \
+	  echo "demo: build/demo/weather.svg (done green, not run grey)"; \
+	else echo "demo: no SVG, Graphviz's dot is not installed (make deps installs it)"; fi

@@ -21,7 +21,8 @@ static const char main_help[] =
     "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
     "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
-    "  log, resume                                 not built yet (see the README's roadmap)\n"
+    "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
+    "  resume                                      not built yet (see the README's roadmap)\n"
     "\n"
     "`obelus COMMAND --help` tells more about each.\n";
 
@@ -37,9 +38,10 @@ static const command commands[] = {
     {"graph", ob_cmd_graph},
     {"resolve", ob_cmd_resolve},
     {"schema", ob_cmd_schema},
+    {"log", ob_cmd_log},
 };
 
-static const char *const planned[] = {"log", "resume"};
+static const char *const planned[] = {"resume"};
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -55,7 +57,7 @@ int main(int argc, char **argv) {
       return commands[i].run(argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
     if (!strcmp(argv[1], planned[i])) {
-      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, loop, graph, resolve, schema\n", argv[1]);
+      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, loop, graph, resolve, schema, log\n", argv[1]);
       return OB_EXIT_USAGE;
     }
   fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);

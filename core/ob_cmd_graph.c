@@ -16,18 +16,22 @@
  * that alternative alone; fan-out (`&&`) and single paths are solid edges.
  * The dependency itself comes from the plan (call->users), so scopes are
  * already right: a global writer feeds its instanced readers, one instance's
- * writer never feeds another instance. */
+ * writer never feeds another instance.
+ *
+ * With --journal, each node is filled by the call's outcome in that run
+ * (outcome_from_journal below says how a message is matched to its call). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ob_cli.h"
 #include "ob_engine.h"
+#include "ob_journal.h"
 #include "ob_log.h"
 #include "ob_plan.h"
 
 static const char graph_help[] =
-    "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]...\n"
+    "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]... [--journal J]\n"
     "\n"
     "Prints the dependency graph of PLAN: one node per call (its id and tool),\n"
     "one edge from each call to each call that reads what it writes, labelled\n"
@@ -40,11 +44,20 @@ static const char graph_help[] =
     "\n"
     "  --format dot|mermaid  Graphviz dot (default) or a Mermaid `flowchart TD`\n"
     "  --tools PATH          a tool file (.lua) or a folder of them; repeatable\n"
+    "  --journal J           colour each call by its outcome in the run journal J\n"
+    "                        (`run --journal J`): done green, failed red, not run\n"
+    "                        grey (a journal does not record skips, so a skipped\n"
+    "                        call and one never reached look alike); a\n"
+    "                        fire-and-forget call that did not fail is left white\n"
+    "                        (it writes nothing to tell). The outcome is also the\n"
+    "                        node's last label line.\n"
     "\n"
     "examples:\n"
     "  obelus graph plan.json | dot -Tsvg > plan.svg\n"
     "  obelus graph plan.json --format mermaid > plan.mmd\n"
-    "  obelus graph plans/weather/plan.json --tools plans/weather/tools\n";
+    "  obelus graph plans/weather/plan.json --tools plans/weather/tools\n"
+    "  obelus run plan.json --tools tools/ --journal run.jsonl\n"
+    "  obelus graph plan.json --journal run.jsonl | dot -Tsvg > run.svg\n";
 
 enum { FORMAT_DOT, FORMAT_MERMAID };
 
@@ -189,6 +202,136 @@ static void free_graph(graph *g) {
   free(g->edges);
 }
 
+/* --- outcomes from a journal --------------------------------------------------- */
+
+/* Light fills, so that the black labels stay readable in both syntaxes. */
+#define FILL_DONE "#c6efce"
+#define FILL_FAILED "#ffc7ce"
+#define FILL_NOT_RUN "#e0e0e0"
+
+enum { OUTCOME_NONE, OUTCOME_DONE, OUTCOME_FAILED };
+
+static int in_scope(const ob_call *c, const ob_value *instance) {
+  return c->instance ? instance && !strcmp(c->instance, ob_string_ptr(instance)) : !instance;
+}
+
+/* The call of p that a message names. An id names the call with that id (an
+ * error message's "id" is the id the run gave the call; an output's
+ * _call._id gets "@<instance>" appended for an instance's copy of a call
+ * without its own _instance, as the run named it). A _call without _id is
+ * matched by position: the first call of the plan, in the message's scope,
+ * written exactly like it (JSON equality), which is the call whose default id
+ * "#<index>" the run used. NULL when none: a journal of another plan. */
+static const ob_call *call_named(const ob_plan *p, const char *id, const ob_value *call,
+                                 const ob_value *instance) {
+  if (id)
+    return ob_map_get(&p->ids, id, strlen(id));
+  if (!call)
+    return NULL;
+  const ob_value *cid = ob_typeof(call) == OB_OBJECT ? ob_object_get(call, "_id", 3) : NULL;
+  if (cid && ob_typeof(cid) == OB_STRING) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_add(&b, ob_string_ptr(cid), ob_string_len(cid));
+    if (instance && !ob_object_get(call, "_instance", 9))
+      ob_buf_addf(&b, "@%s", ob_string_ptr(instance));
+    ob_buf_addc(&b, '\0');
+    const ob_call *c = ob_map_get(&p->ids, b.data, b.len - 1);
+    ob_buf_free(&b);
+    return c;
+  }
+  for (size_t i = 0; i < p->ncalls; i++)
+    if (in_scope(&p->calls[i], instance) && ob_equal(p->calls[i].raw, call))
+      return &p->calls[i];
+  return NULL;
+}
+
+/* Each call's outcome in the journal's log: done when some output message
+ * came from it, failed when some error message names it (failure wins: a
+ * failed call writes nothing, so both only meet in a journal of several
+ * runs). Messages of delegated runs (_log) belong to other plans: ignored. */
+static void outcomes(const ob_plan *p, ob_log *log, int *out) {
+  for (size_t i = 0; i < ob_log_len(log); i++) {
+    const ob_msg *m = ob_log_at(log, i);
+    const ob_call *c = NULL;
+    int outcome = OUTCOME_NONE;
+    if (m->type == OB_MSG_OUTPUT) {
+      c = call_named(p, NULL, m->call, m->instance);
+      outcome = OUTCOME_DONE;
+    } else if (m->type == OB_MSG_CONTEXT && !strcmp(ob_string_ptr(m->kind), "error") &&
+               ob_typeof(m->value) == OB_OBJECT) {
+      const ob_value *id = ob_object_get(m->value, "id", 2);
+      c = call_named(p, id && ob_typeof(id) == OB_STRING ? ob_string_ptr(id) : NULL,
+                     ob_object_get(m->value, "call", 4), m->instance);
+      outcome = OUTCOME_FAILED;
+    }
+    /* an instance's copies share their index: the position in calls tells them apart */
+    if (c && outcome > out[c - p->calls])
+      out[c - p->calls] = outcome;
+  }
+}
+
+/* The first plan message of the log, when it holds a plan other than v. */
+static const char *other_plan(ob_log *log, const ob_value *v) {
+  for (size_t i = 0; i < ob_log_len(log); i++) {
+    const ob_msg *m = ob_log_at(log, i);
+    if (m->type != OB_MSG_OTHER)
+      continue;
+    const ob_value *pv = ob_object_get(m->raw, "plan", 4);
+    const ob_value *f = ob_object_get(m->raw, "file", 4);
+    if (!pv || ob_equal(pv, v))
+      return NULL;
+    return f && ob_typeof(f) == OB_STRING ? ob_string_ptr(f) : "another plan";
+  }
+  return NULL;
+}
+
+/* Fills every node by its call's outcome and says it on the label's last line. */
+static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
+                             const char *journal) {
+  ob_error err;
+  ob_log *log = ob_log_new();
+  ob_log_keep_history(log, 0); /* only read as it ends */
+  if (ob_journal_load(log, journal, &err) != OB_OK) {
+    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_log_free(log);
+    return OB_EXIT_USAGE;
+  }
+  ob_value *v = ob_json_parse_file(plan_file, &err);
+  const char *other = v ? other_plan(log, v) : NULL;
+  if (other)
+    fprintf(stderr, "obelus graph: warning: %s is the journal of a run of %s, whose plan is not "
+                    "%s's; calls are matched by id\n",
+            journal, other, plan_file);
+  ob_unref(v);
+  int *out = xcalloc(p->ncalls, sizeof *out);
+  outcomes(p, log, out);
+  for (size_t i = 0; i < g->nnodes; i++) {
+    gnode *n = &g->nodes[i];
+    const char *what;
+    if (out[i] == OUTCOME_FAILED) {
+      n->fill = FILL_FAILED;
+      what = "failed";
+    } else if (out[i] == OUTCOME_DONE) {
+      n->fill = FILL_DONE;
+      what = "done";
+    } else if (!p->calls[i].has_output) {
+      what = "no record (writes nothing)"; /* fire-and-forget or a thought: left white */
+    } else {
+      n->fill = FILL_NOT_RUN;
+      what = "not run";
+    }
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "%s\n%s", n->label, what);
+    free(n->label);
+    n->label = b.data;
+  }
+  free(out);
+  ob_log_free(log);
+  return OB_EXIT_OK;
+}
+
 /* --- printers ------------------------------------------------------------------- */
 
 /* Inside a dot "..." string: \" and \\ are escapes, and a backslash before a
@@ -298,7 +441,7 @@ static void check_more(ob_plan *p, ob_engine *e) {
 }
 
 int ob_cmd_graph(int argc, char **argv) {
-  const char *file = NULL;
+  const char *file = NULL, *journal = NULL;
   const char *tools[64];
   int ntools = 0, format = FORMAT_DOT;
   for (int i = 1; i < argc; i++) {
@@ -321,6 +464,10 @@ int ob_cmd_graph(int argc, char **argv) {
       if (ntools == 64)
         return ob_cli_usage_error("graph", "too many --tools");
       tools[ntools++] = argv[i];
+    } else if (!strcmp(a, "--journal")) {
+      if (++i == argc)
+        return ob_cli_usage_error("graph", "--journal needs a journal file (run --journal)");
+      journal = argv[i];
     } else if (a[0] == '-' && a[1] == '-') {
       return ob_cli_usage_error("graph", "unknown option %s", a);
     } else if (!file) {
@@ -361,9 +508,11 @@ int ob_cmd_graph(int argc, char **argv) {
   } else {
     graph g;
     build_graph(&g, p);
-    if (format == FORMAT_DOT)
+    if (journal)
+      rc = colour_by_journal(&g, p, file, journal);
+    if (rc == OB_EXIT_OK && format == FORMAT_DOT)
       print_dot(stdout, &g);
-    else
+    else if (rc == OB_EXIT_OK)
       print_mermaid(stdout, &g);
     free_graph(&g);
   }

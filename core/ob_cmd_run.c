@@ -1,9 +1,13 @@
 /* ob_cmd_run.c -- `obelus run` and `obelus check`: load tools and a plan, validate
- * everything, and (run) execute it on a libuv loop, printing the final output. */
+ * everything, and (run) execute it on a libuv loop, printing the final output.
+ * On a terminal, run and loop keep a live progress line at the bottom of stderr. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -48,6 +52,8 @@ static const char check_help[] =
     "example:\n"
     "  obelus check plans/weather/plan.json --tools plans/weather/tools\n";
 
+typedef struct progress progress;
+
 typedef struct options {
   const char *cmd, *plan, *journal, *events, *planner;
   size_t max_steps;
@@ -57,7 +63,198 @@ typedef struct options {
   size_t concurrency, drain_ms;
   int max_depth;
   int approve;
+  progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
 } options;
+
+/* --- the progress line -------------------------------------------------------- *
+ *
+ * "done 12 · running 3 · waiting 5 · skipped 1 · failed 0 · 1.2s", kept as the
+ * last line of stderr while calls run, when stderr is a terminal. Anything
+ * else written to the terminal must erase it first, and that is written from
+ * many places: the scheduler's failure notes, Lua tracebacks, tools using
+ * io.stderr or print(). So for the length of the command the stdio streams
+ * stderr (and stdout, when it is a terminal too) are replaced by streams
+ * (glibc's fopencookie; glibc documents stdin/stdout/stderr as assignable
+ * variables) whose every write erases the line first. They are installed
+ * before the engine exists, so that Lua's io library takes them too, and put
+ * back after it is freed. The line is redrawn on scheduler events at most ten
+ * times a second, by a 100 ms timer (unref'd: it never keeps the loop alive)
+ * for the elapsed time, always on run_done, and never after a partial line
+ * someone else wrote (an answer may be awaited there). */
+
+typedef struct pstream {
+  progress *pg;
+  int fd;
+} pstream;
+
+struct progress {
+  FILE *real_err, *real_out; /* the streams replaced (real_out NULL: stdout kept) */
+  FILE *err, *out;           /* their stand-ins */
+  pstream err_side, out_side;
+  int shown;                 /* the line is on the screen */
+  int at_line_start;         /* the last byte anyone wrote ended a line */
+  int color;
+  uv_timer_t timer;
+  int timer_open;
+  uint64_t t0, last_draw;    /* uv_hrtime(), ns */
+  const ob_run *run;         /* the run drawn, or NULL between runs */
+  size_t ncalls;
+  size_t base[6];            /* by ob_call_state: the counts of loop steps already run */
+};
+
+static int write_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    s += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static void progress_erase(progress *pg) {
+  if (pg && pg->shown) {
+    write_all(STDERR_FILENO, "\r\033[K", 4);
+    pg->shown = 0;
+  }
+}
+
+static ssize_t pstream_write(void *cookie, const char *buf, size_t size) {
+  pstream *ps = cookie;
+  if (!size)
+    return 0;
+  progress_erase(ps->pg);
+  if (write_all(ps->fd, buf, size) < 0)
+    return -1;
+  ps->pg->at_line_start = buf[size - 1] == '\n';
+  return (ssize_t)size;
+}
+
+static FILE *pstream_open(pstream *ps, progress *pg, int fd, int mode) {
+  cookie_io_functions_t io = {.write = pstream_write};
+  ps->pg = pg;
+  ps->fd = fd;
+  FILE *f = fopencookie(ps, "w", io);
+  if (f)
+    setvbuf(f, NULL, mode, BUFSIZ);
+  return f;
+}
+
+/* The progress line, when stderr is a terminal that can erase a line and
+ * nothing else needs it (--events -, --approve asking there). */
+static progress *progress_install(const options *o) {
+  const char *term = getenv("TERM"), *nc = getenv("NO_COLOR");
+  if (!isatty(STDERR_FILENO) || (term && !strcmp(term, "dumb")) || o->approve ||
+      (o->events && !strcmp(o->events, "-")))
+    return NULL;
+  progress *pg = calloc(1, sizeof *pg);
+  if (!pg)
+    abort();
+  pg->at_line_start = 1;
+  pg->color = !(nc && *nc);
+  fflush(stderr);
+  fflush(stdout);
+  if (!(pg->err = pstream_open(&pg->err_side, pg, STDERR_FILENO, _IONBF))) {
+    free(pg);
+    return NULL;
+  }
+  pg->real_err = stderr;
+  stderr = pg->err;
+  if (isatty(STDOUT_FILENO) && (pg->out = pstream_open(&pg->out_side, pg, STDOUT_FILENO, _IOLBF))) {
+    pg->real_out = stdout;
+    stdout = pg->out;
+  }
+  return pg;
+}
+
+/* Puts the real streams back (after the engine, which holds them in Lua, is freed). */
+static void progress_remove(progress *pg) {
+  if (!pg)
+    return;
+  progress_erase(pg);
+  if (pg->real_out) {
+    fflush(pg->out);
+    stdout = pg->real_out;
+    fclose(pg->out);
+  }
+  fflush(pg->err);
+  stderr = pg->real_err;
+  fclose(pg->err);
+  free(pg);
+}
+
+static void progress_draw(progress *pg) {
+  if (!pg->run || !pg->at_line_start)
+    return;
+  size_t n[6];
+  memcpy(n, pg->base, sizeof n);
+  for (size_t i = 0; i < pg->ncalls; i++)
+    n[ob_run_call_state(pg->run, i)]++;
+  uint64_t now = uv_hrtime();
+  const char *red = pg->color && n[OB_CALL_FAILED] ? "\033[31m" : "";
+  const char *off = *red ? "\033[0m" : "";
+  char line[256];
+  int len = snprintf(line, sizeof line,
+                     "\rdone %zu \xC2\xB7 running %zu \xC2\xB7 waiting %zu \xC2\xB7 skipped %zu "
+                     "\xC2\xB7 %sfailed %zu%s \xC2\xB7 %.1fs",
+                     n[OB_CALL_DONE], n[OB_CALL_RUNNING], n[OB_CALL_WAITING] + n[OB_CALL_READY],
+                     n[OB_CALL_SKIPPED], red, n[OB_CALL_FAILED], off,
+                     (double)(now - pg->t0) / 1e9);
+  if (len < 0 || (size_t)len >= sizeof line)
+    return;
+  /* a line wider than the terminal would wrap, and \r would not reach its start */
+  struct winsize ws;
+  size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
+  size_t shown = 0, cut = 0;
+  for (size_t i = 1; i < (size_t)len; i++) {
+    if (line[i] == '\033') { /* an SGR sequence takes no column */
+      while (i < (size_t)len && line[i] != 'm')
+        i++;
+      continue;
+    }
+    if (((unsigned char)line[i] & 0xC0) != 0x80 && ++shown == cols) {
+      cut = i;
+      break;
+    }
+  }
+  if (cut)
+    len = (int)cut;
+  write_all(STDERR_FILENO, line, (size_t)len);
+  write_all(STDERR_FILENO, "\033[K", 3);
+  if (cut && *off)
+    write_all(STDERR_FILENO, off, strlen(off));
+  pg->shown = 1;
+  pg->last_draw = now;
+}
+
+static void progress_tick(uv_timer_t *t) { progress_draw(t->data); }
+
+/* On a scheduler event: at most ten draws a second, but always the last. */
+static void progress_event(progress *pg, const ob_event *ev) {
+  if (ev->type == OB_EV_RUN_DONE || uv_hrtime() - pg->last_draw >= 100000000u)
+    progress_draw(pg);
+}
+
+static void progress_start(progress *pg, uv_loop_t *loop) {
+  pg->t0 = uv_hrtime();
+  uv_timer_init(loop, &pg->timer);
+  pg->timer.data = pg;
+  uv_timer_start(&pg->timer, progress_tick, 100, 100);
+  uv_unref((uv_handle_t *)&pg->timer);
+  pg->timer_open = 1;
+}
+
+/* A run ends: its counts join the base (loop runs several), the line goes. */
+static void progress_end_run(progress *pg) {
+  for (size_t i = 0; pg->run && i < pg->ncalls; i++)
+    pg->base[ob_run_call_state(pg->run, i)]++;
+  pg->base[OB_CALL_RUNNING] = pg->base[OB_CALL_WAITING] = pg->base[OB_CALL_READY] = 0;
+  pg->run = NULL;
+  progress_erase(pg);
+}
 
 static int parse_args(int argc, char **argv, options *o, const char *help) {
   memset(o, 0, sizeof *o);
@@ -190,6 +387,8 @@ static int begin(int argc, char **argv, const char *help, options *o, ob_engine 
     ob_unref(o->inputs);
     return rc < 0 ? OB_EXIT_OK : rc;
   }
+  if (strcmp(o->cmd, "check"))
+    o->pg = progress_install(o);
   if ((rc = prepare(o, e, p, pv)) != OB_EXIT_OK) {
     cleanup(o, *e, *p, *pv);
     return rc;
@@ -202,6 +401,8 @@ static void cleanup(options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) 
   ob_plan_free(p);
   ob_unref(plan_value);
   ob_unref(o->inputs);
+  progress_remove(o->pg); /* Lua held the stand-in streams until the engine went */
+  o->pg = NULL;
 }
 
 int ob_cmd_check(int argc, char **argv) {
@@ -254,6 +455,8 @@ static const char *event_names[] = {"ready", "started", "done", "skipped", "fail
 
 static void on_event(void *ud, const ob_event *ev) {
   runner *rn = ud;
+  if (rn->o->pg)
+    progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();
     o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
@@ -308,6 +511,8 @@ static int runner_open(runner *rn, options *o, ob_engine *e, FILE **journal) {
   uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
   uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
   uv_unref((uv_handle_t *)&rn->sigterm);
+  if (o->pg)
+    progress_start(o->pg, e->loop);
   rn->open = 1;
   return OB_EXIT_OK;
 }
@@ -317,6 +522,10 @@ static void runner_close(runner *rn, FILE *journal) {
     uv_close((uv_handle_t *)&rn->drain, NULL);
     uv_close((uv_handle_t *)&rn->sigint, NULL);
     uv_close((uv_handle_t *)&rn->sigterm, NULL);
+    if (rn->o->pg && rn->o->pg->timer_open) {
+      uv_close((uv_handle_t *)&rn->o->pg->timer, NULL);
+      rn->o->pg->timer_open = 0;
+    }
     uv_run(rn->e->loop, UV_RUN_NOWAIT);
   }
   if (journal)
@@ -328,9 +537,13 @@ static void runner_close(runner *rn, FILE *journal) {
 /* Runs r until every awaited call has settled and the fire-and-forget ones are
  * drained (or the drain timeout passes). Returns 0, or 128 + the signal that
  * interrupted it. */
-static int runner_drive(runner *rn, ob_run *r) {
+static int runner_drive(runner *rn, ob_run *r, size_t ncalls) {
   rn->run = r;
   rn->drain_started = rn->drained = 0;
+  if (rn->o->pg) {
+    rn->o->pg->run = r;
+    rn->o->pg->ncalls = ncalls;
+  }
   ob_run_start(r);
   for (;;) {
     if (!ob_run_finished(r) || ob_run_detached_pending(r))
@@ -344,6 +557,8 @@ static int runner_drive(runner *rn, ob_run *r) {
       break;
   }
   uv_timer_stop(&rn->drain);
+  if (rn->o->pg)
+    progress_end_run(rn->o->pg);
   if (rn->drained)
     fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
                     "abandoned\n",
@@ -387,7 +602,7 @@ int ob_cmd_run(int argc, char **argv) {
     if (!r) { /* prepare() tried the context already: this is unexpected */
       fprintf(stderr, "obelus run: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
-    } else if (!(rc = runner_drive(&rn, r))) {
+    } else if (!(rc = runner_drive(&rn, r, p->ncalls))) {
       ob_value *out = ob_run_output(r);
       print_json(out);
       ob_unref(out);
@@ -525,7 +740,7 @@ int ob_cmd_loop(int argc, char **argv) {
     rc = OB_EXIT_USAGE;
     goto done;
   }
-  if ((rc = runner_drive(&rn, first)))
+  if ((rc = runner_drive(&rn, first, p->ncalls)))
     goto done;
   rc = -1;
   for (int step = 1; rc < 0 && step <= (int)o.max_steps; step++) {
@@ -588,7 +803,7 @@ int ob_cmd_loop(int argc, char **argv) {
       rc = OB_EXIT_FAIL;
       break;
     }
-    int sig = runner_drive(&rn, r);
+    int sig = runner_drive(&rn, r, sp->ncalls);
     if (sig)
       rc = sig;
   }
