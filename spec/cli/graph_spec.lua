@@ -394,6 +394,6 @@ return {
   it("is listed by `obelus --help` and no longer planned", function()
     local r = cli.run { "--help" }
     assert.matches("  graph PLAN", r.out, 1, true)
-    assert.matches("  log, resume ", r.out, 1, true)
+    assert.matches("  resume ", r.out, 1, true)
   end)
 end)
