@@ -1,0 +1,794 @@
+/* obelus.c -- the public C API (obelus.h): a thin layer over the engine (ob_engine),
+ * the scheduler (ob_run), plans (ob_plan) and the log (ob_log) that speaks JSON text.
+ *
+ * Design
+ * ------
+ * What the layer adds to the internal modules is the part a host cannot
+ * get wrong:
+ *
+ *  - Callbacks come from the loop. The scheduler reports events and the
+ *    end of a run synchronously, from deep inside itself; a host freeing
+ *    the run there would pull the scheduler's memory from under it. So the
+ *    layer queues each event and each completion (one FIFO per engine, so
+ *    the order across runs is kept) and delivers them from a uv_idle
+ *    handle, outside every obelus function. An idle handle (not check or
+ *    prepare) because an active one makes the loop poll without blocking:
+ *    a completion queued by obelus_run_start, before the loop runs, is
+ *    delivered on the next iteration whatever the mode. The idle handle is
+ *    stopped when the queue is empty, so it never keeps a loop alive.
+ *    Cost: one malloc per event (none when the host has no on_event).
+ *
+ *  - C tool handles are safe to complete at any time. The scheduler's own
+ *    handle (ob_call_handle) dies with its run; the host may well complete
+ *    later, from a timer it forgot to stop. The layer gives the host its
+ *    own handle (obelus_call), linked into the run's list of calls in
+ *    flight; freeing the run detaches them, and completing a detached
+ *    handle only frees it. A C tool's function runs inside the scheduler,
+ *    so `depth` counts those frames and obelus_run_free defers itself
+ *    (cancel now, free on the loop) while it is above zero.
+ *
+ *  - JSON is text at the boundary: parsed on the way in (a host's malformed
+ *    JSON is an error code with line and column, never a crash), printed on
+ *    the way out (malloc'ed, free() it).
+ *
+ *  - Errors land in the engine's message, which every fallible call clears
+ *    first; validation problems are also kept one by one.
+ *
+ * Costs: a C tool call costs one malloc (handle and its strings), one print
+ * of its params and one parse of its result; finding the host's run of a
+ * call walks the engine's live runs (a handful in any real host).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_engine.h"
+#include "ob_run.h"
+#include "obelus.h"
+
+/* The public codes are the engine's own: one table of meanings everywhere. */
+_Static_assert(OBELUS_ENOMEM == OB_ENOMEM && OBELUS_EINVAL == OB_EINVAL &&
+                   OBELUS_ESYNTAX == OB_ESYNTAX && OBELUS_EJSON == OB_EJSON &&
+                   OBELUS_EWRITE == OB_EWRITE && OBELUS_EDEPTH == OB_EDEPTH &&
+                   OBELUS_EIO == OB_EIO && OBELUS_ETYPE == OB_ETYPE &&
+                   OBELUS_ENOENT == OB_ENOENT,
+               "obelus.h error codes must match ob_error.h");
+_Static_assert((int)OBELUS_EVENT_READY == (int)OB_EV_READY &&
+                   (int)OBELUS_EVENT_STARTED == (int)OB_EV_STARTED &&
+                   (int)OBELUS_EVENT_DONE == (int)OB_EV_DONE &&
+                   (int)OBELUS_EVENT_SKIPPED == (int)OB_EV_SKIPPED &&
+                   (int)OBELUS_EVENT_FAILED == (int)OB_EV_FAILED &&
+                   (int)OBELUS_EVENT_RUN_DONE == (int)OB_EV_RUN_DONE,
+               "obelus_event_type must match ob_event_type");
+
+/* A C tool as registered: what the scheduler's ob_tool_fn data points to. */
+typedef struct ctool {
+  obelus_engine *engine;
+  obelus_tool_fn fn;
+  void *data;
+  struct ctool *next;
+} ctool;
+
+/* An event or a completion waiting to be delivered from the loop. */
+typedef struct delivery {
+  struct delivery *next;
+  obelus_run *run;
+  int done;        /* the completion; else ev */
+  obelus_event ev; /* ev.reason points just past the struct */
+} delivery;
+
+struct obelus_engine {
+  ob_engine *e;
+  ctool *tools;
+  obelus_run *runs;              /* alive, zombies included */
+  delivery *qhead, **qtail;
+  uv_idle_t *idle;               /* delivers the queue; made on first use */
+  int depth;                     /* C tool functions on the stack */
+  int dispatching;               /* inside deliver() */
+  obelus_run *waiting;           /* the run obelus_run_wait waits for */
+  int wait_over, wait_status;
+  char *msg;                     /* the latest error ("" when none) */
+  size_t nproblems;
+  char **problems;
+};
+
+struct obelus_run {
+  obelus_engine *engine;
+  ob_run *r;
+  ob_plan *plan;
+  ob_value *plan_value;
+  obelus_event_cb on_event;
+  obelus_done_cb on_done;
+  void *data;
+  int time_travel;
+  int started, cancelled, completed; /* completed: the completion was delivered */
+  int zombie;                        /* freed from a tool function: freed on the loop */
+  obelus_call *calls;                /* C tool handles in flight */
+  obelus_run *next, **prevp;
+};
+
+struct obelus_call {
+  ob_call_handle *h; /* NULL once detached (its run freed) */
+  obelus_run *run;   /* NULL once detached */
+  obelus_call *next, **prevp;
+  const char *id, *tool; /* copies, stored after the struct */
+};
+
+/* --- errors ------------------------------------------------------------------------ */
+
+const char *obelus_strerror(int code) {
+  switch (code) {
+  case OBELUS_EBUSY: return "not possible now";
+  case OBELUS_ECANCELED: return "cancelled";
+  default: return ob_strerror(code);
+  }
+}
+
+const char *obelus_version(void) { return "0.1.0"; }
+
+static void clear_problems(obelus_engine *E) {
+  for (size_t i = 0; i < E->nproblems; i++)
+    free(E->problems[i]);
+  free(E->problems);
+  E->problems = NULL;
+  E->nproblems = 0;
+}
+
+/* Every fallible call starts here, so the message always describes the latest one. */
+static void clear_error(obelus_engine *E) {
+  clear_problems(E);
+  free(E->msg);
+  E->msg = NULL;
+}
+
+static int set_error(obelus_engine *E, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int set_error(obelus_engine *E, int code, const char *fmt, ...) {
+  ob_buf b;
+  ob_buf_init(&b);
+  va_list ap;
+  va_start(ap, fmt);
+  char small[1024];
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && (size_t)n < sizeof small) {
+    ob_buf_add(&b, small, (size_t)n);
+  } else if (n >= 0) { /* a long message (a long path, a long JSON error): print it whole */
+    char *big = malloc((size_t)n + 1);
+    if (!big)
+      abort();
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    ob_buf_add(&b, big, (size_t)n);
+    free(big);
+  }
+  free(E->msg);
+  E->msg = b.data ? b.data : strdup("");
+  if (!E->msg)
+    abort();
+  return code;
+}
+
+const char *obelus_engine_errmsg(const obelus_engine *e) { return e && e->msg ? e->msg : ""; }
+
+size_t obelus_engine_nproblems(const obelus_engine *e) { return e ? e->nproblems : 0; }
+
+const char *obelus_engine_problem(const obelus_engine *e, size_t i) {
+  return e && i < e->nproblems ? e->problems[i] : NULL;
+}
+
+/* --- delivering callbacks from the loop ------------------------------------------------ */
+
+static void run_free_now(obelus_run *R);
+
+static void deliver(uv_idle_t *h);
+
+static void kick(obelus_engine *E) {
+  if (!E->idle) {
+    E->idle = malloc(sizeof *E->idle);
+    if (!E->idle)
+      abort();
+    uv_idle_init(E->e->loop, E->idle);
+    E->idle->data = E;
+  }
+  uv_idle_start(E->idle, deliver);
+}
+
+static void enqueue(obelus_engine *E, delivery *d) {
+  d->next = NULL;
+  *E->qtail = d;
+  E->qtail = &d->next;
+  kick(E);
+}
+
+/* Drops what is still queued for R (cancelled or freed: no more callbacks). */
+static void forget_deliveries(obelus_run *R) {
+  obelus_engine *E = R->engine;
+  delivery **pp = &E->qhead;
+  E->qtail = &E->qhead;
+  while (*pp) {
+    delivery *d = *pp;
+    if (d->run == R) {
+      *pp = d->next;
+      free(d);
+    } else {
+      E->qtail = &d->next;
+      pp = &d->next;
+    }
+  }
+}
+
+static int run_status(const obelus_run *R) {
+  if (ob_run_finished(R->r))
+    return ob_run_failed(R->r) ? 1 : 0;
+  return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
+}
+
+static void deliver(uv_idle_t *h) {
+  obelus_engine *E = h->data;
+  E->dispatching++;
+  /* runs freed from tool functions: the scheduler is off the stack now */
+  for (obelus_run *R = E->runs, *next; R; R = next) {
+    next = R->next;
+    if (R->zombie)
+      run_free_now(R);
+  }
+  /* one at a time from the head: a callback may free runs, whose entries go */
+  while (E->qhead) {
+    delivery *d = E->qhead;
+    if (!(E->qhead = d->next))
+      E->qtail = &E->qhead;
+    obelus_run *R = d->run;
+    if (d->done) {
+      R->completed = 1;
+      int status = run_status(R);
+      if (E->waiting == R) {
+        E->wait_over = 1;
+        E->wait_status = status;
+      }
+      if (R->on_done) {
+        char *out = obelus_run_output(R);
+        R->on_done(R, status, out, R->data);
+        free(out);
+      }
+    } else if (R->on_event) {
+      R->on_event(R, &d->ev, R->data);
+    }
+    free(d);
+  }
+  E->dispatching--;
+  if (!E->qhead)
+    uv_idle_stop(h);
+}
+
+/* ob_run's listeners: they only queue. */
+static void on_run_event(void *ud, const ob_event *ev) {
+  obelus_run *R = ud;
+  if (R->cancelled || R->zombie)
+    return;
+  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0;
+  delivery *d = malloc(sizeof *d + rlen);
+  if (!d)
+    abort();
+  d->run = R;
+  d->done = 0;
+  d->ev.type = (obelus_event_type)ev->type;
+  d->ev.call_id = ev->call ? ev->call->id : NULL; /* the plan lives as long as the run */
+  d->ev.tool = ev->call ? ev->call->tool_name : NULL;
+  d->ev.call_index = ev->call ? ev->call->index : (size_t)-1;
+  d->ev.reason = NULL;
+  if (rlen) {
+    memcpy(d + 1, ev->reason, rlen);
+    d->ev.reason = (const char *)(d + 1);
+  }
+  d->ev.t_ms = ev->t_ms;
+  d->ev.position = ob_log_len(ob_run_log(R->r));
+  enqueue(R->engine, d);
+}
+
+static void on_run_done(ob_run *r, void *ud) {
+  obelus_run *R = ud;
+  (void)r;
+  if (R->cancelled || R->zombie)
+    return;
+  delivery *d = calloc(1, sizeof *d);
+  if (!d)
+    abort();
+  d->run = R;
+  d->done = 1;
+  enqueue(R->engine, d);
+}
+
+const char *obelus_event_name(obelus_event_type type) {
+  static const char *const names[] = {"ready", "started", "done", "skipped", "failed", "run_done"};
+  return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
+}
+
+/* --- the engine --------------------------------------------------------------------------- */
+
+int obelus_engine_new(obelus_engine **out, uv_loop_t *loop) {
+  if (!out)
+    return OBELUS_EINVAL;
+  *out = NULL;
+  obelus_engine *E = calloc(1, sizeof *E);
+  if (!E)
+    return OBELUS_ENOMEM;
+  ob_error err;
+  if (!(E->e = ob_engine_new(loop, &err))) {
+    free(E);
+    return err.code;
+  }
+  E->qtail = &E->qhead;
+  *out = E;
+  return OBELUS_OK;
+}
+
+static void free_idle(uv_handle_t *h) { free(h); }
+
+void obelus_engine_free(obelus_engine *E) {
+  if (!E)
+    return;
+  if (E->depth || E->dispatching || E->waiting) {
+    fprintf(stderr, "obelus_engine_free: called from inside one of the engine's own callbacks "
+                    "(or during obelus_run_wait); free the engine after the loop returns\n");
+    abort();
+  }
+  while (E->runs)
+    run_free_now(E->runs);
+  /* closed before the engine frees its own loop, whose last turns release it */
+  if (E->idle && !uv_is_closing((uv_handle_t *)E->idle)) /* a host's uv_walk may have */
+    uv_close((uv_handle_t *)E->idle, free_idle);
+  ob_engine_free(E->e);
+  for (ctool *t = E->tools, *next; t; t = next) {
+    next = t->next;
+    free(t);
+  }
+  clear_error(E);
+  free(E);
+}
+
+uv_loop_t *obelus_engine_loop(obelus_engine *E) { return E->e->loop; }
+
+int obelus_engine_load_tools(obelus_engine *E, const char *path) {
+  clear_error(E);
+  if (!path)
+    return set_error(E, OBELUS_EINVAL, "obelus_engine_load_tools: no path");
+  ob_error err;
+  int rc = ob_engine_load_tools(E->e, path, &err);
+  return rc == OB_OK ? OBELUS_OK : set_error(E, rc, "%s", err.msg);
+}
+
+int obelus_engine_load_script(obelus_engine *E, const char *path) {
+  clear_error(E);
+  if (!path)
+    return set_error(E, OBELUS_EINVAL, "obelus_engine_load_script: no path");
+  ob_error err;
+  int rc = ob_engine_load_script(E->e, path, &err);
+  return rc == OB_OK ? OBELUS_OK : set_error(E, rc, "%s", err.msg);
+}
+
+/* --- tools written in C ------------------------------------------------------------------- */
+
+static obelus_run *find_run(obelus_engine *E, ob_run *r) {
+  for (obelus_run *R = E->runs; R; R = R->next)
+    if (R->r == r)
+      return R;
+  return NULL;
+}
+
+static void link_call(obelus_run *R, obelus_call *c) {
+  c->run = R;
+  c->next = R->calls;
+  if (R->calls)
+    R->calls->prevp = &c->next;
+  c->prevp = &R->calls;
+  R->calls = c;
+}
+
+static void unlink_call(obelus_call *c) {
+  if (!c->run)
+    return;
+  *c->prevp = c->next;
+  if (c->next)
+    c->next->prevp = c->prevp;
+  c->run = NULL;
+}
+
+/* What the scheduler calls for every call of a C tool. */
+static void trampoline(ob_call_handle *h, const ob_value *params, void *data) {
+  ctool *t = data;
+  obelus_engine *E = t->engine;
+  const char *id = ob_call_handle_id(h), *tool = ob_call_handle_tool(h);
+  size_t idlen = strlen(id) + 1, toollen = strlen(tool) + 1;
+  obelus_call *c = malloc(sizeof *c + idlen + toollen);
+  if (!c)
+    abort();
+  char *strs = (char *)(c + 1);
+  memcpy(strs, id, idlen);
+  memcpy(strs + idlen, tool, toollen);
+  c->id = strs;
+  c->tool = strs + idlen;
+  c->h = h;
+  c->run = NULL;
+  obelus_run *R = find_run(E, ob_call_handle_run(h));
+  if (R)
+    link_call(R, c);
+  else /* cannot happen: every run of the engine's scheduler is one of ours */
+    c->h = NULL;
+  char *json = ob_json_print(params, OB_JSON_COMPACT, NULL);
+  E->depth++;
+  t->fn(c, json, t->data);
+  E->depth--;
+  free(json);
+}
+
+int obelus_engine_add_tool(obelus_engine *E, const char *name, const char *schema_json,
+                           obelus_tool_fn fn, void *data) {
+  clear_error(E);
+  if (!name || !*name || !fn)
+    return set_error(E, OBELUS_EINVAL, "obelus_engine_add_tool: a C tool needs a name and a "
+                                       "function");
+  ob_error err;
+  ob_value *schema = NULL;
+  if (schema_json && !(schema = ob_json_parse(schema_json, strlen(schema_json), &err)))
+    return set_error(E, err.code, "C tool \"%s\": the schema is not JSON: %s", name, err.msg);
+  ctool *t = calloc(1, sizeof *t);
+  if (!t)
+    abort();
+  t->engine = E;
+  t->fn = fn;
+  t->data = data;
+  int rc = ob_engine_add_tool(E->e, name, schema, trampoline, t, &err);
+  ob_unref(schema);
+  if (rc != OB_OK) {
+    free(t);
+    return set_error(E, rc, "C tool \"%s\": %s", name, err.msg);
+  }
+  t->next = E->tools;
+  E->tools = t;
+  return OBELUS_OK;
+}
+
+/* Takes the handle from the host: unlinks and frees it, returning the
+ * scheduler's handle (NULL when the run is gone) and the engine to report to. */
+static ob_call_handle *spend(obelus_call *c, obelus_engine **E) {
+  ob_call_handle *h = c->h;
+  *E = c->run ? c->run->engine : NULL;
+  unlink_call(c);
+  free(c);
+  return h;
+}
+
+int obelus_call_branch(obelus_call *c, size_t alt, const char *result_json) {
+  if (!c)
+    return OBELUS_EINVAL;
+  obelus_engine *E;
+  ob_call_handle *h = spend(c, &E);
+  if (!h)
+    return OBELUS_OK; /* the run was freed: nothing left to complete */
+  clear_error(E);
+  if (!result_json) {
+    ob_call_complete(h, alt, NULL, NULL);
+    return OBELUS_OK;
+  }
+  ob_error err;
+  ob_value *v = ob_json_parse(result_json, strlen(result_json), &err);
+  if (!v) {
+    char why[600];
+    snprintf(why, sizeof why, "the tool's result is not JSON: %s", err.msg);
+    set_error(E, err.code, "call %s (%s): %s", ob_call_handle_id(h), ob_call_handle_tool(h), why);
+    ob_call_complete(h, 0, NULL, why);
+    return err.code;
+  }
+  ob_call_complete(h, alt, v, NULL);
+  ob_unref(v);
+  return OBELUS_OK;
+}
+
+int obelus_call_complete(obelus_call *c, const char *result_json) {
+  return obelus_call_branch(c, 0, result_json);
+}
+
+void obelus_call_fail(obelus_call *c, const char *message) {
+  if (!c)
+    return;
+  obelus_engine *E;
+  ob_call_handle *h = spend(c, &E);
+  if (h)
+    ob_call_complete(h, 0, NULL, message ? message : "failed (no message)");
+}
+
+const char *obelus_call_id(const obelus_call *c) { return c->id; }
+const char *obelus_call_tool(const obelus_call *c) { return c->tool; }
+
+/* --- runs ----------------------------------------------------------------------------------- */
+
+/* Keeps every problem of an invalid plan on the engine, one by one and joined. */
+static int report_problems(obelus_engine *E, const ob_plan *p) {
+  ob_buf b;
+  ob_buf_init(&b);
+  E->problems = calloc(p->nerrors, sizeof *E->problems);
+  if (!E->problems)
+    abort();
+  for (size_t i = 0; i < p->nerrors; i++) {
+    if (!(E->problems[i] = strdup(p->errors[i])))
+      abort();
+    ob_buf_addf(&b, "%s%s", i ? "\n" : "", p->errors[i]);
+  }
+  E->nproblems = p->nerrors;
+  free(E->msg);
+  E->msg = b.data;
+  return OBELUS_EINVAL;
+}
+
+/* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
+ * obelus_run_new_file share. */
+static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
+                   const obelus_run_options *opt) {
+  static const obelus_run_options defaults = {0};
+  if (!opt)
+    opt = &defaults;
+  ob_error err;
+  ob_value *inputs = NULL;
+  if (opt->input) {
+    ob_value *in = ob_json_parse(opt->input, strlen(opt->input), &err);
+    if (!in) {
+      ob_unref(pv);
+      return set_error(E, err.code, "%s: the input is not JSON: %s", name, err.msg);
+    }
+    inputs = ob_array_push(ob_array(), in);
+  }
+  ob_plan *p = ob_plan_from_value(pv, name);
+  ob_plan_check_tools(p, &E->e->tools, ob_engine_has_latent(E->e));
+  /* the context and the input must read as messages: the run would refuse
+   * them after the plan message, with nothing run; finding them here lists
+   * them with every other problem (as `obelus check` does) */
+  ob_log *scratch = ob_log_new();
+  for (size_t i = 0; i < ob_array_len(p->context); i++)
+    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
+      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
+  if (inputs) {
+    ob_value *m = ob_object_set(ob_object_set(ob_object(), "kind", 4, ob_cstring("input")),
+                                "data", 4, ob_ref(ob_array_get(inputs, 0)));
+    if (ob_log_append(scratch, m, &err) < 0)
+      ob_plan_error(p, NULL, "input: %s", err.msg);
+    ob_unref(m);
+  }
+  ob_log_free(scratch);
+  if (p->nerrors) {
+    report_problems(E, p);
+    ob_plan_free(p);
+    ob_unref(pv);
+    ob_unref(inputs);
+    return OBELUS_EINVAL;
+  }
+  obelus_run *R = calloc(1, sizeof *R);
+  if (!R)
+    abort();
+  R->engine = E;
+  R->plan = p;
+  R->plan_value = pv;
+  R->on_event = opt->on_event;
+  R->on_done = opt->on_done;
+  R->data = opt->data;
+  R->time_travel = opt->time_travel != 0;
+  ob_run_options ro = {.concurrency = opt->concurrency,
+                       .max_depth = opt->max_depth,
+                       .time_travel = R->time_travel,
+                       .journal = opt->journal,
+                       .on_event = opt->on_event ? on_run_event : NULL,
+                       .on_done = on_run_done,
+                       .ud = R};
+  R->r = ob_run_new(E->e, p, pv, inputs, &ro, &err);
+  ob_unref(inputs);
+  if (!R->r) { /* the scratch log took the context: only the unexpected lands here */
+    ob_plan_free(p);
+    ob_unref(pv);
+    free(R);
+    return set_error(E, err.code, "%s", err.msg);
+  }
+  R->next = E->runs;
+  if (E->runs)
+    E->runs->prevp = &R->next;
+  R->prevp = &E->runs;
+  E->runs = R;
+  *out = R;
+  return OBELUS_OK;
+}
+
+int obelus_run_new(obelus_engine *E, obelus_run **out, const char *plan_json,
+                   const obelus_run_options *opt) {
+  if (out)
+    *out = NULL;
+  clear_error(E);
+  if (!out || !plan_json)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_new: needs a place for the run and a plan");
+  const char *name = opt && opt->name ? opt->name : "plan";
+  ob_error err;
+  ob_value *pv = ob_json_parse(plan_json, strlen(plan_json), &err);
+  if (!pv)
+    return set_error(E, err.code, "%s: the plan is not JSON: %s", name, err.msg);
+  return run_new(E, out, pv, name, opt);
+}
+
+int obelus_run_new_file(obelus_engine *E, obelus_run **out, const char *path,
+                        const obelus_run_options *opt) {
+  if (out)
+    *out = NULL;
+  clear_error(E);
+  if (!out || !path)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_new_file: needs a place for the run and a "
+                                       "path");
+  ob_error err;
+  ob_value *pv = ob_json_parse_file(path, &err); /* the message starts with the path */
+  if (!pv)
+    return set_error(E, err.code, "%s", err.msg);
+  return run_new(E, out, pv, opt && opt->name ? opt->name : path, opt);
+}
+
+int obelus_run_start(obelus_run *R) {
+  obelus_engine *E = R->engine;
+  clear_error(E);
+  if (R->cancelled || R->zombie)
+    return set_error(E, OBELUS_ECANCELED, "obelus_run_start: the run was cancelled");
+  if (R->started)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_start: the run was started already");
+  R->started = 1;
+  ob_run_start(R->r); /* may free R (deferred) through a C tool: R is not touched after */
+  return OBELUS_OK;
+}
+
+int obelus_run_wait(obelus_run *R) {
+  obelus_engine *E = R->engine;
+  clear_error(E);
+  if (E->depth || E->dispatching || E->waiting)
+    return set_error(E, OBELUS_EBUSY, "obelus_run_wait: called from inside a callback of the "
+                                      "engine, whose loop is running already");
+  if (!R->started)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_wait: the run was not started");
+  if (R->completed || R->cancelled || R->zombie)
+    return run_status(R);
+  uv_loop_t *loop = E->e->loop;
+  E->waiting = R;
+  E->wait_over = 0;
+  while (!E->wait_over) {
+    int alive = uv_run(loop, UV_RUN_ONCE);
+    if (E->wait_over)
+      break;
+    /* nothing left on the loop, yet calls wait: they never will finish */
+    if (!alive && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
+        !uv_loop_alive(loop)) {
+      E->wait_status = set_error(E, OBELUS_EBUSY, "obelus_run_wait: the run cannot finish "
+                                                  "(nothing runs, nothing is pending)");
+      break;
+    }
+  }
+  E->waiting = NULL;
+  return E->wait_status;
+}
+
+void obelus_run_cancel(obelus_run *R) {
+  if (!R || R->cancelled)
+    return;
+  obelus_engine *E = R->engine;
+  R->cancelled = 1;
+  ob_run_cancel(R->r);
+  forget_deliveries(R);
+  if (E->waiting == R) {
+    E->wait_over = 1;
+    E->wait_status = run_status(R);
+  }
+}
+
+/* Detaches the host's handles (completing one later only frees it) and frees. */
+static void run_free_now(obelus_run *R) {
+  obelus_engine *E = R->engine;
+  forget_deliveries(R);
+  if (E->waiting == R) {
+    E->wait_over = 1;
+    E->wait_status = ob_run_finished(R->r) ? run_status(R) : OBELUS_ECANCELED;
+  }
+  while (R->calls) {
+    obelus_call *c = R->calls;
+    unlink_call(c);
+    c->h = NULL;
+  }
+  ob_run_free(R->r);
+  ob_plan_free(R->plan);
+  ob_unref(R->plan_value);
+  *R->prevp = R->next;
+  if (R->next)
+    R->next->prevp = R->prevp;
+  free(R);
+}
+
+void obelus_run_free(obelus_run *R) {
+  if (!R)
+    return;
+  obelus_engine *E = R->engine;
+  if (E->depth) { /* a C tool's function: the scheduler is on the stack */
+    if (!R->zombie) {
+      obelus_run_cancel(R);
+      R->zombie = 1;
+      while (R->calls) {
+        obelus_call *c = R->calls;
+        unlink_call(c);
+        c->h = NULL;
+      }
+      kick(E);
+    }
+    return;
+  }
+  run_free_now(R);
+}
+
+int obelus_run_status(const obelus_run *R) { return run_status(R); }
+
+size_t obelus_run_detached(const obelus_run *R) {
+  return R->cancelled || R->zombie ? 0 : ob_run_detached_pending(R->r);
+}
+
+char *obelus_run_output(obelus_run *R) {
+  ob_value *v = ob_run_output(R->r);
+  char *s = ob_json_print(v, OB_JSON_COMPACT, NULL);
+  ob_unref(v);
+  return s;
+}
+
+int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, size_t at,
+                       char **json_out) {
+  obelus_engine *E = R->engine;
+  clear_error(E);
+  if (json_out)
+    *json_out = NULL;
+  if (!expr || !json_out)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: needs an expression and a place "
+                                       "for the value");
+  ob_log *log = ob_run_log(R->r);
+  size_t len = ob_log_len(log);
+  if (at >= len)
+    at = OB_LOG_NOW;
+  else if (!R->time_travel)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: reading as of position %zu needs "
+                                       "the run made with time_travel (it keeps only the newest "
+                                       "version of each document; the log has %zu messages)",
+                     at, len);
+  ob_expr ex;
+  ob_error err;
+  int rc = ob_expr_parse(expr, strlen(expr), OB_EXPR_INPUT, &ex, &err);
+  if (rc != OB_OK)
+    return set_error(E, rc, "malformed expression: %s", err.msg);
+  ob_value *v = ob_log_eval(log, &ex, instance, at);
+  ob_expr_free(&ex);
+  if (!v) {
+    if (at == OB_LOG_NOW)
+      return set_error(E, OBELUS_ENOENT, "absent: nothing at %s%s%s", expr,
+                       instance ? " in instance " : "", instance ? instance : "");
+    return set_error(E, OBELUS_ENOENT, "absent: nothing at %s%s%s as of position %zu", expr,
+                     instance ? " in instance " : "", instance ? instance : "", at);
+  }
+  *json_out = ob_json_print(v, OB_JSON_COMPACT, NULL);
+  ob_unref(v);
+  return OBELUS_OK;
+}
+
+size_t obelus_run_position(const obelus_run *R) { return ob_log_len(ob_run_log(R->r)); }
+
+char *obelus_run_message(obelus_run *R, size_t i) {
+  ob_log *log = ob_run_log(R->r);
+  if (i >= ob_log_len(log))
+    return NULL;
+  ob_value *m = ob_log_message(log, i);
+  char *s = ob_json_print(m, OB_JSON_COMPACT, NULL);
+  ob_unref(m);
+  return s;
+}
+
+size_t obelus_run_fail_stalled(obelus_run *R) {
+  return R->cancelled || R->zombie ? 0 : ob_run_fail_stalled(R->r);
+}

@@ -1,0 +1,408 @@
+/* obelus.h -- the public C API of obelus, a plan execution engine scriptable in Lua.
+ * The whole API an embedding host needs, and nothing else: read it top to bottom.
+ *
+ * A plan is a JSON list of tool calls wired together by references
+ * ("†state.profile"); obelus runs every call whose inputs are ready,
+ * concurrently, on a libuv loop (the host's own or the engine's). Tools are
+ * Lua files (SPEC 7) or C functions registered here.
+ *
+ * A complete host, on its own loop:
+ *
+ *   #include <stdio.h>
+ *   #include <obelus.h>
+ *
+ *   // A tool written in C: params arrive as JSON text; complete now, or keep
+ *   // `call` and complete it later from any callback on the loop.
+ *   static void greet(obelus_call *call, const char *params, void *data) {
+ *     (void)params, (void)data;
+ *     obelus_call_complete(call, "\"hello\"");
+ *   }
+ *
+ *   static void done(obelus_run *run, int status, const char *output, void *data) {
+ *     printf("status %d, output %s\n", status, output);  // status: 0 ok, 1 some call failed
+ *   }
+ *
+ *   int main(void) {
+ *     uv_loop_t *loop = uv_default_loop();
+ *     obelus_engine *e;
+ *     if (obelus_engine_new(&e, loop) < 0)
+ *       return 2;
+ *     if (obelus_engine_load_tools(e, "tools/") < 0 ||       // a .lua file or a folder
+ *         obelus_engine_add_tool(e, "greet", "{\"type\":\"object\"}", greet, NULL) < 0) {
+ *       fprintf(stderr, "%s\n", obelus_engine_errmsg(e));
+ *       return 2;
+ *     }
+ *     obelus_run_options opt = {0};
+ *     opt.on_done = done;
+ *     obelus_run *run;
+ *     if (obelus_run_new(e, &run, "[{\"_tool\":\"greet\",\"_outputPath\":\"†state.hi\"}]",
+ *                        &opt) < 0) {
+ *       fprintf(stderr, "%s\n", obelus_engine_errmsg(e));  // every problem, one a line
+ *       return 2;                                         // nothing ran
+ *     }
+ *     obelus_run_start(run);
+ *     uv_run(loop, UV_RUN_DEFAULT);    // or UV_RUN_NOWAIT once per frame in a game loop
+ *     obelus_run_free(run);
+ *     obelus_engine_free(e);
+ *     uv_run(loop, UV_RUN_NOWAIT);     // the engine's closed handles are released
+ *     return 0;
+ *   }
+ *
+ * Build: cc host.c $(pkg-config --cflags --libs obelus)
+ *
+ * Nouns: an ENGINE (long-lived: a Lua state with the tools loaded, bound to
+ * one libuv loop), a RUN (one execution of one plan on an engine), a CALL
+ * (one running call of a C tool: the handle it completes). Verbs follow:
+ * obelus_engine_new / obelus_engine_free, obelus_run_new / _start / _cancel /
+ * _free, obelus_call_complete.
+ *
+ * Rules that hold everywhere:
+ *
+ *  - Errors are negative OBELUS_E* codes (0 is success). The engine keeps a
+ *    message for the latest call that failed, ready to print as it is
+ *    (obelus_engine_errmsg): where, what, and what to do.
+ *  - No global state: two engines in one process share nothing and never
+ *    see each other's tools, runs or errors, on one loop or on two.
+ *  - One thread: an engine, its runs and its calls are used from the
+ *    thread that runs the engine's loop. Nothing here locks.
+ *  - JSON crosses the API as text: `const char *` in (UTF-8, NUL-terminated),
+ *    and strings malloc'ed for you out (release them with free()). Text is
+ *    the one format every C host can produce and check, and it keeps the
+ *    engine's value representation out of the ABI; the price is one print
+ *    and one parse per C tool call, small beside any real tool's work.
+ *  - Callbacks (events and completion) are called FROM THE LOOP, never from
+ *    inside an obelus function: inside one you may call anything here,
+ *    including obelus_run_cancel and obelus_run_free on that very run, but
+ *    obelus_engine_free and obelus_run_wait (the loop is running). The one
+ *    exception is a C tool's function, called by the scheduler itself as
+ *    the call starts (see "Tools written in C").
+ */
+#ifndef OBELUS_H
+#define OBELUS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== Errors ====================================================================== */
+
+/* Every function that can fail returns one of these (negative), or OBELUS_OK.
+ * The values are the engine's own error codes, the same everywhere in obelus. */
+#define OBELUS_OK 0
+#define OBELUS_ENOMEM (-1)    /* out of memory */
+#define OBELUS_EINVAL (-2)    /* invalid argument, or an invalid plan (see its problems) */
+#define OBELUS_ESYNTAX (-3)   /* malformed reference expression (the message gives the
+                                 0-based character position) */
+#define OBELUS_EJSON (-4)     /* JSON text that does not parse (the message gives line
+                                 and column) */
+#define OBELUS_EWRITE (-5)    /* an output method cannot apply at a path (SPEC 4) */
+#define OBELUS_EDEPTH (-6)    /* a value nested deeper than 4,096 levels */
+#define OBELUS_EIO (-7)       /* a file could not be read or written */
+#define OBELUS_ETYPE (-8)     /* a JSON value of the wrong type */
+#define OBELUS_ENOENT (-9)    /* absent: nothing at that reference */
+#define OBELUS_EBUSY (-10)    /* not possible now: the run has not finished, or the
+                                 call came from inside a callback that forbids it */
+#define OBELUS_ECANCELED (-11) /* the run was cancelled before it finished */
+
+/* A short, static name for a code: "malformed JSON", "absent", ...
+ * ("unknown error" for a code that is not one of the above). */
+const char *obelus_strerror(int code);
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char *obelus_version(void);
+
+/* ==== The engine ==================================================================== */
+
+typedef struct obelus_engine obelus_engine;
+
+/* Makes an engine on `loop`: the host's own loop, which the host runs
+ * (uv_run, any mode) and closes; or NULL, for a loop the engine makes and
+ * owns (obelus_engine_loop gives it; obelus_run_wait runs it). Several
+ * engines may share one loop. Returns OBELUS_OK with *out set, or a negative
+ * code with *out NULL: OBELUS_ENOMEM (Lua could not start), OBELUS_EINVAL (no
+ * loop could be made, or the engine's Lua runtime failed to load). */
+int obelus_engine_new(obelus_engine **out, uv_loop_t *loop);
+
+/* Frees the engine: every run still alive is cancelled and freed with it
+ * (and with them every event not yet delivered), and every C tool call not
+ * completed yet is detached (completing it later only releases it). On an
+ * engine-owned loop, handles Lua tools left open are closed and the loop is
+ * closed too. On the host's loop the engine's handles are closed and their
+ * memory is released the next time the loop runs: run it once
+ * (uv_run(loop, UV_RUN_NOWAIT)) before uv_loop_close, and free engines
+ * before closing every handle of the loop with uv_walk. Call it outside every
+ * callback of this engine (a C tool function, an event, a completion) and
+ * outside obelus_run_wait: it aborts the process with a message otherwise,
+ * as freeing the code that is running would. NULL is allowed. */
+void obelus_engine_free(obelus_engine *e);
+
+/* The loop the engine runs on (the host's, or its own). */
+uv_loop_t *obelus_engine_loop(obelus_engine *e);
+
+/* Loads Lua tools (SPEC 7): from a .lua file, or from every *.lua file of a
+ * folder, in name order. A file returns one tool table or a list of them;
+ * tools run in coroutines on the engine's loop (obelus.sleep, obelus.await,
+ * obelus.uv). Returns OBELUS_OK, or a code with the message naming the file
+ * (and line): a syntax error, an error raised while loading, a tool table
+ * without a name, an unusable schema, a tool name defined twice. Tools
+ * loaded before the failure stay loaded. */
+int obelus_engine_load_tools(obelus_engine *e, const char *path);
+
+/* Runs a Lua file that configures the engine: it may set the latent handler
+ * (obelus.set_latent(fn): runs tools that have no run function, such as an
+ * LLM client) and the approver (obelus.set_approver(fn): allows, refuses or
+ * replaces each call before it starts). Errors as for tools. */
+int obelus_engine_load_script(obelus_engine *e, const char *path);
+
+/* The message of the latest call on this engine, or on one of its runs,
+ * that returned an error: "" when that call succeeded (every fallible call
+ * starts by clearing it). Owned by the engine; valid until its next call. */
+const char *obelus_engine_errmsg(const obelus_engine *e);
+
+/* After obelus_run_new or obelus_run_new_file returned OBELUS_EINVAL for an
+ * invalid plan: the number of problems found, and each one as
+ * "<plan>: call <id> (<tool>): <what>" (first those found in the plan
+ * alone: shape, meta-properties, references, cycles; then each call against
+ * its tool). obelus_engine_errmsg holds them all, one a line. 0 / NULL after
+ * any other call. Owned by the engine. */
+size_t obelus_engine_nproblems(const obelus_engine *e);
+const char *obelus_engine_problem(const obelus_engine *e, size_t i);
+
+/* ==== Tools written in C ========================================================== */
+
+/* One running call of a C tool: the handle that completes it. */
+typedef struct obelus_call obelus_call;
+
+/* A tool's function. params_json is the call as resolved when it starts,
+ * meta-properties included (`_tool`, `_outputPath`, ...), as JSON text
+ * (an object) valid until the function returns. data is the pointer given
+ * to obelus_engine_add_tool.
+ *
+ * The function completes the call exactly once, with obelus_call_complete,
+ * obelus_call_branch or obelus_call_fail: before it returns, or later from
+ * any callback on the engine's loop (a timer, a socket read, ...). Every
+ * handle must be completed, even after its run was cancelled or freed
+ * (completing then does nothing to the run and only releases the handle);
+ * a handle never completed is leaked.
+ *
+ * The scheduler calls the function as the call starts, from inside obelus
+ * (obelus_run_start, obelus_call_complete of the call before it, or the
+ * loop); so inside it, besides
+ * completing calls, you may read and cancel runs and obelus_run_free a run
+ * (the free then happens once the scheduler is off the stack, on the loop),
+ * but not obelus_engine_free or obelus_run_wait. */
+typedef void (*obelus_tool_fn)(obelus_call *call, const char *params_json, void *data);
+
+/* Registers a tool written in C under `name`. schema_json is its JSON
+ * Schema (draft-07) as JSON text, or NULL for none: plans are checked
+ * against it before they run (literal params) and each call's params are
+ * checked again once resolved, as for Lua tools. Returns OBELUS_OK, or:
+ * OBELUS_EINVAL (no name or function, the name already taken, an unusable
+ * schema), OBELUS_EJSON (schema_json does not parse). */
+int obelus_engine_add_tool(obelus_engine *e, const char *name, const char *schema_json,
+                           obelus_tool_fn fn, void *data);
+
+/* Completes the call with a result: result_json is JSON text (NULL means
+ * null), written to the call's _outputPath (its first || alternative).
+ * The handle is spent (released) whatever happens. Returns OBELUS_OK, or
+ * OBELUS_EJSON when result_json does not parse: the call then fails with a
+ * runtime error saying so. A call without _outputPath (fire-and-forget)
+ * just ends. */
+int obelus_call_complete(obelus_call *call, const char *result_json);
+
+/* The same, writing to the alternative numbered alt of the call's
+ * _outputPath, counted from 0 (0 is what obelus_call_complete writes):
+ * with "†state.ok || †state.failed", alt 1 writes to †state.failed. An alt
+ * beyond the last alternative fails the call. */
+int obelus_call_branch(obelus_call *call, size_t alt, const char *result_json);
+
+/* Completes the call with an error (message: any text). With two or more
+ * || alternatives it is handled: {"error", "tool", "call"} is written to the
+ * last one (SPEC 3); otherwise it is a runtime error of the call. Spends the
+ * handle. */
+void obelus_call_fail(obelus_call *call, const char *message);
+
+/* The call's id (its _id, "#<index>", or "<id>@<instance>") and its tool's
+ * name. Valid until the handle is completed. */
+const char *obelus_call_id(const obelus_call *call);
+const char *obelus_call_tool(const obelus_call *call);
+
+/* ==== Runs ========================================================================== */
+
+typedef struct obelus_run obelus_run;
+
+/* What the scheduler reports, in the order it happens (SPEC 5). */
+typedef enum obelus_event_type {
+  OBELUS_EVENT_READY,    /* every call it depends on has settled: it starts next */
+  OBELUS_EVENT_STARTED,  /* params resolved and checked; the tool runs */
+  OBELUS_EVENT_DONE,     /* its result is written */
+  OBELUS_EVENT_SKIPPED,  /* not run: a branch not taken, or something upstream failed */
+  OBELUS_EVENT_FAILED,   /* structural or runtime error (an error message is in the log) */
+  OBELUS_EVENT_RUN_DONE  /* every awaited call has settled: the completion callback follows */
+} obelus_event_type;
+
+/* "ready", "started", "done", "skipped", "failed", "run_done". */
+const char *obelus_event_name(obelus_event_type type);
+
+typedef struct obelus_event {
+  obelus_event_type type;
+  const char *call_id;  /* the call's id; NULL for OBELUS_EVENT_RUN_DONE */
+  const char *tool;     /* its tool's name; NULL for OBELUS_EVENT_RUN_DONE */
+  size_t call_index;    /* its position in the plan (instance copies follow the
+                           plan's calls); (size_t)-1 for OBELUS_EVENT_RUN_DONE */
+  const char *reason;   /* skipped or failed: why; else NULL */
+  double t_ms;          /* when it happened: milliseconds since the run started */
+  size_t position;      /* the number of messages in the run's log when it
+                           happened: with time_travel, obelus_run_resolve(...,
+                           position, ...) reads the run exactly as it was then */
+} obelus_event;
+
+/* Called for each event, from the loop, shortly after the event (in the same
+ * loop iteration or the next): the run may have moved on since; `position`
+ * tells where it was. Strings are valid during the callback. */
+typedef void (*obelus_event_cb)(obelus_run *run, const obelus_event *ev, void *data);
+
+/* Called once, from the loop, when every awaited call has settled. status
+ * is the run's exit status as SPEC 8 defines it: 0 every awaited call done
+ * or skipped, 1 some call failed (an error no || alternative handled).
+ * output_json is the final output (SPEC 5: the plan's "output" template
+ * resolved, or the state document), valid during the callback. Fire-and-
+ * forget calls may still be running (obelus_run_detached). You may free the
+ * run from here. */
+typedef void (*obelus_done_cb)(obelus_run *run, int status, const char *output_json, void *data);
+
+/* How to run a plan. Zero-initialise it ({0}) and set what you need; NULL
+ * gives every default. New fields are only ever added at the end. */
+typedef struct obelus_run_options {
+  const char *name;         /* the plan's name in messages; default "plan" (for
+                               obelus_run_new_file: the path) */
+  const char *input;        /* JSON text of an input document, added after the plan's
+                               context as {"type":"data","kind":"input","data":...}
+                               (what `obelus run --input` does); NULL for none */
+  size_t concurrency;       /* at most this many calls running at once; 0: unlimited */
+  int time_travel;          /* non-zero: keep every version of every document, so
+                               obelus_run_resolve can read as of any position (costs
+                               memory and time on long runs; off by default) */
+  int max_depth;            /* deepest _delegate nesting allowed; 0: 16 */
+  FILE *journal;            /* the log as JSON Lines, written as it grows (the host
+                               opens and closes it); NULL: none */
+  obelus_event_cb on_event; /* NULL: no events (and nothing spent on them) */
+  obelus_done_cb on_done;   /* NULL: poll obelus_run_status, or obelus_run_wait */
+  void *data;               /* given back to both callbacks */
+} obelus_run_options;
+
+/* Makes a run of the plan in plan_json (either form of SPEC 5: an array of
+ * calls, or {"context", "plan", "output", "instances"}) and validates
+ * everything before anything runs: the plan's shape, every call against its
+ * tool and the tool's schema, every reference and output path, the
+ * dependency graph (cycles), the context messages and the input. opt may be
+ * NULL. Nothing runs until obelus_run_start. Returns OBELUS_OK with *out
+ * set, or with *out NULL:
+ *   OBELUS_EJSON   plan_json (or opt->input) does not parse;
+ *   OBELUS_EINVAL  the plan is invalid: obelus_engine_nproblems/_problem list
+ *                  every problem (and obelus_engine_errmsg holds them all), or
+ *                  an argument is NULL.
+ * The run keeps its own copy of the plan. */
+int obelus_run_new(obelus_engine *e, obelus_run **out, const char *plan_json,
+                   const obelus_run_options *opt);
+
+/* The same for a plan file; OBELUS_EIO when it cannot be read. A call's
+ * _delegate path is read relative to the current directory. */
+int obelus_run_new_file(obelus_engine *e, obelus_run **out, const char *path,
+                        const obelus_run_options *opt);
+
+/* Starts every call that is ready; the rest happens on the loop as the host
+ * runs it. C tools may be called (and complete) before this returns, but
+ * callbacks are not: they come from the loop. Returns OBELUS_OK, OBELUS_EINVAL
+ * when the run was started already, OBELUS_ECANCELED when it was cancelled. */
+int obelus_run_start(obelus_run *run);
+
+/* Runs the engine's loop (uv_run, UV_RUN_ONCE at a time: the host's other
+ * handles on that loop run too) until the run's completion has been
+ * delivered (its on_done called, if it has one), and returns the run's
+ * status: 0 or 1 (as on_done gets it),
+ * or OBELUS_ECANCELED when the run was cancelled or freed meanwhile (from a
+ * callback). If the loop runs out of work while calls still wait (a Lua
+ * tool awaiting a callback that can never come), those calls fail as
+ * stalled (obelus_run_fail_stalled) and the run goes on. Returns
+ * OBELUS_EINVAL for a run not started, OBELUS_EBUSY when called from inside
+ * a callback of this engine (the loop is already running). Useful with the
+ * engine's own loop; with the host's loop, the host usually runs it. */
+int obelus_run_wait(obelus_run *run);
+
+/* Abandons the run: the calls still running are dropped (their coroutines,
+ * timers and sleeps; their results are never written), nothing else
+ * starts, nothing more is written to the log, events not yet delivered are
+ * discarded and no callback of this run is called any more. A C tool's
+ * handle may still be completed (harmlessly). The run stays readable
+ * (resolve, output, messages) until freed. Safe from any callback, and on a
+ * run already cancelled or finished. */
+void obelus_run_cancel(obelus_run *run);
+
+/* Frees the run (cancelling it first), its log and its copy of the plan.
+ * From a C tool's function it is deferred until the scheduler is off the
+ * stack (the run is cancelled at once and must not be used again either
+ * way). NULL is allowed. */
+void obelus_run_free(obelus_run *run);
+
+/* 0 or 1 once finished (the exit status of SPEC 8, as on_done gets it);
+ * OBELUS_EBUSY while not finished (or not started); OBELUS_ECANCELED when it
+ * was cancelled before it finished. */
+int obelus_run_status(const obelus_run *run);
+
+/* Fire-and-forget calls (no _outputPath) still running. They do not hold
+ * the run's completion back; they go on while the loop runs and the run
+ * lives, and are abandoned when it is cancelled or freed. */
+size_t obelus_run_detached(const obelus_run *run);
+
+/* The final output (SPEC 5) as JSON text, malloc'ed (free() it): the plan's
+ * "output" template resolved (absent references become null), or the
+ * global state document ({} when none); for a plan with "instances", an
+ * object from instance id to that instance's output. Before the run has
+ * finished it is the output as things stand. */
+char *obelus_run_output(obelus_run *run);
+
+/* Position meaning "the log as it is now" for obelus_run_resolve. */
+#define OBELUS_NOW ((size_t)-1)
+
+/* Reads a reference expression on the run's log (SPEC 2-3): "†state.user",
+ * "†state.sunny || †state.rainy", "†input.a && †input.b". instance: NULL for
+ * the global documents, or an instance id to read in that instance's view
+ * (SPEC 6). at: OBELUS_NOW, or N to read the log as it was after its first N
+ * messages (the log starts with the plan message, then the plan's context
+ * and input); N at or beyond the log's length reads it as it is. On success
+ * *json_out is the value as JSON text, malloc'ed (free() it). Returns
+ * OBELUS_OK, or with *json_out NULL:
+ *   OBELUS_ENOENT   absent;
+ *   OBELUS_ESYNTAX  malformed expression: the message names the problem and
+ *                   its 0-based character position;
+ *   OBELUS_EINVAL   at names an earlier position but the run was made
+ *                   without time_travel, so earlier versions are gone. */
+int obelus_run_resolve(obelus_run *run, const char *expr, const char *instance, size_t at,
+                       char **json_out);
+
+/* The number of messages in the run's log so far. */
+size_t obelus_run_position(const obelus_run *run);
+
+/* Message i of the run's log (i < obelus_run_position) as JSON text,
+ * malloc'ed (free() it); NULL when i is out of range. The same lines a
+ * journal gets. */
+char *obelus_run_message(obelus_run *run, size_t i);
+
+/* For a host that runs the loop itself: when the loop has run out of work
+ * (uv_run returned 0, or uv_loop_alive is 0) while the run has not finished,
+ * the calls still running wait for something that can no longer happen;
+ * this fails each of them ("stalled", a runtime error) so the run can
+ * settle. Returns how many. Never needed with obelus_run_wait. */
+size_t obelus_run_fail_stalled(obelus_run *run);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
