@@ -5,7 +5,7 @@ CC      ?= cc
 PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv
 DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
             libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
-            json-schema-test-suite valgrind graphviz
+            json-schema-test-suite valgrind graphviz lua-check
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -91,12 +91,23 @@ test-lua: all build/asan/obelus
 	@OBELUS_BIN=$(CURDIR)/bin/obelus sh spec/run-busted "$(BUSTED)" > build/results/lua-rel.txt; tail -n 1 build/results/lua-rel.txt
 	@OBELUS_BIN=$(CURDIR)/build/asan/obelus OBELUS_ONLY_CLI=1 sh spec/run-busted "$(BUSTED)" > build/results/lua-asan.txt; tail -n 1 build/results/lua-asan.txt
 
+# luacheck on the Lua modules and the example plans' tools (.luacheckrc): "ok" for each
+# clean file, "not ok" for each warning, then "luacheck: N passed, M failed".
+.PHONY: test-luacheck
+test-luacheck:
+	@mkdir -p build/results
+	@{ if command -v luacheck >/dev/null; then luacheck --formatter TAP lua/ plans/; \
+	   else echo "not ok 1 luacheck is not installed (make deps)"; fi; } > build/results/luacheck.txt; \
+	 p=$$(grep -c '^ok ' build/results/luacheck.txt); f=$$(grep -c '^not ok ' build/results/luacheck.txt); \
+	 echo "luacheck: $$p passed, $$f failed" | tee -a build/results/luacheck.txt; [ $$f = 0 ]
+
 test:
 	@rm -rf build/results
 	@$(MAKE) --no-print-directory test-c; c=$$?; \
 	 $(MAKE) --no-print-directory test-lua; l=$$?; \
+	 $(MAKE) --no-print-directory test-luacheck; k=$$?; \
 	 sh spec/summary build/results; s=$$?; \
-	 [ $$c = 0 ] && [ $$l = 0 ] && [ $$s = 0 ]
+	 [ $$c = 0 ] && [ $$l = 0 ] && [ $$k = 0 ] && [ $$s = 0 ]
 
 # --- benchmarks ---
 bench/obelus-bench: $(BENCH_SRC) lib/libobelus.a

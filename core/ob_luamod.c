@@ -1,14 +1,25 @@
 /* ob_luamod.c -- the Lua C module `obelus.core`: JSON text through the bridge, the null and
- * array markers, and the message log as a userdata (for specs, tools and hosts). */
+ * array markers, the message log as a userdata, and engines and runs for stock Lua scripts. */
 #include <lauxlib.h>
 #include <lua.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes" /* luv.h has one old-style declaration */
+#include <luv/luv.h>
+#pragma GCC diagnostic pop
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_engine.h"
 #include "ob_log.h"
 #include "ob_lua.h"
+#include "ob_run.h"
 
 #define LOG_MT "obelus.log"
+#define ENGINE_MT "obelus.engine"
+#define RUN_MT "obelus.run"
 
 /* Every function below follows one rule: all Lua calls that may raise (argument
  * checks, field reads) happen before it takes any C reference, and a Lua error
@@ -231,10 +242,10 @@ static int log_message(lua_State *L) {
   return push_value_and_unref(L, ob_log_message(log, (size_t)i));
 }
 
-/* log:resolve(expr [, {at = N, instance = "X"}]): the value, or nil when absent. */
-static int log_resolve(lua_State *L) {
-  static const char fn[] = "resolve";
-  ob_log *log = check_log(L);
+/* Reads the expression at index 2 over log, with the options at index 3
+ * ({at = N, instance = "X"}): pushes the value, or nil when absent. `at`
+ * needs a log that keeps its history (history 0: refused). */
+static int resolve_in(lua_State *L, ob_log *log, const char *fn, int history) {
   size_t len;
   const char *s = luaL_checklstring(L, 2, &len);
   size_t at = OB_LOG_NOW;
@@ -246,6 +257,8 @@ static int log_resolve(lua_State *L) {
     if (type != LUA_TNIL) {
       if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
         return luaL_error(L, "%s: \"at\" must be an integer >= 0", fn);
+      if (!history)
+        return luaL_error(L, "%s: \"at\" needs a run started with time_travel = true", fn);
       at = (size_t)lua_tointeger(L, -1);
     }
     instance = opt_string(L, 3, fn, "instance", NULL);
@@ -263,6 +276,910 @@ static int log_resolve(lua_State *L) {
   return push_value_and_unref(L, v);
 }
 
+/* log:resolve(expr [, {at = N, instance = "X"}]): the value, or nil when absent. */
+static int log_resolve(lua_State *L) { return resolve_in(L, check_log(L), "resolve", 1); }
+
+/* --- engines and runs ------------------------------------------------------
+ *
+ * obelus.engine{...} makes an ob_engine on luv's loop (the loop `require
+ * "luv"` gives this state); the engine makes its own lua_State for the
+ * tools, so the userdata here only hold C pointers. engine:run(plan, opts)
+ * starts a run at once; luv's loop drives it: uv.run(), or run:wait().
+ *
+ * The choices, and why:
+ *  - Errors raise, as everywhere in this module: bad arguments, tool files
+ *    that do not load, an invalid plan (the message lists every problem).
+ *    engine:check answers true, or nil and the list of problems: finding
+ *    them is what it is for. A question a run cannot answer yet answers nil
+ *    and why: status() and output() give nil, "running" before the end.
+ *  - A run that has not finished is anchored in the registry: a script may
+ *    drop it and still get on_event and on_done. Once every call is settled
+ *    (fire-and-forget ones too) or it is cancelled, it is collectable. A run
+ *    holds its engine (user value 1): an engine is never collected while a
+ *    run of it is reachable, and engine:close() closes its runs first. A run
+ *    owns its plan, so the plan outlives it.
+ *  - The engine calls on_event and on_done from deep inside its scheduler.
+ *    A callback may do anything but free what the scheduler stands on:
+ *    run:cancel(), run:close() and engine:close() called from a callback are
+ *    carried out at the next turn of the loop (an idle handle), as is the
+ *    letting go of finished runs. An error raised by a callback is reported
+ *    on stderr and the run goes on (as for an error in a tool's libuv
+ *    callback).
+ *  - A call waiting for something that can no longer happen (nothing is left
+ *    on the loop) fails as a stall, as in `obelus run`: a check handle looks
+ *    at the end of every loop iteration, and run:wait(), status() and
+ *    output() look once the loop has stopped.
+ *  - Tool code may leave libuv handles or requests pending on the loop when
+ *    its engine closes; luv will call back into the engine's Lua state for
+ *    them. So closing an engine closes those handles, and then, outside the
+ *    loop, turns the loop until luv is done with them (other callbacks on
+ *    the loop may run meanwhile); inside the loop, a timer frees the engine
+ *    once they are done.
+ */
+
+enum { RUN_UV_ENGINE = 1, RUN_UV_ON_EVENT, RUN_UV_ON_DONE };
+
+typedef struct lua_engine lua_engine;
+typedef struct lua_run lua_run;
+
+/* One per Lua state that loads the module (registry["obelus.host"]): how
+ * many callbacks of any of its engines are in progress. Turning the loop
+ * ourselves is only allowed at 0. */
+typedef struct host {
+  int busy;
+} host;
+#define HOST_KEY "obelus.host"
+
+/* libuv holds these until their close callbacks ran: they live outside
+ * Lua's memory, and outlive the engine when they must. */
+typedef struct engine_handles {
+  uv_check_t check;   /* end of each loop iteration: stalls */
+  uv_idle_t idle;     /* the next turn of the loop: work deferred out of callbacks */
+  uv_timer_t reaper;  /* an engine closed with tool work pending: frees it when done */
+  lua_engine *owner;  /* NULL once the engine is closed */
+  ob_engine *zombie;  /* a closed engine waiting for its tools' libuv work */
+  int open;           /* handles not yet closed: freed at 0 */
+} engine_handles;
+
+struct lua_engine {
+  ob_engine *e;      /* NULL once closed */
+  engine_handles *h; /* NULL once closed */
+  lua_State *L;      /* where callbacks run: the main thread, or the thread in a module call */
+  lua_run *runs;     /* runs not yet closed */
+  host *host;        /* (registry memory: valid until lua_close has run every finalizer) */
+  int busy;          /* callbacks into Lua in progress: the scheduler is on the C stack */
+  int close_pending;
+};
+
+struct lua_run {
+  ob_run *run;      /* NULL once closed */
+  lua_engine *eng;  /* NULL once closed (user value 1 keeps it alive) */
+  ob_plan *plan;
+  ob_value *plan_value, *inputs;
+  FILE *journal;
+  int anchor;       /* registry reference while it runs, else LUA_NOREF */
+  int history;      /* time_travel: reads as of a position */
+  int cancelled;    /* cancel was carried out (nothing more happens to it) */
+  int cancel_pending, close_pending;
+  lua_run *next, **prevp;
+};
+
+static const char *const event_names[] = {"ready", "started", "done", "skipped", "failed", "run_done"};
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg)
+    msg = luaL_tolstring(L, 1, NULL);
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* Whether uv.run() is running in this state (luv records its mode). */
+static int loop_running(lua_State *L) { return luv_context(L)->mode != -1; }
+
+/* Every awaited call settled and no fire-and-forget call left, or cancelled:
+ * nothing more will happen to the run. */
+static int run_settled(const lua_run *r) {
+  return r->run && (r->cancelled || (ob_run_finished(r->run) && !ob_run_detached_pending(r->run)));
+}
+
+/* --- closing, work deferred out of callbacks, stalls ------------------------- */
+
+#define HANDLES_OF(ptr, member) ((engine_handles *)((char *)(ptr)-offsetof(engine_handles, member)))
+
+static void handle_closed(uv_handle_t *h) {
+  engine_handles *hs = h->type == UV_CHECK  ? HANDLES_OF(h, check)
+                       : h->type == UV_IDLE ? HANDLES_OF(h, idle)
+                                            : HANDLES_OF(h, reaper);
+  if (--hs->open == 0)
+    free(hs);
+}
+
+static void close_handles(engine_handles *hs) {
+  uv_close((uv_handle_t *)&hs->check, handle_closed);
+  uv_close((uv_handle_t *)&hs->idle, handle_closed);
+  uv_close((uv_handle_t *)&hs->reaper, handle_closed);
+}
+
+/* On the engine's Lua state (protected): counts the libuv handles and
+ * requests its tools opened through luv that luv still holds (referenced
+ * from the registry until their callbacks ran); with arg 1 true, closes the
+ * handles not closing yet. */
+static int count_tool_uv(lua_State *L) {
+  int close = lua_toboolean(L, 1);
+  lua_settop(L, 0);
+  lua_getfield(L, LUA_REGISTRYINDEX, "uv_handle"); /* 1: the set of luv's handle metatables */
+  luaL_getmetatable(L, "uv_req");                  /* 2 */
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, -1, "luv"); /* 4 */
+  lua_Integer n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, LUA_REGISTRYINDEX)) {
+    if (lua_type(L, -1) == LUA_TUSERDATA && lua_getmetatable(L, -1)) {
+      int handle = 0;
+      if (lua_istable(L, 1)) {
+        lua_pushvalue(L, -1);
+        handle = lua_rawget(L, 1) != LUA_TNIL;
+        lua_pop(L, 1);
+      }
+      n += handle || lua_rawequal(L, -1, 2);
+      lua_pop(L, 1);
+      if (handle && close && lua_istable(L, 4)) {
+        lua_getfield(L, 4, "is_closing");
+        lua_pushvalue(L, -2);
+        lua_call(L, 1, 1);
+        int closing = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        if (!closing) {
+          lua_getfield(L, 4, "close");
+          lua_pushvalue(L, -2);
+          lua_call(L, 1, 0);
+        }
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* How much libuv work of the engine's tools is pending (closing its handles
+ * first when close is set). An error counts as none: nothing better to do. */
+static lua_Integer tool_uv_pending(ob_engine *e, int close) {
+  lua_State *L = e->L;
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, count_tool_uv);
+  lua_pushboolean(L, close);
+  lua_Integer n = lua_pcall(L, 1, 1, 0) == LUA_OK ? lua_tointeger(L, -1) : 0;
+  lua_settop(L, top);
+  return n;
+}
+
+static void reaper_tick(uv_timer_t *t) {
+  engine_handles *hs = HANDLES_OF(t, reaper);
+  if (tool_uv_pending(hs->zombie, 0))
+    return;
+  ob_engine_free(hs->zombie);
+  hs->zombie = NULL;
+  close_handles(hs);
+}
+
+static void unanchor(lua_State *L, lua_run *r) {
+  luaL_unref(L, LUA_REGISTRYINDEX, r->anchor);
+  r->anchor = LUA_NOREF;
+}
+
+/* Frees what the run holds and takes it off its engine's list. Not from
+ * inside a callback of the engine (the scheduler would stand on freed memory). */
+static void free_run(lua_State *L, lua_run *r) {
+  ob_run_free(r->run);
+  r->run = NULL;
+  if (r->anchor != LUA_NOREF)
+    unanchor(L, r);
+  ob_plan_free(r->plan); /* after its run */
+  ob_unref(r->plan_value);
+  ob_unref(r->inputs);
+  r->plan = NULL;
+  r->plan_value = r->inputs = NULL;
+  if (r->journal)
+    fclose(r->journal);
+  r->journal = NULL;
+  if (r->prevp) {
+    *r->prevp = r->next;
+    if (r->next)
+      r->next->prevp = r->prevp;
+  }
+  r->prevp = NULL;
+  r->next = NULL;
+  r->eng = NULL;
+}
+
+static void close_engine(lua_engine *eng) {
+  while (eng->runs)
+    free_run(eng->L, eng->runs);
+  engine_handles *hs = eng->h;
+  ob_engine *e = eng->e;
+  eng->e = NULL;
+  eng->h = NULL;
+  eng->close_pending = 0;
+  if (!hs) { /* never fully made */
+    ob_engine_free(e);
+    return;
+  }
+  hs->owner = NULL;
+  if (e && tool_uv_pending(e, 1) && !eng->host->busy && !loop_running(eng->L)) {
+    /* luv will call back into the engine's Lua state: outside the loop, let
+     * it do so now (at lua_close too, before luv closes its loop) */
+    while (uv_run(e->loop, UV_RUN_ONCE) && tool_uv_pending(e, 0))
+      ;
+  }
+  if (e && tool_uv_pending(e, 0)) {
+    /* inside the loop: keep the engine's Lua state until luv is done with it */
+    hs->zombie = e;
+    uv_timer_start(&hs->reaper, reaper_tick, 1, 1);
+    return;
+  }
+  ob_engine_free(e);
+  close_handles(hs);
+}
+
+/* Carries out what callbacks deferred. Only where the scheduler is not on
+ * the C stack: a loop callback of our own, or a module call outside callbacks. */
+static void flush(lua_engine *eng) {
+  if (eng->busy || !eng->e)
+    return;
+  if (eng->h)
+    uv_idle_stop(&eng->h->idle);
+  for (lua_run *r = eng->runs, *next; r; r = next) {
+    next = r->next; /* nothing here runs Lua: the list changes only as we change it */
+    if (r->close_pending) {
+      free_run(eng->L, r);
+      continue;
+    }
+    if (r->cancel_pending && r->run) {
+      r->cancel_pending = 0;
+      r->cancelled = 1;
+      ob_run_cancel(r->run);
+    }
+    if (r->anchor != LUA_NOREF && run_settled(r))
+      unanchor(eng->L, r);
+  }
+  if (eng->close_pending)
+    close_engine(eng);
+}
+
+static void idle_tick(uv_idle_t *h) {
+  engine_handles *hs = HANDLES_OF(h, idle);
+  if (hs->owner)
+    flush(hs->owner);
+  else
+    uv_idle_stop(h);
+}
+
+static void defer(lua_engine *eng) {
+  if (eng->h && !uv_is_active((uv_handle_t *)&eng->h->idle))
+    uv_idle_start(&eng->h->idle, idle_tick);
+}
+
+/* Fails the calls that wait while nothing is left on the loop to wake them.
+ * Callbacks run meanwhile (they may change the list): start over each time. */
+static void fail_stalled(lua_engine *eng) {
+  while (eng->e && !eng->busy && !uv_loop_alive(eng->e->loop)) {
+    lua_run *r = eng->runs;
+    while (r && !(r->run && !r->cancelled && !r->cancel_pending && ob_run_running(r->run)))
+      r = r->next;
+    if (!r || !ob_run_fail_stalled(r->run))
+      return;
+  }
+}
+
+static void check_tick(uv_check_t *h) {
+  engine_handles *hs = HANDLES_OF(h, check);
+  if (hs->owner)
+    fail_stalled(hs->owner);
+}
+
+/* A module call from Lua outside every callback: deferred work is done,
+ * and, when the loop has stopped, stalled calls fail. */
+static void safe_point(lua_State *L, lua_engine *eng) {
+  if (!eng || eng->busy || !eng->e)
+    return;
+  lua_State *saved = eng->L;
+  eng->L = L;
+  if (!loop_running(L))
+    fail_stalled(eng);
+  flush(eng);
+  eng->L = saved;
+}
+
+/* --- callbacks from the scheduler ----------------------------------------------- */
+
+typedef struct delivery {
+  lua_run *r;
+  const ob_event *ev; /* NULL: on_done */
+} delivery;
+
+static int deliver_protected(lua_State *L) {
+  const delivery *d = lua_touserdata(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, d->r->anchor);
+  if (lua_getiuservalue(L, -1, d->ev ? RUN_UV_ON_EVENT : RUN_UV_ON_DONE) == LUA_TNIL)
+    return 0;
+  if (!d->ev) {
+    lua_pushvalue(L, -2);
+  } else {
+    const ob_event *ev = d->ev;
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, event_names[ev->type]);
+    lua_setfield(L, -2, "event");
+    lua_pushnumber(L, ev->t_ms);
+    lua_setfield(L, -2, "t_ms");
+    if (ev->call) {
+      lua_pushstring(L, ev->call->id);
+      lua_setfield(L, -2, "call");
+      lua_pushstring(L, ev->call->tool_name);
+      lua_setfield(L, -2, "tool");
+    }
+    if (ev->reason) {
+      lua_pushstring(L, ev->reason);
+      lua_setfield(L, -2, "reason");
+    }
+  }
+  lua_call(L, 1, 0);
+  return 0;
+}
+
+/* Calls the run's on_event (ev) or on_done (ev NULL) in protected mode. */
+static void deliver(lua_run *r, const ob_event *ev) {
+  lua_engine *eng = r->eng;
+  lua_State *L = eng->L;
+  if (r->anchor == LUA_NOREF || !lua_checkstack(L, 4))
+    return;
+  int top = lua_gettop(L);
+  delivery d = {r, ev};
+  eng->busy++;
+  eng->host->busy++;
+  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, deliver_protected);
+  lua_pushlightuserdata(L, &d);
+  if (lua_pcall(L, 1, 0, top + 1) != LUA_OK)
+    fprintf(stderr, "obelus: error in %s (run of %s): %s\n", ev ? "on_event" : "on_done",
+            r->plan->file, lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
+  lua_settop(L, top);
+  eng->host->busy--;
+  eng->busy--;
+}
+
+static void run_on_event(void *ud, const ob_event *ev) {
+  lua_run *r = ud;
+  deliver(r, ev);
+  if (run_settled(r))
+    defer(r->eng);
+}
+
+static void run_on_done(ob_run *run, void *ud) {
+  lua_run *r = ud;
+  (void)run;
+  deliver(r, NULL);
+  if (run_settled(r))
+    defer(r->eng);
+}
+
+/* --- engines --------------------------------------------------------------------- */
+
+static lua_engine *check_engine(lua_State *L, int idx) {
+  lua_engine *eng = luaL_checkudata(L, idx, ENGINE_MT);
+  if (!eng->e || eng->close_pending)
+    luaL_error(L, "the engine is closed");
+  return eng;
+}
+
+static int engine_load_tools(lua_State *L) {
+  lua_engine *eng = check_engine(L, 1);
+  const char *path = luaL_checkstring(L, 2);
+  ob_error err;
+  if (ob_engine_load_tools(eng->e, path, &err) != OB_OK)
+    return luaL_error(L, "%s", err.msg);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int engine_load_script(lua_State *L) {
+  lua_engine *eng = check_engine(L, 1);
+  const char *path = luaL_checkstring(L, 2);
+  ob_error err;
+  if (ob_engine_load_script(eng->e, path, &err) != OB_OK)
+    return luaL_error(L, "%s", err.msg);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Calls method(engine, path) for opts[name]: a path or a list of paths. */
+static void load_each(lua_State *L, int eng_idx, int opts, const char *name, lua_CFunction method) {
+  int type = lua_getfield(L, opts, name);
+  int list = lua_gettop(L);
+  if (type == LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (type != LUA_TSTRING && type != LUA_TTABLE)
+    luaL_error(L, "obelus.engine: \"%s\" must be a path or a list of paths, not %s", name,
+               luaL_typename(L, -1));
+  lua_Integer n = type == LUA_TSTRING ? 1 : luaL_len(L, list);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_pushcfunction(L, method);
+    lua_pushvalue(L, eng_idx);
+    if (type == LUA_TSTRING)
+      lua_pushvalue(L, list);
+    else if (lua_geti(L, list, i) != LUA_TSTRING)
+      luaL_error(L, "obelus.engine: %s[%I] must be a path, not %s", name, i, luaL_typename(L, -1));
+    lua_call(L, 2, 0);
+  }
+  lua_pop(L, 1);
+}
+
+/* obelus.engine([{tools = path|{paths}, scripts = path|{paths}}]): a new
+ * engine on luv's loop, with those tool files (or folders of them) and
+ * scripts (obelus.set_latent, obelus.set_approver) loaded. */
+static int core_engine(lua_State *L) {
+  lua_settop(L, 1);
+  if (!lua_isnil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+      lua_pop(L, 1);
+      if (lua_type(L, -1) != LUA_TSTRING ||
+          (strcmp(lua_tostring(L, -1), "tools") && strcmp(lua_tostring(L, -1), "scripts")))
+        return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts)",
+                          luaL_tolstring(L, -1, NULL));
+    }
+  }
+  /* luv first: its loop is the engine's, and it must be finalized after the engine */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "luv");
+  lua_call(L, 1, 0);
+  uv_loop_t *loop = luv_loop(L);
+  if (!loop)
+    return luaL_error(L, "obelus.engine: luv has no loop");
+
+  lua_engine *eng = lua_newuserdatauv(L, sizeof *eng, 0);
+  memset(eng, 0, sizeof *eng); /* the metatable first: an engine never exists without its __gc */
+  luaL_setmetatable(L, ENGINE_MT);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  eng->L = lua_tothread(L, -1);
+  lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY);
+  eng->host = lua_touserdata(L, -1);
+  lua_pop(L, 2);
+  ob_error err;
+  if (!(eng->e = ob_engine_new(loop, &err)))
+    return luaL_error(L, "obelus.engine: %s", err.msg);
+  engine_handles *hs = calloc(1, sizeof *hs);
+  if (!hs) {
+    close_engine(eng);
+    return luaL_error(L, "obelus.engine: out of memory");
+  }
+  uv_check_init(loop, &hs->check);
+  uv_idle_init(loop, &hs->idle);
+  uv_timer_init(loop, &hs->reaper);
+  hs->open = 3;
+  hs->owner = eng;
+  eng->h = hs;
+  uv_check_start(&hs->check, check_tick);
+  uv_unref((uv_handle_t *)&hs->check); /* it never keeps the loop alive */
+  if (!lua_isnil(L, 1)) {
+    int idx = lua_gettop(L);
+    load_each(L, idx, 1, "tools", engine_load_tools);
+    load_each(L, idx, 1, "scripts", engine_load_script);
+  }
+  return 1;
+}
+
+static int engine_close(lua_State *L) {
+  lua_engine *eng = luaL_checkudata(L, 1, ENGINE_MT);
+  if (!eng->e)
+    return 0;
+  if (eng->busy) { /* the scheduler is on the C stack: at the next turn of the loop */
+    eng->close_pending = 1;
+    defer(eng);
+    return 0;
+  }
+  close_engine(eng);
+  return 0;
+}
+
+/* __gc: nothing of a collectable engine is on the C stack (a callback's run
+ * is anchored, and holds its engine), so it closes at once. */
+static int engine_gc(lua_State *L) {
+  lua_engine *eng = luaL_checkudata(L, 1, ENGINE_MT);
+  if (eng->e || eng->h)
+    close_engine(eng);
+  return 0;
+}
+
+static int engine_tostring(lua_State *L) {
+  lua_engine *eng = luaL_checkudata(L, 1, ENGINE_MT);
+  if (eng->e && !eng->close_pending)
+    lua_pushfstring(L, "obelus.engine (%I tools)", (lua_Integer)eng->e->tools.n);
+  else
+    lua_pushliteral(L, "obelus.engine (closed)");
+  return 1;
+}
+
+/* --- plans, checked ---------------------------------------------------------------- */
+
+typedef struct run_options {
+  int input;         /* stack index of opts.input, or 0 */
+  const char *name;  /* the plan's name in messages, for a plan given as a table */
+  const char *journal;
+  lua_Integer concurrency, max_depth;
+  int time_travel;
+} run_options;
+
+static lua_Integer opt_count(lua_State *L, int opts, const char *fn, const char *name,
+                             lua_Integer lo, lua_Integer hi) {
+  int type = lua_getfield(L, opts, name);
+  lua_Integer n = type == LUA_TNIL ? 0 : lua_tointeger(L, -1);
+  if (type != LUA_TNIL && (!lua_isinteger(L, -1) || n < lo || n > hi))
+    luaL_error(L, "%s: \"%s\" must be an integer from %I to %I", fn, name, lo, hi);
+  lua_pop(L, 1);
+  return n;
+}
+
+/* Reads the options table at opts (may be nil); everything a run takes, so
+ * that check and run accept the same table. Leaves the values it keeps an
+ * index of (input, on_event, on_done) on the stack. */
+static void read_run_options(lua_State *L, int opts, const char *fn, run_options *o, int *on_event,
+                             int *on_done) {
+  static const char *const known[] = {"input", "name", "journal", "concurrency", "max_depth",
+                                      "time_travel", "on_event", "on_done", NULL};
+  memset(o, 0, sizeof *o);
+  *on_event = *on_done = 0;
+  if (lua_isnoneornil(L, opts))
+    return;
+  luaL_checktype(L, opts, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, opts)) {
+    lua_pop(L, 1);
+    int ok = 0;
+    for (int i = 0; known[i] && !ok; i++)
+      ok = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), known[i]);
+    if (!ok)
+      luaL_error(L, "%s: unknown option %s (known: input, name, journal, concurrency, max_depth, "
+                    "time_travel, on_event, on_done)",
+                 fn, luaL_tolstring(L, -1, NULL));
+  }
+  o->name = opt_string(L, opts, fn, "name", NULL);
+  o->journal = opt_string(L, opts, fn, "journal", NULL);
+  o->concurrency = opt_count(L, opts, fn, "concurrency", 1, LUA_MAXINTEGER);
+  o->max_depth = opt_count(L, opts, fn, "max_depth", 1, 10000);
+  lua_getfield(L, opts, "time_travel");
+  o->time_travel = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (lua_getfield(L, opts, "input") != LUA_TNIL)
+    o->input = lua_gettop(L);
+  else
+    lua_pop(L, 1);
+  const char *cbs[2] = {"on_event", "on_done"};
+  int *idx[2] = {on_event, on_done};
+  for (int i = 0; i < 2; i++) {
+    int type = lua_getfield(L, opts, cbs[i]);
+    if (type == LUA_TNIL) {
+      lua_pop(L, 1);
+    } else if (type != LUA_TFUNCTION && !luaL_getmetafield(L, -1, "__call")) {
+      luaL_error(L, "%s: \"%s\" must be a function, not %s", fn, cbs[i], luaL_typename(L, -1));
+    } else {
+      if (type != LUA_TFUNCTION)
+        lua_pop(L, 1); /* the __call field */
+      *idx[i] = lua_gettop(L);
+    }
+  }
+}
+
+/* A new run userdata (not started, not on its engine's list) holding the plan
+ * at plan_idx (a file path, or a table) checked against eng's tools. Every C
+ * resource is the userdata's from the start, so a Lua error frees it (__gc).
+ * Pushes the userdata. */
+static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_options *o,
+                        const char *fn) {
+  lua_run *r = lua_newuserdatauv(L, sizeof *r, 3);
+  memset(r, 0, sizeof *r);
+  r->anchor = LUA_NOREF;
+  luaL_setmetatable(L, RUN_MT);
+  ob_error err;
+  const char *name;
+  if (lua_type(L, plan_idx) == LUA_TSTRING) {
+    name = lua_tostring(L, plan_idx);
+    if (!(r->plan_value = ob_json_parse_file(name, &err)))
+      luaL_error(L, "%s: %s", fn, err.msg);
+  } else if (lua_type(L, plan_idx) == LUA_TTABLE) {
+    name = o->name ? o->name : "plan";
+    if (!(r->plan_value = ob_lua_to_value_named(L, plan_idx, "plan", &err)))
+      luaL_error(L, "%s: %s", fn, err.msg);
+  } else {
+    luaL_error(L, "%s: the plan must be a file name or a table, not %s", fn,
+               luaL_typename(L, plan_idx));
+    return NULL;
+  }
+  r->inputs = ob_array();
+  if (o->input) {
+    ob_value *in = ob_lua_to_value_named(L, o->input, "input", &err);
+    if (!in)
+      luaL_error(L, "%s: %s", fn, err.msg);
+    r->inputs = ob_array_push(r->inputs, in);
+  }
+  ob_plan *p = r->plan = ob_plan_from_value(r->plan_value, name);
+  ob_plan_check_tools(p, &eng->e->tools, ob_engine_has_latent(eng->e));
+  /* the context and the input must read as messages: try them on a scratch log */
+  ob_log *scratch = ob_log_new();
+  for (size_t i = 0; i < ob_array_len(p->context); i++)
+    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
+      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
+  for (size_t i = 0; i < ob_array_len(r->inputs); i++) {
+    ob_value *m = ob_object_set(ob_object_set(ob_object(), "kind", 4, ob_cstring("input")),
+                                "data", 4, ob_ref(ob_array_get(r->inputs, i)));
+    if (ob_log_append(scratch, m, &err) < 0)
+      ob_plan_error(p, NULL, "input: %s", err.msg);
+    ob_unref(m);
+  }
+  ob_log_free(scratch);
+  return r;
+}
+
+/* engine:check(plan [, opts]): true, or nil and the list of problems
+ * ("file: call <id> (<tool>): <what>"). Runs nothing. */
+static int engine_check(lua_State *L) {
+  lua_engine *eng = check_engine(L, 1);
+  luaL_checkany(L, 2);
+  lua_settop(L, 3);
+  run_options o;
+  int on_event, on_done;
+  read_run_options(L, 3, "engine:check", &o, &on_event, &on_done);
+  lua_run *r = prepare(L, eng, 2, &o, "engine:check");
+  const ob_plan *p = r->plan;
+  if (!p->nerrors) {
+    lua_pushboolean(L, 1);
+  } else {
+    lua_pushnil(L);
+    lua_createtable(L, (int)p->nerrors, 0);
+    for (size_t i = 0; i < p->nerrors; i++) {
+      lua_pushstring(L, p->errors[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  }
+  int n = p->nerrors ? 2 : 1;
+  free_run(L, r); /* now rather than at the next collection */
+  return n;
+}
+
+/* engine:run(plan [, opts]): validates the plan (an error lists every
+ * problem; nothing runs) and starts it. Returns the run. */
+static int engine_run(lua_State *L) {
+  static const char fn[] = "engine:run";
+  lua_engine *eng = check_engine(L, 1);
+  luaL_checkany(L, 2);
+  lua_settop(L, 3);
+  run_options o;
+  int on_event, on_done;
+  read_run_options(L, 3, fn, &o, &on_event, &on_done);
+  safe_point(L, eng);
+  if (!eng->e)
+    return luaL_error(L, "the engine is closed");
+  lua_run *r = prepare(L, eng, 2, &o, fn);
+  int idx = lua_gettop(L);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, idx, RUN_UV_ENGINE);
+  if (on_event) {
+    lua_pushvalue(L, on_event);
+    lua_setiuservalue(L, idx, RUN_UV_ON_EVENT);
+  }
+  if (on_done) {
+    lua_pushvalue(L, on_done);
+    lua_setiuservalue(L, idx, RUN_UV_ON_DONE);
+  }
+  const ob_plan *p = r->plan;
+  if (p->nerrors) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; i < p->nerrors; i++) {
+      luaL_addstring(&b, p->errors[i]);
+      luaL_addchar(&b, '\n');
+    }
+    lua_pushfstring(L, "%s: %I problem%s, nothing ran", fn, (lua_Integer)p->nerrors,
+                    p->nerrors == 1 ? "" : "s");
+    luaL_addvalue(&b);
+    luaL_pushresult(&b);
+    return lua_error(L);
+  }
+  if (o.journal && !(r->journal = fopen(o.journal, "w")))
+    return luaL_error(L, "%s: cannot write the journal %s", fn, o.journal);
+  r->eng = eng;
+  r->next = eng->runs;
+  if (eng->runs)
+    eng->runs->prevp = &r->next;
+  r->prevp = &eng->runs;
+  eng->runs = r;
+  r->history = o.time_travel;
+  ob_run_options ro = {.concurrency = (size_t)o.concurrency,
+                       .max_depth = (int)o.max_depth,
+                       .time_travel = o.time_travel,
+                       .journal = r->journal,
+                       .on_event = run_on_event,
+                       .on_done = run_on_done,
+                       .ud = r};
+  ob_error err;
+  if (!(r->run = ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err)))
+    return luaL_error(L, "%s: %s", fn, err.msg); /* prepare tried the context: unexpected */
+  lua_pushvalue(L, idx);
+  r->anchor = luaL_ref(L, LUA_REGISTRYINDEX); /* nothing below raises: it stays anchored until settled */
+  lua_State *saved = eng->L;
+  eng->L = L;
+  eng->busy++; /* calls start now: deferred work waits for the loop */
+  eng->host->busy++;
+  ob_run_start(r->run);
+  eng->host->busy--;
+  eng->busy--;
+  eng->L = saved;
+  if (run_settled(r))
+    defer(eng);
+  lua_settop(L, idx);
+  return 1;
+}
+
+/* --- runs ------------------------------------------------------------------------- */
+
+static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
+
+/* Pushes the status: 0 or 1 once every awaited call settled (1: some call
+ * failed), else nil and "running", "cancelled" or "closed". */
+static int push_status(lua_State *L, const lua_run *r) {
+  if (r->run && ob_run_finished(r->run)) {
+    lua_pushinteger(L, ob_run_failed(r->run) ? 1 : 0);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushstring(L, !r->run || r->close_pending ? "closed" : r->cancelled ? "cancelled" : "running");
+  return 2;
+}
+
+static int run_status(lua_State *L) {
+  lua_run *r = to_run(L);
+  safe_point(L, r->eng);
+  return push_status(L, r);
+}
+
+/* run:wait(): turns luv's loop (uv.run("once")) until the run's awaited calls
+ * have settled; returns the status. Not from inside the loop. */
+static int run_wait(lua_State *L) {
+  lua_run *r = to_run(L);
+  lua_settop(L, 1);
+  for (;;) {
+    lua_engine *eng = r->eng; /* the run's user value keeps it alive */
+    if (!eng || !r->run)
+      break;
+    if (eng->busy)
+      return luaL_error(L, "run:wait() inside a callback of its engine: the loop is already "
+                           "running (use on_done)");
+    if (loop_running(L))
+      return luaL_error(L, "run:wait() while uv.run() is running: wait outside the loop, or "
+                           "use on_done");
+    safe_point(L, eng);
+    if (!r->run || r->cancelled || ob_run_finished(r->run) || !eng->e ||
+        !uv_loop_alive(eng->e->loop))
+      break;
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, "luv");
+    lua_getfield(L, -1, "run");
+    lua_pushliteral(L, "once");
+    lua_State *saved = eng->L;
+    eng->L = L;
+    int rc = lua_pcall(L, 1, 0, 0);
+    eng->L = saved;
+    if (rc != LUA_OK)
+      return lua_error(L);
+    lua_settop(L, 1);
+  }
+  safe_point(L, r->eng);
+  return push_status(L, r);
+}
+
+/* run:output(): the final output (SPEC 5) once every awaited call settled,
+ * else nil and why. */
+static int run_output(lua_State *L) {
+  lua_run *r = to_run(L);
+  safe_point(L, r->eng);
+  if (!r->run || !ob_run_finished(r->run))
+    return push_status(L, r);
+  return push_value_and_unref(L, ob_run_output(r->run));
+}
+
+static ob_run *check_open_run(lua_State *L) {
+  lua_run *r = to_run(L);
+  if (!r->run)
+    luaL_error(L, "the run is closed");
+  return r->run;
+}
+
+/* run:resolve(expr [, {at = N, instance = "X"}]): a reference read over the
+ * run's log as it is now (or as of message N, with time_travel); nil when absent. */
+static int run_resolve(lua_State *L) {
+  ob_run *run = check_open_run(L);
+  return resolve_in(L, ob_run_log(run), "run:resolve", to_run(L)->history);
+}
+
+/* run:messages(): the run's log so far, a list of messages. */
+static int run_messages(lua_State *L) {
+  ob_log *log = ob_run_log(check_open_run(L));
+  size_t n = ob_log_len(log);
+  lua_createtable(L, n < INT32_MAX ? (int)n : 0, 0);
+  for (size_t i = 0; i < n; i++) {
+    push_value_and_unref(L, ob_log_message(log, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+/* run:cancel(): abandons the calls still running; nothing more is written.
+ * A run not finished then has the status nil, "cancelled". */
+static int run_cancel(lua_State *L) {
+  lua_run *r = to_run(L);
+  if (!r->run || r->cancelled)
+    return 0;
+  if (r->eng->busy) {
+    r->cancel_pending = 1;
+    defer(r->eng);
+    return 0;
+  }
+  r->cancelled = 1;
+  ob_run_cancel(r->run);
+  if (r->anchor != LUA_NOREF)
+    unanchor(L, r);
+  return 0;
+}
+
+/* run:close() and __close: cancels and frees the run (its log included). */
+static int run_close(lua_State *L) {
+  lua_run *r = to_run(L);
+  if (r->eng && r->eng->busy) {
+    r->close_pending = 1;
+    defer(r->eng);
+    return 0;
+  }
+  if (r->run || r->plan)
+    free_run(L, r);
+  return 0;
+}
+
+/* __gc: a run is collectable only when anchored by nobody, so never while
+ * its scheduler calls back; or at lua_close, outside every callback. */
+static int run_gc(lua_State *L) {
+  lua_run *r = to_run(L);
+  free_run(L, r);
+  return 0;
+}
+
+static int run_tostring(lua_State *L) {
+  lua_run *r = to_run(L);
+  if (!r->run) {
+    lua_pushliteral(L, "obelus.run (closed)");
+    return 1;
+  }
+  const char *state = ob_run_finished(r->run) ? (ob_run_failed(r->run) ? "failed" : "done")
+                      : r->cancelled          ? "cancelled"
+                                              : "running";
+  lua_pushfstring(L, "obelus.run (%s: %s)", r->plan->file, state);
+  return 1;
+}
+
+static const luaL_Reg engine_methods[] = {
+    {"load_tools", engine_load_tools}, {"load_script", engine_load_script},
+    {"check", engine_check},           {"run", engine_run},
+    {"close", engine_close},           {NULL, NULL}};
+
+static const luaL_Reg run_methods[] = {
+    {"status", run_status},   {"wait", run_wait},         {"output", run_output},
+    {"resolve", run_resolve}, {"messages", run_messages}, {"cancel", run_cancel},
+    {"close", run_close},     {NULL, NULL}};
+
+
 static const luaL_Reg log_methods[] = {
     {"append", log_append},   {"append_output", log_append_output},
     {"len", log_len},         {"message", log_message},
@@ -270,22 +1187,37 @@ static const luaL_Reg log_methods[] = {
     {NULL, NULL}};
 
 static const luaL_Reg core_functions[] = {
-    {"decode", core_decode}, {"encode", core_encode}, {"array", core_array}, {"log", core_log},
-    {NULL, NULL}};
+    {"decode", core_decode}, {"encode", core_encode}, {"array", core_array},
+    {"log", core_log},       {"engine", core_engine}, {NULL, NULL}};
 
-int luaopen_obelus_core(lua_State *L) {
-  ob_lua_open(L);
-  if (luaL_newmetatable(L, LOG_MT)) {
-    luaL_newlib(L, log_methods);
+/* Makes the metatable `name`: methods as __index, and __gc, __close, __tostring. */
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                      lua_CFunction close, lua_CFunction tostring) {
+  if (luaL_newmetatable(L, name)) {
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
     lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, log_close);
+    lua_pushcfunction(L, gc);
     lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, log_close);
+    lua_pushcfunction(L, close);
     lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, log_tostring);
+    lua_pushcfunction(L, tostring);
     lua_setfield(L, -2, "__tostring");
   }
   lua_pop(L, 1);
+}
+
+int luaopen_obelus_core(lua_State *L) {
+  ob_lua_open(L);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY) != LUA_TUSERDATA) {
+    host *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->busy = 0;
+    lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
+  }
+  lua_pop(L, 1);
+  new_class(L, LOG_MT, log_methods, log_close, log_close, log_tostring);
+  new_class(L, ENGINE_MT, engine_methods, engine_gc, engine_close, engine_tostring);
+  new_class(L, RUN_MT, run_methods, run_gc, run_close, run_tostring);
   luaL_newlib(L, core_functions);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");

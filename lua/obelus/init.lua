@@ -1,5 +1,55 @@
--- obelus/init.lua -- the `obelus` module that tools and specs require from stock Lua:
--- JSON values through the C bridge (obelus.core) and the message log.
+-- obelus/init.lua -- the `obelus` module for stock Lua scripts and hosts: JSON values
+-- through the C bridge (obelus.core), the message log, and engines that run plans.
+--
+--   package.cpath = "lib/?.so;" .. package.cpath
+--   package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+--   local obelus = require "obelus"
+--   local uv = require "luv"
+--   local engine = obelus.engine { tools = { "plans/weather/tools" } }
+--   local run = engine:run("plans/weather/plan.json", { input = { city = "Lisbon" } })
+--   uv.run()                                    -- luv's loop drives every run
+--   print(run:status(), obelus.encode(run:output()))
+--
+-- Engines and runs (implemented in core/ob_luamod.c, whose first comment gives the
+-- design):
+--
+--   obelus.engine([{tools = path|{paths}, scripts = path|{paths}}]) -> engine
+--       An engine on luv's loop, with its own Lua state for the tools. `tools` are tool
+--       files or folders of them (SPEC 7); `scripts` are Lua files that configure it
+--       (obelus.set_latent, obelus.set_approver).
+--   engine:load_tools(path) -> engine          engine:load_script(path) -> engine
+--   engine:check(plan [, opts]) -> true | nil, problems
+--       Validates without running: problems is a list of "file: call <id> (<tool>): <what>".
+--   engine:run(plan [, opts]) -> run
+--       plan: a file name, or a table (a plan object or a list of calls; use
+--       obelus.array{} for an empty list). Raises when the plan is invalid, with every
+--       problem in the message; nothing runs then. Otherwise the calls that are ready
+--       start at once; the loop does the rest. opts:
+--         input = value          one input document ({"type":"data","kind":"input"})
+--         on_event = fn(ev)      ev = {event=, call=, tool=, reason=, t_ms=}; event is
+--                                ready, started, done, skipped, failed or run_done
+--         on_done = fn(run)      every awaited call has settled
+--         concurrency = n, max_depth = n, journal = path, time_travel = bool,
+--         name = text            (the plan's name in messages, for a table)
+--   engine:close()                             also __close and __gc
+--
+--   run:status() -> 0 | 1 | nil, "running" | "cancelled" | "closed"
+--       0: every awaited call done or skipped; 1: some call failed (as `obelus run`).
+--   run:wait() -> same as status()
+--       Turns luv's loop (uv.run("once")) until the run's awaited calls have settled.
+--       Not from inside the loop (a callback): use on_done there.
+--   run:output() -> value | nil, why           the final output (SPEC 5), once settled
+--   run:resolve(expr [, {at = n, instance = "X"}]) -> value | nil
+--   run:messages() -> list                     the run's log so far
+--   run:cancel()                               abandons the calls still running
+--   run:close()                                also __close and __gc
+--
+-- Errors raise (bad arguments, tool files, invalid plans); questions a run cannot answer
+-- yet answer nil and why. A run that has not finished is kept alive by the module until
+-- it has (callbacks still come when the script drops it); a run keeps its engine alive.
+-- Callbacks run inside the engine's scheduler: cancel/close called there take effect at
+-- the next turn of the loop, and an error they raise is reported on stderr. A call that
+-- waits while nothing is left on the loop fails as "stalled", as in `obelus run`.
 local core = require "obelus.core"
 
 local obelus = {
@@ -9,6 +59,7 @@ local obelus = {
   decode = core.decode,     -- decode(text): JSON text -> Lua value
   encode = core.encode,     -- encode(value [, pretty]): Lua value -> JSON text
   log = core.log,           -- log(): a new, empty message log
+  engine = core.engine,     -- engine([opts]): a new engine on luv's loop (above)
 }
 
 -- Whether t is a JSON array (a table carrying obelus.array_mt).

@@ -24,7 +24,7 @@ return {
     },
     required = { "orderId", "amount" },
   },
-  run = function(call, ctx)
+  run = function(call)
     obelus.sleep(15) -- a stand-in for the payment provider
     local order = ORDERS[call.orderId]
     -- level 0: the message carries no file:line, so it reads the same however the

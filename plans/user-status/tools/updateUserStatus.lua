@@ -18,7 +18,7 @@ return {
     },
     required = { "newStatus" },
   },
-  run = function(call, ctx)
+  run = function(call)
     obelus.sleep(10) -- a stand-in for the round trip to a user service
     return call.newStatus
   end,

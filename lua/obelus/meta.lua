@@ -1,0 +1,210 @@
+---@meta obelus
+-- obelus/meta.lua -- LuaLS annotations of the `obelus` module, for editors: never loaded.
+-- Point the language server at it (".luarc.json": {"workspace.library": ["<obelus>/lua"]})
+-- and `require "obelus"` in a tool completes and checks against what is below.
+--
+-- Inside the engine (tool files, --latent and --approver scripts), `require "obelus"` is
+-- lua/obelus/runtime.lua (SPEC 7): the first part below. From stock Lua (a script or a
+-- host), it is lua/obelus/init.lua: JSON helpers, the log and engines, the last part.
+
+---JSON as Lua sees it: null is `obelus.null`, arrays carry `obelus.array_mt`, objects
+---are plain tables, integers stay integers.
+---@alias obelus.json nil|boolean|integer|number|string|lightuserdata|table
+
+---@class obelus
+local obelus = {}
+
+-- --- values (tools and scripts) ------------------------------------------------------
+
+---JSON null: the light userdata NULL, the same value as `cjson.null`.
+---@type lightuserdata
+obelus.null = nil
+
+---The metatable every JSON array carries, so that an empty array stays an array.
+---@type table
+obelus.array_mt = {}
+
+---Marks `t` (default: a new table) as a JSON array and returns it.
+---@generic T: table
+---@param t? T
+---@return T
+function obelus.array(t) end
+
+---Whether `t` is a JSON array (a table carrying `obelus.array_mt`).
+---@param t any
+---@return boolean
+function obelus.is_array(t) end
+
+---Lua value to JSON text: compact, or indented by two spaces when `pretty`.
+---@param value obelus.json
+---@param pretty? boolean
+---@return string
+function obelus.encode(value, pretty) end
+
+---JSON text to a Lua value; raises "invalid JSON: ..." on malformed text.
+---@param text string
+---@return obelus.json
+function obelus.decode(text) end
+
+-- --- the tool API (inside the engine) -------------------------------------------------
+
+---luv (`require "luv"`), bound to the engine's own loop: wait on it with `obelus.await`
+---so that other calls go on meanwhile. Tools only.
+---@type table
+obelus.uv = {}
+
+---Sleeps `ms` milliseconds; other calls run meanwhile. Only inside a tool's `run`.
+---@param ms number 0 or more
+function obelus.sleep(ms) end
+
+---Waits for a callback API: `fn` gets `resume`; await returns what `resume` is given.
+---Only the first call of `resume` counts. Only inside a tool's `run`.
+---```lua
+---local err, data = obelus.await(function(resume)
+---  obelus.uv.fs_stat("a.txt", function(e, st) resume(e, st) end)
+---end)
+---```
+---@param fn fun(resume: fun(...: any))
+---@return any ...
+function obelus.await(fn) end
+
+---A result that picks an `||` alternative of the call's `_outputPath`, by 1-based
+---position or by the alternative as written (`"†state.failed"`). Return it from `run`.
+---@param which integer|string
+---@param value obelus.json
+---@return obelus.branch
+function obelus.branch(which, value) end
+
+---An output the tool places itself, on a path of its call's `_outputPath`. Return one,
+---or a list of them, from `run`. kind defaults to "state", method to "set".
+---@param m { kind?: string, path: string, value: obelus.json, method?: obelus.method, instance?: string }
+---@return obelus.message
+function obelus.message(m) end
+
+---Sets the handler of latent tools (tools without `run`): it runs as the call's
+---coroutine, like a `run` (it may wait), and returns the call's result.
+---@param fn fun(call: obelus.call, tool: obelus.tool, ctx: obelus.ctx): any
+function obelus.set_latent(fn) end
+
+---Sets the approver, asked before each ready call starts: `true`, `nil` or "allow"
+---allow it; `false` or "refuse" fail it with "refused"; a table replaces the call
+---(same wiring: `_outputPath`, `_outputMethod`, `_instance`, `_id`, `_delegate`, `_scopes`).
+---@param fn fun(call: obelus.call, ctx: { id: string, tool: string, instance?: string }): boolean|"allow"|"refuse"|obelus.call|nil
+function obelus.set_approver(fn) end
+
+---@alias obelus.method "set"|"merge"|"assign"|"push"|"concat"
+
+---@class obelus.branch
+---@field which integer|string
+---@field value obelus.json
+
+---@class obelus.message
+---@field kind string
+---@field path string
+---@field value obelus.json
+---@field method obelus.method
+---@field instance? string
+
+---What a tool file returns: one tool table, or a list of them.
+---@class obelus.tool
+---@field name string the name plans call it by (`_tool`)
+---@field description? string
+---@field schema? table JSON Schema (draft-07) of the call, meta-properties included
+---@field run? fun(call: obelus.call, ctx: obelus.ctx): obelus.json|obelus.branch|obelus.message|obelus.message[] runs in its own coroutine; absent: a latent tool. A Lua error is a runtime error of the call (`error(msg, 0)` keeps file:line out of it)
+
+---The call's params, references resolved, meta-properties included (a fresh copy).
+---@class obelus.call: { [string]: obelus.json }
+---@field _tool string
+---@field _outputPath? string
+---@field _outputMethod? obelus.method
+---@field _instance? string
+---@field _id? string
+
+---@class obelus.ctx
+---@field id string the call's id: `_id`, or "#<index>"; "<id>@<instance>" for an instance's copy
+---@field tool string the tool's name
+---@field index integer the call's position in the plan, from 0
+---@field instance? string the instance the call runs in
+
+-- --- stock Lua only: the log and engines (lua/obelus/init.lua) -------------------------
+
+---A new, empty message log. Scripts and specs only.
+---@return obelus.log
+function obelus.log() end
+
+---@class obelus.log
+local log = {}
+---@param msg table|string a message, or its JSON text
+---@return integer position from 0
+function log:append(msg) end
+---@param out { kind?: string, instance?: string, path: string, method?: obelus.method, value: obelus.json, call?: table }
+---@return integer position from 0
+function log:append_output(out) end
+---@return integer
+function log:len() end
+---@param i integer from 0
+---@return table|nil
+function log:message(i) end
+---@param expr string a reference expression: "†state.a || †state.b"
+---@param opts? { at?: integer, instance?: string }
+---@return obelus.json value nil when absent
+function log:resolve(expr, opts) end
+function log:close() end
+
+---A new engine on luv's loop, with its own Lua state for the tools. Scripts only.
+---@param opts? { tools?: string|string[], scripts?: string|string[] }
+---@return obelus.engine
+function obelus.engine(opts) end
+
+---@class obelus.run_options
+---@field input? obelus.json one input document
+---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done", call?: string, tool?: string, reason?: string, t_ms: number })
+---@field on_done? fun(run: obelus.run) every awaited call has settled
+---@field concurrency? integer
+---@field max_depth? integer
+---@field journal? string a file for the log as JSON Lines
+---@field time_travel? boolean keep every version: run:resolve(expr, {at = n})
+---@field name? string the plan's name in messages, for a plan given as a table
+
+---@class obelus.engine
+local engine = {}
+---@param path string a tool file, or a folder of them
+---@return obelus.engine
+function engine:load_tools(path) end
+---@param path string a Lua file that configures the engine (set_latent, set_approver)
+---@return obelus.engine
+function engine:load_script(path) end
+---@param plan string|table a plan file, or a plan as a table
+---@param opts? obelus.run_options
+---@return true|nil ok
+---@return string[]? problems
+function engine:check(plan, opts) end
+---Validates (raising with every problem; nothing runs) and starts the plan.
+---@param plan string|table a plan file, or a plan as a table
+---@param opts? obelus.run_options
+---@return obelus.run
+function engine:run(plan, opts) end
+function engine:close() end
+
+---@class obelus.run
+local run = {}
+---@return integer|nil status 0 done, 1 some call failed
+---@return string? why "running", "cancelled" or "closed"
+function run:status() end
+---Turns luv's loop until the run's awaited calls have settled. Not from inside the loop.
+---@return integer|nil status
+---@return string? why
+function run:wait() end
+---@return obelus.json output nil (and why) before the run has finished
+---@return string? why
+function run:output() end
+---@param expr string
+---@param opts? { at?: integer, instance?: string }
+---@return obelus.json value nil when absent
+function run:resolve(expr, opts) end
+---@return table[] messages
+function run:messages() end
+function run:cancel() end
+function run:close() end
+
+return obelus
