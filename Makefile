@@ -27,7 +27,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 BENCH_SRC := $(wildcard bench/*.c)
 
 .PHONY: all deps test test-c test-lua bench demo clean
-all: bin/obelus lib/libobelus.a lib/obelus/core.so
+all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
 
 # --- dependencies: installs only what is missing; safe to run again ---
 deps:
@@ -69,6 +69,17 @@ lib/obelus/core.so: $(REL_OBJ)
 	@mkdir -p lib/obelus
 	$(CC) -shared $(CFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
+# The shared library for hosts: the same PIC objects as libobelus.a, linked
+# against its dependencies (-z defs proves none is missing), versioned with an
+# soname so a rebuilt 0.x library replaces the old one without relinking hosts.
+SO_MAJOR   := 0
+SO_VERSION := 0.1.0
+lib/libobelus.so.$(SO_VERSION): $(REL_OBJ) | lib
+	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) -o $@ $^ $(LDLIBS)
+lib/libobelus.so: lib/libobelus.so.$(SO_VERSION)
+	ln -sf libobelus.so.$(SO_VERSION) lib/libobelus.so.$(SO_MAJOR)
+	ln -sf libobelus.so.$(SO_MAJOR) $@
+
 build/rel build/asan build/test bin lib:
 	@mkdir -p $@
 
@@ -106,8 +117,64 @@ test:
 	@$(MAKE) --no-print-directory test-c; c=$$?; \
 	 $(MAKE) --no-print-directory test-lua; l=$$?; \
 	 $(MAKE) --no-print-directory test-luacheck; k=$$?; \
+	 $(MAKE) --no-print-directory test-examples; x=$$?; \
 	 sh spec/summary build/results; s=$$?; \
-	 [ $$c = 0 ] && [ $$l = 0 ] && [ $$k = 0 ] && [ $$s = 0 ]
+	 [ $$c = 0 ] && [ $$l = 0 ] && [ $$k = 0 ] && [ $$x = 0 ] && [ $$s = 0 ]
+
+# --- install: PREFIX (default /usr/local); DESTDIR stages into a package root ---
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+MANDIR       ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+LUA_CDIR     ?= $(LIBDIR)/lua/5.4
+LUA_LDIR     ?= $(PREFIX)/share/lua/5.4
+LUA_FILES    := $(wildcard lua/obelus/*.lua)
+
+.PHONY: install uninstall examples test-examples
+install: all core/obelus.h obelus.pc.in doc/obelus.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LUA_CDIR)/obelus $(DESTDIR)$(LUA_LDIR)/obelus
+	install -m 755 bin/obelus $(DESTDIR)$(BINDIR)/obelus
+	install -m 644 lib/libobelus.a $(DESTDIR)$(LIBDIR)/libobelus.a
+	install -m 755 lib/libobelus.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libobelus.so.$(SO_VERSION)
+	ln -sf libobelus.so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/libobelus.so.$(SO_MAJOR)
+	ln -sf libobelus.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libobelus.so
+	install -m 644 core/obelus.h $(DESTDIR)$(INCLUDEDIR)/obelus.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(SO_VERSION)|g' \
+	    obelus.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/obelus.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/obelus.pc
+	install -m 755 lib/obelus/core.so $(DESTDIR)$(LUA_CDIR)/obelus/core.so
+	install -m 644 $(LUA_FILES) $(DESTDIR)$(LUA_LDIR)/obelus/
+	install -m 644 doc/obelus.1 $(DESTDIR)$(MANDIR)/man1/obelus.1
+	@# the dynamic linker's cache learns the new soname: only for a real root install
+	@# into a folder the linker searches (other prefixes: rpath or LD_LIBRARY_PATH)
+	@case "$(DESTDIR):$(LIBDIR)" in :/usr/lib|:/usr/local/lib) \
+	  [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null && ldconfig || true;; esac
+
+# Removes what install put, and the two folders that are obelus's alone.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/obelus $(DESTDIR)$(LIBDIR)/libobelus.a \
+	  $(DESTDIR)$(LIBDIR)/libobelus.so $(DESTDIR)$(LIBDIR)/libobelus.so.$(SO_MAJOR) \
+	  $(DESTDIR)$(LIBDIR)/libobelus.so.$(SO_VERSION) $(DESTDIR)$(INCLUDEDIR)/obelus.h \
+	  $(DESTDIR)$(PKGCONFIGDIR)/obelus.pc $(DESTDIR)$(LUA_CDIR)/obelus/core.so \
+	  $(LUA_FILES:lua/obelus/%=$(DESTDIR)$(LUA_LDIR)/obelus/%) $(DESTDIR)$(MANDIR)/man1/obelus.1
+	rmdir $(DESTDIR)$(LUA_CDIR)/obelus $(DESTDIR)$(LUA_LDIR)/obelus 2>/dev/null || true
+
+# --- example hosts (examples/*.c): built against the public header only ---
+EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
+build/examples/%: examples/%.c core/obelus.h lib/libobelus.a
+	@mkdir -p build/examples
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $< lib/libobelus.a $(LDLIBS)
+examples: $(EXAMPLES:%=build/examples/%)
+
+# Runs the hosts (and many_engines under valgrind), then the installed-prefix test.
+test-examples: examples all
+	@mkdir -p build/results
+	@MAKE="$(MAKE)" sh examples/run-tests build/examples > build/results/examples.txt; \
+	  rc=$$?; tail -n 1 build/results/examples.txt; exit $$rc
 
 # --- benchmarks ---
 bench/obelus-bench: $(BENCH_SRC) lib/libobelus.a
