@@ -22,7 +22,9 @@
  * a read walks both documents side by side and merges only at the end, when
  * two objects meet at the path. An instance write stores, in the instance's
  * own document, the value computed from the view (copy-on-write): the first
- * array or scalar met on the path, or else the value at the path itself.
+ * array or scalar met on the path, or else the value at the path itself;
+ * except a merge into objects all the way down, which the instance keeps as
+ * it is (its own part only), so the global document still shows through.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,6 +312,16 @@ static doc *compute_write(ob_log *log, ob_value *kind, ob_value *instance, const
   while (q < p->n && (!vq || ob_typeof(vq) == OB_OBJECT)) {
     ob_unref(vq);
     vq = view_get(groot, iroot, p, ++q);
+  }
+  ob_value *own = q == p->n ? ob_doc_get(iroot, p, p->n) : NULL;
+  if (q == p->n && method == OB_METHOD_MERGE && (!vq || ob_typeof(vq) == OB_OBJECT) &&
+      (!own || ob_typeof(own) == OB_OBJECT)) {
+    /* merging into objects all the way: the instance keeps only what it
+     * adds, and the global document keeps showing through (later global
+     * writes included), as merge(global, merge(own, value)) is the view */
+    ob_unref(vq);
+    *next = ob_doc_write(iroot, p, OB_METHOD_MERGE, value, err);
+    return target;
   }
   ob_value *sub = ob_doc_write_from(vq, p, q, method, value, err);
   ob_unref(vq);

@@ -80,6 +80,18 @@ TEST(instance_write_errors_are_judged_on_the_view) {
   ob_log_free(log);
 }
 
+TEST(instance_context_keeps_only_its_own_part) {
+  /* the instance's context comes first; global writes after it still show through */
+  ob_log *log = log_of("[{\"type\":\"input\",\"data\":{\"lang\":\"fr\",\"cfg\":{\"a\":10}},\"_instance\":\"x\"},"
+                       " {\"type\":\"input\",\"data\":{\"lang\":\"en\",\"cfg\":{\"a\":1,\"b\":2}}},"
+                       " {\"type\":\"input\",\"data\":{\"cfg\":{\"c\":3}}}]");
+  CHECK_STR(read_as(log, D "input", "x", OB_LOG_NOW), "{\"lang\":\"fr\",\"cfg\":{\"a\":10,\"b\":2,\"c\":3}}");
+  CHECK(write_in(log, "x", "cfg", OB_METHOD_MERGE, "{\"d\":4}") >= 0);
+  CHECK(write_in(log, NULL, "cfg", OB_METHOD_MERGE, "{\"e\":5}") >= 0);
+  CHECK_STR(read_as(log, D "input.cfg", "x", OB_LOG_NOW), "{\"a\":10,\"b\":2,\"c\":3,\"e\":5,\"d\":4}");
+  ob_log_free(log);
+}
+
 TEST(time_travel_sees_the_first_n_messages) {
   ob_log *log = log_of(
       "[{\"type\":\"state\",\"data\":{\"n\":0}},"
@@ -103,6 +115,7 @@ int main(void) {
   RUN(write_into_global_array_element_copies_the_array);
   RUN(two_instances_writing_the_same_path_stay_apart);
   RUN(instance_write_errors_are_judged_on_the_view);
+  RUN(instance_context_keeps_only_its_own_part);
   RUN(time_travel_sees_the_first_n_messages);
   return TEST_END();
 }
