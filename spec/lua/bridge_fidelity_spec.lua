@@ -101,7 +101,9 @@ describe("arrays and objects", function()
     assert.are.equal(obelus.array_mt, getmetatable(v))
     assert.are.equal(core.array_mt, getmetatable(v[1]))
     assert.are.equal(obelus.array_mt, getmetatable(v[2].a))
-    assert.is_nil(getmetatable(v[2]))
+    -- an object carries its key order as its metatable: never the array one
+    assert.are_not.equal(obelus.array_mt, getmetatable(v[2]))
+    assert.is_false(obelus.is_array(v[2]))
     local t = {}
     assert.are.equal(t, obelus.array(t))
     assert.are.equal(obelus.array_mt, getmetatable(t))
