@@ -17,7 +17,7 @@
  *
  * Lua tables forget insertion order, so a pushed object carries its key
  * list, a Lua array of its key strings, as its metatable. A key list is
- * known by its own metatable, the marker registry["obelus.keyorder"], so a
+ * known by its own metatable, the marker registry[&key_order_key], so a
  * metatable a tool sets instead is simply not a list (that object then
  * comes back with its keys sorted). An earlier version kept the lists in a
  * weak-keyed registry table instead; the metatable costs no table entry a
@@ -73,8 +73,8 @@
 
 #include "ob_lua.h"
 
-#define KEY_ORDER "obelus.keyorder"
-#define SHAPES "obelus.shapes" /* key signature -> key list, weak values */
+/* registry[&key_order_key]: the marker, the metatable of every key list;
+ * registry[&shapes_key]: key signature -> key list, weak values */
 #define SHAPE_MAX_KEYS 32      /* wider objects get a list of their own */
 #define KEY_CACHE 64 /* a power of two */
 #define INLINE_ENTRIES 32
@@ -82,23 +82,35 @@
 
 /* --- registry ------------------------------------------------------------ */
 
-void ob_lua_push_array_mt(lua_State *L) { luaL_newmetatable(L, OB_LUA_ARRAY_MT); }
+/* The hot lookups use light-userdata keys (the address of these): no string
+ * hashing or API string cache a push. The array metatable is also kept
+ * under its name (OB_LUA_ARRAY_MT), for luaL_checkudata-style code. */
+static const char array_mt_key = 0, key_order_key = 0, shapes_key = 0;
+
+void ob_lua_push_array_mt(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key) == LUA_TTABLE)
+    return;
+  lua_pop(L, 1);
+  luaL_newmetatable(L, OB_LUA_ARRAY_MT);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &array_mt_key);
+}
 
 static void push_key_order(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, KEY_ORDER) == LUA_TTABLE)
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key_order_key) == LUA_TTABLE)
     return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 1);
   lua_pushliteral(L, "obelus.keylist");
   lua_setfield(L, -2, "__name");
   lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, KEY_ORDER);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &key_order_key);
 }
 
 /* Pushes the table of key lists by signature: the params of every call of
  * one tool have the same keys, so their list is made once, not once a push. */
 static void push_shapes(lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, SHAPES) == LUA_TTABLE)
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &shapes_key) == LUA_TTABLE)
     return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 0);
@@ -107,7 +119,7 @@ static void push_shapes(lua_State *L) {
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
   lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, SHAPES);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &shapes_key);
 }
 
 void ob_lua_open(lua_State *L) {
@@ -124,7 +136,7 @@ int ob_lua_is_array(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
   if (!lua_getmetatable(L, idx))
     return 0;
-  lua_getfield(L, LUA_REGISTRYINDEX, OB_LUA_ARRAY_MT);
+  ob_lua_push_array_mt(L);
   int is = lua_rawequal(L, -1, -2);
   lua_pop(L, 2);
   return is;
@@ -904,8 +916,8 @@ ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_erro
     return fail(&c, NULL, OB_ENOMEM, "out of Lua stack");
   /* Looking up existing registry names allocates nothing: the names are
    * interned strings held by the registry itself. */
-  c.array_mt = lua_getfield(L, LUA_REGISTRYINDEX, OB_LUA_ARRAY_MT) == LUA_TTABLE ? lua_gettop(L) : 0;
-  c.order = lua_getfield(L, LUA_REGISTRYINDEX, KEY_ORDER) == LUA_TTABLE ? lua_gettop(L) : 0;
+  c.array_mt = lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key) == LUA_TTABLE ? lua_gettop(L) : 0;
+  c.order = lua_rawgetp(L, LUA_REGISTRYINDEX, &key_order_key) == LUA_TTABLE ? lua_gettop(L) : 0;
   c.ents = c.inline_ents;
   c.nents = 0;
   c.capents = INLINE_ENTRIES;

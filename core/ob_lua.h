@@ -16,16 +16,18 @@
  *   string   a Lua string (may hold NUL bytes; UTF-8)
  *   array    a table with elements 1..n and the shared array metatable
  *            (registry["obelus.array"]), so that it stays an array when empty
- *   object   a plain table; its key order is recorded on the side, so that
- *            converting it back gives its original keys in their original
+ *   object   a table whose metatable is its key list (the order of its
+ *            keys), so that converting it back gives its original keys in their original
  *            order (those still present), then keys added in Lua, sorted
  *            bytewise. A table built in Lua has no record: all its keys
  *            come out sorted.
  *
- * All per-state data (the array metatable, the key-order table) lives in the
- * registry of the lua_State, so two engines in one process are independent;
- * registry keys are strings, so two copies of this code in one process (the
- * engine and a loaded obelus/core.so) share them.
+ * All per-state data (the array metatable, the key-list marker, the cache of
+ * key lists) lives in the registry of the lua_State, so two engines in one
+ * process are independent. The keys are light userdata (addresses in this
+ * code): fast, but two copies of this code loaded into ONE lua_State would
+ * not share them (the array metatable is also registered by name, and
+ * ob_lua_push_array_mt finds it by either).
  */
 
 /* Registry name of the array metatable (luaL_newmetatable's name). */
