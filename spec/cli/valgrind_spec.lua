@@ -16,6 +16,7 @@ local runs = {
   { 0, "run", "plans/fanout-summary/plan.json", "--tools", "plans/fanout-summary/tools", "--input", '{"topic":"Harbour City"}' },
   { 0, "run", "plans/notify/plan.json", "--tools", "plans/notify/tools", "--input", '{"item":"lamp","notifyFile":"' .. os.tmpname() .. '"}' },
   { 0, "loop", "plans/replan/plan.json", "--planner", "plans/replan/planner.lua", "--tools", "plans/replan/tools" },
+  { 0, "run", "plans/files/plan.json", "--tools", "plans/files/tools" },
   { 0, "check", "plans/weather/plan.json", "--tools", "plans/weather/tools" },
   { 0, "graph", "plans/fanout-summary/plan.json" },
   { 0, "resolve", "plans/seeds/log.json", "†data.user" },
