@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_mem.h"
 #include "ob_cli.h"
 #include "ob_engine.h"
 #include "ob_journal.h"
@@ -86,13 +87,6 @@ typedef struct graph {
   gedge *edges;
 } graph;
 
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p)
-    abort();
-  return p;
-}
-
 static void add_edge(graph *g, size_t from, size_t to, ob_buf *label, int branch) {
   if (g->nedges == g->capedges) {
     g->capedges = g->capedges ? 2 * g->capedges : 8;
@@ -153,7 +147,7 @@ static void label_links(ob_buf *label, const ob_alt *alt, const ob_call *reader)
 static void build_graph(graph *g, const ob_plan *p) {
   memset(g, 0, sizeof *g);
   g->nnodes = p->ncalls;
-  g->nodes = xcalloc(p->ncalls, sizeof *g->nodes);
+  g->nodes = ob_xcalloc(p->ncalls, sizeof *g->nodes);
   for (size_t i = 0; i < p->ncalls; i++) {
     const ob_call *c = &p->calls[i];
     ob_buf b;
@@ -304,7 +298,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
                     "%s's; calls are matched by id\n",
             journal, other, plan_file);
   ob_unref(v);
-  int *out = xcalloc(p->ncalls, sizeof *out);
+  int *out = ob_xcalloc(p->ncalls, sizeof *out);
   outcomes(p, log, out);
   for (size_t i = 0; i < g->nnodes; i++) {
     gnode *n = &g->nodes[i];

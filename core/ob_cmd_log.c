@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ob_mem.h"
 #include "ob_cli.h"
 #include "ob_journal.h"
 #include "ob_map.h"
@@ -114,16 +115,8 @@ static void add_cut(ob_buf *b, const char *s, size_t max) {
     ob_buf_add(b, "\xE2\x80\xA6", 3); /* … */
 }
 
-static char *xstrdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (!d)
-    abort();
-  return memcpy(d, s, n);
-}
-
 static char *buf_take(ob_buf *b) {
-  char *s = b->data ? b->data : xstrdup("");
+  char *s = b->data ? b->data : ob_xstrdup("");
   ob_buf_init(b);
   return s;
 }
@@ -235,9 +228,9 @@ static char *id_of(const ob_plan *plan, const ob_msg *m) {
   for (size_t i = 0; plan && i < plan->ncalls; i++) {
     const ob_call *c = &plan->calls[i];
     if ((c->instance ? inst && !strcmp(c->instance, inst) : !inst) && ob_equal(c->raw, m->call))
-      return xstrdup(c->id);
+      return ob_xstrdup(c->id);
   }
-  return xstrdup("#?");
+  return ob_xstrdup("#?");
 }
 
 static void path_text(ob_buf *b, const ob_msg *m) {
@@ -278,7 +271,7 @@ static char *time_of(const view *v, const ob_value *raw) {
     snprintf(t, sizeof t, "+%.3fs", (ms - v->t0) / 1000.0);
   else if (date)
     snprintf(t, sizeof t, "%s", date);
-  return xstrdup(t);
+  return ob_xstrdup(t);
 }
 
 /* One row per message of log; plan messages replace the plan used to name calls. */
@@ -302,8 +295,8 @@ static void build_rows(const view *v, ob_log *log, rows *rs) {
     const char *kind = m->kind ? ob_string_ptr(m->kind) : "";
     if (m->type == OB_MSG_OTHER) {
       r->type = ROW_PLAN;
-      r->id = xstrdup("");
-      r->tool = xstrdup("");
+      r->id = ob_xstrdup("");
+      r->tool = ob_xstrdup("");
       plan_header(&b, raw);
       r->what = buf_take(&b);
       const ob_value *pv = field(raw, "plan");
@@ -318,25 +311,25 @@ static void build_rows(const view *v, ob_log *log, rows *rs) {
       const char *id = field_str(data, "id");
       const ob_value *call = field(data, "call");
       const char *phase = field_str(data, "phase");
-      r->id = xstrdup(id ? id : "");
-      r->tool = xstrdup(call ? tool_of(call) : "");
+      r->id = ob_xstrdup(id ? id : "");
+      r->tool = ob_xstrdup(call ? tool_of(call) : "");
       ob_buf_addf(&b, "\xE2\x9C\x97 failed%s (%s)",
                   field(data, "detached") ? " [fire-and-forget]" : "", phase ? phase : "?");
       const ob_value *step = field(data, "step");
       if (step && ob_typeof(step) == OB_INT)
         ob_buf_addf(&b, " at step %lld", (long long)ob_int_value(step));
       r->what = buf_take(&b);
-      r->value = xstrdup(field_str(data, "error"));
+      r->value = ob_xstrdup(field_str(data, "error"));
     } else {
       r->type = ROW_WRITE;
       if (m->type == OB_MSG_OUTPUT) {
         r->id = id_of(plan, m);
-        r->tool = xstrdup(tool_of(m->call));
+        r->tool = ob_xstrdup(tool_of(m->call));
       } else {
         if (m->instance)
           ob_buf_addf(&b, "@%s", ob_string_ptr(m->instance));
         r->id = buf_take(&b);
-        r->tool = xstrdup("");
+        r->tool = ob_xstrdup("");
       }
       path_text(&b, m);
       if (m->method != OB_METHOD_SET)

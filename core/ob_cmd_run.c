@@ -451,7 +451,6 @@ static void on_done(ob_run *run, void *ud) {
   }
 }
 
-static const char *event_names[] = {"ready", "started", "done", "skipped", "failed", "run_done"};
 
 static void on_event(void *ud, const ob_event *ev) {
   runner *rn = ud;
@@ -460,7 +459,7 @@ static void on_event(void *ud, const ob_event *ev) {
   if (rn->events) {
     ob_value *o = ob_object();
     o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
-    o = ob_object_set(o, "event", 5, ob_cstring(event_names[ev->type]));
+    o = ob_object_set(o, "event", 5, ob_cstring(ob_event_name(ev->type)));
     if (ev->call) {
       o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
       o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));

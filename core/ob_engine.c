@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ob_mem.h"
 #include "ob_engine.h"
 #include "ob_lua.h"
 #include "ob_run.h"
@@ -26,25 +27,10 @@
 extern const char ob_runtime_lua[];
 extern const size_t ob_runtime_lua_len;
 
-static char *xstrdup(const char *s) {
-  char *d = strdup(s ? s : "");
-  if (!d)
-    abort();
-  return d;
-}
-
-static int traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (!msg)
-    msg = luaL_tolstring(L, 1, NULL);
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
 /* lua_pcall with a traceback; on error leaves the message on the stack. */
 static int engine_pcall(lua_State *L, int nargs, int nres) {
   int base = lua_gettop(L) - nargs;
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, ob_lua_traceback);
   lua_insert(L, base);
   int rc = lua_pcall(L, nargs, nres, base);
   lua_remove(L, base);
@@ -299,9 +285,9 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
   ob_tool *t = calloc(1, sizeof *t);
   if (!t)
     abort();
-  t->name = xstrdup(name);
-  t->description = lua_isnil(L, idx + 2) ? NULL : xstrdup(lua_tostring(L, idx + 2));
-  t->file = xstrdup(file);
+  t->name = ob_xstrdup(name);
+  t->description = lua_isnil(L, idx + 2) ? NULL : ob_xstrdup(lua_tostring(L, idx + 2));
+  t->file = ob_xstrdup(file);
   t->schema_value = schema;
   t->schema = compiled;
   t->latent = lua_isnil(L, idx + 3);
@@ -411,8 +397,8 @@ int ob_engine_add_tool(ob_engine *e, const char *name, const ob_value *schema, o
   ob_tool *t = calloc(1, sizeof *t);
   if (!t)
     abort();
-  t->name = xstrdup(name);
-  t->file = xstrdup("(C)");
+  t->name = ob_xstrdup(name);
+  t->file = ob_xstrdup("(C)");
   t->schema_value = ob_ref((ob_value *)schema);
   t->schema = compiled;
   t->run_ref = t->table_ref = LUA_NOREF;

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ob_mem.h"
 #include "ob_log.h"
 
 typedef struct version {
@@ -57,13 +58,6 @@ struct ob_log {
   size_t ndocs, capdocs; /* open addressing, capdocs a power of two */
   doc **docs;
 };
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n);
-  if (!p)
-    abort();
-  return p;
-}
 
 ob_log *ob_log_new(void) {
   ob_log *log = calloc(1, sizeof *log);
@@ -218,7 +212,7 @@ static void history_push(history *h, size_t pos, ob_value *root, int keep) {
   }
   if (h->n == h->cap) {
     h->cap = h->cap ? h->cap * 2 : 4;
-    h->v = xrealloc(h->v, h->cap * sizeof *h->v);
+    h->v = ob_xrealloc(h->v, h->cap * sizeof *h->v);
   }
   h->v[h->n].pos = pos;
   h->v[h->n].root = root;
@@ -392,7 +386,7 @@ static long commit(ob_log *log, ob_msg *m, const ob_path *p, ob_error *err) {
   }
   if (log->nmsg == log->capmsg) {
     log->capmsg = log->capmsg ? log->capmsg * 2 : 64;
-    log->msg = xrealloc(log->msg, log->capmsg * sizeof *log->msg);
+    log->msg = ob_xrealloc(log->msg, log->capmsg * sizeof *log->msg);
   }
   log->msg[log->nmsg++] = *m;
   return (long)pos;

@@ -142,6 +142,14 @@ int ob_lua_is_array(lua_State *L, int idx) {
   return is;
 }
 
+int ob_lua_traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg)
+    msg = luaL_tolstring(L, 1, NULL);
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
 /* --- C to Lua ------------------------------------------------------------- */
 
 /* Nesting levels whose last object's key list is remembered for reuse. */

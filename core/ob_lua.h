@@ -75,6 +75,10 @@ ob_value *ob_lua_to_value(lua_State *L, int idx, ob_error *err);
 /* Same, with the root named `name` in messages ("result", "message", ...). */
 ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_error *err);
 
+/* A message handler for lua_pcall: the error message (or a value's
+ * tostring) with a traceback of where it was raised. */
+int ob_lua_traceback(lua_State *L);
+
 /* The Lua module `obelus.core` (ob_luamod.c): what `require "obelus.core"`
  * runs when lib/obelus/core.so is loaded; a host linking the library can
  * put it in package.preload instead. */

@@ -364,15 +364,6 @@ struct lua_run {
   lua_run *next, **prevp;
 };
 
-static const char *const event_names[] = {"ready", "started", "done", "skipped", "failed", "run_done"};
-
-static int traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (!msg)
-    msg = luaL_tolstring(L, 1, NULL);
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
 
 /* Whether uv.run() is running in this state (luv records its mode). */
 static int loop_running(lua_State *L) { return luv_context(L)->mode != -1; }
@@ -609,7 +600,7 @@ static int deliver_protected(lua_State *L) {
   } else {
     const ob_event *ev = d->ev;
     lua_createtable(L, 0, 5);
-    lua_pushstring(L, event_names[ev->type]);
+    lua_pushstring(L, ob_event_name(ev->type));
     lua_setfield(L, -2, "event");
     lua_pushnumber(L, ev->t_ms);
     lua_setfield(L, -2, "t_ms");
@@ -638,7 +629,7 @@ static void deliver(lua_run *r, const ob_event *ev) {
   delivery d = {r, ev};
   eng->busy++;
   eng->host->busy++;
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, ob_lua_traceback);
   lua_pushcfunction(L, deliver_protected);
   lua_pushlightuserdata(L, &d);
   if (lua_pcall(L, 1, 0, top + 1) != LUA_OK)

@@ -17,30 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_mem.h"
 #include "ob_plan.h"
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p)
-    abort();
-  return p;
-}
-
-static char *xstrdup(const char *s) {
-  char *d = strdup(s);
-  if (!d)
-    abort();
-  return d;
-}
-
-static char *xstrndup(const char *s, size_t n) {
-  char *d = malloc(n + 1);
-  if (!d)
-    abort();
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
 
 static void add_error(ob_plan *p, char *msg) {
   p->errors = realloc(p->errors, (p->nerrors + 1) * sizeof *p->errors);
@@ -90,12 +68,12 @@ static void add_ref(walk *w, ob_expr *e) {
     abort();
   ob_param_ref *r = &c->refs[c->nrefs++];
   r->expr = *e;
-  r->where = xstrdup(w->where.data ? w->where.data : "");
-  r->pointer = xstrdup(w->pointer.data ? w->pointer.data : "");
+  r->where = ob_xstrdup(w->where.data ? w->where.data : "");
+  r->pointer = ob_xstrdup(w->pointer.data ? w->pointer.data : "");
   size_t parts = 0;
   for (size_t a = 0; a < e->n; a++)
     parts += e->alts[a].n;
-  r->seen = xcalloc(parts, 1);
+  r->seen = ob_xcalloc(parts, 1);
 }
 
 /* Visits every string at any depth; references are parsed (and, in a call,
@@ -185,19 +163,19 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
   c->raw = ob_ref((ob_value *)raw);
   c->method = OB_METHOD_SET;
   if (ob_typeof(raw) != OB_OBJECT) {
-    c->id = xstrdup(idbuf);
-    c->tool_name = xstrdup("?");
+    c->id = ob_xstrdup(idbuf);
+    c->tool_name = ob_xstrdup("?");
     ob_plan_error(p, c, "a call must be a JSON object, not %s", ob_type_name(ob_typeof(raw)));
     return;
   }
   ob_value *tool = field(raw, "_tool"), *id = field(raw, "_id");
-  c->tool_name = xstrdup(tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?");
+  c->tool_name = ob_xstrdup(tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?");
   if (id && ob_typeof(id) == OB_STRING && ob_string_len(id) > 0 &&
       !memchr(ob_string_ptr(id), '@', ob_string_len(id)) &&
       strlen(ob_string_ptr(id)) == ob_string_len(id)) {
-    c->id = xstrdup(ob_string_ptr(id));
+    c->id = ob_xstrdup(ob_string_ptr(id));
   } else {
-    c->id = xstrdup(idbuf);
+    c->id = ob_xstrdup(idbuf);
     if (id)
       ob_plan_error(p, c, "_id must be a non-empty string without '@'");
   }
@@ -207,7 +185,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
     ob_buf_addf(&b, "%s@%s", c->id, as_instance);
     free(c->id);
     c->id = b.data;
-    c->instance = xstrdup(as_instance);
+    c->instance = ob_xstrdup(as_instance);
   }
   if (ob_map_get(&p->ids, c->id, strlen(c->id)))
     ob_plan_error(p, c, "_id \"%s\" is already the id of another call", c->id);
@@ -227,7 +205,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
     c->delegate = b.data;
     if (!tool) {
       free(c->tool_name);
-      c->tool_name = xstrdup("delegate");
+      c->tool_name = ob_xstrdup("delegate");
     }
   }
   if (scopes && !delegate)
@@ -252,7 +230,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
         c->scopes = realloc(c->scopes, (c->nscopes + 1) * sizeof *c->scopes);
         if (!c->scopes)
           abort();
-        c->scopes[c->nscopes++] = xstrdup(ob_string_ptr(k));
+        c->scopes[c->nscopes++] = ob_xstrdup(ob_string_ptr(k));
       }
       ob_expr_free(&e);
     }
@@ -292,7 +270,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
       size_t parts = 0, kk = 0;
       for (size_t a = 0; a < c->output.n; a++)
         parts += c->output.alts[a].n;
-      c->output_text = xcalloc(parts, sizeof *c->output_text);
+      c->output_text = ob_xcalloc(parts, sizeof *c->output_text);
       for (size_t a = 0; a < c->output.n; a++)
         for (size_t r = 0; r < c->output.alts[a].n; r++) {
           ob_buf b;
@@ -316,7 +294,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
     if (ob_typeof(inst) != OB_STRING || ob_string_len(inst) == 0)
       ob_plan_error(p, c, "_instance must be a non-empty string");
     else
-      c->instance = xstrndup(ob_string_ptr(inst), ob_string_len(inst));
+      c->instance = ob_xstrndup(ob_string_ptr(inst), ob_string_len(inst));
   }
 
   walk w = {p, c, {0}, {0}};
@@ -346,7 +324,7 @@ typedef struct tnode {
   size_t *writers;
 } tnode;
 
-static tnode *tnode_new(void) { return xcalloc(1, sizeof(tnode)); }
+static tnode *tnode_new(void) { return ob_xcalloc(1, sizeof(tnode)); }
 
 static void tnode_free(tnode *t) {
   size_t i = 0;
@@ -451,7 +429,7 @@ static void build_graph(ob_plan *p) {
         t->writers[t->nw++] = i;
       }
   }
-  linker l = {p, 0, xcalloc(p->ncalls, sizeof(size_t)), 0};
+  linker l = {p, 0, ob_xcalloc(p->ncalls, sizeof(size_t)), 0};
   for (size_t b = 0; b < p->ncalls; b++) {
     ob_call *c = &p->calls[b];
     l.reader = b;
@@ -488,7 +466,7 @@ static void build_graph(ob_plan *p) {
  * behind a cycle. Walking dependencies from each leftover call finds them. */
 static void find_cycles(ob_plan *p) {
   size_t n = p->ncalls, head = 0, tail = 0;
-  size_t *pending = xcalloc(n, sizeof(size_t)), *queue = xcalloc(n, sizeof(size_t));
+  size_t *pending = ob_xcalloc(n, sizeof(size_t)), *queue = ob_xcalloc(n, sizeof(size_t));
   for (size_t i = 0; i < n; i++)
     if (!(pending[i] = p->calls[i].ndeps))
       queue[tail++] = i;
@@ -500,8 +478,8 @@ static void find_cycles(ob_plan *p) {
   }
   if (tail < n) {
     /* mark: 0 untouched, 1 on the current walk (position+2 stored in pos), 2 done */
-    unsigned char *mark = xcalloc(n, 1);
-    size_t *walkv = xcalloc(n + 1, sizeof(size_t)), *pos = xcalloc(n, sizeof(size_t));
+    unsigned char *mark = ob_xcalloc(n, 1);
+    size_t *walkv = ob_xcalloc(n + 1, sizeof(size_t)), *pos = ob_xcalloc(n, sizeof(size_t));
     for (size_t start = 0; start < n; start++) {
       if (!pending[start] || mark[start])
         continue;
@@ -553,7 +531,7 @@ static void add_instance(ob_plan *p, const char *s, size_t len) {
   p->instances = realloc(p->instances, (p->ninstances + 1) * sizeof *p->instances);
   if (!p->instances)
     abort();
-  p->instances[p->ninstances++] = xstrndup(s, len);
+  p->instances[p->ninstances++] = ob_xstrndup(s, len);
 }
 
 /* "instances": a list of ids, or "auto" for every _instance in the context. */
@@ -590,8 +568,8 @@ static void read_instances(ob_plan *p, const ob_value *v) {
 }
 
 ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
-  ob_plan *p = xcalloc(1, sizeof *p);
-  p->file = xstrdup(name);
+  ob_plan *p = ob_xcalloc(1, sizeof *p);
+  p->file = ob_xstrdup(name);
   ob_map_init(&p->ids);
   const ob_value *calls = v;
   p->context = ob_array();
@@ -637,7 +615,7 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
   size_t n = 0, ntemplates = ob_array_len(calls);
   for (size_t i = 0; i < ntemplates; i++)
     n += p->ninstances && copied(ob_array_get(calls, i)) ? p->ninstances : 1;
-  p->calls = xcalloc(n, sizeof *p->calls);
+  p->calls = ob_xcalloc(n, sizeof *p->calls);
   for (size_t i = 0; i < ntemplates; i++) {
     const ob_value *raw = ob_array_get(calls, i);
     if (!p->ninstances || !copied(raw)) {

@@ -79,6 +79,11 @@ const char *ob_call_state_name(ob_call_state s) {
   return names[s];
 }
 
+const char *ob_event_name(ob_event_type type) {
+  static const char *const names[] = {"ready", "started", "done", "skipped", "failed", "run_done"};
+  return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
+}
+
 static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1e6; }
 
 static void emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {

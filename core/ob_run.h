@@ -29,6 +29,9 @@ typedef enum ob_event_type {
   OB_EV_RUN_DONE
 } ob_event_type;
 
+/* "ready", "started", "done", "skipped", "failed", "run_done" */
+const char *ob_event_name(ob_event_type type);
+
 typedef struct ob_event {
   ob_event_type type;
   const ob_call *call; /* NULL for OB_EV_RUN_DONE */

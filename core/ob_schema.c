@@ -55,6 +55,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "ob_mem.h"
 #include "ob_schema.h"
 
 /* Nested validate() calls allowed in one validation, and stack bytes: whichever
@@ -192,39 +193,9 @@ struct ob_schema {
 
 /* --- small helpers ----------------------------------------------------- */
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p)
-    abort(); /* as ob_value does: allocation failure is not recoverable here */
-  return p;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p)
-    abort();
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p)
-    abort();
-  return p;
-}
-
-static char *xstrndup(const char *s, size_t n) {
-  char *d = xmalloc(n + 1);
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
-
-static char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
-
 /* Takes the buffer's text (an empty string when nothing was added). */
 static char *buf_take(ob_buf *b) {
-  char *s = b->data ? b->data : xstrdup("");
+  char *s = b->data ? b->data : ob_xstrdup("");
   ob_buf_init(b);
   return s;
 }
@@ -292,7 +263,7 @@ static size_t uri_scheme_len(const char *s) {
 static void uri_remove_dots(ob_buf *out, size_t from) {
   if (!out->data || !strstr(out->data + from, "."))
     return;
-  char *path = xstrdup(out->data + from);
+  char *path = ob_xstrdup(out->data + from);
   buf_truncate(out, from);
   size_t plen = strlen(path);
   size_t seg_start = 0;
@@ -447,7 +418,7 @@ static snode *map_get(const ob_schema *s, int doc, const char *ptr, size_t len) 
 static void map_put(ob_schema *s, snode *n) {
   if ((s->nnodes + 1) * 2 > s->map_cap) {
     size_t cap = s->map_cap ? s->map_cap * 2 : 64;
-    snode **m = xcalloc(cap, sizeof *m);
+    snode **m = ob_xcalloc(cap, sizeof *m);
     for (size_t i = 0; i < s->map_cap; i++) {
       snode *o = s->map[i];
       if (!o)
@@ -468,10 +439,10 @@ static void map_put(ob_schema *s, snode *n) {
 }
 
 static snode *node_new(ob_schema *s, int doc, const ob_buf *ptr, const ob_value *src) {
-  snode *n = xcalloc(1, sizeof *n);
+  snode *n = ob_xcalloc(1, sizeof *n);
   n->doc = doc;
   n->ptrlen = ptr->len;
-  n->ptr = xstrndup(ptr->data ? ptr->data : "", ptr->len);
+  n->ptr = ob_xstrndup(ptr->data ? ptr->data : "", ptr->len);
   if (doc == 0) {
     n->spath = n->ptr;
   } else {
@@ -485,7 +456,7 @@ static snode *node_new(ob_schema *s, int doc, const ob_buf *ptr, const ob_value 
   map_put(s, n);
   if (s->nnodes == s->nodes_cap) {
     s->nodes_cap = s->nodes_cap ? s->nodes_cap * 2 : 32;
-    s->nodes = xrealloc(s->nodes, s->nodes_cap * sizeof *s->nodes);
+    s->nodes = ob_xrealloc(s->nodes, s->nodes_cap * sizeof *s->nodes);
   }
   s->nodes[s->nnodes++] = n;
   return n;
@@ -524,14 +495,14 @@ static void id_add(ob_schema *s, const char *uri, int doc, const ob_buf *ptr, co
     return;
   if (s->nids == s->ids_cap) {
     s->ids_cap = s->ids_cap ? s->ids_cap * 2 : 8;
-    s->ids = xrealloc(s->ids, s->ids_cap * sizeof *s->ids);
+    s->ids = ob_xrealloc(s->ids, s->ids_cap * sizeof *s->ids);
   }
   id_entry *e = &s->ids[s->nids++];
-  e->uri = xstrdup(uri);
+  e->uri = ob_xstrdup(uri);
   e->doc = doc;
   e->ptrlen = ptr->len;
-  e->ptr = xstrndup(ptr->data ? ptr->data : "", ptr->len);
-  e->base = xstrdup(base);
+  e->ptr = ob_xstrndup(ptr->data ? ptr->data : "", ptr->len);
+  e->base = ob_xstrdup(base);
 }
 
 /* --- numbers ----------------------------------------------------------- */
@@ -847,7 +818,7 @@ static int compile_list(cctx *cc, const ob_value *o, const char *name, const cha
     return 0;
   }
   size_t n = ob_array_len(v);
-  out->v = xcalloc(n, sizeof *out->v);
+  out->v = ob_xcalloc(n, sizeof *out->v);
   out->n = n;
   for (size_t i = 0; i < n && !cc->failed; i++) {
     out->v[i] = compile_sub_index(cc, ob_array_get(v, i), base, name, i);
@@ -900,7 +871,7 @@ static NOINLINE void compile_object_keywords(cctx *cc, snode *n, const ob_value 
   const ob_value *v;
   if ((v = object_kw(cc, o, "properties"))) {
     size_t len = ob_object_len(v);
-    n->props = xcalloc(len, sizeof *n->props);
+    n->props = ob_xcalloc(len, sizeof *n->props);
     ob_object_iter it;
     ob_value *k, *val;
     ob_object_iter_init(&it, v);
@@ -913,7 +884,7 @@ static NOINLINE void compile_object_keywords(cctx *cc, snode *n, const ob_value 
   }
   if ((v = object_kw(cc, o, "patternProperties"))) {
     size_t len = ob_object_len(v);
-    n->pattern_props = xcalloc(len, sizeof *n->pattern_props);
+    n->pattern_props = ob_xcalloc(len, sizeof *n->pattern_props);
     ob_object_iter it;
     ob_value *k, *val;
     ob_object_iter_init(&it, v);
@@ -936,7 +907,7 @@ static NOINLINE void compile_object_keywords(cctx *cc, snode *n, const ob_value 
     n->has |= HAS_MAX_PROPS;
   if ((v = object_kw(cc, o, "dependencies"))) {
     size_t len = ob_object_len(v);
-    n->deps = xcalloc(len, sizeof *n->deps);
+    n->deps = ob_xcalloc(len, sizeof *n->deps);
     ob_object_iter it;
     ob_value *k, *val;
     ob_object_iter_init(&it, v);
@@ -966,7 +937,7 @@ static NOINLINE void compile_array_keywords(cctx *cc, snode *n, const ob_value *
   const ob_value *v = kw(o, "items");
   if (v && ob_typeof(v) == OB_ARRAY) {
     size_t len = ob_array_len(v);
-    n->tuple.v = xcalloc(len, sizeof *n->tuple.v);
+    n->tuple.v = ob_xcalloc(len, sizeof *n->tuple.v);
     n->tuple.n = len;
     n->has |= HAS_TUPLE;
     for (size_t i = 0; i < len && !cc->failed; i++) {
@@ -1008,7 +979,7 @@ static void compile_keywords(cctx *cc, snode *n, const ob_value *o, const char *
     char *id = uri_resolve(base, ob_string_ptr(v));
     char *hash = strchr(id, '#');
     size_t ulen = hash ? (size_t)(hash - id) : strlen(id);
-    own_base = xstrndup(id, ulen);
+    own_base = ob_xstrndup(id, ulen);
     /* "#name" names this place inside the current resource; anything else
      * starts a new resource whose refs resolve against it */
     int anchor_only = hash && strlen(base) == ulen && memcmp(base, id, ulen) == 0;
@@ -1239,7 +1210,7 @@ static snode *resolve_ref(cctx *cc, snode *n) {
 
   if (hash && hash[1] != '/') {
     e = id_find(s, ref, strlen(ref)); /* a plain-name fragment, "#foo" */
-    frag = xstrdup("");
+    frag = ob_xstrdup("");
   } else {
     frag = percent_decode(hash ? hash + 1 : "");
     if (!frag) {
@@ -1268,7 +1239,7 @@ static snode *resolve_ref(cctx *cc, snode *n) {
   /* walk the fragment from the identified schema, following $ids for the base */
   snode *start = map_get(s, e->doc, e->ptr, e->ptrlen);
   const ob_value *v = start ? start->src : NULL;
-  char *base = xstrdup(e->base);
+  char *base = ob_xstrdup(e->base);
   ob_buf_add(&where, e->ptr, e->ptrlen);
   const char *p = frag;
   while (v && *p == '/') {
@@ -1361,7 +1332,7 @@ static void check_cycles(cctx *cc) {
     snode *n;
     size_t next;
   } frame;
-  frame *stack = xmalloc((s->nnodes + 1) * sizeof *stack);
+  frame *stack = ob_xmalloc((s->nnodes + 1) * sizeof *stack);
   for (size_t r = 0; r < s->nnodes && !cc->failed; r++) {
     if (s->nodes[r]->mark)
       continue;
@@ -1395,7 +1366,7 @@ ob_schema *ob_schema_compile(const ob_value *schema, ob_error *err) {
     ob_error_set(err, OB_EINVAL, 0, "(root): schema: no schema given");
     return NULL;
   }
-  ob_schema *s = xcalloc(1, sizeof *s);
+  ob_schema *s = ob_xcalloc(1, sizeof *s);
   s->docs[s->ndocs++] = ob_ref((ob_value *)schema); /* refcounts are not the value's content */
   cctx cc = {s, err, 0, {NULL, 0, 0}, 0, 0};
   ob_buf_init(&cc.ptr);
@@ -1458,12 +1429,12 @@ static void result_add(ob_schema_result *r, const char *ipath, const char *spath
                        const char *keyword, char *msg) {
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 8;
-    r->fail = xrealloc(r->fail, r->cap * sizeof *r->fail);
+    r->fail = ob_xrealloc(r->fail, r->cap * sizeof *r->fail);
   }
   ob_schema_failure *f = &r->fail[r->n++];
-  f->instance_path = xstrdup(ipath);
-  f->schema_path = xstrdup(spath);
-  f->keyword = xstrdup(keyword);
+  f->instance_path = ob_xstrdup(ipath);
+  f->schema_path = ob_xstrdup(spath);
+  f->keyword = ob_xstrdup(keyword);
   f->message = msg;
 }
 

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_mem.h"
 #include "ob_value.h"
 
 #define IMMORTAL UINT32_MAX
@@ -120,20 +121,6 @@ static array_value empty_array_v = {{IMMORTAL, OB_ARRAY, 0}, 1, {0, 0, NULL, NUL
 static object_value empty_object_v = {{IMMORTAL, OB_OBJECT, 0}, 1, 0, 0,
                                       {0, 0, NULL, NULL}, {0, 0, NULL, NULL}, NULL};
 
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p)
-    abort();
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p)
-    abort();
-  return p;
-}
-
 /* --- reference counting and freeing ------------------------------------ */
 
 static void value_free(ob_value *v);
@@ -159,11 +146,11 @@ void ob_unref(ob_value *v) {
     if (freeing.n == freeing.cap) {
       size_t cap = freeing.cap * 2;
       if (freeing.items == freeing.inline_items) {
-        ob_value **p = xmalloc(cap * sizeof *p);
+        ob_value **p = ob_xmalloc(cap * sizeof *p);
         memcpy(p, freeing.items, freeing.n * sizeof *p);
         freeing.items = p;
       } else {
-        freeing.items = xrealloc(freeing.items, cap * sizeof *freeing.items);
+        freeing.items = ob_xrealloc(freeing.items, cap * sizeof *freeing.items);
       }
       freeing.cap = cap;
     }
@@ -220,21 +207,21 @@ ob_value *ob_false(void) { return &false_v; }
 ob_value *ob_bool(int b) { return b ? &true_v : &false_v; }
 
 ob_value *ob_int(int64_t i) {
-  int_value *v = xmalloc(sizeof *v);
+  int_value *v = ob_xmalloc(sizeof *v);
   v->h = (ob_value){1, OB_INT, 0};
   v->i = i;
   return &v->h;
 }
 
 ob_value *ob_real(double d) {
-  real_value *v = xmalloc(sizeof *v);
+  real_value *v = ob_xmalloc(sizeof *v);
   v->h = (ob_value){1, OB_REAL, 0};
   v->d = d;
   return &v->h;
 }
 
 ob_value *ob_string(const char *s, size_t len) {
-  string_value *v = xmalloc(sizeof *v + len + 1);
+  string_value *v = ob_xmalloc(sizeof *v + len + 1);
   v->h = (ob_value){1, OB_STRING, 0};
   v->hashed = 0;
   v->hash = 0;
@@ -297,7 +284,7 @@ static int key_is(const ob_value *key, const char *s, size_t len) {
 /* --- persistent vector internals --------------------------------------- */
 
 static pv_node *pv_alloc(uint16_t cap) {
-  pv_node *n = xmalloc(sizeof *n + cap * sizeof(void *));
+  pv_node *n = ob_xmalloc(sizeof *n + cap * sizeof(void *));
   n->rc = 1;
   n->n = 0;
   n->cap = cap;
@@ -465,7 +452,7 @@ static array_value *array_editable(ob_value *a) {
   array_value *src = (array_value *)a;
   if (a->rc == 1)
     return src;
-  array_value *c = xmalloc(sizeof *c);
+  array_value *c = ob_xmalloc(sizeof *c);
   c->h = (ob_value){1, OB_ARRAY, 0};
   c->depth = src->depth;
   c->v = src->v;
@@ -500,7 +487,7 @@ static inline unsigned popcount(uint32_t x) {
 
 static hnode *h_alloc(uint32_t datamap, uint32_t nodemap, uint32_t ncoll) {
   size_t words = ncoll ? 2 * (size_t)ncoll : 2 * popcount(datamap) + popcount(nodemap);
-  hnode *n = xmalloc(sizeof *n + words * sizeof(void *));
+  hnode *n = ob_xmalloc(sizeof *n + words * sizeof(void *));
   n->rc = 1;
   n->datamap = datamap;
   n->nodemap = nodemap;
@@ -607,7 +594,7 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
   int shared = n->rc > 1;
   if (!shared && !(n->datamap & bit)) { /* ours, and a free slot: grow in place */
     size_t words = h_words(n);
-    n = xrealloc(n, sizeof *n + (words + 2) * sizeof(void *));
+    n = ob_xrealloc(n, sizeof *n + (words + 2) * sizeof(void *));
     memmove(n->slot + 2 * di + 2, n->slot + 2 * di, (words - 2 * di) * sizeof(void *));
     n->slot[2 * di] = key;
     n->slot[2 * di + 1] = p;
@@ -658,7 +645,7 @@ ob_value *ob_object(void) { return &empty_object_v.h; }
 size_t ob_object_len(const ob_value *o) { return ((const object_value *)o)->n; }
 
 static object_value *object_alloc(uint32_t cap) {
-  object_value *o = xmalloc(sizeof *o + cap * sizeof(ob_entry));
+  object_value *o = ob_xmalloc(sizeof *o + cap * sizeof(ob_entry));
   memset(o, 0, sizeof *o);
   o->h = (ob_value){1, OB_OBJECT, 0};
   o->depth = 1;
@@ -704,7 +691,7 @@ static object_value *object_editable(ob_value *o, uint32_t need) {
     uint32_t cap = src->cap * 2 < need ? need : src->cap * 2;
     if (cap > SMALL_MAX)
       cap = SMALL_MAX;
-    object_value *g = xrealloc(src, sizeof *g + cap * sizeof(ob_entry));
+    object_value *g = ob_xrealloc(src, sizeof *g + cap * sizeof(ob_entry));
     g->cap = cap;
     return g;
   }
