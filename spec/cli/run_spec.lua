@@ -443,8 +443,11 @@ describe("obelus run: signals", function()
                              {"_id":"long","_tool":"sleepy","ms":20000,"value":1,"_outputPath":"b"}]]=])
       local j = os.tmpname()
       local status = os.tmpname()
-      local cmd = string.format("%s run %s --tools %s --journal %s >/dev/null 2>&1 & pid=$!; sleep 0.5; kill -%s $pid; wait $pid; echo $? > %s",
-        cli.quote(cli.bin), f, TOOLS, j, sig[1], status)
+      -- signal once quick's output is in the journal (a slow or sanitized build may take a while)
+      local cmd = string.format("%s run %s --tools %s --journal %s >/dev/null 2>&1 & pid=$!; " ..
+        "for i in $(seq 100); do [ \"$(wc -l < %s 2>/dev/null)\" -ge 2 ] 2>/dev/null && break; sleep 0.1; done; " ..
+        "sleep 0.2; kill -%s $pid; wait $pid; echo $? > %s",
+        cli.quote(cli.bin), f, TOOLS, j, j, sig[1], status)
       os.execute(cmd)
       assert.are.equal(tostring(sig[2]), cli.slurp(status):match("%d+"))
       local lines = journal_of(j)
