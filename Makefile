@@ -206,5 +206,5 @@ demo: bin/obelus
 	  echo '$$ obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl | dot -Tsvg > build/demo/weather.svg'; \
 	  bin/obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl > build/demo/weather.dot && \
 	  dot -Tsvg build/demo/weather.dot -o build/demo/weather.svg && \
-	  echo "demo: build/demo/weather.svg (done green, not run grey)"; \
+	  echo "demo: build/demo/weather.svg (done green, skipped grey)"; \
 	else echo "demo: no SVG, Graphviz's dot is not installed (make deps installs it)"; fi

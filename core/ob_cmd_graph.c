@@ -46,12 +46,14 @@ static const char graph_help[] =
     "  --format dot|mermaid  Graphviz dot (default) or a Mermaid `flowchart TD`\n"
     "  --tools PATH          a tool file (.lua) or a folder of them; repeatable\n"
     "  --journal J           colour each call by its outcome in the run journal J\n"
-    "                        (`run --journal J`): done green, failed red, not run\n"
-    "                        grey (a journal does not record skips, so a skipped\n"
-    "                        call and one never reached look alike); a\n"
-    "                        fire-and-forget call that did not fail is left white\n"
-    "                        (it writes nothing to tell). The outcome is also the\n"
-    "                        node's last label line.\n"
+    "                        (`run --journal J`): done green, failed red, skipped\n"
+    "                        grey, never ran white. A journal records outputs and\n"
+    "                        errors, not skips: a call without a record whose\n"
+    "                        dependencies all settled counts as skipped, one whose\n"
+    "                        dependencies did not as never ran; a fire-and-forget\n"
+    "                        call that did not fail is left white (it writes\n"
+    "                        nothing to tell). The outcome is also the node's last\n"
+    "                        label line.\n"
     "\n"
     "examples:\n"
     "  obelus graph plan.json | dot -Tsvg > plan.svg\n"
@@ -203,7 +205,7 @@ static void free_graph(graph *g) {
 #define FILL_FAILED "#ffc7ce"
 #define FILL_NOT_RUN "#e0e0e0"
 
-enum { OUTCOME_NONE, OUTCOME_DONE, OUTCOME_FAILED };
+enum { OUTCOME_NONE, OUTCOME_DONE, OUTCOME_FAILED, OUTCOME_SKIPPED };
 
 static int in_scope(const ob_call *c, const ob_value *instance) {
   return c->instance ? instance && !strcmp(c->instance, ob_string_ptr(instance)) : !instance;
@@ -265,6 +267,30 @@ static void outcomes(const ob_plan *p, ob_log *log, int *out) {
   }
 }
 
+/* A journal records outputs and errors, not skips. A call with no record
+ * whose dependencies all settled (done, failed or skipped themselves) was
+ * ready, so the scheduler decided about it: skipped (or, if the run was
+ * interrupted right then, cut short). One with a dependency that never
+ * settled was never reached. Repeated until nothing changes: dependencies
+ * may come later in the plan than their readers. */
+static void infer_skips(const ob_plan *p, int *out) {
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < p->ncalls; i++) {
+      const ob_call *c = &p->calls[i];
+      if (out[i] != OUTCOME_NONE || !c->ndeps)
+        continue;
+      size_t settled = 0;
+      for (size_t d = 0; d < c->ndeps; d++)
+        settled += out[c->deps[d]] != OUTCOME_NONE;
+      if (settled == c->ndeps) {
+        out[i] = OUTCOME_SKIPPED;
+        changed = 1;
+      }
+    }
+  }
+}
+
 /* The first plan message of the log, when it holds a plan other than v. */
 static const char *other_plan(ob_log *log, const ob_value *v) {
   for (size_t i = 0; i < ob_log_len(log); i++) {
@@ -300,6 +326,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
   ob_unref(v);
   int *out = ob_xcalloc(p->ncalls, sizeof *out);
   outcomes(p, log, out);
+  infer_skips(p, out);
   for (size_t i = 0; i < g->nnodes; i++) {
     gnode *n = &g->nodes[i];
     const char *what;
@@ -311,9 +338,11 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
       what = "done";
     } else if (!p->calls[i].has_output) {
       what = "no record (writes nothing)"; /* fire-and-forget or a thought: left white */
-    } else {
+    } else if (out[i] == OUTCOME_SKIPPED) {
       n->fill = FILL_NOT_RUN;
-      what = "not run";
+      what = "skipped";
+    } else {
+      what = "never ran"; /* left white */
     }
     ob_buf b;
     ob_buf_init(&b);

@@ -1,5 +1,5 @@
 -- graph_journal_spec.lua -- `obelus graph PLAN --journal J`: every node filled by
--- its call's outcome in the run J records (done, failed, not run), in dot and in
+-- its call's outcome in the run J records (done, failed, skipped, never ran), in dot and in
 -- Mermaid, for the weather plan down both branches and for failures, instances,
 -- calls without _id and fire-and-forget calls.
 local cli = require "support.cli"
@@ -59,13 +59,13 @@ local function outcomes(nodes)
 end
 
 describe("obelus graph --journal", function()
-  it("colours the weather plan down the rainy branch: the park not run", function()
+  it("colours the weather plan down the rainy branch: the park skipped", function()
     local j = journal(WEATHER, "plans/weather/tools", "--input", '{"city":"London"}')
     local r = cli.run { "graph", WEATHER, "--journal", j }
     assert.are.equal(0, r.code, r.err)
     assert.are.equal("", r.err)
     assert.are.same({
-      weather = { "done", GREEN }, park = { "not run", GREY },
+      weather = { "done", GREEN }, park = { "skipped", GREY },
       movie = { "done", GREEN }, suggest = { "done", GREEN },
     }, outcomes(dot_nodes(r.out)))
     assert.are.equal("weather\ncheckWeather\ndone", dot_nodes(r.out).weather.label)
@@ -83,7 +83,7 @@ describe("obelus graph --journal", function()
     local j = journal(WEATHER, "plans/weather/tools", "--input", '{"city":"Lisbon"}')
     local want = {
       weather = { "done", GREEN }, park = { "done", GREEN },
-      movie = { "not run", GREY }, suggest = { "done", GREEN },
+      movie = { "skipped", GREY }, suggest = { "done", GREEN },
     }
     assert.are.same(want, outcomes(dot_nodes(cli.run({ "graph", WEATHER, "--journal", j }).out)))
     local m = cli.run { "graph", WEATHER, "--journal", j, "--format", "mermaid" }
@@ -106,7 +106,7 @@ describe("obelus graph --journal", function()
     assert.are.equal(0, r.code, r.err)
     assert.are.same({
       bad = { "failed", RED },
-      ["#1@a"] = { "not run", GREY },   -- skipped: upstream failed
+      ["#1@a"] = { "skipped", GREY },   -- upstream failed
       ["#1@b"] = { "done", GREEN },     -- the b copy reads the global v: nothing failed upstream
       ["#2"] = { "done", GREEN },       -- no _id: matched by position (the call as written)
       ["#3"] = { "done", GREEN },
@@ -114,6 +114,20 @@ describe("obelus graph --journal", function()
       ff = { "no record (writes nothing)" }, -- fire-and-forget: nothing to tell, left white
       ffbad = { "failed", RED },
     }, outcomes(dot_nodes(r.out)))
+  end)
+
+  it("tells a call never reached (the run was interrupted) from a skipped one", function()
+    local plan = cli.tmpfile([=[[{"_id":"quick","_tool":"echo","value":1,"_outputPath":"a"},
+      {"_id":"long","_tool":"sleepy","ms":20000,"value":1,"_outputPath":"b"},
+      {"_id":"after","_tool":"echo","value":"†state.b","_outputPath":"c"}]]=], ".json")
+    local j = os.tmpname()
+    os.execute(string.format("%s run %s --tools spec/cli/tools --journal %s >/dev/null 2>&1 & pid=$!; " ..
+      "for i in $(seq 100); do [ \"$(wc -l < %s 2>/dev/null)\" -ge 2 ] 2>/dev/null && break; sleep 0.1; done; " ..
+      "kill -INT $pid; wait $pid", cli.quote(cli.bin), plan, j, j))
+    local r = cli.run { "graph", plan, "--journal", j }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ quick = { "done", GREEN }, long = { "never ran" }, after = { "never ran" } },
+      outcomes(dot_nodes(r.out)))
   end)
 
   it("refuses an unusable journal with its line, and draws nothing", function()
@@ -134,7 +148,7 @@ describe("obelus graph --journal", function()
     local r = cli.run { "graph", other, "--journal", j }
     assert.are.equal(0, r.code)
     assert.matches("warning: .* is the journal of a run of plans/weather/plan.json", r.err)
-    assert.are.same({ weather = { "done", GREEN }, ["else"] = { "not run", GREY } }, outcomes(dot_nodes(r.out)))
+    assert.are.same({ weather = { "done", GREEN }, ["else"] = { "never ran" } }, outcomes(dot_nodes(r.out)))
   end)
 
   it("renders with Graphviz when it is installed", function()
