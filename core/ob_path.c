@@ -590,6 +590,8 @@ static void parser_init(parser *p, const char *s, size_t len, ob_error *err) {
   p->err = err;
 }
 
+static void compact(ob_expr *e);
+
 int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *err) {
   parser p;
   int rc;
@@ -602,10 +604,71 @@ int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *e
   rc = parse_expr(&p, mode, out);
   if (rc)
     ob_expr_free(out);
+  else
+    compact(out);
   return rc;
 }
 
+/* Moves a freshly parsed expression into one allocation (see ob_path.h). */
+static void compact(ob_expr *e) {
+  size_t size = e->n * sizeof(ob_alt);
+  for (size_t a = 0; a < e->n; a++) {
+    const ob_alt *alt = &e->alts[a];
+    size += alt->n * sizeof(ob_reference) + strlen(alt->text) + 1;
+    for (size_t r = 0; r < alt->n; r++) {
+      const ob_reference *ref = &alt->refs[r];
+      size += strlen(ref->kind) + 1 + strlen(ref->text) + 1 + ref->path.n * sizeof(ob_seg);
+      for (size_t k = 0; k < ref->path.n; k++)
+        size += ref->path.segs[k].keylen + 1;
+    }
+  }
+  /* the arrays first (pointer-aligned), then the bytes of every string */
+  char *block = malloc(size), *at;
+  if (!block)
+    return; /* stays spread out: still a valid expression */
+  ob_alt *alts = (ob_alt *)block;
+  at = block + e->n * sizeof(ob_alt);
+  for (size_t a = 0; a < e->n; a++) {
+    alts[a] = e->alts[a];
+    alts[a].refs = (ob_reference *)at;
+    at += alts[a].n * sizeof(ob_reference);
+    for (size_t r = 0; r < alts[a].n; r++) {
+      alts[a].refs[r] = e->alts[a].refs[r];
+      alts[a].refs[r].path.segs = alts[a].refs[r].path.n ? (ob_seg *)at : NULL;
+      at += alts[a].refs[r].path.n * sizeof(ob_seg);
+      for (size_t k = 0; k < alts[a].refs[r].path.n; k++)
+        alts[a].refs[r].path.segs[k] = e->alts[a].refs[r].path.segs[k];
+    }
+  }
+  for (size_t a = 0; a < e->n; a++) { /* now the strings */
+    size_t n = strlen(alts[a].text) + 1;
+    alts[a].text = memcpy(at, alts[a].text, n), at += n;
+    for (size_t r = 0; r < alts[a].n; r++) {
+      ob_reference *ref = &alts[a].refs[r];
+      n = strlen(ref->kind) + 1;
+      ref->kind = memcpy(at, ref->kind, n), at += n;
+      n = strlen(ref->text) + 1;
+      ref->text = memcpy(at, ref->text, n), at += n;
+      for (size_t k = 0; k < ref->path.n; k++) {
+        ob_seg *seg = &ref->path.segs[k];
+        seg->key = memcpy(at, seg->key, seg->keylen + 1), at += seg->keylen + 1;
+      }
+    }
+  }
+  ob_expr spread = *e; /* the old pieces go; their contents live on in the block */
+  e->alts = alts;
+  e->block = block;
+  ob_expr_free(&spread);
+}
+
 void ob_expr_free(ob_expr *e) {
+  if (e->block) {
+    free(e->block);
+    e->alts = NULL;
+    e->block = NULL;
+    e->n = 0;
+    return;
+  }
   for (size_t a = 0; a < e->n; a++) {
     ob_alt *alt = &e->alts[a];
     for (size_t r = 0; r < alt->n; r++) {

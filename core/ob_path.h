@@ -41,6 +41,7 @@ typedef struct ob_alt { /* ref && ref && ... */
 typedef struct ob_expr { /* alt || alt || ... */
   size_t n;
   ob_alt *alts;
+  void *block; /* a parsed expression lives in this one allocation (see ob_expr_parse) */
 } ob_expr;
 
 enum {
@@ -48,6 +49,11 @@ enum {
   OB_EXPR_OUTPUT = 1 /* a part without † is a path in kind "state" (SPEC 3) */
 };
 
+/* Parses s[0..len) as an expression. The result (alternatives, references,
+ * paths, keys, texts) lives in one contiguous allocation: a plan holds one
+ * expression a reference, and a run touches each once, so they had better
+ * not be spread over a dozen blocks (cache misses are most of a call's cost).
+ * Its paths must not be freed on their own: ob_expr_free frees it all. */
 /* Parses s[0..len) as an expression. On error returns OB_ESYNTAX with
  * err->pos the 0-based character (code point) offset of the problem and
  * err->msg naming what was expected there, e.g.
