@@ -572,6 +572,19 @@ static int runner_drive(runner *rn, ob_run *r, size_t ncalls) {
   return 0;
 }
 
+/* The options of a run started from the command line (log: a shared log, or NULL). */
+static ob_run_options run_options(const options *o, runner *rn, FILE *journal, ob_log *log) {
+  ob_run_options ro = {.concurrency = o->concurrency,
+                       .max_depth = o->max_depth,
+                       .approve_tty = o->approve,
+                       .journal = journal,
+                       .log = log,
+                       .on_event = on_event,
+                       .on_done = on_done,
+                       .ud = rn};
+  return ro;
+}
+
 static void print_json(const ob_value *v) {
   char *text = ob_json_print(v, OB_JSON_PRETTY, NULL);
   puts(text);
@@ -589,13 +602,7 @@ int ob_cmd_run(int argc, char **argv) {
   runner rn;
   FILE *journal;
   if ((rc = runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
-    ob_run_options ro = {.concurrency = o.concurrency,
-                         .max_depth = o.max_depth,
-                         .approve_tty = o.approve,
-                         .journal = journal,
-                         .on_event = on_event,
-                         .on_done = on_done,
-                         .ud = &rn};
+    ob_run_options ro = run_options(&o, &rn, journal, NULL);
     ob_error err;
     ob_run *r = ob_run_new(e, p, pv, o.inputs, &ro, &err);
     if (!r) { /* prepare() tried the context already: this is unexpected */
@@ -724,14 +731,7 @@ int ob_cmd_loop(int argc, char **argv) {
     abort();
   if ((rc = runner_open(&rn, &o, e, &journal)) != OB_EXIT_OK)
     goto done;
-  ob_run_options ro = {.concurrency = o.concurrency,
-                       .max_depth = o.max_depth,
-                       .approve_tty = o.approve,
-                       .journal = journal,
-                       .log = log,
-                       .on_event = on_event,
-                       .on_done = on_done,
-                       .ud = &rn};
+  ob_run_options ro = run_options(&o, &rn, journal, log);
   ob_error err;
   ob_run *first = ob_run_new(e, p, pv, o.inputs, &ro, &err);
   if (!first) {
