@@ -3,6 +3,8 @@
 -- which branch ran, and that fire-and-forget work is drained before exit.
 local cli = require "support.cli"
 local cjson = require "cjson"
+local fs = require "support.fs"
+local tmpdir, exists = fs.tmpdir, fs.exists
 
 local null = cjson.null
 
@@ -17,19 +19,6 @@ local function decode(text)
   local ok, v = pcall(cjson.decode, text)
   assert(ok, "stdout is not one JSON document: " .. tostring(text))
   return v
-end
-
-local function tmpdir()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
 end
 
 -- Reads a JSON Lines file into a list of decoded values.

@@ -14,7 +14,7 @@ local ERASE = "\r\27[K"
 local function on_tty(args, env)
   local out = os.tmpname()
   local cmd = cli.quote(cli.bin) .. " " .. args
-  local ok, how, code = os.execute(string.format("TERM=xterm %s script -qec %s /dev/null > %s",
+  local _, how, code = os.execute(string.format("TERM=xterm %s script -qec %s /dev/null > %s",
     env or "", cli.quote(cmd), out))
   local text = cli.slurp(out)
   os.remove(out)

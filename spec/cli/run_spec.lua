@@ -2,6 +2,8 @@
 -- order, concurrency, skips, errors, output expressions, fire-and-forget, exit codes.
 local cli = require "support.cli"
 local cjson = require "cjson"
+local fs = require "support.fs"
+local exists = fs.exists
 
 local TOOLS = "spec/cli/tools"
 
@@ -29,12 +31,6 @@ local function position_of(lines, id)
   for i, m in ipairs(lines) do
     if m._call and m._call._id == id then return i end
   end
-end
-
-local function exists(path)
-  local f = io.open(path)
-  if f then f:close() end
-  return f ~= nil
 end
 
 describe("obelus run: dependencies and order", function()
@@ -95,7 +91,6 @@ describe("obelus run: dependencies and order", function()
   end)
 
   it("honours --concurrency", function()
-    local j = os.tmpname()
     local calls = {}
     for i = 1, 4 do
       calls[i] = string.format('{"_id":"s%d","_tool":"sleepy","ms":60,"value":%d,"_outputPath":"†state.s%d"}', i, i, i)

@@ -4,21 +4,10 @@
 -- and garbage collection of engines and runs in the middle of a run.
 local obelus = require "obelus"
 local uv = require "luv"
+local fs = require "support.fs"
+local tmpdir, exists = fs.tmpdir, fs.exists
 
 local encode, null = obelus.encode, obelus.null
-
-local function tmpdir()
-  local p = assert(io.popen("mktemp -d"))
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
 
 local function write(path, text)
   local f = assert(io.open(path, "wb"))

@@ -31,7 +31,7 @@ function M.run(args)
     f:close()
     cmd = cmd .. " <" .. inp
   end
-  local ok, how, code = os.execute(cmd)
+  local _, how, code = os.execute(cmd)
   local r = { code = (how == "exit") and code or 128 + (code or 0), out = slurp(out), err = slurp(err) }
   os.remove(out)
   os.remove(err)

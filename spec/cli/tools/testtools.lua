@@ -50,7 +50,7 @@ return {
 
   { name = "stall", description = "waits for a resume that never comes",
     run = function()
-      obelus.await(function(resume) end)
+      obelus.await(function(_) end)
       return "never"
     end },
 
