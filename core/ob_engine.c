@@ -79,6 +79,8 @@ static int open_runtime(lua_State *L) {
   lua_pushlightuserdata(L, e);
   lua_pushcclosure(L, ob_run_lua_sleep, 1);
   lua_setfield(L, -2, "sleep");
+  lua_pushcfunction(L, ob_run_lua_is_call);
+  lua_setfield(L, -2, "is_call");
   lua_pushlightuserdata(L, e);
   lua_pushboolean(L, 0);
   lua_pushcclosure(L, prim_set_handler, 2);

@@ -1138,6 +1138,12 @@ static crun *running_call(lua_State *co) {
   return c && c->co == co && c->state == OB_CALL_RUNNING ? c : NULL;
 }
 
+int ob_run_lua_is_call(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  lua_pushboolean(L, co && running_call(co) != NULL);
+  return 1;
+}
+
 int ob_run_lua_wake(lua_State *L) {
   lua_State *co = lua_tothread(L, 1);
   crun *c = co ? running_call(co) : NULL;
@@ -1227,7 +1233,8 @@ int ob_run_lua_sleep(lua_State *L) {
   lua_Number ms = luaL_checknumber(L, 1);
   crun *c = running_call(L);
   if (!c)
-    return luaL_error(L, "obelus.sleep must be called from inside a tool's run function");
+    return luaL_error(L, "obelus.sleep must be called from a tool's own coroutine (its run "
+                         "function), not from outside a tool or from a coroutine the tool made");
   if (!(ms >= 0) || ms > 1e15)
     return luaL_error(L, "obelus.sleep: milliseconds must be 0 or more");
   ob_engine *e = c->run->e;

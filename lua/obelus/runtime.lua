@@ -32,8 +32,11 @@ end
 --- Waits for a callback API: fn receives `resume`; the values passed to
 --- resume are what await returns. Only the first call of resume counts.
 function obelus.await(fn)
-  local co, main = coroutine.running()
-  if main then error("obelus.await must be called from inside a tool's run function", 2) end
+  local co = coroutine.running()
+  if not prim.is_call(co) then
+    error("obelus.await must be called from a tool's own coroutine (its run function), " ..
+          "not from outside a tool or from a coroutine the tool made", 2)
+  end
   if type(fn) ~= "function" then error("obelus.await expects a function", 2) end
   local state, results = "calling", nil
   local function resume(...)

@@ -264,6 +264,14 @@ describe("obelus run: the tool API", function()
     assert.are.same({ deep = { 2 } }, r.output.nested)
   end)
 
+  it("refuses a wait from a coroutine the tool made, with a clear error", function()
+    local r = run([=[[{"_tool":"nested","how":"sleep","_outputPath":"†state.a"},
+                      {"_tool":"nested","how":"await","_outputPath":"†state.b"}]]=])
+    assert.are.equal(1, r.code)
+    local _, n = r.err:gsub("not from outside a tool or from a coroutine the tool made", "")
+    assert.are.equal(4, n) -- each error twice: the traceback, then the failure line
+  end)
+
   it("writes null when a tool returns nothing", function()
     local r = run([=[[{"_tool":"nothing","_outputPath":"†state.n"}]]=])
     assert.are.equal(0, r.code)

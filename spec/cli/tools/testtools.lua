@@ -88,6 +88,15 @@ return {
 
   { name = "latent_thing", description = "has no run function" },
 
+  { name = "nested", description = "waits from inside a coroutine of its own (not allowed)",
+    run = function(call)
+      local inner = coroutine.wrap(function()
+        if call.how == "sleep" then obelus.sleep(1) else obelus.await(function(r) r() end) end
+      end)
+      inner()
+      return 1
+    end },
+
   { name = "nothing", description = "returns nothing",
     run = function() end },
 }
