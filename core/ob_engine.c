@@ -344,12 +344,37 @@ static int by_name(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Lets tool files require modules kept beside them: dir/?.lua and
+ * dir/?/init.lua go first in package.path (once per folder). */
+static void add_to_path(ob_engine *e, const char *dir) {
+  lua_State *L = e->L;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  const char *old = lua_tostring(L, -1);
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_addf(&b, "%s/?.lua;%s/?/init.lua;", dir, dir);
+  if (!old || !strstr(old, b.data)) {
+    ob_buf_add(&b, old ? old : "", old ? strlen(old) : 0);
+    lua_pushstring(L, b.data);
+    lua_setfield(L, -3, "path");
+  }
+  lua_pop(L, 2);
+  ob_buf_free(&b);
+}
+
 int ob_engine_load_tools(ob_engine *e, const char *path, ob_error *err) {
   struct stat st;
   if (stat(path, &st) != 0)
     return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
-  if (!S_ISDIR(st.st_mode))
+  if (!S_ISDIR(st.st_mode)) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? ob_xstrndup(path, (size_t)(slash - path)) : ob_xstrdup(".");
+    add_to_path(e, dir);
+    free(dir);
     return load_lua_file(e, path, 1, err);
+  }
+  add_to_path(e, path);
   DIR *d = opendir(path);
   if (!d)
     return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));

@@ -272,6 +272,15 @@ describe("obelus run: the tool API", function()
     assert.are.equal(4, n) -- each error twice: the traceback, then the failure line
   end)
 
+  it("lets a tool require modules kept beside it (its folder is on package.path)", function()
+    local plan = plan_file([=[[{"_tool":"shout","text":"hi","_outputPath":"x"}]]=])
+    for _, tools in ipairs { "spec/cli/fixtures/require/tools", "spec/cli/fixtures/require/tools/shout.lua" } do
+      local r = cli.run { "run", plan, "--tools", tools }
+      assert.are.equal(0, r.code, r.err)
+      assert.are.same({ x = "HI!" }, cjson.decode(r.out))
+    end
+  end)
+
   it("writes null when a tool returns nothing", function()
     local r = run([=[[{"_tool":"nothing","_outputPath":"†state.n"}]]=])
     assert.are.equal(0, r.code)
