@@ -1,5 +1,6 @@
 /* ob_buf.c -- a growable byte buffer for building text (JSON, paths, messages).
  * Always NUL-terminated after the first add, so data can be used as a C string. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,4 +63,23 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
 void ob_buf_free(ob_buf *b) {
   free(b->data);
   ob_buf_init(b);
+}
+
+int ob_read_file(const char *path, ob_buf *b, ob_error *err) {
+  int is_stdin = !strcmp(path, "-");
+  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f)
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    ob_buf_add(b, chunk, n);
+  int failed = ferror(f);
+  if (!is_stdin)
+    fclose(f);
+  if (failed)
+    return ob_error_set(err, OB_EIO, 0, "%s: read error", is_stdin ? "standard input" : path);
+  if (!b->data)
+    ob_buf_add(b, "", 0);
+  return OB_OK;
 }

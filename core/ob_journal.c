@@ -7,23 +7,6 @@
 
 #include "ob_journal.h"
 
-static int read_file(const char *path, ob_buf *b, ob_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    ob_buf_add(b, chunk, n);
-  int failed = ferror(f);
-  fclose(f);
-  if (failed)
-    return ob_error_set(err, OB_EIO, 0, "%s: read error", path);
-  if (!b->data)
-    ob_buf_add(b, "", 0);
-  return OB_OK;
-}
-
 /* Errors read "plan.json: [3]: ..." (array index) or "run.jsonl:4: ..." (line). */
 static int append_one(ob_log *log, ob_value *msg, const char *path, int is_line, size_t n,
                       ob_error *err) {
@@ -76,7 +59,7 @@ static int load_lines(ob_log *log, const char *path, const ob_buf *b, ob_error *
 int ob_journal_load(ob_log *log, const char *path, ob_error *err) {
   ob_buf b;
   ob_buf_init(&b);
-  int rc = read_file(path, &b, err);
+  int rc = ob_read_file(path, &b, err);
   if (rc == OB_OK) {
     size_t i = 0;
     while (i < b.len && strchr(" \t\r\n", b.data[i]))

@@ -55,22 +55,10 @@ ob_value *ob_json_parse(const char *text, size_t len, ob_error *err) {
 }
 
 ob_value *ob_json_parse_file(const char *path, ob_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
   ob_buf b;
   ob_buf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    ob_buf_add(&b, chunk, n);
-  int failed = ferror(f);
-  fclose(f);
-  if (failed) {
+  if (ob_read_file(path, &b, err) != OB_OK) {
     ob_buf_free(&b);
-    ob_error_set(err, OB_EIO, 0, "%s: read error", path);
     return NULL;
   }
   ob_error perr;

@@ -123,7 +123,7 @@ int ob_identical(const ob_value *a, const ob_value *b);
  * (OB_EJSON, pos = line). Integers stay integers, key order is kept,
  * \u0000 is allowed in strings. */
 ob_value *ob_json_parse(const char *text, size_t len, ob_error *err);
-/* Reads and parses a whole file. */
+/* Reads and parses a whole file ("-": standard input). */
 ob_value *ob_json_parse_file(const char *path, ob_error *err);
 
 enum {
@@ -149,6 +149,9 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
 #endif
     ;
 void ob_buf_free(ob_buf *b);
+/* Appends the whole content of the file at path ("-": standard input) to b.
+ * OB_OK, or OB_EIO with err naming the file. */
+int ob_read_file(const char *path, ob_buf *b, ob_error *err);
 /* Appends v as JSON to b. */
 void ob_json_write(ob_buf *b, const ob_value *v, int flags);
 

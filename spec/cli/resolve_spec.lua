@@ -54,6 +54,12 @@ describe("obelus resolve", function()
     assert.are.equal(1, cli.run { "resolve", journal, "†state.out", "--at", "3" }.code)
   end)
 
+  it("reads the log from standard input when FILE is -", function()
+    local r = cli.run { "resolve", "-", "†state.a", stdin = '{"type":"state","data":{"a":[1,2]}}\n' }
+    assert.are.equal(0, r.code)
+    assert.are.equal("[1,2]\n", r.out)
+  end)
+
   it("reads an instance's view with --instance", function()
     assert.are.equal('"fr"\n', cli.run { "resolve", journal, "†input.lang", "--instance", "fr" }.out)
     assert.are.equal('"en"\n', cli.run { "resolve", journal, "†input.lang", "--instance", "de" }.out)

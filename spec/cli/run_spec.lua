@@ -272,6 +272,12 @@ describe("obelus run: the tool API", function()
     assert.are.equal(4, n) -- each error twice: the traceback, then the failure line
   end)
 
+  it("reads the plan from standard input when PLAN is -", function()
+    local r = cli.run { "run", "-", "--tools", TOOLS, stdin = '[{"_tool":"echo","value":"piped","_outputPath":"x"}]' }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ x = "piped" }, cjson.decode(r.out))
+  end)
+
   it("lets a tool require modules kept beside it (its folder is on package.path)", function()
     local plan = plan_file([=[[{"_tool":"shout","text":"hi","_outputPath":"x"}]]=])
     for _, tools in ipairs { "spec/cli/fixtures/require/tools", "spec/cli/fixtures/require/tools/shout.lua" } do
