@@ -26,7 +26,7 @@ ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/ob_runtime_lua.o
 CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: all deps test test-c test-lua bench demo clean
+.PHONY: fuzz all deps test test-c test-lua bench demo clean
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
 
 # --- dependencies: installs only what is missing; safe to run again ---
@@ -208,3 +208,8 @@ demo: bin/obelus
 	  dot -Tsvg build/demo/weather.dot -o build/demo/weather.svg && \
 	  echo "demo: build/demo/weather.svg (done green, skipped grey)"; \
 	else echo "demo: no SVG, Graphviz's dot is not installed (make deps installs it)"; fi
+
+# libFuzzer targets (clang, ASan+UBSan): reference parser, log, plans, schemas.
+# Not part of make test; FUZZ_SECONDS per target (default 60).
+fuzz:
+	sh fuzz/run $(or $(FUZZ_SECONDS),60)
