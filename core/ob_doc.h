@@ -47,7 +47,8 @@ ob_value *ob_doc_write_from(const ob_value *doc, const ob_path *p, size_t from, 
 
 /* The same, on a document the caller owns (*doc, NULL = absent): on success
  * *doc is the new document (the old reference consumed); on error *doc is
- * unchanged. Containers nobody else holds are changed in place, which makes
+ * the same document, though it may now be an equal copy (when the path ran
+ * through shared containers): the caller keeps *doc either way. Containers nobody else holds are changed in place, which makes
  * a write into a wide object cost no copy at all when no old version is kept. */
 int ob_doc_write_take(ob_value **doc, const ob_path *p, size_t from, ob_method method,
                       const ob_value *value, ob_error *err);

@@ -335,14 +335,14 @@ static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t po
     doc *g = doc_get(log, m->kind, NULL);
     ob_value *root = g->roots.n ? g->roots.v[0].root : NULL;
     int rc = ob_doc_write_take(&root, p, 0, m->method, m->value, err);
+    if (g->roots.n) /* even after an error: a shared root comes back as an equal copy */
+      g->roots.v[0].root = root;
     if (rc != OB_OK)
       return rc;
-    if (g->roots.n) {
-      g->roots.v[0].root = root;
+    if (g->roots.n)
       g->roots.v[0].pos = pos;
-    } else {
+    else
       history_push(&g->roots, pos, root, 0);
-    }
     if (m->schema) {
       history_push(&g->schemas, pos, ob_ref(m->schema), 0);
       log->nschemas++;

@@ -100,6 +100,21 @@ TEST(errors_write_nothing) {
   check_fails("l.01", "set", "1", "not an array index");
 }
 
+TEST(failed_write_into_a_shared_document_without_history) {
+  /* found by fuzz/fuzz_log: the root is shared with the context message's data,
+   * the write fails below a copied level; the document must stay whole */
+  ob_log *log = ob_log_new();
+  ob_log_keep_history(log, 0);
+  CHECK_INT(append_all(log, "[{\"user\":\"n\"}]", NULL), 0);
+  ob_error err;
+  CHECK_INT(append_all(log, "[{\"data\":{\"user\":{\"status\":\"x\"}},\"_path\":\"user.status\"}]", &err), 1);
+  CHECK(strstr(err.msg, "cannot write through string") != NULL);
+  CHECK_STR(read_now(log, D "data"), "{\"user\":\"n\"}");
+  CHECK_INT(append_all(log, "[{\"data\":{\"user\":{\"status\":\"y\"}},\"_path\":\"user\"}]", &err), 0);
+  CHECK_STR(read_now(log, D "data.user.status"), "\"y\"");
+  ob_log_free(log);
+}
+
 TEST(too_deep_a_write_is_refused) {
   ob_log *log = ob_log_new();
   ob_error err;
@@ -148,6 +163,7 @@ int main(void) {
   RUN(push_and_concat);
   RUN(array_indices_in_paths);
   RUN(errors_write_nothing);
+  RUN(failed_write_into_a_shared_document_without_history);
   RUN(too_deep_a_write_is_refused);
   RUN(output_messages_carry_value_under_path);
   return TEST_END();
