@@ -8,13 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_map.h"
 #include "ob_value.h"
 
 /* jansson keeps object keys in insertion order (since 2.8) and, with
  * JSON_ALLOW_NUL, strings holding \u0000; it refuses invalid UTF-8, lone
  * surrogates, and nesting deeper than JSON_PARSER_MAX_DEPTH (2048). Integers
  * beyond int64 are refused too ("too big integer"), never silently rounded. */
-static ob_value *from_jansson(json_t *j) {
+/* Object keys repeat (every call of a plan has "_tool", "_outputPath" ...):
+ * one string value per distinct key text serves every object of a parse. */
+static ob_value *key_of(ob_map *keys, const char *k, size_t klen) {
+  ob_value *v = ob_map_get(keys, k, klen);
+  if (!v) {
+    v = ob_string(k, klen);
+    ob_map_put(keys, k, klen, v); /* the map holds one reference */
+  }
+  return v;
+}
+
+static ob_value *from_jansson(json_t *j, ob_map *keys) {
   switch (json_typeof(j)) {
   case JSON_NULL: return ob_null();
   case JSON_TRUE: return ob_true();
@@ -26,7 +38,7 @@ static ob_value *from_jansson(json_t *j) {
     ob_value *a = ob_array();
     size_t i;
     json_t *x;
-    json_array_foreach(j, i, x) a = ob_array_push(a, from_jansson(x));
+    json_array_foreach(j, i, x) a = ob_array_push(a, from_jansson(x, keys));
     return a;
   }
   case JSON_OBJECT: {
@@ -34,7 +46,8 @@ static ob_value *from_jansson(json_t *j) {
     const char *k;
     size_t klen;
     json_t *x;
-    json_object_keylen_foreach(j, k, klen, x) o = ob_object_set(o, k, klen, from_jansson(x));
+    json_object_keylen_foreach(j, k, klen, x) o =
+        ob_object_setv(o, key_of(keys, k, klen), from_jansson(x, keys));
     return o;
   }
   }
@@ -49,8 +62,15 @@ ob_value *ob_json_parse(const char *text, size_t len, ob_error *err) {
                  "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     return NULL;
   }
-  ob_value *v = from_jansson(j);
+  ob_map keys;
+  ob_map_init(&keys);
+  ob_value *v = from_jansson(j, &keys);
   json_decref(j);
+  size_t i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(&keys, &i, &e))
+    ob_unref(e->val);
+  ob_map_free(&keys);
   return v;
 }
 
