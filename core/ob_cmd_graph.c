@@ -30,6 +30,7 @@
 #include "ob_journal.h"
 #include "ob_log.h"
 #include "ob_plan.h"
+#include "ob_run.h"
 
 static const char graph_help[] =
     "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]... [--journal J]\n"
@@ -455,12 +456,7 @@ static void check_more(ob_plan *p, ob_engine *e) {
   if (e)
     /* 1: the latent handler is a run-time matter (`run --latent`); nothing runs here */
     ob_plan_check_tools(p, &e->tools, 1);
-  ob_log *scratch = ob_log_new();
-  ob_error err;
-  for (size_t i = 0; i < ob_array_len(p->context); i++)
-    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
-      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
-  ob_log_free(scratch);
+  ob_run_check_messages(p, NULL, "input", 0);
 }
 
 int ob_cmd_graph(int argc, char **argv) {

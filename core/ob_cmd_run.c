@@ -354,19 +354,7 @@ static int prepare(options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_val
   }
   ob_plan *p = *pp = ob_plan_from_value(v, o->plan);
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
-  /* the context and inputs must read as messages: try them on a scratch log */
-  ob_log *scratch = ob_log_new();
-  for (size_t i = 0; i < ob_array_len(p->context); i++)
-    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
-      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
-  for (size_t i = 0; i < ob_array_len(o->inputs); i++) {
-    ob_value *m = ob_object_set(ob_object_set(ob_object(), "kind", 4, ob_cstring("input")),
-                                "data", 4, ob_ref(ob_array_get(o->inputs, i)));
-    if (ob_log_append(scratch, m, &err) < 0)
-      ob_plan_error(p, NULL, "--input #%zu: %s", i + 1, err.msg);
-    ob_unref(m);
-  }
-  ob_log_free(scratch);
+  ob_run_check_messages(p, o->inputs, "--input", 1);
   for (size_t i = 0; i < p->nerrors; i++)
     fprintf(stderr, "%s\n", p->errors[i]);
   if (p->nerrors) {

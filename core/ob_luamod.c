@@ -899,19 +899,7 @@ static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_o
   }
   ob_plan *p = r->plan = ob_plan_from_value(r->plan_value, name);
   ob_plan_check_tools(p, &eng->e->tools, ob_engine_has_latent(eng->e));
-  /* the context and the input must read as messages: try them on a scratch log */
-  ob_log *scratch = ob_log_new();
-  for (size_t i = 0; i < ob_array_len(p->context); i++)
-    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
-      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
-  for (size_t i = 0; i < ob_array_len(r->inputs); i++) {
-    ob_value *m = ob_object_set(ob_object_set(ob_object(), "kind", 4, ob_cstring("input")),
-                                "data", 4, ob_ref(ob_array_get(r->inputs, i)));
-    if (ob_log_append(scratch, m, &err) < 0)
-      ob_plan_error(p, NULL, "input: %s", err.msg);
-    ob_unref(m);
-  }
-  ob_log_free(scratch);
+  ob_run_check_messages(p, r->inputs, "input", 0);
   return r;
 }
 

@@ -1267,6 +1267,36 @@ int ob_run_lua_sleep(lua_State *L) {
 
 /* --- the run ----------------------------------------------------------------------------- */
 
+/* {"type":"data","kind":"input","data":<data>}: how an input enters the log. */
+static ob_value *input_message(const ob_value *data) {
+  ob_value *m = ob_object();
+  m = ob_object_set(m, "type", 4, ob_cstring("data"));
+  m = ob_object_set(m, "kind", 4, ob_cstring("input"));
+  return ob_object_set(m, "data", 4, ob_ref((ob_value *)data));
+}
+
+size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
+                             int numbered) {
+  size_t before = plan->nerrors;
+  ob_log *scratch = ob_log_new();
+  ob_error err;
+  for (size_t i = 0; i < ob_array_len(plan->context); i++)
+    if (ob_log_append(scratch, ob_array_get(plan->context, i), &err) < 0)
+      ob_plan_error(plan, NULL, "context[%zu]: %s", i, err.msg);
+  for (size_t i = 0; inputs && i < ob_array_len(inputs); i++) {
+    ob_value *m = input_message(ob_array_get(inputs, i));
+    if (ob_log_append(scratch, m, &err) < 0) {
+      if (numbered)
+        ob_plan_error(plan, NULL, "%s #%zu: %s", input_label, i + 1, err.msg);
+      else
+        ob_plan_error(plan, NULL, "%s: %s", input_label, err.msg);
+    }
+    ob_unref(m);
+  }
+  ob_log_free(scratch);
+  return plan->nerrors - before;
+}
+
 ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
                    const ob_value *inputs, const ob_run_options *opt, ob_error *err) {
   ob_run *r = calloc(1, sizeof *r);
@@ -1306,10 +1336,7 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
       ob_error_set(err, (int)rc, i, "%s: context[%zu]: %s", plan->file, i, e2.msg);
   }
   for (size_t i = 0; rc >= 0 && inputs && i < ob_array_len(inputs); i++) {
-    ob_value *m = ob_object();
-    m = ob_object_set(m, "type", 4, ob_cstring("data"));
-    m = ob_object_set(m, "kind", 4, ob_cstring("input"));
-    m = ob_object_set(m, "data", 4, ob_ref(ob_array_get(inputs, i)));
+    ob_value *m = input_message(ob_array_get(inputs, i));
     ob_error e2;
     if ((rc = append(r, m, &e2)) < 0)
       ob_error_set(err, (int)rc, i, "--input #%zu: %s", i + 1, e2.msg);

@@ -67,6 +67,13 @@ typedef struct ob_run_options {
 ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
                    const ob_value *inputs, const ob_run_options *opt, ob_error *err);
 
+/* Tries the plan's context and `inputs` (as ob_run_new would append them) on
+ * a scratch log and adds each refused one to the plan's problems, so a
+ * prepared run cannot fail on them. An input is named "<input_label> #<n>"
+ * when numbered, else "<input_label>". Returns the number of new problems. */
+size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
+                             int numbered);
+
 /* Starts every ready call; the rest happens on the engine's loop. */
 void ob_run_start(ob_run *r);
 

@@ -547,18 +547,7 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
   /* the context and the input must read as messages: the run would refuse
    * them after the plan message, with nothing run; finding them here lists
    * them with every other problem (as `obelus check` does) */
-  ob_log *scratch = ob_log_new();
-  for (size_t i = 0; i < ob_array_len(p->context); i++)
-    if (ob_log_append(scratch, ob_array_get(p->context, i), &err) < 0)
-      ob_plan_error(p, NULL, "context[%zu]: %s", i, err.msg);
-  if (inputs) {
-    ob_value *m = ob_object_set(ob_object_set(ob_object(), "kind", 4, ob_cstring("input")),
-                                "data", 4, ob_ref(ob_array_get(inputs, 0)));
-    if (ob_log_append(scratch, m, &err) < 0)
-      ob_plan_error(p, NULL, "input: %s", err.msg);
-    ob_unref(m);
-  }
-  ob_log_free(scratch);
+  ob_run_check_messages(p, inputs, "input", 0);
   if (p->nerrors) {
     report_problems(E, p);
     ob_plan_free(p);
