@@ -68,6 +68,17 @@ static const char *convert_top(lua_State *L, int *code) {
   return out;
 }
 
+/* v pushed to a fresh state and read back is the same value. */
+static void check_round_trip(const ob_value *v) {
+  lua_State *L = new_state();
+  ob_lua_push(L, v);
+  ob_error err;
+  ob_value *back = ob_lua_to_value(L, -1, &err);
+  CHECK(back && ob_identical(v, back));
+  ob_unref(back);
+  lua_close(L);
+}
+
 TEST(round_trip_is_identical) {
   static const char *texts[] = {
       "null", "true", "false", "0", "-1", "1.0", "-0.0", "1e+300", "2.5e-308", "0.1",
@@ -111,14 +122,8 @@ TEST(wide_objects_keep_their_order) {
   ob_buf_addc(&b, '}');
   ob_value *v = parse(b.data);
   ob_buf_free(&b);
-  lua_State *L = new_state();
-  ob_lua_push(L, v);
-  ob_error err;
-  ob_value *back = ob_lua_to_value(L, -1, &err);
-  CHECK(back && ob_identical(v, back));
-  ob_unref(back);
+  check_round_trip(v);
   ob_unref(v);
-  lua_close(L);
 }
 
 TEST(lua_types_map_exactly) {
@@ -276,14 +281,8 @@ TEST(deep_c_values_push) {
   ob_value *v = ob_int(7);
   for (int i = 0; i < OB_MAX_DEPTH; i++)
     v = i % 2 ? ob_array_push(ob_array(), v) : ob_object_set(ob_object(), "k", 1, v);
-  lua_State *L = new_state();
-  ob_lua_push(L, v);
-  ob_error err;
-  ob_value *back = ob_lua_to_value(L, -1, &err);
-  CHECK(back && ob_identical(v, back));
-  ob_unref(back);
+  check_round_trip(v);
   ob_unref(v);
-  lua_close(L);
 }
 
 TEST(is_array_and_the_metatable) {
