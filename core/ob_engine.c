@@ -187,6 +187,7 @@ void ob_engine_free(ob_engine *e) {
   ob_map_entry *me;
   while (ob_map_next(&e->tools, &i, &me)) {
     ob_tool *t = me->val;
+    ob_lua_keys_free(NULL, &t->keys); /* the list goes with the Lua state */
     free(t->name);
     free(t->description);
     free(t->file);

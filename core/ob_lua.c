@@ -72,6 +72,7 @@
 #include <string.h>
 
 #include "ob_lua.h"
+#include "ob_path.h"
 
 /* registry[&key_order_key]: the marker, the metatable of every key list;
  * registry[&shapes_key]: key signature -> key list, weak values */
@@ -160,6 +161,15 @@ typedef struct pusher {
   int array_mt, order, shapes; /* absolute stack indices */
   int lists;           /* stack slots lists .. lists+SHAPE_LEVELS-1: the key list of shape[d] */
   const ob_value *shape[SHAPE_LEVELS]; /* the last non-empty object pushed at depth d */
+  /* ob_lua_push_call: a key list known for the root (stack index, or 0) and whose it is */
+  int hint;
+  const ob_value *hint_of;
+  int hint_used;
+  /* substituting a call's references: each string that is a reference
+   * expression is replaced by vals[next++], each "††" literal unescaped */
+  int subst;
+  ob_value *const *vals;
+  size_t nvals, next;
 } pusher;
 
 static void push_any(pusher *p, const ob_value *v, uint32_t depth);
@@ -238,6 +248,9 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
   lua_Integer sig = 0;
   if (reuse) {
     lua_pushvalue(L, p->lists + (int)depth);
+  } else if (depth == 0 && p->hint && same_keys(p->hint_of, v)) {
+    reuse = p->hint_used = 1;
+    lua_pushvalue(L, p->hint);
   } else if (n <= SHAPE_MAX_KEYS && (sig = signature(v), shape_list(p, v, sig))) {
     reuse = 1; /* a list made by an earlier push, now on the stack */
   } else {
@@ -259,7 +272,13 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
       lua_rawseti(L, list, i);
     }
     i++;
-    push_any(p, x, depth + 1);
+    if (depth == 0 && p->subst && ob_string_ptr(k)[0] == '_') {
+      p->subst = 0; /* meta-properties are passed as written */
+      push_any(p, x, depth + 1);
+      p->subst = 1;
+    } else {
+      push_any(p, x, depth + 1);
+    }
     lua_rawset(L, obj);
   }
   lua_pushvalue(L, list);
@@ -268,7 +287,7 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
     lua_pushvalue(L, list);
     lua_rawseti(L, p->shapes, sig);
   }
-  if (!reuse && cached) {
+  if (cached && (!reuse || depth == 0)) { /* the root's list stays for ob_lua_push_call */
     p->shape[depth] = v;
     lua_replace(L, p->lists + (int)depth);
   } else {
@@ -302,12 +321,59 @@ static void push_scalar(lua_State *L, const ob_value *v) {
   }
 }
 
+/* A string of a call's params while substituting: what the call receives for it. */
+static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
+  const char *s = ob_string_ptr(v);
+  size_t n = ob_string_len(v);
+  int cls = ob_str_classify(s, n);
+  if (cls == OB_STR_LITERAL) {
+    lua_pushlstring(p->L, s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+  } else if (cls != OB_STR_EXPR) {
+    lua_pushlstring(p->L, s, n);
+  } else if (p->next >= p->nvals) { /* fewer values than references: not reached */
+    luaL_error(p->L, "obelus: a reference of the call has no value");
+  } else {
+    const ob_value *x = p->vals[p->next++];
+    if (depth + ob_depth(x) > OB_MAX_DEPTH)
+      luaL_error(p->L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+    p->subst = 0; /* a value read from the log is passed as it is */
+    push_any(p, x, depth);
+    p->subst = 1;
+  }
+}
+
 static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
   switch (ob_typeof(v)) {
   case OB_ARRAY: push_array(p, v, depth); break;
   case OB_OBJECT: push_object(p, v, depth); break;
+  case OB_STRING:
+    if (p->subst) {
+      push_param_string(p, v, depth);
+      break;
+    }
+    /* fall through */
   default: push_scalar(p->L, v); break;
   }
+}
+
+/* Pushes v (an array or object) with the pusher's registry tables and key
+ * list slots below it on the stack, then leaves only v's copy. */
+static void push_root(pusher *p, const ob_value *v) {
+  lua_State *L = p->L;
+  if (ob_depth(v) > OB_MAX_DEPTH) /* guards the C stack; the core never builds these */
+    luaL_error(L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+  luaL_checkstack(L, SHAPE_LEVELS + 8, "obelus: Lua stack exhausted");
+  ob_lua_push_array_mt(L);
+  p->array_mt = lua_gettop(L);
+  push_key_order(L);
+  p->order = lua_gettop(L);
+  push_shapes(L);
+  p->shapes = lua_gettop(L);
+  p->lists = p->shapes + 1;
+  lua_settop(L, p->shapes + SHAPE_LEVELS); /* the list slots, nil: no stack growth, no allocation */
+  memset(p->shape, 0, sizeof p->shape);
+  push_any(p, v, 0);
+  lua_replace(L, p->array_mt);
 }
 
 void ob_lua_push(lua_State *L, const ob_value *v) {
@@ -316,23 +382,45 @@ void ob_lua_push(lua_State *L, const ob_value *v) {
     push_scalar(L, v);
     return;
   }
-  if (ob_depth(v) > OB_MAX_DEPTH) /* guards the C stack; the core never builds these */
-    luaL_error(L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
-  luaL_checkstack(L, SHAPE_LEVELS + 8, "obelus: Lua stack exhausted");
-  pusher p;
-  p.L = L;
-  ob_lua_push_array_mt(L);
-  p.array_mt = lua_gettop(L);
-  push_key_order(L);
-  p.order = lua_gettop(L);
-  push_shapes(L);
-  p.shapes = lua_gettop(L);
-  p.lists = p.shapes + 1;
-  lua_settop(L, p.shapes + SHAPE_LEVELS); /* the list slots, nil: no stack growth, no allocation */
-  memset(p.shape, 0, sizeof p.shape);
-  push_any(&p, v, 0);
-  lua_replace(L, p.array_mt);
+  pusher p = {.L = L};
+  push_root(&p, v);
   lua_settop(L, p.array_mt);
+}
+
+void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals, size_t nvals,
+                      int subst, ob_lua_keys *keys) {
+  pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals};
+  int cacheable = ob_typeof(call) == OB_OBJECT && ob_object_len(call) > 0;
+  if (cacheable && keys->of) {
+    luaL_checkstack(L, 1, "obelus: Lua stack exhausted");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, keys->ref);
+    p.hint = lua_gettop(L);
+    p.hint_of = keys->of;
+  }
+  if (ob_typeof(call) != OB_ARRAY && ob_typeof(call) != OB_OBJECT) {
+    push_scalar(L, call);
+  } else {
+    push_root(&p, call);
+    if (cacheable && !p.hint_used) { /* remember the root's key list for the next call */
+      lua_pushvalue(L, p.lists);
+      int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+      ob_lua_keys_free(L, keys);
+      keys->of = ob_ref((ob_value *)call);
+      keys->ref = ref;
+    }
+    lua_settop(L, p.array_mt);
+  }
+  if (p.hint)
+    lua_remove(L, p.hint);
+}
+
+void ob_lua_keys_free(lua_State *L, ob_lua_keys *keys) {
+  if (!keys->of)
+    return;
+  if (L)
+    luaL_unref(L, LUA_REGISTRYINDEX, keys->ref);
+  ob_unref(keys->of);
+  keys->of = NULL;
 }
 
 static int push_protected(lua_State *L) {

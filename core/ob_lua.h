@@ -51,6 +51,26 @@ int ob_lua_is_array(lua_State *L, int idx);
  * nothing; call it where a Lua error is acceptable. */
 void ob_lua_push(lua_State *L, const ob_value *v);
 
+/* The key list of the last object pushed by ob_lua_push_call with this
+ * cache (of: a reference to that object, ref: the list's registry
+ * reference), so that the params of every call of a tool, which share their
+ * keys, share one list found by comparing key pointers. Zeroed: empty. */
+typedef struct ob_lua_keys {
+  ob_value *of;
+  int ref;
+} ob_lua_keys;
+
+/* Pushes a call's params (raw: the call as written, borrowed), as
+ * ob_lua_push does, with (subst) each string that is a reference expression
+ * replaced by the next of vals (resolved in the order ob_plan found the
+ * references) and each "††" literal unescaped, except under the top-level
+ * keys that begin with '_' (meta-properties are passed as written). Raises
+ * Lua errors as ob_lua_push: call it inside the call's coroutine. */
+void ob_lua_push_call(lua_State *L, const ob_value *raw, ob_value *const *vals, size_t nvals,
+                      int subst, ob_lua_keys *keys);
+/* Empties a cache (L NULL: the state is gone, only the C reference is dropped). */
+void ob_lua_keys_free(lua_State *L, ob_lua_keys *keys);
+
 /* The same in protected mode, for C code that holds resources: OB_OK and one
  * value pushed, or a negative code with err filled and nothing pushed. */
 int ob_lua_push_safe(lua_State *L, const ob_value *v, ob_error *err);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "ob_doc.h"
+#include "ob_lua.h"
 #include "ob_map.h"
 #include "ob_path.h"
 #include "ob_schema.h"
@@ -28,6 +29,7 @@ typedef struct ob_tool {
   int table_ref;       /* Lua registry reference of the tool table */
   ob_tool_fn fn;       /* a tool written in C (run_ref unused), or NULL */
   void *fn_data;
+  ob_lua_keys keys;    /* the key list of its last call's params (ob_run.c) */
 } ob_tool;
 
 /* One reference expression found in a call's params. */

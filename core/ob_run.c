@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "ob_lua.h"
+#include "ob_mem.h"
 #include "ob_run.h"
 
 const char ob_run_yield_token = 0;
@@ -680,6 +681,95 @@ static void start_delegate(crun *c, ob_value *params) {
   ob_run_start(c->sub);
 }
 
+/* What a call's coroutine starts from: the params as an object (params),
+ * or the call as written with its references' values (vals, direct). */
+typedef struct call_args {
+  crun *c;
+  const ob_value *params;
+  ob_value *const *vals;
+  size_t nvals;
+} call_args;
+
+static int call_body_done(lua_State *co, int status, lua_KContext k) {
+  (void)status;
+  (void)k;
+  return lua_gettop(co); /* whatever the tool returned */
+}
+
+/* The body of every call's coroutine: builds the tool's arguments inside the
+ * coroutine (a Lua error while building them, such as running out of
+ * memory, is then the call's runtime error, caught by its resume like any
+ * other, with no protected call of its own), then calls the tool. */
+static int call_body(lua_State *co) {
+  const call_args *a = lua_touserdata(co, 1);
+  crun *c = a->c;
+  ob_engine *e = c->run->e;
+  const ob_call *call = c->call;
+  ob_tool *t = (ob_tool *)c->tool; /* its key list cache changes: nothing else */
+  lua_settop(co, 0);
+  luaL_checkstack(co, 8, "obelus: Lua stack exhausted");
+  lua_rawgeti(co, LUA_REGISTRYINDEX, t->latent ? e->latent_ref : t->run_ref);
+  if (a->params)
+    ob_lua_push_call(co, a->params, NULL, 0, 0, &t->keys);
+  else
+    ob_lua_push_call(co, call->raw, a->vals, a->nvals, 1, &t->keys);
+  int nargs = 2;
+  if (t->latent) { /* handler(call, tool, ctx) */
+    lua_rawgeti(co, LUA_REGISTRYINDEX, t->table_ref);
+    nargs = 3;
+  }
+  /* ctx: keys made once per engine, values pushed with their lengths */
+  const int *key = e->ctx_keys;
+  lua_createtable(co, 0, 4);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, key[0]);
+  lua_pushlstring(co, call->id, strlen(call->id));
+  lua_rawset(co, -3);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, key[1]);
+  lua_pushlstring(co, call->tool_name, strlen(call->tool_name));
+  lua_rawset(co, -3);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, key[2]);
+  lua_pushinteger(co, (lua_Integer)call->index);
+  lua_rawset(co, -3);
+  if (call->instance) {
+    lua_rawgeti(co, LUA_REGISTRYINDEX, key[3]);
+    lua_pushlstring(co, call->instance, strlen(call->instance));
+    lua_rawset(co, -3);
+  }
+  lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
+  return call_body_done(co, LUA_OK, 0);
+}
+
+/* Runs the call's tool: a C tool's function, or a coroutine for a Lua one. */
+static void run_tool(crun *c, const call_args *args) {
+  ob_run *r = c->run;
+  lua_State *L = r->e->L;
+  c->state = OB_CALL_RUNNING;
+  r->running++;
+  if (c->detached)
+    r->detached_running++;
+  emit(r, OB_EV_STARTED, c->call, NULL);
+  if (c->tool->fn) { /* a tool written in C: it completes through its handle */
+    c->tool->fn((ob_call_handle *)c, args->params, c->tool->fn_data);
+    return;
+  }
+  lua_State *co;
+  if (r->e->npool) {
+    c->co_ref = r->e->pool[--r->e->npool];
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->co_ref);
+    co = lua_tothread(L, -1);
+    lua_pop(L, 1);
+  } else {
+    co = lua_newthread(L);
+    c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_sethook(co, slice_hook, LUA_MASKCOUNT, 1000000); /* stays with the pooled thread */
+  }
+  c->co = co;
+  *(crun **)lua_getextraspace(co) = c;
+  lua_pushcfunction(co, call_body); /* a light C function: no allocation */
+  lua_pushlightuserdata(co, (void *)args);
+  resume(c, L, 1);
+}
+
 static void start(crun *c) {
   ob_run *r = c->run;
   ob_call *call = c->call;
@@ -696,82 +786,46 @@ static void start(crun *c) {
   }
   resolver rs = {r, call, 0, 0, 0, {0}};
   ob_buf_init(&rs.why);
-  ob_value *params = resolve_params(&rs);
-  if (rs.skip || rs.missing || params_invalid(c->tool, params, &rs.why)) {
-    ob_unref(params);
+  /* Direct: a Lua tool that nothing but the tool itself looks at the params
+   * of (no schema, no approver, no delegation) gets them pushed straight
+   * from the call as written and its references' values: no params object. */
+  int direct = c->tool && !c->tool->fn && !c->tool->schema && !call->delegate && !c->raw &&
+               r->e->approver_ref == LUA_NOREF && !r->opt.approve_tty;
+  ob_value *vals_inline[8], **vals = NULL, *params = NULL;
+  if (direct) {
+    vals = call->nrefs <= 8 ? vals_inline : ob_xmalloc(call->nrefs * sizeof *vals);
+    for (size_t k = 0; k < call->nrefs; k++) {
+      const ob_param_ref *ref = &call->refs[k];
+      vals[k] = ob_log_eval(r->log, &ref->expr, call->instance, OB_LOG_NOW);
+      if (!vals[k]) {
+        absent(&rs, ref);
+        vals[k] = ob_null();
+      }
+    }
+  } else {
+    params = resolve_params(&rs);
+  }
+  if (rs.skip || rs.missing || (params && params_invalid(c->tool, params, &rs.why))) {
     if (rs.skip)
       settle(c, OB_CALL_SKIPPED, rs.why.data);
     else
       fail(c, "structural", rs.why.data);
-    ob_buf_free(&rs.why);
-    return;
+  } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) &&
+             !approve(c, &params)) {
+    params = NULL; /* refused, or the approver broke: approve released it and settled the call */
+  } else if (call->delegate) {
+    start_delegate(c, params);
+    params = NULL; /* start_delegate took it */
+  } else {
+    call_args args = {c, params, vals, direct ? call->nrefs : 0};
+    run_tool(c, &args);
   }
   ob_buf_free(&rs.why);
-  if ((r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) && !approve(c, &params))
-    return;
-  if (call->delegate) {
-    start_delegate(c, params);
-    return;
-  }
-
-  lua_State *L = r->e->L;
-  c->state = OB_CALL_RUNNING;
-  r->running++;
-  if (c->detached)
-    r->detached_running++;
-  emit(r, OB_EV_STARTED, call, NULL);
-  if (c->tool->fn) { /* a tool written in C: it completes through its handle */
-    c->tool->fn((ob_call_handle *)c, params, c->tool->fn_data);
-    ob_unref(params);
-    return;
-  }
-  lua_State *co;
-  if (r->e->npool) {
-    c->co_ref = r->e->pool[--r->e->npool];
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->co_ref);
-    co = lua_tothread(L, -1);
-    lua_pop(L, 1);
-  } else {
-    co = lua_newthread(L);
-    c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_sethook(co, slice_hook, LUA_MASKCOUNT, 1000000); /* stays with the pooled thread */
-  }
-  c->co = co;
-  *(crun **)lua_getextraspace(co) = c;
-  const ob_tool *t = c->tool;
-  int nargs = 2;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, t->latent ? r->e->latent_ref : t->run_ref);
-  ob_error err;
-  if (ob_lua_push_safe(L, params, &err) != OB_OK) {
-    lua_pop(L, 1);
-    ob_unref(params);
-    fail(c, "runtime", err.msg);
-    return;
-  }
   ob_unref(params);
-  if (t->latent) { /* handler(call, tool, ctx) */
-    lua_rawgeti(L, LUA_REGISTRYINDEX, t->table_ref);
-    nargs = 3;
-  }
-  /* ctx: keys made once per engine, values pushed with their lengths */
-  const int *key = r->e->ctx_keys;
-  lua_createtable(L, 0, 4);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, key[0]);
-  lua_pushlstring(L, call->id, strlen(call->id));
-  lua_rawset(L, -3);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, key[1]);
-  lua_pushlstring(L, call->tool_name, strlen(call->tool_name));
-  lua_rawset(L, -3);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, key[2]);
-  lua_pushinteger(L, (lua_Integer)call->index);
-  lua_rawset(L, -3);
-  if (call->instance) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, key[3]);
-    lua_pushlstring(L, call->instance, strlen(call->instance));
-    lua_rawset(L, -3);
-  }
-  lua_xmove(L, co, nargs + 1);
-  resume(c, L, nargs);
+  for (size_t k = 0; vals && k < call->nrefs; k++)
+    ob_unref(vals[k]);
+  if (vals != vals_inline)
+    free(vals);
 }
 
 /* --- writing results ------------------------------------------------------------ */
