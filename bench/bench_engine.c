@@ -11,12 +11,14 @@
  * Only the run is timed (ob_run_start until the last awaited call settles): building the
  * plan, checking it and loading the tools are not. calls_per_s counts every call of the
  * plan (fanout N+2, sleep N+1); sleep's loop_ms runs from ob_run_start to the join's
- * OB_EV_DONE. The result is checked after the clock stops (a wrong one: exit 1). The
+ * completion (the run's on_done: the join is its last awaited call). No event listener is
+ * registered unless OBELUS_BENCH_VERBOSE is set (the CLI's costs one clock read an event). The result is checked after the clock stops (a wrong one: exit 1). The
  * tools are written to a temporary folder so that the binary works from any directory.
  *   OBELUS_BENCH_VERBOSE=1     the run's phases on stderr (when the start cascade ended...)
  *   OBELUS_BENCH_PERF_CTL/ACK  perf's control fifos: profile the timed part only (below) */
 #include <lauxlib.h>
 #include <lualib.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,14 +98,34 @@ static void remove_tools(void) {
 
 /* --- the plans ------------------------------------------------------------------- */
 
+/* The keys of the calls, made once and shared by every call, as a plan read from JSON
+ * shares them (ob_json interns a document's keys). */
+static ob_value *key_tool, *key_out, *key_x, *key_ms, *key_all;
+
+static void make_keys(void) {
+  key_tool = ob_cstring("_tool");
+  key_out = ob_cstring("_outputPath");
+  key_x = ob_cstring("x");
+  key_ms = ob_cstring("ms");
+  key_all = ob_cstring("all");
+}
+
+static void free_keys(void) {
+  ob_unref(key_tool);
+  ob_unref(key_out);
+  ob_unref(key_x);
+  ob_unref(key_ms);
+  ob_unref(key_all);
+}
+
 /* {"_tool": tool, <param>: <value>, "_outputPath": "†state.<out>"} */
-static ob_value *call(const char *tool, const char *param, ob_value *value, const char *out) {
+static ob_value *call(const char *tool, ob_value *param, ob_value *value, const char *out) {
   char path[64];
   snprintf(path, sizeof path, OB_DAGGER "state.%s", out);
   ob_value *c = ob_object();
-  c = ob_object_set(c, "_tool", 5, ob_cstring(tool));
-  c = ob_object_set(c, param, strlen(param), value);
-  return ob_object_set(c, "_outputPath", 11, ob_cstring(path));
+  c = ob_object_setv(c, key_tool, ob_cstring(tool));
+  c = ob_object_setv(c, param, value);
+  return ob_object_setv(c, key_out, ob_cstring(path));
 }
 
 static ob_value *ref(const char *kind_path) {
@@ -121,7 +143,7 @@ static ob_value *chain_plan(size_t n) {
     else
       snprintf(in, sizeof in, "state.c%zu", i - 1);
     snprintf(out, sizeof out, "c%zu", i);
-    plan = ob_array_push(plan, call("inc", "x", ref(in), out));
+    plan = ob_array_push(plan, call("inc", key_x, ref(in), out));
   }
   return plan;
 }
@@ -129,12 +151,12 @@ static ob_value *chain_plan(size_t n) {
 static ob_value *fanout_plan(size_t n) {
   ob_value *plan = ob_array();
   char out[32];
-  plan = ob_array_push(plan, call("inc", "x", ref("input.x"), "src"));
+  plan = ob_array_push(plan, call("inc", key_x, ref("input.x"), "src"));
   for (size_t i = 0; i < n; i++) {
     snprintf(out, sizeof out, "out.w%zu", i);
-    plan = ob_array_push(plan, call("inc", "x", ref("state.src"), out));
+    plan = ob_array_push(plan, call("inc", key_x, ref("state.src"), out));
   }
-  return ob_array_push(plan, call("join", "all", ref("state.out"), "result"));
+  return ob_array_push(plan, call("join", key_all, ref("state.out"), "result"));
 }
 
 static ob_value *sleep_plan(size_t n, size_t ms) {
@@ -142,9 +164,9 @@ static ob_value *sleep_plan(size_t n, size_t ms) {
   char out[32];
   for (size_t i = 0; i < n; i++) {
     snprintf(out, sizeof out, "naps.w%zu", i);
-    plan = ob_array_push(plan, call("nap", "ms", ob_int((int64_t)ms), out));
+    plan = ob_array_push(plan, call("nap", key_ms, ob_int((int64_t)ms), out));
   }
-  return ob_array_push(plan, call("join", "all", ref("state.naps"), "result"));
+  return ob_array_push(plan, call("join", key_all, ref("state.naps"), "result"));
 }
 
 /* One chain of k calls for each of n instances: {"instances": [...], "plan": [...]} */
@@ -169,7 +191,7 @@ static ob_value *chains_plan(size_t n, size_t k) {
       else
         snprintf(in, sizeof in, "state.i%zu.c%zu", c, i - 1);
       snprintf(out, sizeof out, "i%zu.c%zu", c, i);
-      plan = ob_array_push(plan, call("inc", "x", ref(in), out));
+      plan = ob_array_push(plan, call("inc", key_x, ref(in), out));
     }
   return plan;
 }
@@ -220,7 +242,7 @@ typedef struct timing {
   ob_engine *e;
   size_t last;         /* index of the join (the call whose completion ends loop_ms) */
   double t0, t_done, t_last;
-  double t_started, t_first_done; /* for OBELUS_BENCH_VERBOSE */
+  double t_started, t_first_done, t_last_started; /* for OBELUS_BENCH_VERBOSE */
   size_t failed;
 } timing;
 
@@ -230,6 +252,8 @@ static void on_event(void *ud, const ob_event *ev) {
     t->failed++;
   else if (ev->type == OB_EV_DONE && ev->call->index == t->last)
     t->t_last = now_ms();
+  else if (ev->type == OB_EV_STARTED && ev->call->index == t->last)
+    t->t_last_started = now_ms();
   else if (ev->type == OB_EV_DONE && !t->t_first_done)
     t->t_first_done = now_ms();
 }
@@ -242,6 +266,7 @@ static void on_done(ob_run *run, void *ud) {
 }
 
 int ob_bench_engine(const char *mode, size_t n, size_t ms) {
+  make_keys();
   ob_value *pv = !strcmp(mode, "chain")       ? chain_plan(n)
                  : !strcmp(mode, "fanout")    ? fanout_plan(n)
                  : !strcmp(mode, "instances") ? instances_plan(n, ms)
@@ -264,15 +289,19 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
     return 2;
   }
   ob_value *inputs = ob_array_push(ob_array(), ob_object_set(ob_object(), "x", 1, ob_int(0)));
-  timing t = {e, p->ncalls - 1, 0, 0, 0, 0, 0, 0};
-  ob_run_options ro = {.on_event = on_event, .on_done = on_done, .ud = &t};
+  timing t = {.e = e, .last = p->ncalls - 1};
+  /* events (a clock read each) only when asked for: a host without a listener pays none;
+   * the join is the last awaited call, so on_done marks its completion too */
+  int verbose = getenv("OBELUS_BENCH_VERBOSE") != NULL;
+  ob_run_options ro = {.on_event = verbose ? on_event : NULL, .on_done = on_done, .ud = &t};
   ob_run *run = ob_run_new(e, p, pv, inputs, &ro, &err);
   if (!run) {
     fprintf(stderr, "obelus-bench: %s\n", err.msg);
     return 2;
   }
-  if (getenv("OBELUS_BENCH_VERBOSE"))
-    fprintf(stderr, "%s: peak RSS before the run %ld KB\n", mode, peak_rss_kb());
+  if (verbose)
+    fprintf(stderr, "%s: peak RSS before the run %ld KB, %zu KB allocated\n", mode, peak_rss_kb(),
+            mallinfo2().uordblks / 1024);
   perf_control("enable");
   uv_update_time(e->loop); /* timers count from now, not from when the loop last ran */
   t.t0 = now_ms();
@@ -284,12 +313,13 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
       break;
   }
   double total_ms = (t.t_done ? t.t_done : now_ms()) - t.t0;
-  double loop_ms = (t.t_last ? t.t_last : now_ms()) - t.t0;
+  double loop_ms = (t.t_last ? t.t_last : t.t_done ? t.t_done : now_ms()) - t.t0;
   perf_control("disable");
-  if (getenv("OBELUS_BENCH_VERBOSE"))
+  if (verbose)
     fprintf(stderr, "%s: ob_run_start returned after %.1f ms, first call done at %.1f ms, "
-                    "the join done at %.1f ms, on_done at %.1f ms\n",
-            mode, t.t_started - t.t0, t.t_first_done - t.t0, loop_ms, total_ms);
+                    "the last call started at %.1f ms, done at %.1f ms, on_done at %.1f ms\n",
+            mode, t.t_started - t.t0, t.t_first_done - t.t0, t.t_last_started - t.t0, loop_ms,
+            total_ms);
   if (t.failed || ob_run_failed(run) || !ob_run_finished(run)) {
     fprintf(stderr, "obelus-bench %s: %zu call%s failed or skipped\n", mode, t.failed,
             t.failed == 1 ? "" : "s");
@@ -325,6 +355,7 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
   ob_plan_free(p);
   ob_unref(pv);
   ob_unref(inputs);
+  free_keys();
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "ob_mem.h"
+#include "ob_pool.h"
 #include "ob_engine.h"
 #include "ob_lua.h"
 #include "ob_run.h"
@@ -134,7 +135,8 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
     e->own_loop = 1;
   }
   e->loop = loop;
-  lua_State *L = e->L = luaL_newstate();
+  e->lua_pool = ob_pool_new();
+  lua_State *L = e->L = e->lua_pool ? ob_pool_new_state(e->lua_pool) : NULL;
   if (!L) {
     ob_engine_free(e);
     ob_error_set(err, OB_ENOMEM, 0, "cannot start Lua");
@@ -205,6 +207,7 @@ void ob_engine_free(ob_engine *e) {
   }
   if (e->L)
     lua_close(e->L); /* the pooled coroutines go with it */
+  ob_pool_free(e->lua_pool);
   free(e->pool);
   free(e->sleepers);
   if (e->own_loop) {

@@ -24,6 +24,7 @@ typedef struct ob_engine {
   uv_loop_t *loop;
   int own_loop;      /* the engine made the loop and closes it */
   lua_State *L;      /* every tool and every call's coroutine live here */
+  struct ob_pool *lua_pool; /* L's allocator (ob_pool.h) */
   ob_map tools;      /* name -> ob_tool* */
   int runtime_ref;   /* registry: the `obelus` module table tools require */
   int latent_ref;    /* registry: the latent handler, or LUA_NOREF */

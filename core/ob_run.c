@@ -566,8 +566,7 @@ static int approve(crun *c, ob_value **params) {
 
 /* --- delegation: a call that runs a plan ---------------------------------------------- */
 
-static void finish_writes(crun *c, out_write *w, size_t n);
-static out_write *alt_writes(crun *c, size_t alt, ob_value *value, size_t *n);
+static void write_alt(crun *c, size_t alt, ob_value *value);
 
 /* The delegated plan settled: its output is the call's result; its failure
  * the call's error. Its messages go with the call's output or error. */
@@ -606,10 +605,8 @@ static void delegate_done(ob_run *sub, void *ud) {
     return;
   }
   ob_value *out = ob_run_output(sub);
-  size_t n;
-  out_write *w = alt_writes(c, 0, out, &n);
+  write_alt(c, 0, out);
   ob_unref(out);
-  finish_writes(c, w, n);
 }
 
 static void start_delegate(crun *c, ob_value *params) {
@@ -990,22 +987,39 @@ static int commit_writes(crun *c, out_write *w, size_t n, ob_buf *why, int *stru
   return 1;
 }
 
-static void free_writes(out_write *w, size_t n) {
+/* Releases writes (and w itself, when heap: else it is the caller's buffer). */
+static void free_writes(out_write *w, size_t n, int heap) {
   for (size_t i = 0; i < n; i++) {
     if (w[i].own_path)
       ob_path_free(&w[i].path);
     free(w[i].own_kind);
     ob_unref(w[i].value);
   }
-  free(w);
+  if (heap)
+    free(w);
 }
 
-/* The writes of alternative `alt`, each of its paths receiving value. */
-static out_write *alt_writes(crun *c, size_t alt, ob_value *value, size_t *n) {
+/* Makes the writes (all or none) and settles the call: done, or failed. */
+static void finish_writes(crun *c, out_write *w, size_t n, int heap) {
+  ob_buf why;
+  ob_buf_init(&why);
+  int structural = 0;
+  if (commit_writes(c, w, n, &why, &structural)) {
+    free_writes(w, n, heap);
+    ob_buf_free(&why);
+    settle(c, OB_CALL_DONE, NULL);
+    return;
+  }
+  free_writes(w, n, heap);
+  fail(c, structural ? "structural" : "runtime", why.data);
+  ob_buf_free(&why);
+}
+
+/* Writes value (borrowed) to each path of alternative `alt` and settles the call. */
+static void write_alt(crun *c, size_t alt, ob_value *value) {
   const ob_alt *a = &c->call->output.alts[alt];
-  out_write *w = calloc(a->n ? a->n : 1, sizeof *w);
-  if (!w)
-    abort();
+  out_write inline_w[4], *w = a->n <= 4 ? inline_w : ob_xmalloc(a->n * sizeof *w);
+  memset(w, 0, a->n * sizeof *w);
   size_t first = 0; /* the alternative's first part, alternatives flattened */
   for (size_t x = 0; x < alt; x++)
     first += c->call->output.alts[x].n;
@@ -1016,23 +1030,7 @@ static out_write *alt_writes(crun *c, size_t alt, ob_value *value, size_t *n) {
     w[k].method = c->call->method;
     w[k].value = ob_ref(value);
   }
-  *n = a->n;
-  return w;
-}
-
-static void finish_writes(crun *c, out_write *w, size_t n) {
-  ob_buf why;
-  ob_buf_init(&why);
-  int structural = 0;
-  if (commit_writes(c, w, n, &why, &structural)) {
-    free_writes(w, n);
-    ob_buf_free(&why);
-    settle(c, OB_CALL_DONE, NULL);
-    return;
-  }
-  free_writes(w, n);
-  fail(c, structural ? "structural" : "runtime", why.data);
-  ob_buf_free(&why);
+  finish_writes(c, w, a->n, w != inline_w);
 }
 
 static void complete(crun *c, int nres) {
@@ -1077,13 +1075,13 @@ static void complete(crun *c, int nres) {
       n++;
     }
     if (n < total) {
-      free_writes(w, n);
+      free_writes(w, n, 1);
       fail(c, "runtime", why.data);
       ob_buf_free(&why);
       return;
     }
     ob_buf_free(&why);
-    finish_writes(c, w, n);
+    finish_writes(c, w, n, 1);
     return;
   }
   long alt = 0;
@@ -1106,9 +1104,8 @@ static void complete(crun *c, int nres) {
     return;
   }
   ob_buf_free(&why);
-  w = alt_writes(c, (size_t)alt, value, &n);
+  write_alt(c, (size_t)alt, value);
   ob_unref(value);
-  finish_writes(c, w, n);
 }
 
 /* --- tools written in C ------------------------------------------------------------ */
@@ -1132,9 +1129,7 @@ void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, cons
     fail(c, "runtime", why);
     return;
   }
-  size_t n;
-  out_write *w = alt_writes(c, alt, value ? (ob_value *)value : ob_null(), &n);
-  finish_writes(c, w, n);
+  write_alt(c, alt, value ? (ob_value *)value : ob_null());
 }
 
 const char *ob_call_handle_id(const ob_call_handle *h) { return ((const crun *)h)->call->id; }
@@ -1165,12 +1160,10 @@ static void tool_error(crun *c, const char *msg, const char *traceback) {
   e = ob_object_set(e, "error", 5, ob_cstring(msg));
   e = ob_object_set(e, "tool", 4, ob_cstring(call->tool_name));
   e = ob_object_set(e, "call", 4, ob_cstring(call->id));
-  size_t n;
-  out_write *w = alt_writes(c, call->output.n - 1, e, &n);
-  ob_unref(e);
   fprintf(stderr, "obelus: call %s (%s): the error goes to %s: %s\n", call->id, call->tool_name,
           call->output.alts[call->output.n - 1].text, msg);
-  finish_writes(c, w, n);
+  write_alt(c, call->output.n - 1, e);
+  ob_unref(e);
 }
 
 /* --- the pump ------------------------------------------------------------------------ */

@@ -527,19 +527,30 @@ static hnode *h_editable(hnode *n) {
   return c;
 }
 
+/* The word kept beside each key: its hash and its position, so that a
+ * lookup or an insert meeting another key at the end of its path knows it
+ * is another key without reading that key's string (a cache miss in a wide
+ * object). Positions fit 32 bits, as an object counts its keys in 32 bits. */
+static void *h_word(uint32_t hash, size_t pos) {
+  return (void *)(uintptr_t)((uint64_t)hash << 32 | (uint32_t)pos);
+}
+static uint32_t h_word_hash(const void *w) { return (uint32_t)((uintptr_t)w >> 32); }
+static long h_word_pos(const void *w) { return (long)(uint32_t)(uintptr_t)w; }
+
 /* Position of the key, or -1. */
 static long h_find(const hnode *n, uint32_t hash, const char *key, size_t len) {
   for (uint32_t shift = 0; n; shift += PV_BITS) {
     if (n->ncoll) {
       for (uint32_t i = 0; i < n->ncoll; i++)
         if (key_is(n->slot[2 * i], key, len))
-          return (long)(uintptr_t)n->slot[2 * i + 1];
+          return h_word_pos(n->slot[2 * i + 1]);
       return -1;
     }
     uint32_t bit = 1u << ((hash >> shift) & PV_MASK);
     if (n->datamap & bit) {
       unsigned i = popcount(n->datamap & (bit - 1));
-      return key_is(n->slot[2 * i], key, len) ? (long)(uintptr_t)n->slot[2 * i + 1] : -1;
+      const void *w = n->slot[2 * i + 1];
+      return h_word_hash(w) == hash && key_is(n->slot[2 * i], key, len) ? h_word_pos(w) : -1;
     }
     if (!(n->nodemap & bit))
       return -1;
@@ -571,7 +582,7 @@ static hnode *h_pair(ob_value *k1, uint32_t h1, void *p1, ob_value *k2, uint32_t
 
 /* Inserts a key known to be absent (consumes key and one reference to n). */
 static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint32_t shift) {
-  void *p = (void *)(uintptr_t)pos;
+  void *p = h_word(hash, pos);
   if (n->ncoll) {
     hnode *c = h_alloc(0, 0, n->ncoll + 1);
     memcpy(c->slot, n->slot, 2 * n->ncoll * sizeof(void *));
@@ -605,7 +616,8 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
   ob_value *fresh_key = NULL;
   if (n->datamap & bit) { /* a different key lives here: push both down a level */
     ob_value *old = n->slot[2 * di];
-    fresh_child = h_pair(shared ? ob_ref(old) : old, string_hash(old), n->slot[2 * di + 1], key,
+    fresh_child = h_pair(shared ? ob_ref(old) : old, h_word_hash(n->slot[2 * di + 1]),
+                         n->slot[2 * di + 1], key,
                          hash, p, shift + PV_BITS);
     c = h_alloc(n->datamap & ~bit, n->nodemap | bit, 0);
     unsigned ni = popcount(c->nodemap & (bit - 1));

@@ -1,0 +1,139 @@
+/* ob_pool.c -- small blocks from slabs for an engine's Lua state (see ob_pool.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_pool.h"
+
+#define SLAB_SIZE (64 * 1024)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define OB_POOL_PASSTHROUGH 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OB_POOL_PASSTHROUGH 1
+#endif
+#endif
+
+ob_pool *ob_pool_new(void) { return calloc(1, sizeof(ob_pool)); }
+
+void ob_pool_free(ob_pool *p) {
+  if (!p)
+    return;
+  while (p->slabs) {
+    void *next = *(void **)p->slabs;
+    free(p->slabs);
+    p->slabs = next;
+  }
+  free(p);
+}
+
+/* The class of a small size (1..OB_POOL_SMALL): blocks of 16 * (class + 1) bytes. */
+static size_t size_class(size_t n) { return (n - 1) >> 4; }
+
+static void *small_alloc(ob_pool *p, size_t cls) {
+  void *b = p->free[cls];
+  if (b) {
+    p->free[cls] = *(void **)b;
+    return b;
+  }
+  size_t size = (cls + 1) << 4;
+  if ((size_t)(p->end - p->next) < size) { /* a new slab; the rest of the old one is left */
+    char *slab = malloc(SLAB_SIZE);
+    if (!slab)
+      return NULL;
+    *(void **)slab = p->slabs;
+    p->slabs = slab;
+    p->next = slab + 16; /* the link, keeping blocks 16-byte aligned */
+    p->end = slab + SLAB_SIZE;
+  }
+  b = p->next;
+  p->next += size;
+  return b;
+}
+
+static void small_free(ob_pool *p, void *b, size_t cls) {
+  *(void **)b = p->free[cls];
+  p->free[cls] = b;
+}
+
+void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  ob_pool *p = ud;
+#ifdef OB_POOL_PASSTHROUGH
+  (void)p;
+  (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, nsize);
+#else
+  if (!ptr)
+    osize = 0; /* then osize tells what kind of object is coming, not a size */
+  int osmall = osize && osize <= OB_POOL_SMALL, nsmall = nsize && nsize <= OB_POOL_SMALL;
+  if (nsize == 0) {
+    if (osmall)
+      small_free(p, ptr, size_class(osize));
+    else
+      free(ptr);
+    return NULL;
+  }
+  if (!osmall && !nsmall)
+    return realloc(ptr, nsize); /* large to large (or nothing to large) */
+  if (osmall && nsmall && size_class(osize) == size_class(nsize))
+    return ptr;
+  void *b = nsmall ? small_alloc(p, size_class(nsize)) : malloc(nsize);
+  if (!b)
+    return NULL; /* Lua keeps the old block when shrinking fails: nothing is lost */
+  if (ptr) {
+    memcpy(b, ptr, osize < nsize ? osize : nsize);
+    if (osmall)
+      small_free(p, ptr, size_class(osize));
+    else
+      free(ptr);
+  }
+  return b;
+#endif
+}
+
+/* As luaL_newstate's: an error outside any protected call ends the process. */
+static int panic(lua_State *L) {
+  const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error object is not a string";
+  fprintf(stderr, "PANIC: unprotected error in call to Lua API (%s)\n", msg);
+  fflush(stderr);
+  return 0; /* Lua then aborts */
+}
+
+/* Warnings (warn() in Lua) go to stderr once "@on" turned them on; off at first.
+ * The state keeps where it is in *ud: 0 off, 1 on, 2 on in the middle of a message. */
+static void warn_fn(void *ud, const char *msg, int tocont) {
+  int *mode = ud;
+  if (*mode != 2 && !tocont && msg[0] == '@') { /* a control message */
+    if (!strcmp(msg, "@on"))
+      *mode = 1;
+    else if (!strcmp(msg, "@off"))
+      *mode = 0;
+    return;
+  }
+  if (*mode == 0)
+    return;
+  if (*mode == 1)
+    fputs("Lua warning: ", stderr);
+  fputs(msg, stderr);
+  if (tocont) {
+    *mode = 2;
+  } else {
+    fputc('\n', stderr);
+    fflush(stderr);
+    *mode = 1;
+  }
+}
+
+lua_State *ob_pool_new_state(ob_pool *p) {
+  lua_State *L = lua_newstate(ob_pool_lua_alloc, p);
+  if (!L)
+    return NULL;
+  lua_atpanic(L, panic);
+  lua_setwarnf(L, warn_fn, &p->warn_mode);
+  return L;
+}

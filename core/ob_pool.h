@@ -1,0 +1,46 @@
+/* ob_pool.h -- the allocator of an engine's Lua state: small blocks from slabs.
+ *
+ * Every call makes a few small, short-lived Lua objects (its params and ctx
+ * tables, strings, the result), and the collector frees them soon after.
+ * Through the C library's malloc each of them costs a search of its bins and,
+ * freed, a trip through its chunk headers. Lua's allocator interface passes
+ * the old size of a block to every free and realloc, so small blocks need no
+ * header at all: they are cut from 64 KB slabs in 16-byte size classes and
+ * kept, once freed, on one list per class, last freed first reused (its
+ * memory is the likeliest to still be in the cache). Blocks larger than
+ * OB_POOL_SMALL go to malloc.
+ *
+ * Trade-off: memory of freed small blocks is kept for the engine's state
+ * (reused by later blocks of the same class), and returned to the system
+ * when the state is closed (ob_pool_free after lua_close). One pool serves
+ * one lua_State: no locking, as a Lua state is single-threaded anyway.
+ *
+ * With AddressSanitizer every block goes to malloc, so that the sanitizer
+ * sees each one. */
+#ifndef OB_POOL_H
+#define OB_POOL_H
+
+#include <lua.h>
+#include <stddef.h>
+
+#define OB_POOL_SMALL 256
+#define OB_POOL_CLASSES (OB_POOL_SMALL / 16)
+
+typedef struct ob_pool {
+  void *free[OB_POOL_CLASSES]; /* freed blocks of each class, linked through their first word */
+  char *next, *end;            /* the rest of the current slab */
+  void *slabs;                 /* every slab, linked through their first word */
+  int warn_mode;               /* Lua warnings: 0 off, 1 on, 2 on in mid-message */
+} ob_pool;
+
+/* A new empty pool (NULL when out of memory). */
+ob_pool *ob_pool_new(void);
+/* Frees the pool and every block still in it: after lua_close. */
+void ob_pool_free(ob_pool *p);
+/* The lua_Alloc function, with the pool as ud. */
+void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+/* A Lua state on the pool, with luaL_newstate's panic and warning behaviour
+ * (panics print the error; warnings off until "@on"). NULL when out of memory. */
+lua_State *ob_pool_new_state(ob_pool *p);
+
+#endif
