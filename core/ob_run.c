@@ -73,6 +73,7 @@ struct ob_run {
 };
 
 static void pump(ob_run *r);
+static void prefetch_users(const ob_run *r, const ob_call *call, int stage);
 typedef struct out_write out_write; /* one write of a call's result (see "writing results") */
 
 const char *ob_call_state_name(ob_call_state s) {
@@ -762,6 +763,7 @@ static void run_tool(crun *c, const call_args *args) {
   }
   c->co = co;
   *(crun **)lua_getextraspace(co) = c;
+  prefetch_users(r, c->call, 2);
   lua_pushcfunction(co, call_body); /* a light C function: no allocation */
   lua_pushlightuserdata(co, (void *)args);
   resume(c, L, 1);
@@ -770,6 +772,7 @@ static void run_tool(crun *c, const call_args *args) {
 static void start(crun *c) {
   ob_run *r = c->run;
   ob_call *call = c->call;
+  prefetch_users(r, call, 1);
   for (size_t d = 0; d < call->ndeps; d++) {
     crun *dep = &r->calls[call->deps[d]];
     if (dep->state == OB_CALL_FAILED || (dep->state == OB_CALL_SKIPPED && dep->upstream_failed)) {
@@ -1036,6 +1039,7 @@ static void write_alt(crun *c, size_t alt, ob_value *value) {
 static void complete(crun *c, int nres) {
   ob_call *call = c->call;
   lua_State *co = c->co;
+  prefetch_users(c->run, call, 3);
   if (!call->has_output) { /* fire-and-forget, or a thought: nothing is written */
     settle(c, OB_CALL_DONE, NULL);
     return;
@@ -1168,13 +1172,61 @@ static void tool_error(crun *c, const char *msg, const char *traceback) {
 
 /* --- the pump ------------------------------------------------------------------------ */
 
+/* What starting a call reads lies in a dozen small blocks of the plan, cold
+ * in a big plan (each call is read once). The scheduler often knows which
+ * call starts next (the queue holds it, or it waits only for the call now
+ * running), so it asks for those blocks ahead, in stages, each reading only
+ * what an earlier one brought in: 1 the call's structs, 2 the blocks they
+ * point to, 3 what those point to. Hints only: nothing waits for them. */
+static void prefetch_call(const ob_run *r, size_t i, int stage) {
+  const ob_call *call = &r->plan->calls[i];
+  if (stage == 1) {
+    __builtin_prefetch(&r->calls[i]);
+    __builtin_prefetch((const char *)&r->calls[i] + 64);
+    __builtin_prefetch(call);
+    __builtin_prefetch((const char *)call + 64);
+    __builtin_prefetch((const char *)call + 128);
+  } else if (stage == 2) {
+    ob_prefetch(call->raw);
+    __builtin_prefetch(call->refs);
+    __builtin_prefetch(call->output.block);
+    __builtin_prefetch(call->output_text);
+    __builtin_prefetch(call->id);
+    __builtin_prefetch(call->deps);
+    __builtin_prefetch(call->users);
+  } else {
+    ob_prefetch_members(call->raw);
+    if (call->nrefs) {
+      __builtin_prefetch(call->refs[0].expr.block);
+      __builtin_prefetch((const char *)call->refs[0].expr.block + 64);
+    }
+    if (call->has_output)
+      ob_prefetch(call->output_text[0]);
+  }
+}
+
+/* The followers of a call (the first two: a chain's next call) at one stage. */
+static void prefetch_users(const ob_run *r, const ob_call *call, int stage) {
+  for (size_t u = 0; u < call->nusers && u < 2; u++)
+    prefetch_call(r, call->users[u], stage);
+}
+
+/* The calls queued behind position q: three ahead at stage 1, two at 2, one at 3. */
+static void prefetch_queued(const ob_run *r, size_t q) {
+  for (int stage = 1; stage <= 3; stage++)
+    if (q + 4 - stage < r->qtail)
+      prefetch_call(r, r->queue[q + 4 - stage], stage);
+}
+
 static void pump(ob_run *r) {
   if (r->pumping)
     return;
   r->pumping = 1;
   while (r->qhead < r->qtail && !r->cancelled &&
-         (r->opt.concurrency == 0 || r->running < r->opt.concurrency))
+         (r->opt.concurrency == 0 || r->running < r->opt.concurrency)) {
+    prefetch_queued(r, r->qhead);
     start(&r->calls[r->queue[r->qhead++]]);
+  }
   r->pumping = 0;
 }
 

@@ -801,6 +801,24 @@ ob_value *ob_object_set(ob_value *o, const char *key, size_t keylen, ob_value *v
   return object_put(o, object_find((object_value *)o, key, keylen), NULL, key, keylen, v);
 }
 
+void ob_prefetch(const ob_value *v) {
+  if (!v)
+    return;
+  __builtin_prefetch(v);
+  if (v->type == OB_OBJECT && !v->wide)
+    __builtin_prefetch((const char *)v + 64);
+}
+
+void ob_prefetch_members(const ob_value *v) {
+  if (!v || v->type != OB_OBJECT || v->wide)
+    return;
+  const object_value *o = (const object_value *)v;
+  for (uint32_t i = 0; i < o->n; i++) {
+    __builtin_prefetch(o->e[i].key);
+    __builtin_prefetch(o->e[i].val);
+  }
+}
+
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o) {
   it->obj = o;
   it->i = 0;

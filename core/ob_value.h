@@ -101,6 +101,13 @@ ob_value *ob_object_add(ob_value *o, const char *key, size_t keylen, ob_value *v
 /* i-th entry in insertion order, i < len. Borrowed pointers. O(log32 n). */
 void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val);
 
+/* Cache hints for a scheduler that knows what it reads next (no effect on values):
+ * ob_prefetch asks for v's first bytes; ob_prefetch_members, once v itself is in
+ * the cache, for the keys and values of a small object or the elements of a short
+ * array. NULL is allowed. */
+void ob_prefetch(const ob_value *v);
+void ob_prefetch_members(const ob_value *v);
+
 /* Iterates an object in insertion order (amortised O(1) a step for wide ones).
  *   ob_object_iter it; ob_value *k, *v;
  *   ob_object_iter_init(&it, o);
