@@ -57,6 +57,8 @@ struct ob_log {
   ob_msg *msg;
   size_t ndocs, capdocs; /* open addressing, capdocs a power of two */
   doc **docs;
+  doc *last_global; /* the global document found last: most reads and writes of a run
+                       are of one kind ("state"), found again with one strcmp */
 };
 
 ob_log *ob_log_new(void) {
@@ -147,11 +149,20 @@ static doc **doc_slot(ob_log *log, const char *kind, const char *inst, uint32_t 
 }
 
 static doc *doc_find(ob_log *log, const char *kind, const char *inst) {
+  doc *last = log->last_global;
+  if (!inst && last && !strcmp(ob_string_ptr(last->kind), kind))
+    return last;
   uint32_t h = doc_hash(kind, strlen(kind), inst, inst ? strlen(inst) : 0);
-  return *doc_slot(log, kind, inst, h);
+  doc *d = *doc_slot(log, kind, inst, h);
+  if (d && !inst)
+    log->last_global = d;
+  return d;
 }
 
 static doc *doc_get(ob_log *log, ob_value *kind, ob_value *inst) {
+  doc *last = log->last_global;
+  if (!inst && last && (last->kind == kind || ob_identical(last->kind, kind)))
+    return last;
   const char *k = ob_string_ptr(kind), *i = inst ? ob_string_ptr(inst) : NULL;
   uint32_t h = doc_hash(k, ob_string_len(kind), i, inst ? ob_string_len(inst) : 0);
   doc **slot = doc_slot(log, k, i, h);

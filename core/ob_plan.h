@@ -42,24 +42,26 @@ typedef struct ob_param_ref {
 } ob_param_ref;
 
 typedef struct ob_call {
+  /* what starting and settling a call read come first: the scheduler touches
+   * a big plan's calls once each, so the fewer cache lines the better */
   size_t index;        /* position in the plan */
-  char *id;            /* _id, or "#<index>" */
-  char *tool_name;     /* _tool as written ("?" when missing) */
   const ob_tool *tool; /* NULL until validated against a tool set */
   ob_value *raw;       /* the call as written */
+  size_t nrefs;
+  ob_param_ref *refs;
+  size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
+  size_t nusers, *users; /* calls that depend on this one */
   int has_output;      /* _outputPath given */
+  ob_method method;
   ob_expr output;      /* _outputPath parsed (output mode) */
   ob_value **output_text; /* per part (alternatives flattened): the path's canonical text */
-  ob_method method;
+  char *id;            /* _id, or "#<index>" */
+  char *tool_name;     /* _tool as written ("?" when missing) */
   char *instance;      /* _instance, or NULL */
   char *delegate;      /* _delegate: the plan file to run, relative to the cwd; or NULL */
   size_t nscopes;      /* _scopes: the kinds the delegated plan sees */
   char **scopes;
-  size_t nrefs;
-  ob_param_ref *refs;
   size_t nliterals;    /* params strings beginning with †† (the first † is dropped at run time) */
-  size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
-  size_t nusers, *users; /* calls that depend on this one */
 } ob_call;
 
 typedef struct ob_plan {

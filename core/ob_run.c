@@ -1186,6 +1186,7 @@ static void prefetch_call(const ob_run *r, size_t i, int stage) {
     __builtin_prefetch(call);
     __builtin_prefetch((const char *)call + 64);
     __builtin_prefetch((const char *)call + 128);
+    __builtin_prefetch((const char *)call + 192);
   } else if (stage == 2) {
     ob_prefetch(call->raw);
     __builtin_prefetch(call->refs);

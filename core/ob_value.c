@@ -340,6 +340,22 @@ static void *pv_get(const pvec *v, size_t i) {
   return n->slot[i & PV_MASK];
 }
 
+/* The slots of the leaf (or tail) holding element i: elements [*base, *end). */
+static void *const *pv_leaf(const pvec *v, size_t i, size_t *base, size_t *end) {
+  size_t off = pv_tailoff(v);
+  if (i >= off) {
+    *base = off;
+    *end = v->count;
+    return v->tail->slot;
+  }
+  const pv_node *n = v->root;
+  for (uint32_t level = v->shift; level > 0; level -= PV_BITS)
+    n = n->slot[(i >> level) & PV_MASK];
+  *base = i & ~(size_t)PV_MASK;
+  *end = *base + PV_WIDTH;
+  return n->slot;
+}
+
 static pv_node *pv_new_path(uint32_t level, pv_node *leaf) {
   if (level == 0)
     return leaf;
@@ -821,13 +837,27 @@ void ob_prefetch_members(const ob_value *v) {
 
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o) {
   it->obj = o;
-  it->i = 0;
+  it->i = it->base = it->end = 0;
+  it->keys = it->vals = NULL;
 }
 
 int ob_object_iter_next(ob_object_iter *it, ob_value **key, ob_value **val) {
-  if (it->i >= ob_object_len(it->obj))
+  const object_value *o = (const object_value *)it->obj;
+  size_t i = it->i;
+  if (i >= o->n)
     return 0;
-  ob_object_at(it->obj, it->i++, key, val);
+  it->i++;
+  if (!o->h.wide) {
+    *key = o->e[i].key;
+    *val = o->e[i].val;
+    return 1;
+  }
+  if (i >= it->end) { /* the next leaves: keys and vals have the same shape */
+    it->keys = pv_leaf(&o->keys, i, &it->base, &it->end);
+    it->vals = pv_leaf(&o->vals, i, &it->base, &it->end);
+  }
+  *key = it->keys[i - it->base];
+  *val = it->vals[i - it->base];
   return 1;
 }
 

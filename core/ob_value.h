@@ -115,6 +115,9 @@ void ob_prefetch_members(const ob_value *v);
 typedef struct ob_object_iter {
   const ob_value *obj;
   size_t i;
+  /* wide objects: the vectors' leaves holding entries [base, end) (internal) */
+  void *const *keys, *const *vals;
+  size_t base, end;
 } ob_object_iter;
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o);
 int ob_object_iter_next(ob_object_iter *it, ob_value **key, ob_value **val);
