@@ -268,6 +268,19 @@ ob_value *ob_log_read(ob_log *log, const char *kind, const char *instance, const
   return view_get(g, doc_root(log, kind, instance, at), p, p->n);
 }
 
+void ob_log_prefetch_write(ob_log *log, const char *kind, const char *instance,
+                           const ob_path *p, int levels) {
+  if (instance || !p->n)
+    return; /* an instance's writes go through its view: not worth guessing */
+  doc *d = doc_find(log, kind, NULL);
+  if (!d || !d->roots.n)
+    return;
+  ob_path parent = {p->n - 1, p->segs};
+  const ob_value *o = ob_doc_get(history_at(&d->roots, OB_LOG_NOW), &parent, parent.n);
+  if (o)
+    ob_prefetch_key(o, p->segs[p->n - 1].key, p->segs[p->n - 1].keylen, levels);
+}
+
 ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_t at) {
   for (size_t a = 0; a < e->n; a++) {
     const ob_alt *alt = &e->alts[a];

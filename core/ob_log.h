@@ -103,6 +103,11 @@ void ob_log_attach(ob_log *log, size_t pos, const ob_value *sublog);
  * instance's own, the instance winning (SPEC 6). New reference, or NULL
  * when absent. Cost: O(depth) lookups plus, when a global and an instance
  * object meet at p, a merge of the instance's part. Never scans the log. */
+/* A cache hint before a write of (kind, instance, path): finds the object
+ * the path's last key goes into and, when it is wide, asks for `levels`
+ * (see ob_prefetch_key) of that key's path in its index. Changes nothing. */
+void ob_log_prefetch_write(ob_log *log, const char *kind, const char *instance,
+                           const ob_path *p, int levels);
 ob_value *ob_log_read(ob_log *log, const char *kind, const char *instance, const ob_path *p,
                       size_t at);
 

@@ -501,9 +501,20 @@ static inline unsigned popcount(uint32_t x) {
   return (x * 0x01010101u) >> 24;
 }
 
+/* Slots allocated for a node using `words` of them: a power of two (at least
+ * 4), so that a node growing in place, one key at a time, is reallocated
+ * only when it doubles, not at every insert (measured: malloc and realloc
+ * were a tenth of a run writing 100,000 keys). */
+static size_t h_room(size_t words) {
+  size_t room = 4;
+  while (room < words)
+    room *= 2;
+  return room;
+}
+
 static hnode *h_alloc(uint32_t datamap, uint32_t nodemap, uint32_t ncoll) {
   size_t words = ncoll ? 2 * (size_t)ncoll : 2 * popcount(datamap) + popcount(nodemap);
-  hnode *n = ob_xmalloc(sizeof *n + words * sizeof(void *));
+  hnode *n = ob_xmalloc(sizeof *n + h_room(words) * sizeof(void *));
   n->rc = 1;
   n->datamap = datamap;
   n->nodemap = nodemap;
@@ -621,7 +632,8 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
   int shared = n->rc > 1;
   if (!shared && !(n->datamap & bit)) { /* ours, and a free slot: grow in place */
     size_t words = h_words(n);
-    n = ob_xrealloc(n, sizeof *n + (words + 2) * sizeof(void *));
+    if (words + 2 > h_room(words))
+      n = ob_xrealloc(n, sizeof *n + h_room(words + 2) * sizeof(void *));
     memmove(n->slot + 2 * di + 2, n->slot + 2 * di, (words - 2 * di) * sizeof(void *));
     n->slot[2 * di] = key;
     n->slot[2 * di + 1] = p;
@@ -833,6 +845,21 @@ void ob_prefetch_members(const ob_value *v) {
     __builtin_prefetch(o->e[i].key);
     __builtin_prefetch(o->e[i].val);
   }
+}
+
+void ob_prefetch_key(const ob_value *v, const char *key, size_t keylen, int levels) {
+  if (!v || v->type != OB_OBJECT || !v->wide)
+    return;
+  uint32_t hash = hash_bytes(key, keylen);
+  const hnode *n = ((const object_value *)v)->index;
+  for (uint32_t shift = 0; levels-- > 0 && !n->ncoll && shift < 32; shift += PV_BITS) {
+    uint32_t bit = 1u << ((hash >> shift) & PV_MASK);
+    if (!(n->nodemap & bit))
+      return; /* the path ends in this node, already read */
+    n = n->slot[2 * popcount(n->datamap) + popcount(n->nodemap & (bit - 1))];
+  }
+  __builtin_prefetch(n);
+  __builtin_prefetch((const char *)n + 64);
 }
 
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o) {

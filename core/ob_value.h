@@ -107,6 +107,10 @@ void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val);
  * array. NULL is allowed. */
 void ob_prefetch(const ob_value *v);
 void ob_prefetch_members(const ob_value *v);
+/* For a wide object o (others: nothing), the path of key in its index:
+ * reads the first `levels` nodes of it (cached by an earlier call with
+ * levels - 1, or near the root) and asks for the next. */
+void ob_prefetch_key(const ob_value *o, const char *key, size_t keylen, int levels);
 
 /* Iterates an object in insertion order (amortised O(1) a step for wide ones).
  *   ob_object_iter it; ob_value *k, *v;
