@@ -33,7 +33,7 @@ typedef struct ob_engine {
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
   int *pool;         /* registry refs of finished coroutines, ready for the next call */
   size_t npool;
-  int ctx_keys[4];   /* registry refs of "id", "tool", "index", "instance" */
+  int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
   /* obelus.sleep: one timer for the whole engine and a min-heap of the calls
    * asleep, by (due, seq): no timer handle to make and close per sleep */
   uv_timer_t *sleep_timer;

@@ -546,19 +546,18 @@ long ob_log_append(ob_log *log, ob_value *msg, ob_error *err) {
   return rc;
 }
 
-void ob_log_date(char out[32]) {
-  /* gmtime and strftime cost more than the rest of an append: redo them once a second */
+void ob_log_date(int64_t when, char out[32]) {
+  /* gmtime and strftime cost more than the rest: redo them once a second */
   static _Thread_local time_t last_sec = -1;
   static _Thread_local char last[24];
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  if (ts.tv_sec != last_sec) {
+  time_t sec = (time_t)(when / 1000);
+  if (sec != last_sec) {
     struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&sec, &tm);
     strftime(last, sizeof last, "%Y-%m-%dT%H:%M:%S", &tm);
-    last_sec = ts.tv_sec;
+    last_sec = sec;
   }
-  int ms = (int)(ts.tv_nsec / 1000000L);
+  int ms = (int)(when % 1000);
   size_t n = strlen(last);
   memcpy(out, last, n);
   out[n] = '.';
@@ -597,7 +596,9 @@ long ob_log_append_output_text(ob_log *log, const char *kind, const char *instan
     m.path = ob_string(b.data ? b.data : "", b.len);
     ob_buf_free(&b);
   }
-  ob_log_date(m.date);
+  struct timespec ts; /* the date is printed only if the message is ever materialised */
+  clock_gettime(CLOCK_REALTIME, &ts);
+  m.date_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000L;
   return commit(log, &m, path, err);
 }
 
@@ -619,7 +620,9 @@ ob_value *ob_log_message(const ob_log *log, size_t i) {
   raw = ob_object_set(raw, "_outputMethod", 13, ob_cstring(ob_method_name(m->method)));
   if (m->call)
     raw = ob_object_set(raw, "_call", 5, ob_ref(m->call));
-  raw = ob_object_set(raw, "_date", 5, ob_cstring(m->date));
+  char date[32];
+  ob_log_date(m->date_ms, date);
+  raw = ob_object_set(raw, "_date", 5, ob_cstring(date));
   if (m->sublog)
     raw = ob_object_set(raw, "_log", 4, ob_ref(m->sublog));
   ob_path_free(&p);

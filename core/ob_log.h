@@ -29,7 +29,8 @@ typedef struct ob_msg {
   ob_value *value;    /* what was written */
   ob_value *call;     /* an output's _call, or NULL */
   ob_value *schema;   /* the message's "schema", or NULL */
-  char date[32];      /* an output made here: its _date; else "" */
+  int64_t date_ms;    /* an output made here: when (ms since 1970, UTC), printed as its
+                         _date when the message is materialised; else 0 */
   ob_value *sublog;   /* the messages of a delegated plan, printed as "_log" */
 } ob_msg;
 
@@ -120,7 +121,8 @@ ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_
  * else the global one), borrowed, or NULL. */
 ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, size_t at);
 
-/* Current time as RFC 3339 UTC with milliseconds: "2026-11-21T23:20:15.123Z". */
-void ob_log_date(char out[32]);
+/* Milliseconds since 1970 (UTC) as RFC 3339 with milliseconds:
+ * "2026-11-21T23:20:15.123Z". */
+void ob_log_date(int64_t ms, char out[32]);
 
 #endif

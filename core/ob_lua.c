@@ -356,24 +356,36 @@ static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
   }
 }
 
-/* Pushes v (an array or object) with the pusher's registry tables and key
- * list slots below it on the stack, then leaves only v's copy. */
-static void push_root(pusher *p, const ob_value *v) {
+void ob_lua_push_tables(lua_State *L) {
+  luaL_checkstack(L, 3, "obelus: Lua stack exhausted");
+  ob_lua_push_array_mt(L);
+  push_key_order(L);
+  push_shapes(L);
+}
+
+/* Pushes v (an array or object): a slot for it, then (unless t gives them)
+ * the registry tables, then the key list slots, then v's copy, which goes
+ * down into its slot. Returns that slot; the caller drops what is above it
+ * (the key list of the root is at p->lists until then). */
+static int push_root(pusher *p, const ob_value *v, const ob_lua_tables *t) {
   lua_State *L = p->L;
   if (ob_depth(v) > OB_MAX_DEPTH) /* guards the C stack; the core never builds these */
     luaL_error(L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
-  luaL_checkstack(L, SHAPE_LEVELS + 8, "obelus: Lua stack exhausted");
-  ob_lua_push_array_mt(L);
-  p->array_mt = lua_gettop(L);
-  push_key_order(L);
-  p->order = lua_gettop(L);
-  push_shapes(L);
-  p->shapes = lua_gettop(L);
-  p->lists = p->shapes + 1;
-  lua_settop(L, p->shapes + SHAPE_LEVELS); /* the list slots, nil: no stack growth, no allocation */
+  luaL_checkstack(L, SHAPE_LEVELS + 9, "obelus: Lua stack exhausted");
+  lua_pushnil(L);
+  int base = lua_gettop(L);
+  if (t) {
+    p->array_mt = t->array_mt, p->order = t->order, p->shapes = t->shapes;
+  } else {
+    ob_lua_push_tables(L);
+    p->array_mt = base + 1, p->order = base + 2, p->shapes = base + 3;
+  }
+  p->lists = lua_gettop(L) + 1;
+  lua_settop(L, p->lists + SHAPE_LEVELS - 1); /* the list slots, nil: no stack growth */
   memset(p->shape, 0, sizeof p->shape);
   push_any(p, v, 0);
-  lua_replace(L, p->array_mt);
+  lua_replace(L, base);
+  return base;
 }
 
 void ob_lua_push(lua_State *L, const ob_value *v) {
@@ -383,12 +395,11 @@ void ob_lua_push(lua_State *L, const ob_value *v) {
     return;
   }
   pusher p = {.L = L};
-  push_root(&p, v);
-  lua_settop(L, p.array_mt);
+  lua_settop(L, push_root(&p, v, NULL));
 }
 
 void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals, size_t nvals,
-                      int subst, ob_lua_keys *keys) {
+                      int subst, ob_lua_keys *keys, const ob_lua_tables *tables) {
   pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals};
   int cacheable = ob_typeof(call) == OB_OBJECT && ob_object_len(call) > 0;
   if (cacheable && keys->of) {
@@ -400,7 +411,7 @@ void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals,
   if (ob_typeof(call) != OB_ARRAY && ob_typeof(call) != OB_OBJECT) {
     push_scalar(L, call);
   } else {
-    push_root(&p, call);
+    int base = push_root(&p, call, tables);
     if (cacheable && !p.hint_used) { /* remember the root's key list for the next call */
       lua_pushvalue(L, p.lists);
       int ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -408,7 +419,7 @@ void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals,
       keys->of = ob_ref((ob_value *)call);
       keys->ref = ref;
     }
-    lua_settop(L, p.array_mt);
+    lua_settop(L, base);
   }
   if (p.hint)
     lua_remove(L, p.hint);

@@ -60,6 +60,15 @@ typedef struct ob_lua_keys {
   int ref;
 } ob_lua_keys;
 
+/* Where ob_lua_push_call finds the bridge's tables without a registry lookup
+ * (stack or upvalue indices of what ob_lua_push_tables pushes), or NULL. */
+typedef struct ob_lua_tables {
+  int array_mt, order, shapes;
+} ob_lua_tables;
+/* Pushes the bridge's three tables (array metatable, key list marker, key
+ * lists by signature), in that order: for a C closure's upvalues. */
+void ob_lua_push_tables(lua_State *L);
+
 /* Pushes a call's params (raw: the call as written, borrowed), as
  * ob_lua_push does, with (subst) each string that is a reference expression
  * replaced by the next of vals (resolved in the order ob_plan found the
@@ -67,7 +76,7 @@ typedef struct ob_lua_keys {
  * keys that begin with '_' (meta-properties are passed as written). Raises
  * Lua errors as ob_lua_push: call it inside the call's coroutine. */
 void ob_lua_push_call(lua_State *L, const ob_value *raw, ob_value *const *vals, size_t nvals,
-                      int subst, ob_lua_keys *keys);
+                      int subst, ob_lua_keys *keys, const ob_lua_tables *tables);
 /* Empties a cache (L NULL: the state is gone, only the C reference is dropped). */
 void ob_lua_keys_free(lua_State *L, ob_lua_keys *keys);
 

@@ -698,39 +698,39 @@ static int call_body_done(lua_State *co, int status, lua_KContext k) {
  * coroutine (a Lua error while building them, such as running out of
  * memory, is then the call's runtime error, caught by its resume like any
  * other, with no protected call of its own), then calls the tool. */
-static int call_body(lua_State *co) {
+int ob_run_call_body(lua_State *co) {
   const call_args *a = lua_touserdata(co, 1);
   crun *c = a->c;
   ob_engine *e = c->run->e;
   const ob_call *call = c->call;
   ob_tool *t = (ob_tool *)c->tool; /* its key list cache changes: nothing else */
+  static const ob_lua_tables tables = {lua_upvalueindex(1), lua_upvalueindex(2),
+                                       lua_upvalueindex(3)};
   lua_settop(co, 0);
   luaL_checkstack(co, 8, "obelus: Lua stack exhausted");
   lua_rawgeti(co, LUA_REGISTRYINDEX, t->latent ? e->latent_ref : t->run_ref);
   if (a->params)
-    ob_lua_push_call(co, a->params, NULL, 0, 0, &t->keys);
+    ob_lua_push_call(co, a->params, NULL, 0, 0, &t->keys, &tables);
   else
-    ob_lua_push_call(co, call->raw, a->vals, a->nvals, 1, &t->keys);
+    ob_lua_push_call(co, call->raw, a->vals, a->nvals, 1, &t->keys, &tables);
   int nargs = 2;
   if (t->latent) { /* handler(call, tool, ctx) */
     lua_rawgeti(co, LUA_REGISTRYINDEX, t->table_ref);
     nargs = 3;
   }
-  /* ctx: keys made once per engine, values pushed with their lengths */
-  const int *key = e->ctx_keys;
-  lua_createtable(co, 0, 4);
-  lua_rawgeti(co, LUA_REGISTRYINDEX, key[0]);
-  lua_pushlstring(co, call->id, strlen(call->id));
+  lua_createtable(co, 0, 4); /* ctx */
+  lua_pushvalue(co, lua_upvalueindex(4));
+  lua_pushstring(co, call->id);
   lua_rawset(co, -3);
-  lua_rawgeti(co, LUA_REGISTRYINDEX, key[1]);
-  lua_pushlstring(co, call->tool_name, strlen(call->tool_name));
+  lua_pushvalue(co, lua_upvalueindex(5));
+  lua_pushstring(co, call->tool_name);
   lua_rawset(co, -3);
-  lua_rawgeti(co, LUA_REGISTRYINDEX, key[2]);
+  lua_pushvalue(co, lua_upvalueindex(6));
   lua_pushinteger(co, (lua_Integer)call->index);
   lua_rawset(co, -3);
   if (call->instance) {
-    lua_rawgeti(co, LUA_REGISTRYINDEX, key[3]);
-    lua_pushlstring(co, call->instance, strlen(call->instance));
+    lua_pushvalue(co, lua_upvalueindex(7));
+    lua_pushstring(co, call->instance);
     lua_rawset(co, -3);
   }
   lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
@@ -764,7 +764,7 @@ static void run_tool(crun *c, const call_args *args) {
   c->co = co;
   *(crun **)lua_getextraspace(co) = c;
   prefetch_users(r, c->call, 2);
-  lua_pushcfunction(co, call_body); /* a light C function: no allocation */
+  lua_rawgeti(co, LUA_REGISTRYINDEX, r->e->body_ref);
   lua_pushlightuserdata(co, (void *)args);
   resume(c, L, 1);
 }
@@ -1206,12 +1206,15 @@ static void prefetch_call(const ob_run *r, size_t i, int stage) {
   }
 }
 
-/* The followers of a call (the first two: a chain's next call) at one stage;
+/* The followers of a call that wait for nothing else (of its first two: a
+ * chain's next call) at one stage;
  * at 3 also the path the follower's result will take into a wide object's
  * index (measured: a tenth of the cycles of a chain writing 100,000 keys;
  * none for queued calls, whose start comes later anyway). */
 static void prefetch_users(const ob_run *r, const ob_call *call, int stage) {
   for (size_t u = 0; u < call->nusers && u < 2; u++) {
+    if (r->calls[call->users[u]].pending != 1)
+      continue; /* it waits for more than this call: it does not start next */
     prefetch_call(r, call->users[u], stage);
     const ob_call *user = &r->plan->calls[call->users[u]];
     if (stage == 3 && user->has_output) {

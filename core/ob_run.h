@@ -125,6 +125,10 @@ ob_run *ob_call_handle_run(const ob_call_handle *h);
 extern const char ob_run_yield_token;
 int ob_run_lua_wake(lua_State *L);  /* wake(co): resume a call's coroutine */
 int ob_run_lua_sleep(lua_State *L); /* sleep(ms): yield until a timer fires */
+/* The body of a call's coroutine, a C closure with upvalues: the three
+ * tables of ob_lua_push_tables, then the strings "id", "tool", "index",
+ * "instance"; its one argument is what ob_run.c hands the call. */
+int ob_run_call_body(lua_State *co);
 int ob_run_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
 
 #endif
