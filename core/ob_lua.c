@@ -159,7 +159,9 @@ int ob_lua_traceback(lua_State *L) {
 typedef struct pusher {
   lua_State *L;
   int array_mt, order, shapes; /* absolute stack indices */
-  int lists;           /* stack slots lists .. lists+SHAPE_LEVELS-1: the key list of shape[d] */
+  int lists;           /* stack slots lists .. lists+levels-1: the key list of shape[d] */
+  uint32_t levels;     /* depths whose last key list is kept: SHAPE_LEVELS, or fewer when
+                          the value is shallower (a flat params object: one) */
   const ob_value *shape[SHAPE_LEVELS]; /* the last non-empty object pushed at depth d */
   /* ob_lua_push_call: a key list known for the root (stack index, or 0) and whose it is */
   int hint;
@@ -243,7 +245,7 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
   if (n == 0)
     return; /* nothing to order: any keys added later come out sorted */
   int obj = lua_gettop(L), list;
-  int cached = depth < SHAPE_LEVELS;
+  int cached = depth < p->levels;
   int reuse = cached && p->shape[depth] && same_keys(p->shape[depth], v);
   lua_Integer sig = 0;
   if (reuse) {
@@ -381,8 +383,9 @@ static int push_root(pusher *p, const ob_value *v, const ob_lua_tables *t) {
     p->array_mt = base + 1, p->order = base + 2, p->shapes = base + 3;
   }
   p->lists = lua_gettop(L) + 1;
-  lua_settop(L, p->lists + SHAPE_LEVELS - 1); /* the list slots, nil: no stack growth */
-  memset(p->shape, 0, sizeof p->shape);
+  p->levels = ob_depth(v) < SHAPE_LEVELS ? ob_depth(v) : SHAPE_LEVELS;
+  lua_settop(L, p->lists + (int)p->levels - 1); /* the list slots, nil: no stack growth */
+  memset(p->shape, 0, p->levels * sizeof *p->shape);
   push_any(p, v, 0);
   lua_replace(L, base);
   return base;

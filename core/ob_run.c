@@ -723,7 +723,7 @@ int ob_run_call_body(lua_State *co) {
   lua_pushstring(co, call->id);
   lua_rawset(co, -3);
   lua_pushvalue(co, lua_upvalueindex(5));
-  lua_pushstring(co, call->tool_name);
+  lua_pushstring(co, t->name); /* the tool's own string: Lua's cache by address finds it */
   lua_rawset(co, -3);
   lua_pushvalue(co, lua_upvalueindex(6));
   lua_pushinteger(co, (lua_Integer)call->index);
