@@ -21,6 +21,7 @@
 
 #include "ob_mem.h"
 #include "ob_pool.h"
+#include "ob_watch.h"
 #include "ob_engine.h"
 #include "ob_lua.h"
 #include "ob_run.h"
@@ -162,6 +163,7 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
     lua_pushstring(L, ctx_keys[i]);
   lua_pushcclosure(L, ob_run_call_body, 7);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  e->watch = ob_watch_new(ob_run_slice_hook);
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);
   if (!e->pool)
     abort();
@@ -208,6 +210,7 @@ void ob_engine_free(ob_engine *e) {
     uv_walk(e->loop, close_handle, NULL);
     uv_run(e->loop, UV_RUN_DEFAULT);
   }
+  ob_watch_free(e->watch);
   if (e->L)
     lua_close(e->L); /* the pooled coroutines go with it */
   ob_pool_free(e->lua_pool);

@@ -34,6 +34,8 @@ typedef struct ob_engine {
   int *pool;         /* registry refs of finished coroutines, ready for the next call */
   size_t npool;
   int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
+  struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
+                             hook on each coroutine does instead */
   /* obelus.sleep: one timer for the whole engine and a min-heap of the calls
    * asleep, by (due, seq): no timer handle to make and close per sleep */
   uv_timer_t *sleep_timer;

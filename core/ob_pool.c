@@ -28,6 +28,7 @@ void ob_pool_free(ob_pool *p) {
   free(p);
 }
 
+#ifndef OB_POOL_PASSTHROUGH
 /* The class of a small size (1..OB_POOL_SMALL): blocks of 16 * (class + 1) bytes. */
 static size_t size_class(size_t n) { return (n - 1) >> 4; }
 
@@ -56,6 +57,8 @@ static void small_free(ob_pool *p, void *b, size_t cls) {
   *(void **)b = p->free[cls];
   p->free[cls] = b;
 }
+
+#endif
 
 void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ob_pool *p = ud;

@@ -31,6 +31,7 @@
 #include "ob_lua.h"
 #include "ob_mem.h"
 #include "ob_run.h"
+#include "ob_watch.h"
 
 const char ob_run_yield_token = 0;
 
@@ -325,30 +326,44 @@ static int params_invalid(const ob_tool *t, const ob_value *params, ob_buf *why)
 static void complete(crun *c, int nres);
 static void tool_error(crun *c, const char *msg, const char *traceback);
 
-/* A tool that runs on without yielding would stop the whole loop: every
- * million Lua instructions this checks how long the call has run since it
- * was resumed, and past the run's limit raises an error in the tool. */
-static void slice_hook(lua_State *L, lua_Debug *ar) {
+/* A tool that runs on without yielding would stop the whole loop. With the
+ * engine's watch (ob_watch.h), this hook is set on the call's coroutine only
+ * once the watchdog saw it run past the run's limit: it stops the tool at
+ * once. Without one, it is a count hook on every coroutine: every million
+ * Lua instructions it checks how long the call has run since it was
+ * resumed, and past the limit raises the error. */
+static unsigned slice_limit(const ob_run *r) {
+  return r->opt.max_slice_ms ? r->opt.max_slice_ms : OB_RUN_MAX_SLICE_MS;
+}
+
+void ob_run_slice_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   crun *c = *(crun **)lua_getextraspace(L);
   if (!c)
     return;
-  if (c->slice_resume != c->resumes) { /* the first million of this resume: start the clock */
+  unsigned limit = slice_limit(c->run);
+  if (c->run->e->watch) {
+    lua_sethook(L, NULL, 0, 0);
+  } else if (c->slice_resume != c->resumes) { /* the first million of this resume: start */
     c->slice_resume = c->resumes;
     c->slice_start = uv_hrtime();
     return;
+  } else if ((uv_hrtime() - c->slice_start) / 1000000u <= limit) {
+    return;
   }
-  uint64_t limit = c->run->opt.max_slice_ms ? c->run->opt.max_slice_ms : OB_RUN_MAX_SLICE_MS;
-  if ((uv_hrtime() - c->slice_start) / 1000000u > limit)
-    luaL_error(L, "the tool ran %d ms without yielding (an endless loop?); obelus stopped it",
-               (int)limit);
+  luaL_error(L, "the tool ran %d ms without yielding (an endless loop?); obelus stopped it",
+             (int)limit);
 }
 
 static void resume(crun *c, lua_State *from, int nargs) {
   lua_State *co = c->co;
   int nres = 0;
   c->resumes++; /* the clock starts when the hook first fires: no clock read per resume */
+  ob_watch *w = c->run->e->watch;
+  lua_State *outer = w ? ob_watch_enter(w, co, slice_limit(c->run)) : NULL;
   int st = lua_resume(co, from, nargs, &nres);
+  if (w)
+    ob_watch_leave(w, co, outer);
   if (c->state != OB_CALL_RUNNING || c->co != co)
     return; /* cancelled meanwhile */
   if (st == LUA_YIELD) {
@@ -759,7 +774,8 @@ static void run_tool(crun *c, const call_args *args) {
   } else {
     co = lua_newthread(L);
     c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_sethook(co, slice_hook, LUA_MASKCOUNT, 1000000); /* stays with the pooled thread */
+    if (!r->e->watch) /* the fallback (see ob_run_slice_hook): stays with the pooled thread */
+      lua_sethook(co, ob_run_slice_hook, LUA_MASKCOUNT, 1000000);
   }
   c->co = co;
   *(crun **)lua_getextraspace(co) = c;
@@ -1474,6 +1490,8 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
 
 void ob_run_start(ob_run *r) {
   r->t0 = uv_hrtime();
+  if (r->e->watch)
+    ob_watch_arm(r->e->watch, slice_limit(r));
   if (r->nawaited == 0 && !r->finished) {
     r->finished = 1;
     emit(r, OB_EV_RUN_DONE, NULL, NULL);

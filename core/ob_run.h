@@ -129,6 +129,10 @@ int ob_run_lua_sleep(lua_State *L); /* sleep(ms): yield until a timer fires */
  * tables of ob_lua_push_tables, then the strings "id", "tool", "index",
  * "instance"; its one argument is what ob_run.c hands the call. */
 int ob_run_call_body(lua_State *co);
+/* The hook that stops a tool running too long without yielding: set by the
+ * engine's watch when it is overdue, or (without a watch) a count hook on
+ * every coroutine that checks the clock every million instructions. */
+void ob_run_slice_hook(lua_State *L, lua_Debug *ar);
 int ob_run_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
 
 #endif
