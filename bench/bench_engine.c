@@ -8,6 +8,9 @@
  *                              writing †state.i<n>.c<k> (what instances are compared to)
  *   obelus-bench floor N       the chain's tool function resumed N times, each in a fresh
  *                              coroutine, with no engine around it
+ *   obelus-bench compute N     one call of a tool that adds N numbers, timed in a run and
+ *                              bare (the same function in a coroutine, no engine): what the
+ *                              engine costs a tool that computes rather than waits
  * Only the run is timed (ob_run_start until the last awaited call settles): building the
  * plan, checking it and loading the tools are not. calls_per_s counts every call of the
  * plan (fanout N+2, sleep N+1); sleep's loop_ms runs from ob_run_start to the join's
@@ -42,6 +45,12 @@ static const char join_lua[] = "return { name = \"join\", run = function(call, c
                                "  for _ in pairs(call.all) do n = n + 1 end\n"
                                "  return n\n"
                                "end }\n";
+/* A tool that computes: its speed is the Lua VM's, unless the engine slows the VM down. */
+static const char sum_lua[] = "return { name = \"sum\", run = function(call, ctx)\n"
+                              "  local s = 0\n"
+                              "  for i = 1, call.n do s = s + i % 7 end\n"
+                              "  return s\n"
+                              "end }\n";
 static const char nap_lua[] = "local obelus = require \"obelus\"\n"
                               "return { name = \"nap\", run = function(call, ctx)\n"
                               "  obelus.sleep(call.ms)\n"
@@ -63,7 +72,7 @@ static long peak_rss_kb(void) {
 /* --- the tools, in a temporary folder ------------------------------------------ */
 
 static char tool_dir[64];
-static const char *const tool_files[] = {"inc.lua", "join.lua", "nap.lua"};
+static const char *const tool_files[] = {"inc.lua", "join.lua", "nap.lua", "sum.lua"};
 
 static void write_file(const char *name, const char *text) {
   char path[128];
@@ -85,6 +94,7 @@ static void make_tools(void) {
   write_file(tool_files[0], inc_lua);
   write_file(tool_files[1], join_lua);
   write_file(tool_files[2], nap_lua);
+  write_file(tool_files[3], sum_lua);
 }
 
 static void remove_tools(void) {
@@ -397,5 +407,75 @@ int ob_bench_floor(size_t n) {
   printf("{\"bench\":\"floor\",\"n\":%zu,\"calls_per_s\":%.0f,\"peak_rss_kb\":%ld}\n", n,
          (double)n / (total_ms / 1e3), peak_rss_kb());
   lua_close(L);
+  return 0;
+}
+
+/* --- a tool that computes ------------------------------------------------------- */
+
+static void compute_done(ob_run *run, void *ud) {
+  (void)run;
+  timing *t = ud;
+  t->t_done = now_ms();
+  uv_stop(t->e->loop);
+}
+
+int ob_bench_compute(size_t n) {
+  /* bare: the tool's run function in a coroutine of a plain Lua state */
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  if (luaL_loadbuffer(L, sum_lua, sizeof sum_lua - 1, "=sum.lua") != LUA_OK ||
+      lua_pcall(L, 0, 1, 0) != LUA_OK)
+    return 2;
+  lua_getfield(L, -1, "run");
+  lua_State *co = lua_newthread(L);
+  lua_pushvalue(L, -2);
+  lua_createtable(L, 0, 1);
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_setfield(L, -2, "n");
+  lua_createtable(L, 0, 0);
+  lua_xmove(L, co, 3);
+  int nres;
+  double t0 = now_ms();
+  if (lua_resume(co, L, 2, &nres) != LUA_OK)
+    return 2;
+  double bare_ms = now_ms() - t0;
+  lua_Integer want = lua_tointeger(co, -1);
+  lua_close(L);
+
+  /* in a run: the same function as a tool, one call */
+  make_keys();
+  ob_value *kn = ob_cstring("n");
+  ob_value *pv = ob_array_push(ob_array(), call("sum", kn, ob_int((int64_t)n), "s"));
+  ob_unref(kn);
+  ob_error err;
+  make_tools();
+  ob_engine *e = ob_engine_new(NULL, &err);
+  if (!e || ob_engine_load_tools(e, tool_dir, &err) != OB_OK) {
+    fprintf(stderr, "obelus-bench: %s\n", err.msg);
+    remove_tools();
+    return 2;
+  }
+  remove_tools();
+  ob_plan *p = ob_plan_from_value(pv, "compute");
+  ob_plan_check_tools(p, &e->tools, 0);
+  timing t = {.e = e};
+  ob_run_options ro = {.on_done = compute_done, .ud = &t};
+  ob_run *run = p->nerrors ? NULL : ob_run_new(e, p, pv, NULL, &ro, &err);
+  if (!run)
+    return 2;
+  uv_update_time(e->loop);
+  t.t0 = now_ms();
+  ob_run_start(run);
+  while (!ob_run_finished(run) && uv_run(e->loop, UV_RUN_DEFAULT))
+    ;
+  double engine_ms = t.t_done - t.t0;
+  if (!ob_run_finished(run) || ob_run_failed(run) || !check_result(run, "s", (int64_t)want))
+    return 1;
+  printf("{\"bench\":\"compute\",\"n\":%zu,\"engine_ms\":%.1f,\"bare_ms\":%.1f}\n", n,
+         engine_ms, bare_ms);
+  ob_engine_free(e);
+  ob_plan_free(p);
+  ob_unref(pv);
+  free_keys();
   return 0;
 }

@@ -447,12 +447,22 @@ static void build_graph(ob_plan *p) {
     }
   }
   free(l.stamp);
-  for (size_t b = 0; b < p->ncalls; b++) /* the reverse edges */
+  /* the reverse edges, all in one block in call order: settling calls one
+   * after another reads them one after another */
+  size_t nedges = 0;
+  for (size_t b = 0; b < p->ncalls; b++)
+    for (size_t d = 0; d < p->calls[b].ndeps; d++, nedges++)
+      p->calls[p->calls[b].deps[d]].nusers++;
+  free(p->user_block);
+  p->user_block = ob_xmalloc(nedges * sizeof *p->user_block);
+  for (size_t a = 0, off = 0; a < p->ncalls; a++) {
+    p->calls[a].users = p->user_block + off;
+    off += p->calls[a].nusers;
+    p->calls[a].nusers = 0;
+  }
+  for (size_t b = 0; b < p->ncalls; b++)
     for (size_t d = 0; d < p->calls[b].ndeps; d++) {
       ob_call *a = &p->calls[p->calls[b].deps[d]];
-      a->users = realloc(a->users, (a->nusers + 1) * sizeof *a->users);
-      if (!a->users)
-        abort();
       a->users[a->nusers++] = b;
     }
   size_t i = 0;
@@ -673,8 +683,8 @@ void ob_plan_free(ob_plan *p) {
     }
     free(c->refs);
     free(c->deps);
-    free(c->users);
   }
+  free(p->user_block);
   free(p->calls);
   for (size_t i = 0; i < p->nerrors; i++)
     free(p->errors[i]);

@@ -50,7 +50,7 @@ typedef struct ob_call {
   size_t nrefs;
   ob_param_ref *refs;
   size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
-  size_t nusers, *users; /* calls that depend on this one */
+  size_t nusers, *users; /* calls that depend on this one (in the plan's user_block) */
   int has_output;      /* _outputPath given */
   ob_method method;
   ob_expr output;      /* _outputPath parsed (output mode) */
@@ -71,6 +71,7 @@ typedef struct ob_plan {
   size_t ncalls;
   ob_call *calls;
   ob_map ids;          /* id -> call (pointer into calls) */
+  size_t *user_block;  /* every call's users, one after another */
   /* "instances" (SPEC 6): each call without _instance runs once per instance,
    * as "<id>@<instance>"; ninstances == 0 when the plan has no such key */
   size_t ninstances;
