@@ -106,6 +106,21 @@ static void remove_tools(void) {
   rmdir(tool_dir);
 }
 
+/* An engine with the bench's tools loaded (NULL, said on stderr, when it cannot start). */
+static ob_engine *engine_with_tools(void) {
+  ob_error err;
+  make_tools();
+  ob_engine *e = ob_engine_new(NULL, &err);
+  if (e && ob_engine_load_tools(e, tool_dir, &err) != OB_OK) {
+    ob_engine_free(e);
+    e = NULL;
+  }
+  if (!e)
+    fprintf(stderr, "obelus-bench: %s\n", err.msg);
+  remove_tools();
+  return e;
+}
+
 /* --- the plans ------------------------------------------------------------------- */
 
 /* The keys of the calls, made once and shared by every call, as a plan read from JSON
@@ -283,14 +298,9 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
                  : !strcmp(mode, "chains")    ? chains_plan(n, ms)
                                               : sleep_plan(n, ms);
   ob_error err;
-  make_tools();
-  ob_engine *e = ob_engine_new(NULL, &err);
-  if (!e || ob_engine_load_tools(e, tool_dir, &err) != OB_OK) {
-    fprintf(stderr, "obelus-bench: %s\n", err.msg);
-    remove_tools();
+  ob_engine *e = engine_with_tools();
+  if (!e)
     return 2;
-  }
-  remove_tools();
   ob_plan *p = ob_plan_from_value(pv, mode);
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   if (p->nerrors) {
@@ -448,14 +458,9 @@ int ob_bench_compute(size_t n) {
   ob_value *pv = ob_array_push(ob_array(), call("sum", kn, ob_int((int64_t)n), "s"));
   ob_unref(kn);
   ob_error err;
-  make_tools();
-  ob_engine *e = ob_engine_new(NULL, &err);
-  if (!e || ob_engine_load_tools(e, tool_dir, &err) != OB_OK) {
-    fprintf(stderr, "obelus-bench: %s\n", err.msg);
-    remove_tools();
+  ob_engine *e = engine_with_tools();
+  if (!e)
     return 2;
-  }
-  remove_tools();
   ob_plan *p = ob_plan_from_value(pv, "compute");
   ob_plan_check_tools(p, &e->tools, 0);
   timing t = {.e = e};

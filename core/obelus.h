@@ -62,9 +62,18 @@
  *    message for the latest call that failed, ready to print as it is
  *    (obelus_engine_errmsg): where, what, and what to do.
  *  - No global state: two engines in one process share nothing and never
- *    see each other's tools, runs or errors, on one loop or on two.
+ *    see each other's tools, runs or errors, on one loop or on two (the
+ *    watchdog below is the one thing they share).
  *  - One thread: an engine, its runs and its calls are used from the
  *    thread that runs the engine's loop. Nothing here locks.
+ *  - Runaway tools: a tool that runs too long without yielding (30 s) is
+ *    stopped with an error. For that, while any engine exists, obelus runs
+ *    one watchdog thread of its own and uses the real-time signal
+ *    SIGRTMAX-2, sent only to the thread that runs an overdue tool. If that
+ *    signal already has a handler when the first engine is made, obelus
+ *    leaves it alone and falls back to a count hook on each call's
+ *    coroutine (which slows Lua code down about 2x). When the last engine
+ *    is freed the thread ends and the signal is left ignored.
  *  - JSON crosses the API as text: `const char *` in (UTF-8, NUL-terminated),
  *    and strings malloc'ed for you out (release them with free()). Text is
  *    the one format every C host can produce and check, and it keeps the
