@@ -188,6 +188,7 @@ static void close_handle(uv_handle_t *h, void *arg) {
 void ob_engine_free(ob_engine *e) {
   if (!e)
     return;
+  e->gc_incremental = 0; /* no collector switch for a state about to close */
   while (e->runs)
     ob_run_free(e->runs);
   size_t i = 0;

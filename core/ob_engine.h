@@ -33,6 +33,8 @@ typedef struct ob_engine {
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
   int *pool;         /* registry refs of finished coroutines, ready for the next call */
   size_t npool;
+  size_t live_calls; /* call coroutines in use (running or waiting) */
+  int gc_incremental; /* Lua's collector switched to incremental (see ob_run.c) */
   int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */

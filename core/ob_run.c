@@ -128,10 +128,27 @@ static void enqueue(ob_run *r, crun *c) {
   emit(r, OB_EV_READY, c->call, NULL);
 }
 
+/* Lua's generational collector (the engine's default: calls make short-lived
+ * tables) visits every live coroutine at every minor collection; with
+ * thousands of calls waiting at once that is most of its work. Past
+ * GC_MANY_CALLS live calls the collector turns incremental, and back to
+ * generational when a run is freed with none left (the switch back costs a
+ * full collection: not in the middle of a run). Measured on sleep 10000 100:
+ * the start cascade ~10% shorter. */
+#define GC_MANY_CALLS 1000
+
+static void calls_up(ob_engine *e) {
+  if (++e->live_calls > GC_MANY_CALLS && !e->gc_incremental) {
+    lua_gc(e->L, LUA_GCINC, 0, 0, 0);
+    e->gc_incremental = 1;
+  }
+}
+
 static void drop_coroutine(crun *c) {
   if (!c->co)
     return;
   ob_engine *e = c->run->e;
+  e->live_calls--;
   *(crun **)lua_getextraspace(c->co) = NULL; /* late wake-ups find nobody */
   /* a coroutine that returned has no wait pending anywhere: it can serve again */
   if (lua_status(c->co) == LUA_OK && e->npool < OB_ENGINE_POOL) {
@@ -778,6 +795,7 @@ static void run_tool(crun *c, const call_args *args) {
       lua_sethook(co, ob_run_slice_hook, LUA_MASKCOUNT, 1000000);
   }
   c->co = co;
+  calls_up(r->e);
   *(crun **)lua_getextraspace(co) = c;
   prefetch_users(r, c->call, 2);
   lua_rawgeti(co, LUA_REGISTRYINDEX, r->e->body_ref);
@@ -1541,7 +1559,12 @@ void ob_run_free(ob_run *r) {
     ob_log_free(r->log);
   free(r->calls);
   free(r->queue);
+  ob_engine *e = r->e;
   free(r);
+  if (e->gc_incremental && e->live_calls == 0) { /* the burst is over (see calls_up) */
+    lua_gc(e->L, LUA_GCGEN, 0, 0);
+    e->gc_incremental = 0;
+  }
 }
 
 ob_log *ob_run_log(ob_run *r) { return r->log; }
