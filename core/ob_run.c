@@ -752,7 +752,7 @@ int ob_run_call_body(lua_State *co) {
   }
   lua_createtable(co, 0, 4); /* ctx */
   lua_pushvalue(co, lua_upvalueindex(4));
-  lua_pushstring(co, call->id);
+  lua_pushlstring(co, call->id, strlen(call->id)); /* a new string: no use for Lua's cache */
   lua_rawset(co, -3);
   lua_pushvalue(co, lua_upvalueindex(5));
   lua_pushstring(co, t->name); /* the tool's own string: Lua's cache by address finds it */
@@ -762,7 +762,7 @@ int ob_run_call_body(lua_State *co) {
   lua_rawset(co, -3);
   if (call->instance) {
     lua_pushvalue(co, lua_upvalueindex(7));
-    lua_pushstring(co, call->instance);
+    lua_pushlstring(co, call->instance, strlen(call->instance));
     lua_rawset(co, -3);
   }
   lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
