@@ -11,9 +11,10 @@
 #include "ob_watch.h"
 #include "test.h"
 
-/* Runs plan_json with the tools of tools_lua under a 100 ms slice; returns the
- * final output as JSON text (malloc'ed) and whether the run failed. */
-static char *run_with_slice(const char *tools_lua, const char *plan_json, int *failed) {
+/* Runs plan_json with the tools of tools_lua under a slice of limit_ms; returns
+ * the final output as JSON text (malloc'ed) and whether the run failed. */
+static char *run_with_slice(const char *tools_lua, const char *plan_json, unsigned limit_ms,
+                            int *failed) {
   char dir[] = "/tmp/obelus-slice-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   char file[64];
@@ -29,7 +30,7 @@ static char *run_with_slice(const char *tools_lua, const char *plan_json, int *f
   ob_plan *p = ob_plan_from_value(pv, "slice.json");
   ob_plan_check_tools(p, &e->tools, 0);
   CHECK(p->nerrors == 0);
-  ob_run_options ro = {.max_slice_ms = 100};
+  ob_run_options ro = {.max_slice_ms = limit_ms};
   ob_run *r = ob_run_new(e, p, pv, NULL, &ro, &err);
   ob_run_start(r);
   while (!ob_run_finished(r) && uv_run(e->loop, UV_RUN_ONCE))
@@ -58,7 +59,7 @@ TEST(endless_tool_is_stopped) {
       "[{\"_tool\":\"spin\",\"_outputPath\":\"a\"},"
       " {\"_tool\":\"spin\",\"_outputPath\":\"b || why\"},"
       " {\"_tool\":\"ok\",\"_outputPath\":\"c\"}]",
-      &failed);
+      100, &failed);
   CHECK(failed); /* the first spin: a runtime error */
   CHECK(strstr(text, "\"c\":1") != NULL);
   CHECK(strstr(text, "\"why\":{\"error\":") != NULL);
@@ -67,16 +68,17 @@ TEST(endless_tool_is_stopped) {
 }
 
 /* The limit is per slice (from one resume to the next yield), not per call:
- * a tool busy for 5 x 60 ms with sleeps in between runs to the end under a
- * 100 ms limit, and so does the call after it on the same coroutine. */
+ * a tool busy for 10 x 40 ms of CPU with sleeps in between runs to the end
+ * under a 300 ms limit (room for a loaded machine), and so does the call
+ * after it on the same coroutine. */
 TEST(yielding_tool_runs_past_the_limit_in_total) {
   int failed;
   char *text = run_with_slice("local obelus = require \"obelus\"\n"
                               "return { name = \"busy\", run = function(call)\n"
                               "  local n = 0\n"
-                              "  for _ = 1, 5 do\n"
+                              "  for _ = 1, 10 do\n"
                               "    local t0 = os.clock()\n"
-                              "    while os.clock() - t0 < 0.06 do n = n + 1 end\n"
+                              "    while os.clock() - t0 < 0.04 do n = n + 1 end\n"
                               "    obelus.sleep(1)\n"
                               "  end\n"
                               "  return n > 0\n"
@@ -84,7 +86,7 @@ TEST(yielding_tool_runs_past_the_limit_in_total) {
                               "[{\"_tool\":\"busy\",\"_outputPath\":\"a\"},"
                               " {\"_tool\":\"busy\",\"_outputPath\":\"b\","
                               "\"after\":\"\xe2\x80\xa0state.a\"}]",
-                              &failed);
+                              300, &failed);
   CHECK(!failed);
   CHECK(strcmp(text, "{\"a\":true,\"b\":true}") == 0);
   free(text);
@@ -112,7 +114,7 @@ TEST(host_keeps_its_signal_and_tools_are_still_stopped) {
   int failed;
   char *text = run_with_slice(
       "return { name = \"spin\", run = function() while true do end end }\n",
-      "[{\"_tool\":\"spin\",\"_outputPath\":\"a || why\"}]", &failed);
+      "[{\"_tool\":\"spin\",\"_outputPath\":\"a || why\"}]", 100, &failed);
   CHECK(!failed);
   CHECK(strstr(text, "without yielding") != NULL);
   free(text);
