@@ -1,5 +1,4 @@
 /* ob_watch.c -- the watchdog thread and its signal (see ob_watch.h). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,10 +45,11 @@ static unsigned long long period_ms(void) {
   unsigned long long p = 0;
   for (ob_watch *w = watches; w; w = w->next) {
     unsigned lim = atomic_load_explicit(&w->limit_ms, memory_order_relaxed);
-    if (w->active && lim && (!p || lim / 4 < p))
-      p = lim / 4;
+    unsigned long long q = lim / 4 < 5 ? 5 : lim / 4;
+    if (w->active && lim && (!p || q < p))
+      p = q;
   }
-  return p && p < 5 ? 5 : p;
+  return p;
 }
 
 static void *watchdog(void *arg) {

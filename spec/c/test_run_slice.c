@@ -92,6 +92,17 @@ TEST(yielding_tool_runs_past_the_limit_in_total) {
   free(text);
 }
 
+/* A limit shorter than the watchdog's shortest period (5 ms) still stops a tool. */
+TEST(tiny_limit_still_stops) {
+  int failed;
+  char *text = run_with_slice(
+      "return { name = \"spin\", run = function() while true do end end }\n",
+      "[{\"_tool\":\"spin\",\"_outputPath\":\"a || why\"}]", 2, &failed);
+  CHECK(!failed);
+  CHECK(strstr(text, "the tool ran 2 ms without yielding") != NULL);
+  free(text);
+}
+
 /* A host that handles the watchdog's signal itself keeps it: the engine
  * then stops endless tools with a count hook instead (last: it leaves the
  * process without the watchdog). */
@@ -127,6 +138,7 @@ TEST(host_keeps_its_signal_and_tools_are_still_stopped) {
 int main(void) {
   RUN(endless_tool_is_stopped);
   RUN(yielding_tool_runs_past_the_limit_in_total);
+  RUN(tiny_limit_still_stops);
   RUN(host_keeps_its_signal_and_tools_are_still_stopped);
   return TEST_END();
 }
