@@ -422,13 +422,6 @@ int ob_bench_floor(size_t n) {
 
 /* --- a tool that computes ------------------------------------------------------- */
 
-static void compute_done(ob_run *run, void *ud) {
-  (void)run;
-  timing *t = ud;
-  t->t_done = now_ms();
-  uv_stop(t->e->loop);
-}
-
 int ob_bench_compute(size_t n) {
   /* bare: the tool's run function in a coroutine of a plain Lua state */
   lua_State *L = luaL_newstate();
@@ -464,7 +457,7 @@ int ob_bench_compute(size_t n) {
   ob_plan *p = ob_plan_from_value(pv, "compute");
   ob_plan_check_tools(p, &e->tools, 0);
   timing t = {.e = e};
-  ob_run_options ro = {.on_done = compute_done, .ud = &t};
+  ob_run_options ro = {.on_done = on_done, .ud = &t};
   ob_run *run = p->nerrors ? NULL : ob_run_new(e, p, pv, NULL, &ro, &err);
   if (!run)
     return 2;

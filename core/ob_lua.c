@@ -123,13 +123,6 @@ static void push_shapes(lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &shapes_key);
 }
 
-void ob_lua_open(lua_State *L) {
-  luaL_checkstack(L, 4, "obelus: Lua stack exhausted");
-  ob_lua_push_array_mt(L);
-  push_key_order(L);
-  push_shapes(L);
-  lua_pop(L, 3);
-}
 
 int ob_lua_is_array(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TTABLE || !lua_checkstack(L, 2))
@@ -359,10 +352,15 @@ static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
 }
 
 void ob_lua_push_tables(lua_State *L) {
-  luaL_checkstack(L, 3, "obelus: Lua stack exhausted");
+  luaL_checkstack(L, 5, "obelus: Lua stack exhausted");
   ob_lua_push_array_mt(L);
   push_key_order(L);
   push_shapes(L);
+}
+
+void ob_lua_open(lua_State *L) {
+  ob_lua_push_tables(L);
+  lua_pop(L, 3);
 }
 
 /* Pushes v (an array or object): a slot for it, then (unless t gives them)

@@ -285,16 +285,20 @@ static ob_value *substitute(const ob_value *v, eval_fn eval, void *ud) {
 }
 
 /* A param's reference: the call's refs were found in this same walk order. */
-static ob_value *eval_param(void *ud, const ob_value *text) {
-  resolver *rs = ud;
-  (void)text;
-  const ob_param_ref *ref = &rs->call->refs[rs->next++];
+/* A reference's value now (an absent one: null, and noted as a skip or a structural error). */
+static ob_value *eval_ref(resolver *rs, const ob_param_ref *ref) {
   ob_value *x = ob_log_eval(rs->run->log, &ref->expr, rs->call->instance, OB_LOG_NOW);
   if (!x) {
     absent(rs, ref);
     return ob_null();
   }
   return x;
+}
+
+static ob_value *eval_param(void *ud, const ob_value *text) {
+  resolver *rs = ud;
+  (void)text;
+  return eval_ref(rs, &rs->call->refs[rs->next++]);
 }
 
 static ob_value *resolve(resolver *rs, const ob_value *v) { return substitute(v, eval_param, rs); }
@@ -828,14 +832,8 @@ static void start(crun *c) {
   ob_value *vals_inline[8], **vals = NULL, *params = NULL;
   if (direct) {
     vals = call->nrefs <= 8 ? vals_inline : ob_xmalloc(call->nrefs * sizeof *vals);
-    for (size_t k = 0; k < call->nrefs; k++) {
-      const ob_param_ref *ref = &call->refs[k];
-      vals[k] = ob_log_eval(r->log, &ref->expr, call->instance, OB_LOG_NOW);
-      if (!vals[k]) {
-        absent(&rs, ref);
-        vals[k] = ob_null();
-      }
-    }
+    for (size_t k = 0; k < call->nrefs; k++)
+      vals[k] = eval_ref(&rs, &call->refs[k]);
   } else {
     params = resolve_params(&rs);
   }

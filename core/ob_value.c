@@ -564,6 +564,11 @@ static void *h_word(uint32_t hash, size_t pos) {
 static uint32_t h_word_hash(const void *w) { return (uint32_t)((uintptr_t)w >> 32); }
 static long h_word_pos(const void *w) { return (long)(uint32_t)(uintptr_t)w; }
 
+/* The slot of n holding the child for `bit` (set in n->nodemap): keys first, two words each. */
+static unsigned h_child_at(const hnode *n, uint32_t bit) {
+  return 2 * popcount(n->datamap) + popcount(n->nodemap & (bit - 1));
+}
+
 /* Position of the key, or -1. */
 static long h_find(const hnode *n, uint32_t hash, const char *key, size_t len) {
   for (uint32_t shift = 0; n; shift += PV_BITS) {
@@ -581,7 +586,7 @@ static long h_find(const hnode *n, uint32_t hash, const char *key, size_t len) {
     }
     if (!(n->nodemap & bit))
       return -1;
-    n = n->slot[2 * popcount(n->datamap) + popcount(n->nodemap & (bit - 1))];
+    n = n->slot[h_child_at(n, bit)];
   }
   return -1;
 }
@@ -624,7 +629,7 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
   unsigned ndata = popcount(n->datamap);
   if (n->nodemap & bit) {
     n = h_editable(n);
-    unsigned at = 2 * ndata + popcount(n->nodemap & (bit - 1));
+    unsigned at = h_child_at(n, bit);
     n->slot[at] = h_insert(n->slot[at], key, hash, pos, shift + PV_BITS);
     return n;
   }
@@ -856,7 +861,7 @@ void ob_prefetch_key(const ob_value *v, const char *key, size_t keylen, int leve
     uint32_t bit = 1u << ((hash >> shift) & PV_MASK);
     if (!(n->nodemap & bit))
       return; /* the path ends in this node, already read */
-    n = n->slot[2 * popcount(n->datamap) + popcount(n->nodemap & (bit - 1))];
+    n = n->slot[h_child_at(n, bit)];
   }
   __builtin_prefetch(n);
   __builtin_prefetch((const char *)n + 64);

@@ -92,12 +92,15 @@ TEST(yielding_tool_runs_past_the_limit_in_total) {
   free(text);
 }
 
+/* An endless tool, and a call of it whose error goes to "why". */
+static const char spin_tool[] =
+    "return { name = \"spin\", run = function() while true do end end }\n";
+static const char spin_to_why[] = "[{\"_tool\":\"spin\",\"_outputPath\":\"a || why\"}]";
+
 /* A limit shorter than the watchdog's shortest period (5 ms) still stops a tool. */
 TEST(tiny_limit_still_stops) {
   int failed;
-  char *text = run_with_slice(
-      "return { name = \"spin\", run = function() while true do end end }\n",
-      "[{\"_tool\":\"spin\",\"_outputPath\":\"a || why\"}]", 2, &failed);
+  char *text = run_with_slice(spin_tool, spin_to_why, 2, &failed);
   CHECK(!failed);
   CHECK(strstr(text, "the tool ran 2 ms without yielding") != NULL);
   free(text);
@@ -123,9 +126,7 @@ TEST(host_keeps_its_signal_and_tools_are_still_stopped) {
   CHECK(e && e->watch == NULL); /* no watch: the fallback */
   ob_engine_free(e);
   int failed;
-  char *text = run_with_slice(
-      "return { name = \"spin\", run = function() while true do end end }\n",
-      "[{\"_tool\":\"spin\",\"_outputPath\":\"a || why\"}]", 100, &failed);
+  char *text = run_with_slice(spin_tool, spin_to_why, 100, &failed);
   CHECK(!failed);
   CHECK(strstr(text, "without yielding") != NULL);
   free(text);
