@@ -156,12 +156,10 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   luaL_requiref(L, "luv", luaopen_luv, 0);
   lua_pop(L, 1);
   /* the body of every call's coroutine, its upvalues what it needs a call:
-   * the bridge's tables and the ctx keys (no registry lookups) */
+   * the bridge's tables and ctx's metatable (no registry lookups) */
   ob_lua_push_tables(L);
-  static const char *const ctx_keys[4] = {"id", "tool", "index", "instance"};
-  for (int i = 0; i < 4; i++)
-    lua_pushstring(L, ctx_keys[i]);
-  lua_pushcclosure(L, ob_run_call_body, 7);
+  ob_run_push_ctx_meta(L);
+  lua_pushcclosure(L, ob_run_call_body, 4);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   e->watch = ob_watch_new(ob_run_slice_hook);
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);

@@ -31,6 +31,7 @@ typedef struct ob_engine {
   int approver_ref;  /* registry: the approver (obelus.set_approver), or LUA_NOREF */
   int branch_mt_ref, message_mt_ref;
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
+  uint64_t run_serial; /* runs made so far (ob_run.c tells runs apart by it) */
   int *pool;         /* registry refs of finished coroutines, ready for the next call */
   size_t npool;
   size_t live_calls; /* call coroutines in use (running or waiting) */

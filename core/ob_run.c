@@ -71,6 +71,7 @@ struct ob_run {
   ob_map schemas; /* schema value (by address) -> compiled */
   crun *parent;   /* the call that delegated to this run, or NULL */
   ob_run *next, **prevp;
+  uint64_t serial; /* the engine's count of runs when this one was made */
 };
 
 static void pump(ob_run *r);
@@ -715,6 +716,126 @@ static void start_delegate(crun *c, ob_value *params) {
   ob_run_start(c->sub);
 }
 
+/* --- ctx: the second argument of a tool's run ---------------------------------------- */
+
+/* A call's ctx is a small userdata read like a table: id, tool, index and
+ * instance come from the call itself when asked for, and a tool may set
+ * fields of its own (kept in the userdata's user value). Measured on chain
+ * 100000: a table with those four fields, its id string interned, was a
+ * sixth of the instructions of a call. It names its call by run and
+ * position, and reads it only while that run exists (after ob_run_free:
+ * index and the tool's own fields only). */
+typedef struct call_ctx {
+  ob_engine *e;
+  const ob_run *run;
+  uint64_t serial; /* the run's: another run at the same address is not it */
+  size_t i;        /* the call's position in run->calls */
+} call_ctx;
+
+/* The call ctx names, or NULL when its run is gone. */
+static const crun *ctx_call(const call_ctx *x) {
+  for (const ob_run *r = x->e->runs; r; r = r->next)
+    if (r == x->run && r->serial == x->serial)
+      return &r->calls[x->i];
+  return NULL;
+}
+
+/* Pushes ctx's own field k (id, tool, index, instance); 0 when k is none of them. */
+static int ctx_field(lua_State *L, const call_ctx *x, const char *k) {
+  const crun *c = ctx_call(x);
+  if (!strcmp(k, "index")) {
+    lua_pushinteger(L, (lua_Integer)(c ? c->call->index : x->i));
+    return 1;
+  }
+  const char *v = NULL;
+  if (!strcmp(k, "id"))
+    v = c ? c->call->id : NULL;
+  else if (!strcmp(k, "tool"))
+    v = c ? c->tool->name : NULL;
+  else if (!strcmp(k, "instance"))
+    v = c ? c->call->instance : NULL;
+  else
+    return 0;
+  if (v)
+    lua_pushstring(L, v);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+static int ctx_index(lua_State *L) {
+  const call_ctx *x = lua_touserdata(L, 1);
+  if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) { /* the tool's own fields come first */
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) != LUA_TNIL)
+      return 1;
+  }
+  if (lua_type(L, 2) == LUA_TSTRING && ctx_field(L, x, lua_tostring(L, 2)))
+    return 1;
+  lua_pushnil(L);
+  return 1;
+}
+
+static int ctx_newindex(lua_State *L) {
+  if (lua_getiuservalue(L, 1, 1) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, 1, 1);
+  }
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_rawset(L, -3);
+  return 0;
+}
+
+static int ctx_next(lua_State *L) {
+  lua_settop(L, 2);
+  if (lua_next(L, 1))
+    return 2;
+  lua_pushnil(L);
+  return 1;
+}
+
+/* pairs(ctx): a table of everything ctx shows, walked like next. */
+static int ctx_pairs(lua_State *L) {
+  const call_ctx *x = lua_touserdata(L, 1);
+  static const char *const keys[] = {"id", "tool", "index", "instance"};
+  lua_pushcfunction(L, ctx_next);
+  lua_newtable(L);
+  for (int k = 0; k < 4; k++) {
+    ctx_field(L, x, keys[k]);
+    lua_setfield(L, -2, keys[k]);
+  }
+  if (lua_getiuservalue(L, 1, 1) == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, -5);
+    }
+  }
+  lua_pop(L, 1);
+  lua_pushnil(L);
+  return 3;
+}
+
+static int ctx_tostring(lua_State *L) {
+  const call_ctx *x = lua_touserdata(L, 1);
+  const crun *c = ctx_call(x);
+  lua_pushfstring(L, "obelus.ctx: %s", c ? c->call->id : "(run freed)");
+  return 1;
+}
+
+void ob_run_push_ctx_meta(lua_State *L) {
+  static const luaL_Reg mt[] = {{"__index", ctx_index},       {"__newindex", ctx_newindex},
+                                {"__pairs", ctx_pairs},       {"__tostring", ctx_tostring},
+                                {NULL, NULL}};
+  luaL_newlib(L, mt);
+  lua_pushliteral(L, "obelus.ctx");
+  lua_setfield(L, -2, "__name");
+}
+
 /* What a call's coroutine starts from: the params as an object (params),
  * or the call as written with its references' values (vals, direct). */
 typedef struct call_args {
@@ -754,21 +875,10 @@ int ob_run_call_body(lua_State *co) {
     lua_rawgeti(co, LUA_REGISTRYINDEX, t->table_ref);
     nargs = 3;
   }
-  lua_createtable(co, 0, 4); /* ctx */
+  call_ctx *x = lua_newuserdatauv(co, sizeof *x, 1);
+  *x = (call_ctx){e, c->run, c->run->serial, (size_t)(c - c->run->calls)};
   lua_pushvalue(co, lua_upvalueindex(4));
-  lua_pushlstring(co, call->id, strlen(call->id)); /* a new string: no use for Lua's cache */
-  lua_rawset(co, -3);
-  lua_pushvalue(co, lua_upvalueindex(5));
-  lua_pushstring(co, t->name); /* the tool's own string: Lua's cache by address finds it */
-  lua_rawset(co, -3);
-  lua_pushvalue(co, lua_upvalueindex(6));
-  lua_pushinteger(co, (lua_Integer)call->index);
-  lua_rawset(co, -3);
-  if (call->instance) {
-    lua_pushvalue(co, lua_upvalueindex(7));
-    lua_pushlstring(co, call->instance, strlen(call->instance));
-    lua_rawset(co, -3);
-  }
+  lua_setmetatable(co, -2);
   lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
   return call_body_done(co, LUA_OK, 0);
 }
@@ -1460,6 +1570,7 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
   r->queue = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->queue);
   if (!r->calls || !r->queue)
     abort();
+  r->serial = ++e->run_serial;
   r->next = e->runs;
   if (e->runs)
     e->runs->prevp = &r->next;

@@ -120,6 +120,7 @@ function obelus.set_approver(fn) end
 ---@field _instance? string
 ---@field _id? string
 
+---A userdata read like a table (see the README); a tool may set fields of its own on it.
 ---@class obelus.ctx
 ---@field id string the call's id: `_id`, or "#<index>"; "<id>@<instance>" for an instance's copy
 ---@field tool string the tool's name

@@ -369,6 +369,78 @@ describe("two engines", function()
   end)
 end)
 
+describe("a tool's ctx", function()
+  -- keep: notes a field of its own, shows what ctx reads as, and keeps ctx for later;
+  -- peek (another run): reads the kept ctx once its run is gone
+  local CTX_TOOLS = [[
+local obelus = require "obelus"
+return {
+  { name = "keep", run = function(call, ctx)
+      ctx.note = call.note
+      ctx.id = ctx.id -- a field set to the value it shows: still that value
+      local seen = {}
+      for k, v in pairs(ctx) do seen[#seen + 1] = k .. "=" .. tostring(v) end
+      table.sort(seen)
+      obelus.sleep(1)
+      KEPT = ctx
+      return { id = ctx.id, tool = ctx.tool, index = ctx.index,
+               instance = ctx.instance == nil and obelus.null or ctx.instance,
+               note = ctx.note, seen = table.concat(seen, " "), type = type(ctx),
+               text = tostring(ctx), other = ctx.other == nil }
+    end },
+  { name = "peek", run = function()
+      return { index = KEPT.index, note = KEPT.note, tool = KEPT.tool == nil,
+               instance = KEPT.instance == nil, text = tostring(KEPT) }
+    end },
+}
+]]
+
+  it("reads id, tool, index and instance, keeps the tool's own fields, and walks with pairs", function()
+    local file = dir .. "/ctx_tools.lua"
+    write(file, CTX_TOOLS)
+    local engine = obelus.engine { tools = file }
+    local run = engine:run({
+      instances = { "north" },
+      plan = {
+        { _tool = "keep", note = "shared", _outputPath = "†state.first" },
+        { _id = "own", _tool = "keep", note = "solo", _instance = "north", _outputPath = "†state.second" },
+      },
+    })
+    drain()
+    assert.are.equal(0, run:status())
+    local out = run:output().north
+    assert.are.same({ id = "#0@north", tool = "keep", index = 0, instance = "north", note = "shared",
+                      seen = "id=#0@north index=0 instance=north note=shared tool=keep",
+                      type = "userdata", text = "obelus.ctx: #0@north", other = true }, out.first)
+    assert.are.same({ id = "own", tool = "keep", index = 1, instance = "north", note = "solo",
+                      seen = "id=own index=1 instance=north note=solo tool=keep",
+                      type = "userdata", text = "obelus.ctx: own", other = true }, out.second)
+    engine:close()
+  end)
+
+  it("keeps index and the tool's fields once its run is freed; the rest reads nil", function()
+    local file = dir .. "/ctx_tools.lua"
+    write(file, CTX_TOOLS)
+    local engine = obelus.engine { tools = file }
+    local weak = setmetatable({}, { __mode = "v" })
+    do
+      local first = engine:run({ plan = { { _tool = "keep", note = "kept", _outputPath = "†state.a" } } })
+      weak.run = first
+      drain()
+      assert.are.equal(0, first:status())
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(weak.run) -- freed: its ctx can no longer read the call
+    local second = engine:run({ plan = { { _tool = "peek", _outputPath = "†state.b" } } })
+    drain()
+    assert.are.equal(0, second:status())
+    assert.are.same({ index = 0, note = "kept", tool = true, instance = true,
+                      text = "obelus.ctx: (run freed)" }, second:output().b)
+    engine:close()
+  end)
+end)
+
 describe("garbage collection", function()
   it("keeps a dropped run going until it has finished, then collects it and its engine", function()
     local weak = setmetatable({}, { __mode = "v" })
