@@ -215,6 +215,7 @@ void ob_engine_free(ob_engine *e) {
   ob_pool_free(e->lua_pool);
   free(e->pool);
   free(e->sleepers);
+  free(e->queue);
   if (e->own_loop) {
     uv_walk(e->loop, close_handle, NULL);
     uv_run(e->loop, UV_RUN_DEFAULT);

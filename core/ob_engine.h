@@ -39,11 +39,15 @@ typedef struct ob_engine {
   int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
-  /* obelus.sleep: one timer for the whole engine and a min-heap of the calls
-   * asleep, by (due, seq): no timer handle to make and close per sleep */
+  /* obelus.sleep: one timer for the whole engine and the calls asleep, by
+   * (due, seq): no timer handle to make and close per sleep. A sleep due no
+   * earlier than the last one queued (the common case: calls sleeping alike)
+   * joins a queue kept in order; any other goes to a min-heap. */
   uv_timer_t *sleep_timer;
-  struct ob_sleeper *sleepers;
+  struct ob_sleeper *sleepers;   /* the heap */
   size_t nsleepers, capsleepers;
+  struct ob_sleeper *queue;      /* in order from queue_head to queue_tail */
+  size_t queue_head, queue_tail, capqueue;
   uint64_t sleep_seq;
 } ob_engine;
 

@@ -1406,7 +1406,7 @@ int ob_run_lua_wake(lua_State *L) {
   return 0;
 }
 
-/* --- obelus.sleep: the engine's heap of sleepers ---------------------------------------- */
+/* --- obelus.sleep: the engine's queue and heap of sleepers ------------------------------ */
 
 static int sleeper_before(const ob_sleeper *a, const ob_sleeper *b) {
   return a->due < b->due || (a->due == b->due && a->seq < b->seq);
@@ -1439,12 +1439,33 @@ static void heap_down(ob_sleeper *h, size_t n, size_t i) {
 
 static void sleep_fire(uv_timer_t *t);
 
+/* The earliest sleeper: the queue's head or the heap's top; NULL when none. */
+static ob_sleeper *sleep_first(ob_engine *e) {
+  ob_sleeper *q = e->queue_head < e->queue_tail ? &e->queue[e->queue_head] : NULL;
+  ob_sleeper *h = e->nsleepers ? &e->sleepers[0] : NULL;
+  return !q ? h : !h ? q : sleeper_before(q, h) ? q : h;
+}
+
+/* Takes the earliest sleeper out (there is one). */
+static crun *sleep_pop(ob_engine *e) {
+  ob_sleeper *s = sleep_first(e);
+  crun *c = s->call;
+  if (s != e->sleepers) {
+    e->queue_head++;
+  } else {
+    e->sleepers[0] = e->sleepers[--e->nsleepers];
+    heap_down(e->sleepers, e->nsleepers, 0);
+  }
+  return c;
+}
+
 static void sleep_arm(ob_engine *e) {
-  if (!e->nsleepers) {
+  ob_sleeper *s = sleep_first(e);
+  if (!s) {
     uv_timer_stop(e->sleep_timer);
     return;
   }
-  uint64_t now = uv_now(e->loop), due = e->sleepers[0].due;
+  uint64_t now = uv_now(e->loop), due = s->due;
   uv_timer_start(e->sleep_timer, sleep_fire, due > now ? due - now : 0, 0);
 }
 
@@ -1453,20 +1474,33 @@ static void sleep_arm(ob_engine *e) {
 static void sleep_fire(uv_timer_t *t) {
   ob_engine *e = t->data;
   uint64_t now = uv_now(e->loop), limit = e->sleep_seq;
-  while (e->nsleepers && e->sleepers[0].due <= now && e->sleepers[0].seq < limit) {
-    crun *c = e->sleepers[0].call;
-    e->sleepers[0] = e->sleepers[--e->nsleepers];
-    heap_down(e->sleepers, e->nsleepers, 0);
+  ob_sleeper *s;
+  while ((s = sleep_first(e)) && s->due <= now && s->seq < limit) {
+    crun *c = sleep_pop(e);
+    if (e->queue_head + 2 < e->queue_tail) { /* the next ones' coroutines, ahead of time */
+      __builtin_prefetch(e->queue[e->queue_head + 2].call);
+      __builtin_prefetch(((const crun *)e->queue[e->queue_head + 1].call)->co);
+    }
     c->asleep = 0;
     resume(c, e->L, 0);
   }
   sleep_arm(e);
 }
 
-/* Takes the calls of run r out of the heap (the run is cancelled or freed). */
+/* Takes the calls of run r out of the queue and the heap (the run is cancelled or freed). */
 static void sleep_forget(ob_run *r) {
   ob_engine *e = r->e;
-  size_t kept = 0;
+  size_t kept = e->queue_head;
+  for (size_t i = e->queue_head; i < e->queue_tail; i++) { /* the queue stays in order */
+    crun *c = e->queue[i].call;
+    if (c->run == r)
+      c->asleep = 0;
+    else
+      e->queue[kept++] = e->queue[i];
+  }
+  int changed = kept != e->queue_tail;
+  e->queue_tail = kept;
+  kept = 0;
   for (size_t i = 0; i < e->nsleepers; i++) {
     crun *c = e->sleepers[i].call;
     if (c->run == r)
@@ -1474,13 +1508,27 @@ static void sleep_forget(ob_run *r) {
     else
       e->sleepers[kept++] = e->sleepers[i];
   }
-  if (kept == e->nsleepers)
-    return;
-  e->nsleepers = kept;
-  for (size_t i = kept / 2; i-- > 0;)
-    heap_down(e->sleepers, kept, i);
-  if (e->sleep_timer)
+  if (kept != e->nsleepers) {
+    changed = 1;
+    e->nsleepers = kept;
+    for (size_t i = kept / 2; i-- > 0;)
+      heap_down(e->sleepers, kept, i);
+  }
+  if (changed && e->sleep_timer)
     sleep_arm(e);
+}
+
+/* Room for one more in the array *a of capacity *cap holding n; 0 when out of memory. */
+static int sleep_room(ob_sleeper **a, size_t *cap, size_t n) {
+  if (n < *cap)
+    return 1;
+  size_t c = *cap ? 2 * *cap : 64;
+  ob_sleeper *b = realloc(*a, c * sizeof *b);
+  if (!b)
+    return 0;
+  *a = b;
+  *cap = c;
+  return 1;
 }
 
 int ob_run_lua_sleep(lua_State *L) {
@@ -1498,22 +1546,29 @@ int ob_run_lua_sleep(lua_State *L) {
     uv_timer_init(e->loop, e->sleep_timer);
     e->sleep_timer->data = e;
   }
-  if (e->nsleepers == e->capsleepers) {
-    size_t cap = e->capsleepers ? 2 * e->capsleepers : 64;
-    ob_sleeper *h = realloc(e->sleepers, cap * sizeof *h);
-    if (!h)
-      return luaL_error(L, "obelus.sleep: out of memory");
-    e->sleepers = h;
-    e->capsleepers = cap;
-  }
   uv_update_time(e->loop); /* the loop's clock is as old as this iteration */
-  ob_sleeper *s = &e->sleepers[e->nsleepers];
-  s->due = uv_now(e->loop) + (uint64_t)ms;
-  s->seq = e->sleep_seq++;
-  s->call = c;
-  heap_up(e->sleepers, e->nsleepers++);
+  ob_sleeper s = {uv_now(e->loop) + (uint64_t)ms, e->sleep_seq, c};
+  if (e->queue_head == e->queue_tail)
+    e->queue_head = e->queue_tail = 0; /* empty: start again from the front */
+  if (e->queue_head == e->queue_tail || s.due >= e->queue[e->queue_tail - 1].due) {
+    if (e->queue_head > 0 && e->queue_tail == e->capqueue) { /* slide to the front */
+      memmove(e->queue, e->queue + e->queue_head,
+              (e->queue_tail - e->queue_head) * sizeof *e->queue);
+      e->queue_tail -= e->queue_head;
+      e->queue_head = 0;
+    }
+    if (!sleep_room(&e->queue, &e->capqueue, e->queue_tail))
+      return luaL_error(L, "obelus.sleep: out of memory");
+    e->queue[e->queue_tail++] = s;
+  } else {
+    if (!sleep_room(&e->sleepers, &e->capsleepers, e->nsleepers))
+      return luaL_error(L, "obelus.sleep: out of memory");
+    e->sleepers[e->nsleepers] = s;
+    heap_up(e->sleepers, e->nsleepers++);
+  }
+  e->sleep_seq++;
   c->asleep = 1;
-  if (e->sleepers[0].call == c) /* the earliest now: the timer moves */
+  if (sleep_first(e)->call == c) /* the earliest now: the timer moves */
     sleep_arm(e);
   lua_pushlightuserdata(L, (void *)&ob_run_yield_token);
   return lua_yield(L, 1);

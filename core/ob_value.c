@@ -206,7 +206,26 @@ ob_value *ob_true(void) { return &true_v; }
 ob_value *ob_false(void) { return &false_v; }
 ob_value *ob_bool(int b) { return b ? &true_v : &false_v; }
 
+/* Small integers, made once: counts, flags and indices are most of a plan's
+ * integers, and a tool returning one then allocates nothing; a join reading
+ * thousands of them reads one cache line, not one each (-128 to 895). */
+#define SMALL_INT_MIN (-128)
+#define I1(n) {{IMMORTAL, OB_INT, 0}, (n)}
+#define I4(n) I1(n), I1((n) + 1), I1((n) + 2), I1((n) + 3)
+#define I16(n) I4(n), I4((n) + 4), I4((n) + 8), I4((n) + 12)
+#define I64(n) I16(n), I16((n) + 16), I16((n) + 32), I16((n) + 48)
+#define I256(n) I64(n), I64((n) + 64), I64((n) + 128), I64((n) + 192)
+static int_value small_ints[] = {I256(SMALL_INT_MIN), I256(SMALL_INT_MIN + 256),
+                                 I256(SMALL_INT_MIN + 512), I256(SMALL_INT_MIN + 768)};
+#undef I1
+#undef I4
+#undef I16
+#undef I64
+#undef I256
+
 ob_value *ob_int(int64_t i) {
+  if (i >= SMALL_INT_MIN && i < SMALL_INT_MIN + (int64_t)(sizeof small_ints / sizeof *small_ints))
+    return &small_ints[i - SMALL_INT_MIN].h;
   int_value *v = ob_xmalloc(sizeof *v);
   v->h = (ob_value){1, OB_INT, 0};
   v->i = i;

@@ -369,6 +369,64 @@ describe("two engines", function()
   end)
 end)
 
+describe("obelus.sleep", function()
+  -- each call sleeps call.ms, then takes the next place in the order of waking
+  local SLEEP_TOOLS = [[
+local obelus = require "obelus"
+return { name = "queue", run = function(call)
+  obelus.sleep(call.ms)
+  WOKEN = (WOKEN or 0) + 1
+  return WOKEN
+end }
+]]
+
+  local function engine_with_queue()
+    local file = dir .. "/queue_tools.lua"
+    write(file, SLEEP_TOOLS)
+    return obelus.engine { tools = file }
+  end
+
+  it("wakes calls by due time, then in the order they fell asleep, in order or not", function()
+    local engine = engine_with_queue()
+    -- due times out of order (they go to the heap) and in order (the queue), mixed
+    local ms = { 40, 10, 30, 10, 60, 0, 20, 10, 60, 45 }
+    local plan = {}
+    for i, m in ipairs(ms) do
+      plan[i] = { _id = "c" .. i, _tool = "queue", ms = m, _outputPath = "†state.c" .. i }
+    end
+    local run = engine:run({ plan = plan })
+    drain()
+    assert.are.equal(0, run:status())
+    local order = {}
+    for i = 1, #ms do order[i] = i end
+    table.sort(order, function(a, b) return ms[a] < ms[b] or (ms[a] == ms[b] and a < b) end)
+    local out, woke = run:output(), {}
+    for place, i in ipairs(order) do woke[place] = out["c" .. i] end
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, woke)
+    engine:close()
+  end)
+
+  it("forgets a cancelled run's sleepers and still wakes another run's", function()
+    local engine = engine_with_queue()
+    local function plan(prefix, list)
+      local p = {}
+      for i, m in ipairs(list) do
+        p[i] = { _id = prefix .. i, _tool = "queue", ms = m, _outputPath = "†state." .. prefix .. i }
+      end
+      return { plan = p }
+    end
+    -- interleaved in both the queue (20, 30, 40) and the heap (25, 15)
+    local a = engine:run(plan("a", { 20, 30, 40 }))
+    local b = engine:run(plan("b", { 25, 15, 50 }))
+    a:cancel()
+    drain()
+    assert.are.same({ nil, "cancelled" }, { a:status() })
+    assert.are.equal(0, b:status())
+    assert.are.same({ b1 = 2, b2 = 1, b3 = 3 }, b:output())
+    engine:close()
+  end)
+end)
+
 describe("a tool's ctx", function()
   -- keep: notes a field of its own, shows what ctx reads as, and keeps ctx for later;
   -- peek (another run): reads the kept ctx once its run is gone
