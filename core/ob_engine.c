@@ -165,6 +165,8 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);
   if (!e->pool)
     abort();
+  lua_newtable(L);
+  e->anchor_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pushcfunction(L, open_runtime);
   lua_pushlightuserdata(L, e);
   if (engine_pcall(L, 1, 0) != LUA_OK) {
@@ -214,6 +216,7 @@ void ob_engine_free(ob_engine *e) {
     lua_close(e->L); /* the pooled coroutines go with it */
   ob_pool_free(e->lua_pool);
   free(e->pool);
+  free(e->free_slots);
   free(e->sleepers);
   free(e->queue);
   if (e->own_loop) {

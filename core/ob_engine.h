@@ -32,7 +32,13 @@ typedef struct ob_engine {
   int branch_mt_ref, message_mt_ref;
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
   uint64_t run_serial; /* runs made so far (ob_run.c tells runs apart by it) */
-  int *pool;         /* registry refs of finished coroutines, ready for the next call */
+  int *pool;         /* anchor slots of finished coroutines, ready for the next call */
+  /* call coroutines are kept from the collector in one table, by slot (ob_run.c):
+   * cheaper than a registry reference each (no length to find, no free list in Lua) */
+  int anchor_ref;    /* registry: that table */
+  int *free_slots;   /* slots given back, reused first */
+  size_t nfree, capfree;
+  int nslots;        /* slots used so far */
   size_t npool;
   size_t live_calls; /* call coroutines in use (running or waiting) */
   int gc_incremental; /* Lua's collector switched to incremental (see ob_run.c) */

@@ -43,7 +43,7 @@ typedef struct crun {
   int detached;        /* fire-and-forget: not awaited */
   size_t pending;      /* dependencies not settled yet */
   lua_State *co;       /* while running */
-  int co_ref;
+  int co_slot;         /* its slot in the engine's anchor table (or LUA_NOREF) */
   int asleep;          /* in the engine's sleep heap (obelus.sleep) */
   uint64_t slice_start; /* when the slice hook first fired in this resume */
   uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
@@ -145,6 +145,44 @@ static void calls_up(ob_engine *e) {
   }
 }
 
+/* Anchors the coroutine on top of L's stack (popped) in a slot of the engine's table. */
+static int anchor_coroutine(ob_engine *e, lua_State *L) {
+  int slot = e->nfree ? e->free_slots[--e->nfree] : ++e->nslots;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->anchor_ref);
+  lua_rotate(L, -2, 1);
+  lua_rawseti(L, -2, slot);
+  lua_pop(L, 1);
+  return slot;
+}
+
+/* The coroutine in slot. */
+static lua_State *anchored(ob_engine *e, int slot) {
+  lua_State *L = e->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->anchor_ref);
+  lua_rawgeti(L, -1, slot);
+  lua_State *co = lua_tothread(L, -1);
+  lua_pop(L, 2);
+  return co;
+}
+
+/* Lets the collector have the coroutine in slot; the slot serves again. */
+static void release_slot(ob_engine *e, int slot) {
+  lua_State *L = e->L;
+  if (e->nfree == e->capfree) {
+    size_t cap = e->capfree ? 2 * e->capfree : 256;
+    int *f = realloc(e->free_slots, cap * sizeof *f);
+    if (!f)
+      abort();
+    e->free_slots = f;
+    e->capfree = cap;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->anchor_ref);
+  lua_pushnil(L);
+  lua_rawseti(L, -2, slot);
+  lua_pop(L, 1);
+  e->free_slots[e->nfree++] = slot;
+}
+
 static void drop_coroutine(crun *c) {
   if (!c->co)
     return;
@@ -154,9 +192,9 @@ static void drop_coroutine(crun *c) {
   /* a coroutine that returned has no wait pending anywhere: it can serve again */
   if (lua_status(c->co) == LUA_OK && e->npool < OB_ENGINE_POOL) {
     lua_settop(c->co, 0);
-    e->pool[e->npool++] = c->co_ref;
+    e->pool[e->npool++] = c->co_slot;
   } else {
-    luaL_unref(e->L, LUA_REGISTRYINDEX, c->co_ref);
+    release_slot(e, c->co_slot);
   }
   c->co = NULL;
 }
@@ -898,13 +936,11 @@ static void run_tool(crun *c, const call_args *args) {
   }
   lua_State *co;
   if (r->e->npool) {
-    c->co_ref = r->e->pool[--r->e->npool];
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->co_ref);
-    co = lua_tothread(L, -1);
-    lua_pop(L, 1);
+    c->co_slot = r->e->pool[--r->e->npool];
+    co = anchored(r->e, c->co_slot);
   } else {
     co = lua_newthread(L);
-    c->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    c->co_slot = anchor_coroutine(r->e, L);
     if (!r->e->watch) /* the fallback (see ob_run_slice_hook): stays with the pooled thread */
       lua_sethook(co, ob_run_slice_hook, LUA_MASKCOUNT, 1000000);
   }
@@ -1661,7 +1697,7 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
     c->run = r;
     c->call = &plan->calls[i];
     c->pending = c->call->ndeps;
-    c->co_ref = LUA_NOREF;
+    c->co_slot = LUA_NOREF;
     c->tool = c->call->tool;
     c->detached = !c->call->has_output && c->tool && !c->tool->latent;
     if (!c->detached)
