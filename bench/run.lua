@@ -1,4 +1,4 @@
--- bench/run.lua -- drives obelus-bench: 3 runs per size, medians, ratios.
+-- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
 local cjson = require "cjson"
 
 local function run(args)
@@ -41,39 +41,58 @@ print(string.format("read as of a random earlier position, 1,000,000 messages: %
 
 -- Whole runs: per-call cost of the engine against the bare Lua floor (one
 -- coroutine a call, no engine), and how long 10,000 concurrent sleeps take.
+-- Each engine run is paired with a floor run just before and just after it, and
+-- its ratio is taken against their mean: on a shared host the floor itself moves
+-- by 2x from one minute to the next, so a ratio of medians taken minutes apart
+-- would mix one moment's engine with another's floor. Reported: the median of the
+-- paired ratios (and every one of them), and medians of the rates.
 local engine = {
   { key = "chain", args = "chain 100000" },
   { key = "fanout", args = "fanout 100000" },
-  { key = "floor", args = "floor 100000" },
-  { key = "sleep", args = "sleep 10000 100" },
 }
-local rate, rss, loop = {}, {}, {}
-for _, b in ipairs(engine) do rate[b.key], rss[b.key] = {}, {} end
+local rate, rss, loop, ratios = { floor = {}, sleep = {} }, { floor = {}, sleep = {} }, {}, {}
+for _, b in ipairs(engine) do rate[b.key], rss[b.key], ratios[b.key] = {}, {}, {} end
+local function floor_run()
+  local f = run("floor 100000")
+  table.insert(rate.floor, f.calls_per_s)
+  table.insert(rss.floor, f.peak_rss_kb)
+  return f.calls_per_s
+end
 print("")
 -- 5 rounds here: on a shared host these figures move the most
 for _ = 1, 5 do
   for _, b in ipairs(engine) do
+    local before = floor_run()
     local r = run(b.args)
+    local after = floor_run()
     table.insert(rate[b.key], r.calls_per_s)
     table.insert(rss[b.key], r.peak_rss_kb)
-    if r.loop_ms then table.insert(loop, r.loop_ms) end
+    table.insert(ratios[b.key], (before + after) / 2 / r.calls_per_s)
   end
+  local r = run("sleep 10000 100")
+  table.insert(loop, r.loop_ms)
+  table.insert(rss.sleep, r.peak_rss_kb)
 end
 
 print("")
 print(string.format("%-26s %14s %14s %12s", "run", "calls/s (med)", "us/call (med)", "peak RSS MB"))
-local us = {}
-for _, b in ipairs(engine) do
-  local m = median(rate[b.key])
-  us[b.key] = 1e6 / m
-  if b.key ~= "sleep" then -- its calls mostly wait: a cost per call means nothing there
-    print(string.format("%-26s %14.0f %14.3f %12d", b.args, m, us[b.key], median(rss[b.key]) // 1024))
-  end
+for _, key in ipairs { "chain", "fanout", "floor" } do
+  local m = median(rate[key])
+  print(string.format("%-26s %14.0f %14.3f %12d", key .. " 100000", m, 1e6 / m, median(rss[key]) // 1024))
 end
-print(string.format("per-call cost, chain / floor: %.1fx (goal <= 5x)", us.chain / us.floor))
-print(string.format("per-call cost, fanout / floor: %.1fx (goal <= 5x)", us.fanout / us.floor))
-print(string.format("sleep 10000 x 100 ms, run start to the join done: %.1f ms (goal <= 150 ms); peak RSS %d MB",
-  median(loop), median(rss.sleep) // 1024))
+local function listed(xs, fmt)
+  local out = {}
+  for i, x in ipairs(xs) do out[i] = string.format(fmt, x) end
+  return table.concat(out, " ")
+end
+for _, key in ipairs { "chain", "fanout" } do
+  local each = listed(ratios[key], "%.1f")
+  print(string.format("per-call cost, %s / floor (paired): %.1fx (goal <= 5x); each round: %s", key,
+    median(ratios[key]), each))
+end
+local each = listed(loop, "%.0f")
+print(string.format("sleep 10000 x 100 ms, run start to the join done: %.1f ms (goal <= 150 ms); peak RSS %d MB; each round: %s",
+  median(loop), median(rss.sleep) // 1024, each))
 
 -- Instances: a 5-call plan run for 1,000 instances against the same 5,000 calls
 -- written without instances (1,000 chains of 5), interleaved.

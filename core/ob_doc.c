@@ -21,7 +21,7 @@ const char *ob_method_name(ob_method m) { return method_names[m]; }
 
 static ob_value *child(const ob_value *c, const ob_seg *s) {
   if (ob_typeof(c) == OB_OBJECT)
-    return ob_object_get(c, s->key, s->keylen);
+    return ob_object_get_h(c, s->key, s->keylen, ob_seg_hash(s));
   if (ob_typeof(c) == OB_ARRAY && s->index >= 0 && (uint64_t)s->index < ob_array_len(c))
     return ob_array_get(c, (size_t)s->index);
   return NULL;
@@ -145,7 +145,8 @@ static int write_take(ob_value **node, const ob_path *p, size_t i, ob_method met
   switch (ob_typeof(cur)) {
   case OB_OBJECT: {
     /* one lookup: the child is taken out (null left in its place) and put back by position */
-    long at = ob_object_index(cur, s->key, s->keylen);
+    uint32_t hash = ob_seg_hash(s);
+    long at = ob_object_index_h(cur, s->key, s->keylen, hash);
     ob_value *child = NULL, *k;
     if (at >= 0) {
       ob_object_at(cur, (size_t)at, &k, &child);
@@ -156,7 +157,7 @@ static int write_take(ob_value **node, const ob_path *p, size_t i, ob_method met
     if (at >= 0) /* the new child, or (on error) the old one */
       cur = ob_object_set_at(cur, (size_t)at, child);
     else if (rc == OB_OK)
-      cur = ob_object_add(cur, s->key, s->keylen, child);
+      cur = ob_object_add_h(cur, s->key, s->keylen, hash, child);
     else if (!*node)
       cur = NULL; /* an absent document stays absent */
     *node = cur;

@@ -286,7 +286,7 @@ void ob_log_prefetch_write(ob_log *log, const char *kind, const char *instance,
   ob_path parent = {p->n - 1, p->segs};
   const ob_value *o = ob_doc_get(history_at(&d->roots, OB_LOG_NOW), &parent, parent.n);
   if (o)
-    ob_prefetch_key(o, p->segs[p->n - 1].key, p->segs[p->n - 1].keylen, levels);
+    ob_prefetch_key(o, ob_seg_hash(&p->segs[p->n - 1]), levels);
 }
 
 ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_t at) {

@@ -412,8 +412,54 @@ void ob_lua_push(lua_State *L, const ob_value *v) {
   lua_settop(L, push_root(&p, v, NULL));
 }
 
+/* The common case of ob_lua_push_call, in a few API calls: params of at most
+ * 8 keys, the same keys as the tool's last call (their list is cached), every
+ * value as written a scalar (a reference's value may be anything: it is passed
+ * as it is). Returns 0, having pushed nothing, when the case does not apply. */
+static int push_call_flat(lua_State *L, const ob_value *call, ob_value *const *vals,
+                          size_t nvals, int subst, const ob_lua_keys *keys) {
+  size_t n = ob_object_len(call);
+  if (n > 8 || !keys->of || !same_keys(keys->of, call))
+    return 0;
+  ob_value *k, *v;
+  for (size_t i = 0; i < n; i++) {
+    ob_object_at(call, i, &k, &v);
+    if (ob_typeof(v) == OB_ARRAY || ob_typeof(v) == OB_OBJECT)
+      return 0;
+  }
+  luaL_checkstack(L, 4, "obelus: Lua stack exhausted");
+  lua_createtable(L, 0, (int)n);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, keys->ref); /* the key list: also the metatable */
+  size_t next = 0;
+  for (size_t i = 0; i < n; i++) {
+    ob_object_at(call, i, &k, &v);
+    lua_rawgeti(L, -1, (lua_Integer)i + 1);
+    const char *s = ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
+    int meta = ob_string_len(k) > 0 && ob_string_ptr(k)[0] == '_';
+    int cls = s && subst && !meta ? ob_str_classify(s, ob_string_len(v))
+                                  : OB_STR_PLAIN; /* meta-properties are passed as written */
+    if (cls == OB_STR_LITERAL) {
+      lua_pushlstring(L, s + OB_DAGGER_LEN, ob_string_len(v) - OB_DAGGER_LEN);
+    } else if (cls == OB_STR_EXPR) {
+      if (next >= nvals) /* fewer values than references: not reached */
+        luaL_error(L, "obelus: a reference of the call has no value");
+      const ob_value *x = vals[next++];
+      if (1 + ob_depth(x) > OB_MAX_DEPTH)
+        luaL_error(L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+      ob_lua_push(L, x);
+    } else {
+      push_scalar(L, v);
+    }
+    lua_rawset(L, -4);
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
 void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals, size_t nvals,
                       int subst, ob_lua_keys *keys, const ob_lua_tables *tables) {
+  if (ob_typeof(call) == OB_OBJECT && push_call_flat(L, call, vals, nvals, subst, keys))
+    return;
   pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals};
   int cacheable = ob_typeof(call) == OB_OBJECT && ob_object_len(call) > 0;
   if (cacheable && keys->of) {

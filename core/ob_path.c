@@ -252,6 +252,7 @@ static int seg_add(parser *p, ob_path *path, size_t *cap, char *key, size_t len)
   segs[path->n].key = key;
   segs[path->n].keylen = len;
   segs[path->n].index = key_index(key, len);
+  segs[path->n].hash = ob_key_hash(key, len);
   path->n++;
   return OB_OK;
 }
@@ -726,6 +727,7 @@ int ob_path_copy(ob_path *dst, const ob_path *src) {
     }
     d->keylen = g->keylen;
     d->index = g->index;
+    d->hash = g->hash;
   }
   dst->n = src->n;
   return OB_OK;

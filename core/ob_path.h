@@ -17,7 +17,15 @@ typedef struct ob_seg {
   int64_t index; /* >= 0 when key is a canonical array index: "0", "17" (not "01",
                     not "-1", fits in int64); -1 otherwise. On an object the
                     segment is always the key text. */
+  uint32_t hash; /* ob_key_hash(key, keylen), worked out once by the parser, so that
+                    reads and writes in a wide object do not hash the key again;
+                    0 in a segment made by hand: hashed when used (ob_seg_hash) */
 } ob_seg;
+
+/* The hash of a segment's key (ob_value.h's ob_key_hash). */
+static inline uint32_t ob_seg_hash(const ob_seg *s) {
+  return s->hash ? s->hash : ob_key_hash(s->key, s->keylen);
+}
 
 typedef struct ob_path {
   size_t n; /* 0 = the whole document */

@@ -730,21 +730,37 @@ static object_value *object_alloc(uint32_t cap) {
   return o;
 }
 
-static long object_find(const object_value *o, const char *key, size_t len) {
-  if (o->h.wide)
-    return h_find(o->index, hash_bytes(key, len), key, len);
+static long small_find(const object_value *o, const char *key, size_t len) {
   for (uint32_t i = 0; i < o->n; i++)
     if (key_is(o->e[i].key, key, len))
       return i;
   return -1;
 }
 
-ob_value *ob_object_get(const ob_value *o, const char *key, size_t keylen) {
-  const object_value *obj = (const object_value *)o;
-  long i = object_find(obj, key, keylen);
+static long object_find(const object_value *o, const char *key, size_t len) {
+  return o->h.wide ? h_find(o->index, hash_bytes(key, len), key, len) : small_find(o, key, len);
+}
+
+static long object_find_h(const object_value *o, const char *key, size_t len, uint32_t hash) {
+  return o->h.wide ? h_find(o->index, hash, key, len) : small_find(o, key, len);
+}
+
+uint32_t ob_key_hash(const char *key, size_t keylen) { return hash_bytes(key, keylen); }
+
+static ob_value *object_val(const object_value *obj, long i) {
   if (i < 0)
     return NULL;
   return obj->h.wide ? pv_get(&obj->vals, (size_t)i) : obj->e[i].val;
+}
+
+ob_value *ob_object_get(const ob_value *o, const char *key, size_t keylen) {
+  const object_value *obj = (const object_value *)o;
+  return object_val(obj, object_find(obj, key, keylen));
+}
+
+ob_value *ob_object_get_h(const ob_value *o, const char *key, size_t keylen, uint32_t hash) {
+  const object_value *obj = (const object_value *)o;
+  return object_val(obj, object_find_h(obj, key, keylen, hash));
 }
 
 void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val) {
@@ -848,6 +864,21 @@ long ob_object_index(const ob_value *o, const char *key, size_t keylen) {
   return object_find((const object_value *)o, key, keylen);
 }
 
+long ob_object_index_h(const ob_value *o, const char *key, size_t keylen, uint32_t hash) {
+  return object_find_h((const object_value *)o, key, keylen, hash);
+}
+
+ob_value *ob_object_add_h(ob_value *o, const char *key, size_t keylen, uint32_t hash,
+                          ob_value *v) {
+  ob_value *k = ob_string(key, keylen);
+  string_value *s = (string_value *)k;
+  s->hash = hash;
+  s->hashed = 1;
+  o = object_put(o, -1, k, key, keylen, v);
+  ob_unref(k);
+  return o;
+}
+
 ob_value *ob_object_set_at(ob_value *o, size_t i, ob_value *v) {
   return object_put(o, (long)i, NULL, NULL, 0, v);
 }
@@ -884,10 +915,9 @@ void ob_prefetch_members(const ob_value *v) {
   }
 }
 
-void ob_prefetch_key(const ob_value *v, const char *key, size_t keylen, int levels) {
+void ob_prefetch_key(const ob_value *v, uint32_t hash, int levels) {
   if (!v || v->type != OB_OBJECT || !v->wide)
     return;
-  uint32_t hash = hash_bytes(key, keylen);
   const hnode *n = ((const object_value *)v)->index;
   for (uint32_t shift = 0; levels-- > 0 && !n->ncoll && shift < 32; shift += PV_BITS) {
     uint32_t bit = 1u << ((hash >> shift) & PV_MASK);

@@ -107,10 +107,19 @@ void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val);
  * array. NULL is allowed. */
 void ob_prefetch(const ob_value *v);
 void ob_prefetch_members(const ob_value *v);
-/* For a wide object o (others: nothing), the path of key in its index:
+/* For a wide object o (others: nothing), the path of the key with this hash
+ * (ob_key_hash) in its index:
  * reads the first `levels` nodes of it (cached by an earlier call with
  * levels - 1, or near the root) and asks for the next. */
-void ob_prefetch_key(const ob_value *o, const char *key, size_t keylen, int levels);
+void ob_prefetch_key(const ob_value *o, uint32_t hash, int levels);
+/* The hash objects index their keys by (a wide object's hash trie). Callers that
+ * look the same key up often keep it and use the _h forms below, which take it. */
+uint32_t ob_key_hash(const char *key, size_t keylen);
+ob_value *ob_object_get_h(const ob_value *o, const char *key, size_t keylen, uint32_t hash);
+long ob_object_index_h(const ob_value *o, const char *key, size_t keylen, uint32_t hash);
+/* ob_object_add for a key whose hash is known (the new key string keeps it). */
+ob_value *ob_object_add_h(ob_value *o, const char *key, size_t keylen, uint32_t hash,
+                          ob_value *v);
 
 /* Iterates an object in insertion order (amortised O(1) a step for wide ones).
  *   ob_object_iter it; ob_value *k, *v;

@@ -26,6 +26,7 @@ static void path_add(ob_path *p, const char *key, size_t len) {
   g->key[len] = '\0';
   g->keylen = len;
   g->index = oracle_index(key, len);
+  g->hash = 0; /* made by hand: hashed when used */
 }
 
 /* A path from NUL-terminated keys, ending with NULL. */

@@ -248,6 +248,31 @@ describe("obelus run: output expressions", function()
 end)
 
 describe("obelus run: the tool API", function()
+  it("hands every call of a tool the same params, first call or later (cached key list)", function()
+    -- calls 1, 2 and 4 share their keys (after the first, a tool's params take a shorter
+    -- path); call 3 has other keys in between
+    local params = [["num":"†input.n","obj":"†input.o","arr":"†input.a","lit":"††state.x",
+      "none":null,"alt":"†state.nope || †input.i"]] -- 8 keys with _tool and _outputPath
+    local r = run([=[{"context":[{"type":"input","data":{"n":1.5,"i":2,"a":[1,[2]],"o":{"k":{"z":1,"a":2}}}}],
+      "plan":[{"_tool":"identity",]=] .. params .. [=[,"_outputPath":"†state.c1"},
+              {"_tool":"identity",]=] .. params .. [=[,"_outputPath":"†state.c2"},
+              {"_tool":"identity","other":"†input.i","_outputPath":"†state.c3"},
+              {"_tool":"identity",]=] .. params .. [=[,"_outputPath":"†state.c4"}]}]=])
+    assert.are.equal(0, r.code)
+    local want = { num = 1.5, obj = { k = { z = 1, a = 2 } }, arr = { 1, { 2 } }, lit = "†state.x",
+                   none = cjson.null, alt = 2, _tool = "identity" }
+    for _, c in ipairs { "c1", "c2", "c4" } do
+      want._outputPath = "†state." .. c
+      assert.are.same(want, r.output[c])
+    end
+    assert.are.same({ other = 2, _tool = "identity", _outputPath = "†state.c3" }, r.output.c3)
+    -- key order as written, in every copy (the tool returned its call unchanged)
+    local c1 = r.out:match('"c1": (%b{})')
+    local c4 = r.out:match('"c4": (%b{})')
+    assert.are.equal(c1:gsub("c1", "cX"), (c4:gsub("c4", "cX")))
+    assert.truthy(c1:find('"num".*"obj".*"arr".*"lit".*"none".*"alt"'))
+  end)
+
   it("hands tools exact JSON and literals with †† unescaped", function()
     local r = run([[{"context":[{"type":"input","data":{"n":1.0,"i":2,"e":[],"o":{}}}],
       "plan":[{"_tool":"identity","num":"†input.n","int":"†input.i","empty":"†input.e","obj":"†input.o",
