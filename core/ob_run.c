@@ -135,12 +135,19 @@ static void enqueue(ob_run *r, crun *c) {
  * GC_MANY_CALLS live calls the collector turns incremental, and back to
  * generational when a run is freed with none left (the switch back costs a
  * full collection: not in the middle of a run). Measured on sleep 10000 100:
- * the start cascade ~10% shorter. */
+ * the start cascade ~10% shorter. Its pause is then GC_MANY_PAUSE (Lua's
+ * default: 200): while thousands of calls wait, most of the heap is live and
+ * grows, and each cycle walks all of it again; a cycle at every tripling
+ * rather than every doubling. Measured on sleep 10000 100 (perf stat, 5
+ * interleaved runs): 17% fewer cycles, the same peak RSS (a waiting call's
+ * memory is live, not garbage); sleep 100000 200: 1,022 to 736 ms. The cost:
+ * garbage made while that many calls wait may reach 3x the live heap, not 2x. */
 #define GC_MANY_CALLS 1000
+#define GC_MANY_PAUSE 300
 
 static void calls_up(ob_engine *e) {
   if (++e->live_calls > GC_MANY_CALLS && !e->gc_incremental) {
-    lua_gc(e->L, LUA_GCINC, 0, 0, 0);
+    lua_gc(e->L, LUA_GCINC, GC_MANY_PAUSE, 0, 0);
     e->gc_incremental = 1;
   }
 }
