@@ -386,15 +386,20 @@ end }
     return obelus.engine { tools = file }
   end
 
+  -- a plan of one call a duration: <prefix><i> sleeps list[i] ms, writes †state.<prefix><i>
+  local function plan(prefix, list)
+    local p = {}
+    for i, m in ipairs(list) do
+      p[i] = { _id = prefix .. i, _tool = "queue", ms = m, _outputPath = "†state." .. prefix .. i }
+    end
+    return { plan = p }
+  end
+
   it("wakes calls by due time, then in the order they fell asleep, in order or not", function()
     local engine = engine_with_queue()
     -- due times out of order (they go to the heap) and in order (the queue), mixed
     local ms = { 40, 10, 30, 10, 60, 0, 20, 10, 60, 45 }
-    local plan = {}
-    for i, m in ipairs(ms) do
-      plan[i] = { _id = "c" .. i, _tool = "queue", ms = m, _outputPath = "†state.c" .. i }
-    end
-    local run = engine:run({ plan = plan })
+    local run = engine:run(plan("c", ms))
     drain()
     assert.are.equal(0, run:status())
     local order = {}
@@ -408,13 +413,6 @@ end }
 
   it("forgets a cancelled run's sleepers and still wakes another run's", function()
     local engine = engine_with_queue()
-    local function plan(prefix, list)
-      local p = {}
-      for i, m in ipairs(list) do
-        p[i] = { _id = prefix .. i, _tool = "queue", ms = m, _outputPath = "†state." .. prefix .. i }
-      end
-      return { plan = p }
-    end
     -- interleaved in both the queue (20, 30, 40) and the heap (25, 15)
     local a = engine:run(plan("a", { 20, 30, 40 }))
     local b = engine:run(plan("b", { 25, 15, 50 }))
