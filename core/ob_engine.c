@@ -206,6 +206,8 @@ void ob_engine_free(ob_engine *e) {
   ob_map_free(&e->tools);
   if (e->sleep_timer) /* freed by its close callback, when the loop gets to it */
     uv_close((uv_handle_t *)e->sleep_timer, free_handle);
+  if (e->gc_idle)
+    uv_close((uv_handle_t *)e->gc_idle, free_handle);
   if (e->own_loop) {
     /* close whatever tools left open (timers, pipes ...) before Lua goes */
     uv_walk(e->loop, close_handle, NULL);

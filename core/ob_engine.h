@@ -55,6 +55,11 @@ typedef struct ob_engine {
   struct ob_sleeper *queue;      /* in order from queue_head to queue_tail */
   size_t queue_head, queue_tail, capqueue;
   uint64_t sleep_seq;
+  /* Lua's collector, stopped while a burst of calls starts (their memory is
+   * live), does its work while the loop has nothing due (ob_run.c) */
+  uv_timer_t *gc_idle;
+  int gc_held;       /* 1: stopped by a burst, collection owed */
+  int gc_limit_kb;   /* past this heap size the collector runs again regardless */
 } ob_engine;
 
 /* A new engine on loop (NULL: the engine makes and owns one). NULL with err

@@ -1416,12 +1416,90 @@ static void prefetch_queued(const ob_run *r, size_t q) {
       prefetch_call(r, r->queue[q + 4 - stage], stage);
 }
 
+/* --- the collector in bursts and in idle time --------------------------------- */
+
+#define BURST_CALLS 64           /* a burst is looked for every this many calls started */
+#define BURST_LIVE 256           /* calls alive (waiting, mostly) that make it a burst */
+#define BURST_MIN_ROOM_KB 16384  /* a held collector lets the heap grow by its size, or this */
+#define IDLE_MAX_MS 20           /* idle collection: at most this long a loop turn */
+
+static void gc_release(ob_engine *e) {
+  if (e->gc_held) {
+    e->gc_held = 0;
+    lua_gc(e->L, LUA_GCRESTART);
+  }
+}
+
+/* Collection owed by a burst, done while the loop has nothing due: a timer
+ * (kept from holding the loop open) comes back every millisecond and works
+ * for as long as the loop's next task is away, less a millisecond, at most
+ * IDLE_MAX_MS at a time. */
+static void gc_idle_cb(uv_timer_t *t) {
+  ob_engine *e = t->data;
+  if (!e->gc_held)
+    return;
+  if (lua_gc(e->L, LUA_GCCOUNT) > e->gc_limit_kb) {
+    gc_release(e);
+    return;
+  }
+  int wait = uv_backend_timeout(e->loop); /* without this timer: it is not active now */
+  if (wait < 0 || wait >= 2) {
+    int budget_ms = wait < 0 || wait - 1 > IDLE_MAX_MS ? IDLE_MAX_MS : wait - 1;
+    uint64_t t0 = uv_hrtime(), budget = (uint64_t)budget_ms * 1000000u;
+    int finished = 0;
+    lua_gc(e->L, LUA_GCRESTART);
+    do
+      finished = lua_gc(e->L, LUA_GCSTEP, 0);
+    while (!finished && uv_hrtime() - t0 < budget);
+    uv_update_time(e->loop); /* the wait ahead is measured from now */
+    if (finished) {
+      e->gc_held = 0;
+      return;
+    }
+    lua_gc(e->L, LUA_GCSTOP);
+  }
+  uv_timer_start(t, gc_idle_cb, 1, 0);
+}
+
+/* A burst: many calls started in one pump while many are alive (they wait).
+ * Collecting in its middle finds little to free (what a waiting call started
+ * with is live) and walks everything again each cycle; so the collector
+ * holds off, until the heap has doubled (or grown 16 MB, when smaller), and
+ * does its work while the loop has nothing due (gc_idle_cb). Calls that
+ * finish at once (a chain) leave few alive: no burst. Measured on sleep
+ * 10000 100 (8 interleaved runs): the start cascade ~30% shorter, loop time
+ * median 151 to 144 ms; chain and fanout: unchanged. */
+static void gc_hold(ob_engine *e) {
+  if (e->gc_held || !lua_gc(e->L, LUA_GCISRUNNING))
+    return;
+  if (!e->gc_idle) {
+    if (!(e->gc_idle = malloc(sizeof *e->gc_idle)))
+      return;
+    uv_timer_init(e->loop, e->gc_idle);
+    e->gc_idle->data = e;
+  }
+  int kb = lua_gc(e->L, LUA_GCCOUNT);
+  e->gc_limit_kb = kb + (kb > BURST_MIN_ROOM_KB ? kb : BURST_MIN_ROOM_KB);
+  lua_gc(e->L, LUA_GCSTOP);
+  e->gc_held = 1;
+  uv_timer_start(e->gc_idle, gc_idle_cb, 1, 0);
+  uv_unref((uv_handle_t *)e->gc_idle);
+}
+
 static void pump(ob_run *r) {
   if (r->pumping)
     return;
   r->pumping = 1;
+  ob_engine *e = r->e;
+  size_t started = 0;
   while (r->qhead < r->qtail && !r->cancelled &&
          (r->opt.concurrency == 0 || r->running < r->opt.concurrency)) {
+    if (++started % BURST_CALLS == 0) {
+      if (!e->gc_held && e->live_calls >= BURST_LIVE)
+        gc_hold(e);
+      else if (lua_gc(e->L, LUA_GCCOUNT) > e->gc_limit_kb)
+        gc_release(e);
+    }
     prefetch_queued(r, r->qhead);
     start(&r->calls[r->queue[r->qhead++]]);
   }
@@ -1768,6 +1846,8 @@ void ob_run_free(ob_run *r) {
   free(r->queue);
   ob_engine *e = r->e;
   free(r);
+  if (e->live_calls == 0) /* no call is left waiting: the collector works as usual */
+    gc_release(e);
   if (e->gc_incremental && e->live_calls == 0) { /* the burst is over (see calls_up) */
     lua_gc(e->L, LUA_GCGEN, 0, 0);
     e->gc_incremental = 0;

@@ -247,6 +247,56 @@ describe("obelus run: output expressions", function()
   end)
 end)
 
+describe("obelus run: the collector during a burst of waiting calls", function()
+  -- gcnap: makes `kb` KB of garbage, notes whether the engine's collector runs and the
+  -- heap's size, then sleeps; gcsee: whether the collector runs, once all have slept
+  local GC_TOOLS = [[
+local obelus = require "obelus"
+return {
+  { name = "gcnap", run = function(call)
+      for _ = 1, call.kb // 100 do local _ = string.rep("x", 100000 + call.kb) end
+      local running, kb = collectgarbage("isrunning"), collectgarbage("count")
+      obelus.sleep(call.ms)
+      return { running = running, kb = math.floor(kb) }
+    end },
+  { name = "gcsee", run = function() return collectgarbage("isrunning") end },
+}
+]]
+
+  local function burst(n, kb, ms)
+    local calls = {}
+    for i = 1, n do
+      calls[i] = string.format('{"_tool":"gcnap","kb":%d,"ms":%d,"_outputPath":"†state.naps.n%d"}', kb, ms, i)
+    end
+    calls[n + 1] = '{"_tool":"gcsee","all":"†state.naps","_outputPath":"†state.after"}'
+    local tools = cli.tmpfile(GC_TOOLS, ".lua")
+    return cli.run { "run", plan_file('{"plan":[' .. table.concat(calls, ",") .. '],"output":"†state"}'),
+                     "--tools", tools }
+  end
+
+  it("holds off while 2,000 calls start and wait, and runs again once the loop is idle", function()
+    local r = burst(2000, 0, 150)
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    assert.is_true(out.naps.n1.running)     -- before any burst
+    assert.is_false(out.naps.n2000.running) -- the last of the burst: held
+    assert.is_true(out.after)               -- the idle time before the wake-ups caught up
+  end)
+
+  it("lets the heap grow no more than its bound: garbage made in a burst is collected", function()
+    -- each call makes ~1 MB of garbage before it waits: 600 MB in all without a bound
+    local r = burst(600, 1000, 50)
+    assert.are.equal(0, r.code, r.err)
+    local naps, peak, held = cjson.decode(r.out).naps, 0, 0
+    for _, v in pairs(naps) do
+      peak = math.max(peak, v.kb)
+      held = held + (v.running and 0 or 1)
+    end
+    assert.is_true(held > 0)                   -- a burst: the collector held off at times
+    assert.is_true(peak < 160 * 1024, "the heap reached " .. peak .. " KB")
+  end)
+end)
+
 describe("obelus run: the tool API", function()
   it("hands every call of a tool the same params, first call or later (cached key list)", function()
     -- calls 1, 2 and 4 share their keys (after the first, a tool's params take a shorter
