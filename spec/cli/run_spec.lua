@@ -284,8 +284,8 @@ return {
   end)
 
   it("lets the heap grow no more than its bound: garbage made in a burst is collected", function()
-    -- each call makes ~1 MB of garbage before it waits: 600 MB in all without a bound
-    local r = burst(600, 1000, 50)
+    -- each call makes ~0.5 MB of garbage before it waits: 500 MB in all without a bound
+    local r = burst(1000, 500, 50)
     assert.are.equal(0, r.code, r.err)
     local naps, peak, held = cjson.decode(r.out).naps, 0, 0
     for _, v in pairs(naps) do
