@@ -275,7 +275,7 @@ return {
   end
 
   it("holds off while 2,000 calls start and wait, and runs again once the loop is idle", function()
-    local r = burst(2000, 0, 150)
+    local r = burst(2000, 0, 300)
     assert.are.equal(0, r.code, r.err)
     local out = cjson.decode(r.out)
     assert.is_true(out.naps.n1.running)     -- before any burst
