@@ -226,6 +226,40 @@ TEST(wait_returns_when_a_callback_cancels_the_run) {
   obelus_engine_free(e);
 }
 
+/* 1,000 calls that sleep: a burst, during which the collector holds off and leaves
+ * work for the loop's idle time (its own timer). Cancelled, then the engine freed on the
+ * host's loop: every handle of the engine's is closed (the loop closes), nothing leaks. */
+TEST(a_burst_of_sleepers_cancelled_and_the_engine_freed_on_a_host_loop) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  obelus_engine *e = engine(&loop);
+  size_t cap = 1000 * 96 + 8, len = 0;
+  char *plan = malloc(cap);
+  len += (size_t)snprintf(plan + len, cap - len, "[");
+  for (int i = 0; i < 1000; i++)
+    len += (size_t)snprintf(plan + len, cap - len,
+                            "%s{\"_tool\":\"sleepy\",\"ms\":200,\"_outputPath\":\"" DAGGER
+                            "state.n%d\"}",
+                            i ? "," : "", i);
+  snprintf(plan + len, cap - len, "]");
+  host h = {0};
+  obelus_run *run = start(e, plan, &h);
+  free(plan);
+  uv_timer_t t;
+  uv_timer_init(&loop, &t);
+  t.data = &h;
+  uv_timer_start(&t, cancel_timer, 30, 0); /* the idle time in between: the collector works */
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(h.cancelled);
+  CHECK_INT(h.done, 0);
+  CHECK_INT(obelus_run_status(run), OBELUS_ECANCELED);
+  obelus_run_free(run);
+  uv_close((uv_handle_t *)&t, NULL);
+  obelus_engine_free(e);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_INT(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/obelus-api-cancel-XXXXXX");
   if (!mkdtemp(dir))
@@ -242,6 +276,7 @@ int main(void) {
   RUN(a_run_freed_from_its_completion_callback);
   RUN(a_run_freed_from_inside_a_c_tool);
   RUN(wait_returns_when_a_callback_cancels_the_run);
+  RUN(a_burst_of_sleepers_cancelled_and_the_engine_freed_on_a_host_loop);
   unlink(tool_file);
   rmdir(dir);
   return TEST_END();
