@@ -147,6 +147,12 @@ static int write_take(ob_value **node, const ob_path *p, size_t i, ob_method met
     /* one lookup: the child is taken out (null left in its place) and put back by position */
     uint32_t hash = ob_seg_hash(s);
     long at = ob_object_index_h(cur, s->key, s->keylen, hash);
+    ob_value **slot = at >= 0 ? ob_object_slot(cur, (size_t)at) : NULL;
+    if (slot) { /* ours and small: the child is written where it lies */
+      int rc = write_take(slot, p, i + 1, method, value, err);
+      ob_object_slot_done(cur, (size_t)at);
+      return rc;
+    }
     ob_value *child = NULL, *k;
     if (at >= 0) {
       ob_object_at(cur, (size_t)at, &k, &child);

@@ -883,6 +883,16 @@ ob_value *ob_object_set_at(ob_value *o, size_t i, ob_value *v) {
   return object_put(o, (long)i, NULL, NULL, 0, v);
 }
 
+ob_value **ob_object_slot(ob_value *o, size_t i) {
+  object_value *obj = (object_value *)o;
+  return o->rc == 1 && !o->wide && i < obj->n ? &obj->e[i].val : NULL;
+}
+
+void ob_object_slot_done(ob_value *o, size_t i) {
+  object_value *obj = (object_value *)o;
+  obj->depth = depth_with(obj->depth, obj->e[i].val);
+}
+
 ob_value *ob_object_add(ob_value *o, const char *key, size_t keylen, ob_value *v) {
   return object_put(o, -1, NULL, key, keylen, v);
 }

@@ -95,6 +95,11 @@ ob_value *ob_object_setv(ob_value *o, ob_value *key, ob_value *v);
 long ob_object_index(const ob_value *o, const char *key, size_t keylen);
 /* Replaces the value at position i (i < len). Consumes o and v. */
 ob_value *ob_object_set_at(ob_value *o, size_t i, ob_value *v);
+/* The slot of the value at position i of o, for o's only owner to change in place
+ * (o unshared and small: at most 8 keys); NULL otherwise. After changing it, call
+ * ob_object_slot_done (o's nesting depth takes the new value into account). */
+ob_value **ob_object_slot(ob_value *o, size_t i);
+void ob_object_slot_done(ob_value *o, size_t i);
 /* Adds a key known to be absent (not checked). Consumes o and v. */
 ob_value *ob_object_add(ob_value *o, const char *key, size_t keylen, ob_value *v);
 
