@@ -144,11 +144,12 @@ static int write_take(ob_value **node, const ob_path *p, size_t i, ob_method met
   ob_value *cur = *node ? *node : ob_object(); /* missing intermediates are objects */
   switch (ob_typeof(cur)) {
   case OB_OBJECT: {
-    /* one lookup: the child is taken out (null left in its place) and put back by position */
+    /* one lookup; then the child is written where it lies (cur ours and small),
+     * or taken out (null left in its place) and put back by position */
     uint32_t hash = ob_seg_hash(s);
     long at = ob_object_index_h(cur, s->key, s->keylen, hash);
     ob_value **slot = at >= 0 ? ob_object_slot(cur, (size_t)at) : NULL;
-    if (slot) { /* ours and small: the child is written where it lies */
+    if (slot) {
       int rc = write_take(slot, p, i + 1, method, value, err);
       ob_object_slot_done(cur, (size_t)at);
       return rc;

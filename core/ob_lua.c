@@ -169,6 +169,9 @@ typedef struct pusher {
 
 static void push_any(pusher *p, const ob_value *v, uint32_t depth);
 
+/* A key of the params' top level that begins with "_": a meta-property. */
+static int is_meta(const ob_value *k) { return ob_string_len(k) > 0 && ob_string_ptr(k)[0] == '_'; }
+
 static int key_same(const ob_value *ka, const ob_value *kb) {
   if (ka == kb)
     return 1;
@@ -280,7 +283,7 @@ static void push_object(pusher *p, const ob_value *v, uint32_t depth) {
       lua_rawseti(L, list, i);
     }
     i++;
-    if (depth == 0 && p->subst && ob_string_ptr(k)[0] == '_') {
+    if (depth == 0 && p->subst && is_meta(k)) {
       p->subst = 0; /* meta-properties are passed as written */
       push_any(p, x, depth + 1);
       p->subst = 1;
@@ -330,20 +333,34 @@ static void push_scalar(lua_State *L, const ob_value *v) {
 }
 
 /* A string of a call's params while substituting: what the call receives for it. */
-static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
+/* A params string as the tool gets it: a "††" literal unescaped, a plain one as
+ * it is (both pushed here); for a reference expression nothing is pushed and
+ * the call's next reference value is returned (there must be one, and it must
+ * fit below OB_MAX_DEPTH at depth) for the caller to push as it is. */
+static const ob_value *param_string(lua_State *L, const ob_value *v, ob_value *const *vals,
+                                    size_t nvals, size_t *next, uint32_t depth) {
   const char *s = ob_string_ptr(v);
   size_t n = ob_string_len(v);
   int cls = ob_str_classify(s, n);
   if (cls == OB_STR_LITERAL) {
-    lua_pushlstring(p->L, s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
-  } else if (cls != OB_STR_EXPR) {
-    lua_pushlstring(p->L, s, n);
-  } else if (p->next >= p->nvals) { /* fewer values than references: not reached */
-    luaL_error(p->L, "obelus: a reference of the call has no value");
-  } else {
-    const ob_value *x = p->vals[p->next++];
-    if (depth + ob_depth(x) > OB_MAX_DEPTH)
-      luaL_error(p->L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+    lua_pushlstring(L, s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+    return NULL;
+  }
+  if (cls != OB_STR_EXPR) {
+    lua_pushlstring(L, s, n);
+    return NULL;
+  }
+  if (*next >= nvals) /* fewer values than references: not reached */
+    luaL_error(L, "obelus: a reference of the call has no value");
+  const ob_value *x = vals[(*next)++];
+  if (depth + ob_depth(x) > OB_MAX_DEPTH)
+    luaL_error(L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+  return x;
+}
+
+static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
+  const ob_value *x = param_string(p->L, v, p->vals, p->nvals, &p->next, depth);
+  if (x) {
     p->subst = 0; /* a value read from the log is passed as it is */
     push_any(p, x, depth);
     p->subst = 1;
@@ -434,19 +451,10 @@ static int push_call_flat(lua_State *L, const ob_value *call, ob_value *const *v
   for (size_t i = 0; i < n; i++) {
     ob_object_at(call, i, &k, &v);
     lua_rawgeti(L, -1, (lua_Integer)i + 1);
-    const char *s = ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
-    int meta = ob_string_len(k) > 0 && ob_string_ptr(k)[0] == '_';
-    int cls = s && subst && !meta ? ob_str_classify(s, ob_string_len(v))
-                                  : OB_STR_PLAIN; /* meta-properties are passed as written */
-    if (cls == OB_STR_LITERAL) {
-      lua_pushlstring(L, s + OB_DAGGER_LEN, ob_string_len(v) - OB_DAGGER_LEN);
-    } else if (cls == OB_STR_EXPR) {
-      if (next >= nvals) /* fewer values than references: not reached */
-        luaL_error(L, "obelus: a reference of the call has no value");
-      const ob_value *x = vals[next++];
-      if (1 + ob_depth(x) > OB_MAX_DEPTH)
-        luaL_error(L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
-      ob_lua_push(L, x);
+    if (subst && ob_typeof(v) == OB_STRING && !is_meta(k)) { /* meta: passed as written */
+      const ob_value *x = param_string(L, v, vals, nvals, &next, 1);
+      if (x)
+        ob_lua_push(L, x);
     } else {
       push_scalar(L, v);
     }

@@ -1430,18 +1430,22 @@ static void gc_release(ob_engine *e) {
   }
 }
 
+/* A held collector whose heap outgrew the bound runs again; 1 when it was released. */
+static int gc_release_past_bound(ob_engine *e) {
+  if (!e->gc_held || lua_gc(e->L, LUA_GCCOUNT) <= e->gc_limit_kb)
+    return 0;
+  gc_release(e);
+  return 1;
+}
+
 /* Collection owed by a burst, done while the loop has nothing due: a timer
  * (kept from holding the loop open) comes back every millisecond and works
  * for as long as the loop's next task is away, less a millisecond, at most
  * IDLE_MAX_MS at a time. */
 static void gc_idle_cb(uv_timer_t *t) {
   ob_engine *e = t->data;
-  if (!e->gc_held)
+  if (!e->gc_held || gc_release_past_bound(e))
     return;
-  if (lua_gc(e->L, LUA_GCCOUNT) > e->gc_limit_kb) {
-    gc_release(e);
-    return;
-  }
   int wait = uv_backend_timeout(e->loop); /* without this timer: it is not active now */
   if (wait < 0 || wait >= 2) {
     int budget_ms = wait < 0 || wait - 1 > IDLE_MAX_MS ? IDLE_MAX_MS : wait - 1;
@@ -1498,8 +1502,8 @@ static void pump(ob_run *r) {
     if (++started % BURST_CALLS == 0) {
       if (!e->gc_held && e->live_calls >= BURST_LIVE)
         gc_hold(e);
-      else if (e->gc_held && lua_gc(e->L, LUA_GCCOUNT) > e->gc_limit_kb)
-        gc_release(e);
+      else
+        gc_release_past_bound(e);
     }
     prefetch_queued(r, r->qhead);
     start(&r->calls[r->queue[r->qhead++]]);
@@ -1568,9 +1572,8 @@ static ob_sleeper *sleep_first(ob_engine *e) {
   return !q ? h : !h ? q : sleeper_before(q, h) ? q : h;
 }
 
-/* Takes the earliest sleeper out (there is one). */
-static crun *sleep_pop(ob_engine *e) {
-  ob_sleeper *s = sleep_first(e);
+/* Takes out s, the earliest sleeper (sleep_first's answer). */
+static crun *sleep_pop(ob_engine *e, ob_sleeper *s) {
   crun *c = s->call;
   if (s != e->sleepers) {
     e->queue_head++;
@@ -1598,7 +1601,7 @@ static void sleep_fire(uv_timer_t *t) {
   uint64_t now = uv_now(e->loop), limit = e->sleep_seq;
   ob_sleeper *s;
   while ((s = sleep_first(e)) && s->due <= now && s->seq < limit) {
-    crun *c = sleep_pop(e);
+    crun *c = sleep_pop(e, s);
     if (e->queue_head + 2 < e->queue_tail) { /* the next ones' coroutines, ahead of time */
       __builtin_prefetch(e->queue[e->queue_head + 2].call);
       __builtin_prefetch(((const crun *)e->queue[e->queue_head + 1].call)->co);
@@ -1609,29 +1612,27 @@ static void sleep_fire(uv_timer_t *t) {
   sleep_arm(e);
 }
 
+/* Keeps the sleepers of a[from..to) that are not run r's, in order; returns the new end. */
+static size_t sleep_drop_run(ob_sleeper *a, size_t from, size_t to, const ob_run *r) {
+  size_t kept = from;
+  for (size_t i = from; i < to; i++) {
+    crun *c = a[i].call;
+    if (c->run == r)
+      c->asleep = 0;
+    else
+      a[kept++] = a[i];
+  }
+  return kept;
+}
+
 /* Takes the calls of run r out of the queue and the heap (the run is cancelled or freed). */
 static void sleep_forget(ob_run *r) {
   ob_engine *e = r->e;
-  size_t kept = e->queue_head;
-  for (size_t i = e->queue_head; i < e->queue_tail; i++) { /* the queue stays in order */
-    crun *c = e->queue[i].call;
-    if (c->run == r)
-      c->asleep = 0;
-    else
-      e->queue[kept++] = e->queue[i];
-  }
-  int changed = kept != e->queue_tail;
-  e->queue_tail = kept;
-  kept = 0;
-  for (size_t i = 0; i < e->nsleepers; i++) {
-    crun *c = e->sleepers[i].call;
-    if (c->run == r)
-      c->asleep = 0;
-    else
-      e->sleepers[kept++] = e->sleepers[i];
-  }
+  size_t queued = sleep_drop_run(e->queue, e->queue_head, e->queue_tail, r); /* stays in order */
+  size_t kept = sleep_drop_run(e->sleepers, 0, e->nsleepers, r);
+  int changed = queued != e->queue_tail || kept != e->nsleepers;
+  e->queue_tail = queued;
   if (kept != e->nsleepers) {
-    changed = 1;
     e->nsleepers = kept;
     for (size_t i = kept / 2; i-- > 0;)
       heap_down(e->sleepers, kept, i);
@@ -1847,11 +1848,12 @@ void ob_run_free(ob_run *r) {
   free(r->queue);
   ob_engine *e = r->e;
   free(r);
-  if (e->live_calls == 0) /* no call is left waiting: the collector works as usual */
+  if (e->live_calls == 0) { /* no call is left waiting: the collector works as usual */
     gc_release(e);
-  if (e->gc_incremental && e->live_calls == 0) { /* the burst is over (see calls_up) */
-    lua_gc(e->L, LUA_GCGEN, 0, 0);
-    e->gc_incremental = 0;
+    if (e->gc_incremental) { /* the burst is over (see calls_up) */
+      lua_gc(e->L, LUA_GCGEN, 0, 0);
+      e->gc_incremental = 0;
+    }
   }
 }
 
