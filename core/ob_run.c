@@ -774,7 +774,8 @@ typedef struct call_ctx {
   ob_engine *e;
   const ob_run *run;
   uint64_t serial; /* the run's: another run at the same address is not it */
-  size_t i;        /* the call's position in run->calls */
+  size_t i;        /* the call's position in run->calls (an instance's copies included) */
+  size_t index;    /* ctx.index: its position in the plan as written */
 } call_ctx;
 
 /* The call ctx names, or NULL when its run is gone. */
@@ -787,11 +788,11 @@ static const crun *ctx_call(const call_ctx *x) {
 
 /* Pushes ctx's own field k (id, tool, index, instance); 0 when k is none of them. */
 static int ctx_field(lua_State *L, const call_ctx *x, const char *k) {
-  const crun *c = ctx_call(x);
   if (!strcmp(k, "index")) {
-    lua_pushinteger(L, (lua_Integer)(c ? c->call->index : x->i));
+    lua_pushinteger(L, (lua_Integer)x->index);
     return 1;
   }
+  const crun *c = ctx_call(x);
   const char *v = NULL;
   if (!strcmp(k, "id"))
     v = c ? c->call->id : NULL;
@@ -921,7 +922,7 @@ int ob_run_call_body(lua_State *co) {
     nargs = 3;
   }
   call_ctx *x = lua_newuserdatauv(co, sizeof *x, 1);
-  *x = (call_ctx){e, c->run, c->run->serial, (size_t)(c - c->run->calls)};
+  *x = (call_ctx){e, c->run, c->run->serial, (size_t)(c - c->run->calls), call->index};
   lua_pushvalue(co, lua_upvalueindex(4));
   lua_setmetatable(co, -2);
   lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);

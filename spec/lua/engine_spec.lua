@@ -480,7 +480,9 @@ return {
     local engine = obelus.engine { tools = file }
     local weak = setmetatable({}, { __mode = "v" })
     do
-      local first = engine:run({ plan = { { _tool = "keep", note = "kept", _outputPath = "†state.a" } } })
+      -- two instances: the kept ctx is of the second copy, 1 in the run's calls, 0 in the plan
+      local first = engine:run({ instances = { "x", "y" },
+                                 plan = { { _tool = "keep", note = "kept", _outputPath = "†state.a" } } })
       weak.run = first
       drain()
       assert.are.equal(0, first:status())
