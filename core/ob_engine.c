@@ -1,8 +1,9 @@
-/* ob_engine.c -- the engine: one Lua state with luv bound to the engine's loop, the
- * `obelus` module tools require, and loading tool files (SPEC 7).
+/* ob_engine.c -- the engine: one Lua state with luv bound to the engine's loop, and
+ * loading tool files (SPEC 7). The `obelus` module tools require is the runtime's
+ * (ob_runtime.c): the engine knows nothing of runs.
  *
  * Every entry from C into Lua that runs user code goes through a protected
- * call with a traceback handler (engine_pcall), so a tool's error becomes a
+ * call with a traceback handler (ob_engine_pcall), so a tool's error becomes a
  * message and never takes the engine down. luv's own callback runner would
  * exit the process on an uncaught error in a libuv callback; the engine
  * replaces it with one that reports the error and carries on. */
@@ -21,16 +22,11 @@
 
 #include "ob_mem.h"
 #include "ob_pool.h"
-#include "ob_watch.h"
 #include "ob_engine.h"
 #include "ob_lua.h"
-#include "ob_run.h"
+#include "ob_runtime.h"
 
-extern const char ob_runtime_lua[];
-extern const size_t ob_runtime_lua_len;
-
-/* lua_pcall with a traceback; on error leaves the message on the stack. */
-static int engine_pcall(lua_State *L, int nargs, int nres) {
+int ob_engine_pcall(lua_State *L, int nargs, int nres) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, ob_lua_traceback);
   lua_insert(L, base);
@@ -42,81 +38,13 @@ static int engine_pcall(lua_State *L, int nargs, int nres) {
 /* luv runs every libuv callback through this. */
 static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   int top = lua_gettop(L) - nargs - 1;
-  int rc = engine_pcall(L, nargs, nres);
+  int rc = ob_engine_pcall(L, nargs, nres);
   if (rc != LUA_OK) {
     fprintf(stderr, "obelus: error in a libuv callback of a tool: %s\n", lua_tostring(L, -1));
     lua_pop(L, 1);
     return -rc;
   }
   return nres == LUA_MULTRET ? lua_gettop(L) - top : nres;
-}
-
-/* --- the primitives the runtime module is built from -------------------------- */
-
-/* set_latent(fn) and set_approver(fn): the upvalues are the engine and which one */
-static int prim_set_handler(lua_State *L) {
-  ob_engine *e = lua_touserdata(L, lua_upvalueindex(1));
-  int *slot = lua_toboolean(L, lua_upvalueindex(2)) ? &e->approver_ref : &e->latent_ref;
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  luaL_unref(L, LUA_REGISTRYINDEX, *slot);
-  lua_pushvalue(L, 1);
-  *slot = luaL_ref(L, LUA_REGISTRYINDEX);
-  return 0;
-}
-
-static int open_runtime(lua_State *L) {
-  ob_engine *e = lua_touserdata(L, 1);
-  if (luaL_loadbuffer(L, ob_runtime_lua, ob_runtime_lua_len, "=obelus/runtime.lua") != LUA_OK)
-    return lua_error(L);
-  lua_createtable(L, 0, 16);
-  lua_pushlightuserdata(L, (void *)&ob_run_yield_token);
-  lua_setfield(L, -2, "token");
-  lua_pushlightuserdata(L, NULL);
-  lua_setfield(L, -2, "null");
-  ob_lua_push_array_mt(L);
-  lua_setfield(L, -2, "array_mt");
-  lua_pushlightuserdata(L, e);
-  lua_pushcclosure(L, ob_run_lua_wake, 1);
-  lua_setfield(L, -2, "wake");
-  lua_pushlightuserdata(L, e);
-  lua_pushcclosure(L, ob_run_lua_sleep, 1);
-  lua_setfield(L, -2, "sleep");
-  lua_pushcfunction(L, ob_run_lua_is_call);
-  lua_setfield(L, -2, "is_call");
-  lua_pushlightuserdata(L, e);
-  lua_pushboolean(L, 0);
-  lua_pushcclosure(L, prim_set_handler, 2);
-  lua_setfield(L, -2, "set_latent");
-  lua_pushlightuserdata(L, e);
-  lua_pushboolean(L, 1);
-  lua_pushcclosure(L, prim_set_handler, 2);
-  lua_setfield(L, -2, "set_approver");
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_getfield(L, -1, "luv");
-  lua_setfield(L, -3, "uv");
-  lua_pop(L, 1);
-  luaL_requiref(L, "obelus.core", luaopen_obelus_core, 0);
-  lua_getfield(L, -1, "encode");
-  lua_setfield(L, -3, "encode");
-  lua_getfield(L, -1, "decode");
-  lua_setfield(L, -3, "decode");
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_pushvalue(L, -1);
-  e->branch_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_setfield(L, -2, "branch_mt");
-  lua_newtable(L);
-  lua_pushvalue(L, -1);
-  e->message_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_setfield(L, -2, "message_mt");
-  lua_call(L, 1, 1); /* the module */
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushvalue(L, -2);
-  lua_setfield(L, -2, "obelus");
-  lua_pop(L, 1);
-  lua_pushvalue(L, -1);
-  e->runtime_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  return 0;
 }
 
 ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
@@ -155,29 +83,12 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   luv_set_callback(L, luv_callback_pcall);
   luaL_requiref(L, "luv", luaopen_luv, 0);
   lua_pop(L, 1);
-  /* the body of every call's coroutine, its upvalues what it needs a call:
-   * the bridge's tables and ctx's metatable (no registry lookups) */
-  ob_lua_push_tables(L);
-  ob_run_push_ctx_meta(L);
-  lua_pushcclosure(L, ob_run_call_body, 4);
-  e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  e->watch = ob_watch_new(ob_run_slice_hook);
-  e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);
-  if (!e->pool)
-    abort();
-  lua_newtable(L);
-  e->anchor_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pushcfunction(L, open_runtime);
-  lua_pushlightuserdata(L, e);
-  if (engine_pcall(L, 1, 0) != LUA_OK) {
-    ob_error_set(err, OB_EINVAL, 0, "cannot start the obelus runtime: %s", lua_tostring(L, -1));
+  if (ob_runtime_open(e, err) != OB_OK) {
     ob_engine_free(e);
     return NULL;
   }
   return e;
 }
-
-static void free_handle(uv_handle_t *h) { free(h); }
 
 static void close_handle(uv_handle_t *h, void *arg) {
   (void)arg;
@@ -188,9 +99,7 @@ static void close_handle(uv_handle_t *h, void *arg) {
 void ob_engine_free(ob_engine *e) {
   if (!e)
     return;
-  e->gc_incremental = 0; /* no collector switch for a state about to close */
-  while (e->runs)
-    ob_run_free(e->runs);
+  ob_runtime_close(e); /* the runs first: their calls hold tools' references */
   size_t i = 0;
   ob_map_entry *me;
   while (ob_map_next(&e->tools, &i, &me)) {
@@ -204,16 +113,12 @@ void ob_engine_free(ob_engine *e) {
     free(t);
   }
   ob_map_free(&e->tools);
-  if (e->sleep_timer) /* freed by its close callback, when the loop gets to it */
-    uv_close((uv_handle_t *)e->sleep_timer, free_handle);
-  if (e->gc_idle)
-    uv_close((uv_handle_t *)e->gc_idle, free_handle);
   if (e->own_loop) {
     /* close whatever tools left open (timers, pipes ...) before Lua goes */
     uv_walk(e->loop, close_handle, NULL);
     uv_run(e->loop, UV_RUN_DEFAULT);
   }
-  ob_watch_free(e->watch);
+
   if (e->L)
     lua_close(e->L); /* the pooled coroutines go with it */
   ob_pool_free(e->lua_pool);
@@ -326,7 +231,7 @@ static int load_lua_file(ob_engine *e, const char *file, int is_tools, ob_error 
     lua_settop(L, top);
     return OB_EINVAL;
   }
-  if (engine_pcall(L, 0, 1) != LUA_OK) {
+  if (ob_engine_pcall(L, 0, 1) != LUA_OK) {
     ob_error_set(err, OB_EINVAL, 0, "%s: error while loading: %s", file, lua_tostring(L, -1));
     lua_settop(L, top);
     return OB_EINVAL;

@@ -89,4 +89,7 @@ int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err);
 
 int ob_engine_has_latent(const ob_engine *e);
 
+/* lua_pcall with a traceback; on error leaves the message on the stack. */
+int ob_engine_pcall(lua_State *L, int nargs, int nres);
+
 #endif

@@ -119,23 +119,4 @@ const char *ob_call_handle_tool(const ob_call_handle *h);
  * frees the delegated runs with it). */
 ob_run *ob_call_handle_run(const ob_call_handle *h);
 
-/* Internal: the Lua primitives of the `obelus` module that reach into runs
- * (ob_engine.c builds the module from them). Each C closure has the engine
- * as its first upvalue. */
-extern const char ob_run_yield_token;
-int ob_run_lua_wake(lua_State *L);  /* wake(co): resume a call's coroutine */
-int ob_run_lua_sleep(lua_State *L); /* sleep(ms): yield until a timer fires */
-/* The body of a call's coroutine, a C closure with upvalues: the three
- * tables of ob_lua_push_tables, then ctx's metatable (ob_run_push_ctx_meta);
- * its one argument is what ob_run.c hands the call. */
-int ob_run_call_body(lua_State *co);
-/* Pushes the metatable of the ctx a tool's run gets (a userdata read like a
- * table: id, tool, index, instance, and fields the tool sets). */
-void ob_run_push_ctx_meta(lua_State *L);
-/* The hook that stops a tool running too long without yielding: set by the
- * engine's watch when it is overdue, or (without a watch) a count hook on
- * every coroutine that checks the clock every million instructions. */
-void ob_run_slice_hook(lua_State *L, lua_Debug *ar);
-int ob_run_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
-
 #endif

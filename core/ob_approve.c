@@ -1,0 +1,192 @@
+/* ob_approve.c -- approval: a human (or a rule) before a call starts.
+ *
+ * With an approver (obelus.set_approver) or --approve on a terminal, each
+ * call is shown with its params resolved before it runs; the answer allows
+ * it, refuses it (a runtime error "refused"), or replaces it with another call
+ * of the same wiring (outputs, instance, id), validated like a plan's own
+ * call and resolved now. Costs: one approver call per call started. */
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ob_sched.h"
+#include "ob_lua.h"
+
+enum { REFUSE = 0, ALLOW = 1, BROKEN = -1 };
+
+/* Asks the Lua approver: fn(call, ctx) -> true/nil, false/"refuse", or a replacement. */
+static int ask_lua(ob_crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
+  lua_State *L = c->run->e->L;
+  int top = lua_gettop(L);
+  ob_error err;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->run->e->approver_ref);
+  if (ob_lua_push_safe(L, params, &err) != OB_OK) {
+    lua_settop(L, top);
+    ob_buf_addf(why, "%s", err.msg);
+    return BROKEN;
+  }
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, c->call->id);
+  lua_setfield(L, -2, "id");
+  lua_pushstring(L, c->call->tool_name);
+  lua_setfield(L, -2, "tool");
+  if (c->call->instance) {
+    lua_pushstring(L, c->call->instance);
+    lua_setfield(L, -2, "instance");
+  }
+  int verdict = BROKEN;
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    ob_buf_addf(why, "the approver failed: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+  } else if (lua_isnil(L, -1) || (lua_isboolean(L, -1) && lua_toboolean(L, -1)) ||
+             (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "allow"))) {
+    verdict = ALLOW;
+  } else if ((lua_isboolean(L, -1)) ||
+             (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "refuse"))) {
+    verdict = REFUSE;
+  } else if (lua_istable(L, -1)) {
+    if ((*replacement = ob_lua_to_value_named(L, -1, "replacement", &err)))
+      verdict = ALLOW;
+    else
+      ob_buf_addf(why, "the approver's %s", err.msg);
+  } else {
+    ob_buf_addf(why, "the approver returned a %s (expected true, false or a call)",
+                luaL_typename(L, -1));
+  }
+  lua_settop(L, top);
+  return verdict;
+}
+
+/* --approve on a terminal: "run #3 sendEmail {...}? [y/n/e]" */
+static int ask_tty(ob_crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
+  FILE *tty = fopen("/dev/tty", "r+");
+  if (!tty) {
+    ob_buf_addf(why, "--approve needs a terminal to ask on");
+    return BROKEN;
+  }
+  setvbuf(tty, NULL, _IONBF, 0); /* read one answer, leave the next ones on the terminal */
+  ob_value *shown = ob_object(), *k, *v;
+  ob_object_iter it;
+  ob_object_iter_init(&it, params);
+  while (ob_object_iter_next(&it, &k, &v))
+    if (ob_string_ptr(k)[0] != '_')
+      shown = ob_object_setv(shown, k, ob_ref(v));
+  char *text = ob_json_print(shown, OB_JSON_COMPACT, NULL);
+  ob_unref(shown);
+  int verdict = BROKEN;
+  for (;;) {
+    fprintf(tty, "run %s %s %s? [y/n/e] ", c->call->id, c->call->tool_name, text);
+    fflush(tty);
+    char line[64];
+    if (!fgets(line, sizeof line, tty)) {
+      verdict = REFUSE; /* the terminal closed: nobody said yes */
+      break;
+    }
+    if (line[0] == 'y' || line[0] == 'Y') {
+      verdict = ALLOW;
+      break;
+    }
+    if (line[0] == 'n' || line[0] == 'N') {
+      verdict = REFUSE;
+      break;
+    }
+    if (line[0] != 'e' && line[0] != 'E')
+      continue;
+    /* edit the whole call (meta-properties too) in $EDITOR */
+    char path[] = "/tmp/obelus-call-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    if (fd < 0)
+      continue;
+    char *doc = ob_json_print(params, OB_JSON_PRETTY, NULL);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%s\n", doc);
+    fclose(f);
+    free(doc);
+    ob_buf cmd;
+    ob_buf_init(&cmd);
+    const char *editor = getenv("EDITOR");
+    ob_buf_addf(&cmd, "%s '%s' </dev/tty >/dev/tty", editor && *editor ? editor : "vi", path);
+    int st = system(cmd.data);
+    ob_buf_free(&cmd);
+    ob_error err;
+    ob_value *edited = st == 0 ? ob_json_parse_file(path, &err) : NULL;
+    unlink(path);
+    if (!edited) {
+      fprintf(tty, "obelus: %s; try again\n", st == 0 ? err.msg : "the editor failed");
+      continue;
+    }
+    *replacement = edited;
+    verdict = ALLOW;
+    break;
+  }
+  free(text);
+  fclose(tty);
+  return verdict;
+}
+
+/* The wiring of a call (where it sits in the graph) that a replacement keeps. */
+static const char *const wiring[] = {"_outputPath", "_outputMethod", "_instance", "_id",
+                                     "_delegate", "_scopes"};
+
+/* Takes the approver's replacement: validated as a call of its own, with the
+ * same wiring, its references resolved now. */
+static int adopt(ob_crun *c, ob_value *replacement, ob_value **params, ob_buf *why) {
+  ob_run *r = c->run;
+  if (ob_typeof(replacement) != OB_OBJECT) {
+    ob_buf_addf(why, "the replacement is not a call (a JSON object)");
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof wiring / sizeof *wiring; i++) {
+    ob_value *a = ob_object_get(c->call->raw, wiring[i], strlen(wiring[i]));
+    ob_value *b = ob_object_get(replacement, wiring[i], strlen(wiring[i]));
+    if ((a || b) && (!a || !b || !ob_equal(a, b))) {
+      ob_buf_addf(why, "a replacement may change the tool and its params, not %s", wiring[i]);
+      return 0;
+    }
+  }
+  ob_value *one = ob_array_push(ob_array(), ob_ref(replacement));
+  ob_plan *tmp = ob_plan_from_value(one, r->plan->file);
+  ob_unref(one);
+  ob_plan_check_tools(tmp, &r->e->tools, ob_engine_has_latent(r->e));
+  int ok = 0;
+  if (tmp->nerrors) {
+    ob_buf_addf(why, "the replacement is invalid: %s", tmp->errors[0]);
+  } else {
+    ob_resolver rs = {r, &tmp->calls[0], 0, 0, 0, {0}};
+    ob_buf_init(&rs.why);
+    ob_value *np = ob_params_resolve(&rs);
+    if (rs.skip || rs.missing || ob_params_invalid(tmp->calls[0].tool, np, &rs.why)) {
+      ob_buf_addf(why, "the replacement: %s", rs.why.data ? rs.why.data : "a reference is absent");
+      ob_unref(np);
+    } else {
+      ob_unref(*params);
+      *params = np;
+      c->tool = tmp->calls[0].tool;
+      ob_unref(c->raw);
+      c->raw = ob_ref(replacement);
+      ok = 1;
+    }
+    ob_buf_free(&rs.why);
+  }
+  ob_plan_free(tmp);
+  return ok;
+}
+
+/* Asks whoever approves; settles the call itself when it may not run. */
+int ob_crun_approve(ob_crun *c, ob_value **params) {
+  ob_value *replacement = NULL;
+  ob_buf why;
+  ob_buf_init(&why);
+  int verdict = c->run->e->approver_ref != LUA_NOREF ? ask_lua(c, *params, &replacement, &why)
+                                                     : ask_tty(c, *params, &replacement, &why);
+  int go = verdict == ALLOW && (!replacement || adopt(c, replacement, params, &why));
+  ob_unref(replacement);
+  if (!go) {
+    ob_unref(*params);
+    /* refused, or the approver broke: runtime; a replacement that is no valid call: structural */
+    ob_crun_fail(c, verdict == ALLOW ? "structural" : "runtime", verdict == REFUSE ? "refused" : why.data);
+  }
+  ob_buf_free(&why);
+  return go;
+}

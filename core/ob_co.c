@@ -1,0 +1,242 @@
+/* ob_co.c -- a call's coroutine: made or reused, resumed, dropped.
+ *
+ * Each Lua tool call runs in a coroutine of the engine's state. Coroutines
+ * are kept from the collector in one engine table by slot (cheaper than a
+ * registry reference each) and, when they returned normally, kept in a pool
+ * of OB_ENGINE_POOL for the next call: a returned coroutine is as good as
+ * new. A call finds itself from its coroutine through Lua's extra space,
+ * which is cleared when the call lets go, so a late wake-up finds nobody.
+ *
+ * Every resume goes through ob_crun_resume: it reads what the coroutine did
+ * (returned: write the result; yielded with the engine's token: wait; yielded
+ * otherwise or raised: the call's error, with its traceback) and watches the
+ * time a tool runs without yielding (ob_watch.h, or a count hook).
+ *
+ * Costs: per call, one coroutine from the pool (or one new thread), one
+ * resume per wait. */
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_sched.h"
+#include "ob_lua.h"
+#include "ob_watch.h"
+
+const char ob_run_yield_token = 0;
+
+/* Anchors the coroutine on top of L's stack (popped) in a slot of the engine's table. */
+static int anchor_coroutine(ob_engine *e, lua_State *L) {
+  int slot = e->nfree ? e->free_slots[--e->nfree] : ++e->nslots;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->anchor_ref);
+  lua_rotate(L, -2, 1);
+  lua_rawseti(L, -2, slot);
+  lua_pop(L, 1);
+  return slot;
+}
+
+/* The coroutine in slot. */
+static lua_State *anchored(ob_engine *e, int slot) {
+  lua_State *L = e->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->anchor_ref);
+  lua_rawgeti(L, -1, slot);
+  lua_State *co = lua_tothread(L, -1);
+  lua_pop(L, 2);
+  return co;
+}
+
+/* Lets the collector have the coroutine in slot; the slot serves again. */
+static void release_slot(ob_engine *e, int slot) {
+  lua_State *L = e->L;
+  if (e->nfree == e->capfree) {
+    size_t cap = e->capfree ? 2 * e->capfree : 256;
+    int *f = realloc(e->free_slots, cap * sizeof *f);
+    if (!f)
+      abort();
+    e->free_slots = f;
+    e->capfree = cap;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->anchor_ref);
+  lua_pushnil(L);
+  lua_rawseti(L, -2, slot);
+  lua_pop(L, 1);
+  e->free_slots[e->nfree++] = slot;
+}
+
+void ob_crun_drop_coroutine(ob_crun *c) {
+  if (!c->co)
+    return;
+  ob_engine *e = c->run->e;
+  e->live_calls--;
+  *(ob_crun **)lua_getextraspace(c->co) = NULL; /* late wake-ups find nobody */
+  /* a coroutine that returned has no wait pending anywhere: it can serve again */
+  if (lua_status(c->co) == LUA_OK && e->npool < OB_ENGINE_POOL) {
+    lua_settop(c->co, 0);
+    e->pool[e->npool++] = c->co_slot;
+  } else {
+    release_slot(e, c->co_slot);
+  }
+  c->co = NULL;
+}
+
+
+/* A tool that runs on without yielding would stop the whole loop. With the
+ * engine's watch (ob_watch.h), this hook is set on the call's coroutine only
+ * once the watchdog saw it run past the run's limit: it stops the tool at
+ * once. Without one, it is a count hook on every coroutine: every million
+ * Lua instructions it checks how long the call has run since it was
+ * resumed, and past the limit raises the error. */
+unsigned ob_run_slice_limit(const ob_run *r) {
+  return r->opt.max_slice_ms ? r->opt.max_slice_ms : OB_RUN_MAX_SLICE_MS;
+}
+
+void ob_co_slice_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  ob_crun *c = *(ob_crun **)lua_getextraspace(L);
+  if (!c)
+    return;
+  unsigned limit = ob_run_slice_limit(c->run);
+  if (c->run->e->watch) {
+    lua_sethook(L, NULL, 0, 0);
+  } else if (c->slice_resume != c->resumes) { /* the first million of this resume: start */
+    c->slice_resume = c->resumes;
+    c->slice_start = uv_hrtime();
+    return;
+  } else if ((uv_hrtime() - c->slice_start) / 1000000u <= limit) {
+    return;
+  }
+  luaL_error(L, "the tool ran %d ms without yielding (an endless loop?); obelus stopped it",
+             (int)limit);
+}
+
+void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
+  lua_State *co = c->co;
+  int nres = 0;
+  c->resumes++; /* the clock starts when the hook first fires: no clock read per resume */
+  ob_watch *w = c->run->e->watch;
+  lua_State *outer = w ? ob_watch_enter(w, co, ob_run_slice_limit(c->run)) : NULL;
+  int st = lua_resume(co, from, nargs, &nres);
+  if (w)
+    ob_watch_leave(w, co, outer);
+  if (c->state != OB_CALL_RUNNING || c->co != co)
+    return; /* cancelled meanwhile */
+  if (st == LUA_YIELD) {
+    int ours = nres >= 1 && lua_touserdata(co, -nres) == &ob_run_yield_token;
+    lua_pop(co, nres);
+    if (!ours)
+      ob_crun_tool_error(c, "the tool yielded its coroutine itself: wait with obelus.sleep, "
+                    "obelus.await or obelus.uv callbacks wrapped in obelus.await", NULL);
+    return;
+  }
+  if (st == LUA_OK) {
+    ob_crun_complete(c, nres);
+    return;
+  }
+  /* the message: a string as it is, a table as its JSON text */
+  ob_buf msg;
+  ob_buf_init(&msg);
+  if (lua_type(co, -1) == LUA_TSTRING) {
+    ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
+  } else {
+    ob_error err;
+    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
+    char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
+    if (text)
+      ob_buf_add(&msg, text, strlen(text));
+    else
+      ob_buf_addf(&msg, "(error object is a %s value)", luaL_typename(co, -1));
+    free(text);
+    ob_unref(v);
+  }
+  lua_State *L = c->run->e->L;
+  luaL_traceback(L, co, msg.data, 0);
+  ob_crun_tool_error(c, msg.data, lua_tostring(L, -1));
+  lua_pop(L, 1);
+  ob_buf_free(&msg);
+}
+
+static int call_body_done(lua_State *co, int status, lua_KContext k) {
+  (void)status;
+  (void)k;
+  return lua_gettop(co); /* whatever the tool returned */
+}
+
+/* The body of every call's coroutine: builds the tool's arguments inside the
+ * coroutine (a Lua error while building them, such as running out of
+ * memory, is then the call's runtime error, caught by its resume like any
+ * other, with no protected call of its own), then calls the tool. */
+int ob_co_body(lua_State *co) {
+  const ob_call_args *a = lua_touserdata(co, 1);
+  ob_crun *c = a->c;
+  ob_engine *e = c->run->e;
+  const ob_call *call = c->call;
+  ob_tool *t = (ob_tool *)c->tool; /* its key list cache changes: nothing else */
+  static const ob_lua_tables tables = {lua_upvalueindex(1), lua_upvalueindex(2),
+                                       lua_upvalueindex(3)};
+  lua_settop(co, 0);
+  luaL_checkstack(co, 8, "obelus: Lua stack exhausted");
+  lua_rawgeti(co, LUA_REGISTRYINDEX, t->latent ? e->latent_ref : t->run_ref);
+  if (a->params)
+    ob_lua_push_call(co, a->params, NULL, 0, 0, &t->keys, &tables);
+  else
+    ob_lua_push_call(co, call->raw, a->vals, a->nvals, 1, &t->keys, &tables);
+  int nargs = 2;
+  if (t->latent) { /* handler(call, tool, ctx) */
+    lua_rawgeti(co, LUA_REGISTRYINDEX, t->table_ref);
+    nargs = 3;
+  }
+  ob_ctx_push(co, c, lua_upvalueindex(4));
+  lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
+  return call_body_done(co, LUA_OK, 0);
+}
+
+/* Runs the call's tool: a C tool's function, or a coroutine for a Lua one. */
+void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
+  ob_run *r = c->run;
+  lua_State *L = r->e->L;
+  c->state = OB_CALL_RUNNING;
+  r->running++;
+  if (c->detached)
+    r->detached_running++;
+  ob_run_emit(r, OB_EV_STARTED, c->call, NULL);
+  if (c->tool->fn) { /* a tool written in C: it completes through its handle */
+    c->tool->fn((ob_call_handle *)c, args->params, c->tool->fn_data);
+    return;
+  }
+  lua_State *co;
+  if (r->e->npool) {
+    c->co_slot = r->e->pool[--r->e->npool];
+    co = anchored(r->e, c->co_slot);
+  } else {
+    co = lua_newthread(L);
+    c->co_slot = anchor_coroutine(r->e, L);
+    if (!r->e->watch) /* the fallback (see ob_co_slice_hook): stays with the pooled thread */
+      lua_sethook(co, ob_co_slice_hook, LUA_MASKCOUNT, 1000000);
+  }
+  c->co = co;
+  ob_gc_call_up(r->e);
+  *(ob_crun **)lua_getextraspace(co) = c;
+  ob_run_prefetch_users(r, c->call, 2);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, r->e->body_ref);
+  lua_pushlightuserdata(co, (void *)args);
+  ob_crun_resume(c, L, 1);
+}
+
+ob_crun *ob_crun_of(lua_State *co) {
+  ob_crun *c = *(ob_crun **)lua_getextraspace(co);
+  return c && c->co == co && c->state == OB_CALL_RUNNING ? c : NULL;
+}
+
+int ob_co_lua_is_call(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  lua_pushboolean(L, co && ob_crun_of(co) != NULL);
+  return 1;
+}
+
+int ob_co_lua_wake(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  ob_crun *c = co ? ob_crun_of(co) : NULL;
+  if (c && lua_status(co) == LUA_YIELD)
+    ob_crun_resume(c, L, 0);
+  return 0;
+}

@@ -1,0 +1,125 @@
+/* ob_delegate.c -- delegation: a call that runs a plan (_delegate).
+ *
+ * The delegated plan runs as a run of its own on the same engine, in a clean
+ * room: a fresh log holding only the kinds _scopes names (as the calling
+ * call sees them) and the call's params as an input document. Its output is
+ * the call's result, its failure the call's error; its whole log goes with
+ * the call's output or error message (_log), so `obelus log` can show it.
+ * Depth is bounded (--max-depth). Costs: a plan load and a run per call. */
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_sched.h"
+
+
+/* The delegated plan settled: its output is the call's result; its failure
+ * the call's error. Its messages go with the call's output or error. */
+static void delegate_done(ob_run *sub, void *ud) {
+  ob_crun *c = ud;
+  ob_value *sublog = ob_array();
+  for (size_t i = 0; i < ob_log_len(sub->log); i++)
+    sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
+  c->sublog = sublog;
+  ob_run_cancel(sub); /* its fire-and-forget calls end with it */
+  if (sub->failed) {
+    ob_buf why;
+    ob_buf_init(&why);
+    ob_buf_addf(&why, "the delegated plan %s failed", c->call->delegate);
+    for (size_t i = 0; i < ob_log_len(sub->log); i++) {
+      const ob_msg *m = ob_log_at(sub->log, i);
+      if (m->type != OB_MSG_CONTEXT || strcmp(ob_string_ptr(m->kind), "error"))
+        continue;
+      ob_value *id = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
+      if (ob_object_get(m->value, "detached", 8) || !id || !e || ob_typeof(e) != OB_STRING)
+        continue;
+      if (!strncmp(ob_string_ptr(e), "the delegated plan ", 19)) { /* the deepest cause only */
+        why.len = 0;
+        ob_buf_add(&why, ob_string_ptr(e), ob_string_len(e));
+      } else {
+        ob_buf_addf(&why, ": call %s: %s", ob_string_ptr(id), ob_string_ptr(e));
+      }
+      break;
+    }
+    ob_crun_tool_error(c, why.data, NULL);
+    ob_buf_free(&why);
+    return;
+  }
+  if (!c->call->has_output) {
+    ob_crun_settle(c, OB_CALL_DONE, NULL);
+    return;
+  }
+  ob_value *out = ob_run_output(sub);
+  ob_crun_write_alt(c, 0, out);
+  ob_unref(out);
+}
+
+void ob_crun_delegate(ob_crun *c, ob_value *params) {
+  ob_run *r = c->run;
+  ob_call *call = c->call;
+  int max_depth = r->opt.max_depth > 0 ? r->opt.max_depth : 16;
+  c->state = OB_CALL_RUNNING;
+  r->running++;
+  ob_run_emit(r, OB_EV_STARTED, call, NULL);
+  if (r->opt.depth + 1 > max_depth) {
+    ob_unref(params);
+    char why[160];
+    snprintf(why, sizeof why, "delegation deeper than %d levels (see --max-depth)", max_depth);
+    ob_crun_fail(c, "runtime", why);
+    return;
+  }
+  ob_error err;
+  c->subvalue = ob_json_parse_file(call->delegate, &err);
+  if (c->subvalue)
+    c->subplan = ob_plan_from_value(c->subvalue, call->delegate);
+  if (c->subplan)
+    ob_plan_check_tools(c->subplan, &r->e->tools, ob_engine_has_latent(r->e));
+  if (!c->subplan || c->subplan->nerrors) {
+    ob_unref(params);
+    ob_crun_fail(c, "runtime", c->subplan ? c->subplan->errors[0] : err.msg);
+    return;
+  }
+  /* the clean room: only the kinds named by _scopes, as this call sees them,
+   * then the call's own params as an input document */
+  ob_value *pre = ob_array(), *k, *v;
+  ob_path root = {0, NULL};
+  for (size_t i = 0; i < call->nscopes; i++) {
+    ob_value *doc = ob_log_read(r->log, call->scopes[i], call->instance, &root, OB_LOG_NOW);
+    if (!doc)
+      continue;
+    ob_value *m = ob_object();
+    m = ob_object_set(m, "type", 4, ob_cstring("data"));
+    m = ob_object_set(m, "kind", 4, ob_cstring(call->scopes[i]));
+    m = ob_object_set(m, "data", 4, doc);
+    pre = ob_array_push(pre, m);
+  }
+  ob_value *args = ob_object();
+  ob_object_iter it;
+  ob_object_iter_init(&it, params);
+  while (ob_object_iter_next(&it, &k, &v))
+    if (ob_string_ptr(k)[0] != '_')
+      args = ob_object_setv(args, k, ob_ref(v));
+  ob_unref(params);
+  ob_value *inputs = ob_array();
+  if (ob_object_len(args))
+    inputs = ob_array_push(inputs, ob_ref(args));
+  ob_unref(args);
+  ob_run_options opt = {.concurrency = r->opt.concurrency,
+                        .depth = r->opt.depth + 1,
+                        .max_depth = max_depth,
+                        .pre_context = pre,
+                        .approve_tty = r->opt.approve_tty,
+                        .max_slice_ms = r->opt.max_slice_ms,
+                        .on_done = delegate_done,
+                        .ud = c};
+  c->sub = ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
+  ob_unref(pre);
+  ob_unref(inputs);
+  if (!c->sub) {
+    ob_crun_fail(c, "runtime", err.msg);
+    return;
+  }
+  c->sub->parent = c;
+  ob_run_start(c->sub);
+}

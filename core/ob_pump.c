@@ -1,0 +1,146 @@
+/* ob_pump.c -- the pump: the one place calls start, and what a start decides.
+ *
+ * The pump takes calls from the run's queue in order, up to --concurrency
+ * running, and never nests: a call that settles while the pump runs only
+ * queues its followers, which this same loop then starts. Starting a call
+ * decides, against the log as it is now: skipped (something upstream failed,
+ * or a reference's writer did not write it: a branch not taken), failed (a
+ * reference nothing writes, params that break the tool's schema), or run
+ * (after the approver, when there is one; as a delegated plan, or the tool).
+ *
+ * It also asks the memory system ahead of time for what the next starts will
+ * read (prefetch: hints only). Costs: O(1) per call besides its params. */
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_mem.h"
+#include "ob_sched.h"
+
+/* What starting a call reads lies in a dozen small blocks of the plan, cold
+ * in a big plan (each call is read once). The scheduler often knows which
+ * call starts next (the queue holds it, or it waits only for the call now
+ * running), so it asks for those blocks ahead, in stages, each reading only
+ * what an earlier one brought in: 1 the call's structs, 2 the blocks they
+ * point to, 3 what those point to. Hints only: nothing waits for them. */
+static void prefetch_call(const ob_run *r, size_t i, int stage) {
+  const ob_call *call = &r->plan->calls[i];
+  if (stage == 1) {
+    __builtin_prefetch(&r->calls[i]);
+    __builtin_prefetch((const char *)&r->calls[i] + 64);
+    __builtin_prefetch(call);
+    __builtin_prefetch((const char *)call + 64);
+    __builtin_prefetch((const char *)call + 128);
+    __builtin_prefetch((const char *)call + 192);
+  } else if (stage == 2) {
+    ob_prefetch(call->raw);
+    __builtin_prefetch(call->refs);
+    __builtin_prefetch(call->output.block);
+    __builtin_prefetch(call->output_text);
+    __builtin_prefetch(call->id);
+    __builtin_prefetch(call->deps);
+    __builtin_prefetch(call->users);
+  } else if (stage == 3) {
+    ob_prefetch_members(call->raw);
+    if (call->nrefs) {
+      __builtin_prefetch(call->refs[0].expr.block);
+      __builtin_prefetch((const char *)call->refs[0].expr.block + 64);
+    }
+    if (call->has_output)
+      ob_prefetch(call->output_text[0]);
+  }
+}
+
+/* The followers of a call that wait for nothing else (of its first two: a
+ * chain's next call) at one stage;
+ * at 3 also the path the follower's result will take into a wide object's
+ * index (measured: a tenth of the cycles of a chain writing 100,000 keys;
+ * none for queued calls, whose start comes later anyway). */
+void ob_run_prefetch_users(const ob_run *r, const ob_call *call, int stage) {
+  for (size_t u = 0; u < call->nusers && u < 2; u++) {
+    if (r->calls[call->users[u]].pending != 1)
+      continue; /* it waits for more than this call: it does not start next */
+    prefetch_call(r, call->users[u], stage);
+    const ob_call *user = &r->plan->calls[call->users[u]];
+    if (stage == 3 && user->has_output) {
+      const ob_reference *x = &user->output.alts[0].refs[0];
+      ob_log_prefetch_write(r->log, x->kind, user->instance, &x->path, 2);
+    }
+  }
+}
+
+/* The calls queued behind position q: three ahead at stage 1, two at 2, one at 3. */
+static void prefetch_queued(const ob_run *r, size_t q) {
+  for (int stage = 1; stage <= 3; stage++)
+    if (q + 4 - stage < r->qtail)
+      prefetch_call(r, r->queue[q + 4 - stage], stage);
+}
+
+static void start(ob_crun *c) {
+  ob_run *r = c->run;
+  ob_call *call = c->call;
+  ob_run_prefetch_users(r, call, 1);
+  for (size_t d = 0; d < call->ndeps; d++) {
+    ob_crun *dep = &r->calls[call->deps[d]];
+    if (dep->state == OB_CALL_FAILED || (dep->state == OB_CALL_SKIPPED && dep->upstream_failed)) {
+      c->upstream_failed = 1;
+      char why[256];
+      snprintf(why, sizeof why, "upstream failed: call %s (%s)", dep->call->id,
+               dep->call->tool_name);
+      ob_crun_settle(c, OB_CALL_SKIPPED, why);
+      return;
+    }
+  }
+  ob_resolver rs = {r, call, 0, 0, 0, {0}};
+  ob_buf_init(&rs.why);
+  /* Direct: a Lua tool that nothing but the tool itself looks at the params
+   * of (no schema, no approver, no delegation) gets them pushed straight
+   * from the call as written and its references' values: no params object. */
+  int direct = c->tool && !c->tool->fn && !c->tool->schema && !call->delegate && !c->raw &&
+               r->e->approver_ref == LUA_NOREF && !r->opt.approve_tty;
+  ob_value *vals_inline[8], **vals = NULL, *params = NULL;
+  if (direct) {
+    vals = call->nrefs <= 8 ? vals_inline : ob_xmalloc(call->nrefs * sizeof *vals);
+    for (size_t k = 0; k < call->nrefs; k++)
+      vals[k] = ob_params_eval_ref(&rs, &call->refs[k]);
+  } else {
+    params = ob_params_resolve(&rs);
+  }
+  if (rs.skip || rs.missing || (params && ob_params_invalid(c->tool, params, &rs.why))) {
+    if (rs.skip)
+      ob_crun_settle(c, OB_CALL_SKIPPED, rs.why.data);
+    else
+      ob_crun_fail(c, "structural", rs.why.data);
+  } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) &&
+             !ob_crun_approve(c, &params)) {
+    params = NULL; /* refused, or the approver broke: approve released it and settled the call */
+  } else if (call->delegate) {
+    ob_crun_delegate(c, params);
+    params = NULL; /* start_delegate took it */
+  } else {
+    ob_call_args args = {c, params, vals, direct ? call->nrefs : 0};
+    ob_crun_run_tool(c, &args);
+  }
+  ob_buf_free(&rs.why);
+  ob_unref(params);
+  for (size_t k = 0; vals && k < call->nrefs; k++)
+    ob_unref(vals[k]);
+  if (vals != vals_inline)
+    free(vals);
+}
+
+void ob_run_pump(ob_run *r) {
+  if (r->pumping)
+    return;
+  r->pumping = 1;
+  size_t started = 0;
+  while (r->qhead < r->qtail && !r->cancelled &&
+         (r->opt.concurrency == 0 || r->running < r->opt.concurrency)) {
+    if (++started % OB_GC_BURST_CALLS == 0)
+      ob_gc_burst_check(r->e);
+    prefetch_queued(r, r->qhead);
+    start(&r->calls[r->queue[r->qhead++]]);
+  }
+  r->pumping = 0;
+}

@@ -1,0 +1,193 @@
+/* ob_sched.h -- the scheduler's inside: a run and its calls as the files of the
+ * scheduler share them. Not for hosts (they have ob_run.h and obelus.h).
+ *
+ * The scheduler is one concern per file, each with its design on top:
+ *   ob_run.c       a run's life: made, started, cancelled, freed; its output
+ *   ob_settle.c    settling a call (done, failed, skipped) and queueing its followers
+ *   ob_pump.c      the pump: the one place calls start; what a start decides
+ *   ob_params.c    resolving a call's params against the log
+ *   ob_co.c        a call's coroutine: made or reused, resumed, dropped
+ *   ob_ctx.c       ctx, the second argument of a tool's run
+ *   ob_write.c     writing a call's result to the log
+ *   ob_approve.c   approval: a human or a rule before a call starts
+ *   ob_delegate.c  delegation: a call that runs a plan
+ *   ob_ctool.c     tools written in C: their handles
+ *   ob_sleep.c     obelus.sleep: the engine's queue and heap of sleepers
+ *   ob_gc.c        Lua's collector while thousands of calls wait
+ *   ob_runtime.c   where the engine meets the scheduler: the `obelus` module's primitives
+ * Each depends on this header and the ones below it (engine, log, plan), never
+ * on one another's files: what they call of each other is declared here. */
+#ifndef OB_SCHED_H
+#define OB_SCHED_H
+
+#include <lua.h>
+#include <stdint.h>
+
+#include "ob_engine.h"
+#include "ob_log.h"
+#include "ob_run.h"
+
+/* A call of a run as the scheduler holds it. A C tool's handle
+ * (ob_call_handle) is one of these. */
+typedef struct ob_crun {
+  ob_run *run;
+  ob_call *call;
+  ob_call_state state;
+  int upstream_failed; /* skipped because something upstream failed */
+  int detached;        /* fire-and-forget: not awaited */
+  size_t pending;      /* dependencies not settled yet */
+  lua_State *co;       /* while running */
+  int co_slot;         /* its slot in the engine's anchor table (or LUA_NOREF) */
+  int asleep;          /* in the engine's sleep heap (obelus.sleep) */
+  uint64_t slice_start; /* when the slice hook first fired in this resume */
+  uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
+  ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
+  ob_plan *subplan;
+  ob_value *subvalue;
+  ob_value *sublog;    /* its messages, attached to this call's output or error */
+  const ob_tool *tool; /* what runs: the call's tool, or the approver's replacement's */
+  ob_value *raw;       /* the approver's replacement call, or NULL (the call as written) */
+} ob_crun;
+
+/* The call as it runs: the approver's replacement, or the call as written. */
+static inline const ob_value *ob_crun_raw(const ob_crun *c) {
+  return c->raw ? c->raw : c->call->raw;
+}
+
+struct ob_run {
+  ob_engine *e;
+  ob_plan *plan;
+  ob_log *log;
+  ob_run_options opt;
+  ob_crun *calls;
+  size_t nawaited, settled_awaited, running, detached_running;
+  size_t *queue, qhead, qtail; /* each call is queued at most once */
+  int pumping, finished, failed, cancelled;
+  size_t journaled;
+  uint64_t t0;
+  ob_map schemas;   /* schema value (by address) -> compiled */
+  ob_crun *parent;  /* the call that delegated to this run, or NULL */
+  ob_run *next, **prevp;
+  uint64_t serial;  /* the engine's count of runs when this one was made */
+};
+
+/* --- ob_run.c ---------------------------------------------------------------- */
+
+/* Tells whoever listens (opt.on_event). */
+void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason);
+/* Appends a message to the run's log, and to its journal. */
+long ob_run_append(ob_run *r, ob_value *msg, ob_error *err);
+/* Writes the messages appended since the last time to the journal. */
+void ob_run_sync_journal(ob_run *r);
+/* The run's limit on a tool running without yielding, in ms. */
+unsigned ob_run_slice_limit(const ob_run *r);
+
+/* --- ob_settle.c ------------------------------------------------------------- */
+
+void ob_crun_enqueue(ob_run *r, ob_crun *c);
+/* The call is done, failed or skipped: its followers may start. */
+void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason);
+/* Appends the call's error message and settles it as failed. */
+void ob_crun_fail(ob_crun *c, const char *phase, const char *msg);
+
+/* --- ob_pump.c --------------------------------------------------------------- */
+
+/* Starts queued calls (up to the concurrency); never nests. */
+void ob_run_pump(ob_run *r);
+/* Asks ahead for what starting the call's followers reads (stage 1 to 3). */
+void ob_run_prefetch_users(const ob_run *r, const ob_call *call, int stage);
+
+/* --- ob_params.c ------------------------------------------------------------- */
+
+typedef struct ob_resolver {
+  ob_run *run;
+  const ob_call *call; /* whose refs are resolved: the call, or an approver's replacement */
+  size_t next;         /* the next of call->refs, in walk order (as ob_plan found them) */
+  int skip;            /* an absent part has a writer: a branch not taken */
+  int missing;         /* an absent part nobody writes: a structural error */
+  ob_buf why;
+} ob_resolver;
+
+/* A copy of v with every reference expression replaced by what `eval` makes
+ * of it and every "††" literal unescaped; the rest is shared, not copied. */
+typedef ob_value *(*ob_eval_fn)(void *ud, const ob_value *expr_text);
+ob_value *ob_params_substitute(const ob_value *v, ob_eval_fn eval, void *ud);
+/* A reference's value now (an absent one: null, and noted as a skip or a structural error). */
+ob_value *ob_params_eval_ref(ob_resolver *rs, const ob_param_ref *ref);
+/* The call with its references resolved; meta-properties kept as written. */
+ob_value *ob_params_resolve(ob_resolver *rs);
+/* The schema view of resolved params fails? Describes the first failures. */
+int ob_params_invalid(const ob_tool *t, const ob_value *params, ob_buf *why);
+
+/* --- ob_co.c ----------------------------------------------------------------- */
+
+/* What a call's coroutine starts from: the params as an object (params),
+ * or the call as written with its references' values (vals, direct). */
+typedef struct ob_call_args {
+  ob_crun *c;
+  const ob_value *params;
+  ob_value *const *vals;
+  size_t nvals;
+} ob_call_args;
+
+/* Runs the call's tool: a C tool's function, or a coroutine for a Lua one. */
+void ob_crun_run_tool(ob_crun *c, const ob_call_args *args);
+/* Resumes the call's coroutine (from: the state that resumes it). */
+void ob_crun_resume(ob_crun *c, lua_State *from, int nargs);
+/* Gives the call's coroutine back (to the pool, or to the collector). */
+void ob_crun_drop_coroutine(ob_crun *c);
+/* The running call whose own coroutine co is, or NULL. */
+ob_crun *ob_crun_of(lua_State *co);
+/* The token every wait of a call yields with (a tool yielding by itself is an error). */
+extern const char ob_run_yield_token;
+/* The body of a call's coroutine, a C closure with upvalues: the three
+ * tables of ob_lua_push_tables, then ctx's metatable (ob_ctx_push_meta). */
+int ob_co_body(lua_State *co);
+/* The hook that stops a tool running too long without yielding: set by the
+ * engine's watch when it is overdue, or (without a watch) a count hook on
+ * every coroutine that checks the clock every million instructions. */
+void ob_co_slice_hook(lua_State *L, lua_Debug *ar);
+int ob_co_lua_wake(lua_State *L);    /* wake(co): resume a call's coroutine */
+int ob_co_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
+
+/* --- ob_ctx.c ---------------------------------------------------------------- */
+
+/* Pushes the metatable of the ctx a tool's run gets. */
+void ob_ctx_push_meta(lua_State *L);
+/* Pushes the call's ctx onto co; meta is the index of ctx's metatable there. */
+void ob_ctx_push(lua_State *co, const ob_crun *c, int meta);
+
+/* --- ob_write.c -------------------------------------------------------------- */
+
+/* The tool returned nres values (on top of its coroutine): write them, settle. */
+void ob_crun_complete(ob_crun *c, int nres);
+/* Writes value (borrowed) to each path of alternative `alt` and settles the call. */
+void ob_crun_write_alt(ob_crun *c, size_t alt, ob_value *value);
+/* The tool failed: routed to the last || alternative, or the call's runtime error. */
+void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback);
+
+/* --- ob_approve.c, ob_delegate.c ------------------------------------------- */
+
+/* Asks whoever approves; settles the call itself (and releases *params) when
+ * it may not run. 1: go on with *params (perhaps a replacement's). */
+int ob_crun_approve(ob_crun *c, ob_value **params);
+/* Starts the delegated plan of the call (takes params). */
+void ob_crun_delegate(ob_crun *c, ob_value *params);
+
+/* --- ob_sleep.c -------------------------------------------------------------- */
+
+int ob_sleep_lua(lua_State *L); /* sleep(ms): yield until the engine's sleep timer says */
+/* Takes the calls of run r out of the engine's sleepers (cancelled or freed). */
+void ob_sleep_forget(ob_run *r);
+
+/* --- ob_gc.c ----------------------------------------------------------------- */
+
+#define OB_GC_BURST_CALLS 64 /* a burst is looked for every this many calls started */
+/* A call's coroutine came alive. */
+void ob_gc_call_up(ob_engine *e);
+/* The pump started OB_GC_BURST_CALLS more calls: a burst? */
+void ob_gc_burst_check(ob_engine *e);
+/* A run was freed with no call left alive in the engine. */
+void ob_gc_calls_gone(ob_engine *e);
+
+#endif

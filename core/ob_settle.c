@@ -1,0 +1,80 @@
+/* ob_settle.c -- settling a call: done, failed or skipped, and what follows.
+ *
+ * A call settles once. Settling gives back its coroutine, tells the listener,
+ * counts it against the run's awaited calls (the run is finished when all
+ * have settled), and lowers the pending count of each call that reads it:
+ * those that reach zero are queued, and the pump starts them. A call that
+ * settles while the pump runs only queues (the pump never nests), so a chain
+ * of calls that finish at once runs in constant C stack. A failure is also a
+ * message (kind error) in the log, written before the call settles.
+ *
+ * Costs: O(users) per call settled; one error message per failure. */
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_sched.h"
+
+void ob_crun_enqueue(ob_run *r, ob_crun *c) {
+  c->state = OB_CALL_READY;
+  r->queue[r->qtail++] = (size_t)(c - r->calls);
+  ob_run_emit(r, OB_EV_READY, c->call, NULL);
+}
+
+void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
+  ob_run *r = c->run;
+  if (c->state == OB_CALL_RUNNING) {
+    r->running--;
+    if (c->detached)
+      r->detached_running--;
+  }
+  c->state = st;
+  ob_crun_drop_coroutine(c);
+  ob_run_emit(r, st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
+       c->call, reason);
+  if (!c->detached)
+    r->settled_awaited++;
+  for (size_t u = 0; u < c->call->nusers; u++) {
+    ob_crun *user = &r->calls[c->call->users[u]];
+    if (--user->pending == 0 && !r->cancelled)
+      ob_crun_enqueue(r, user);
+  }
+  if (!r->finished && r->settled_awaited == r->nawaited) {
+    r->finished = 1;
+    ob_run_emit(r, OB_EV_RUN_DONE, NULL, NULL);
+    if (r->opt.on_done)
+      r->opt.on_done(r, r->opt.ud);
+  }
+  ob_run_pump(r);
+}
+
+/* Appends the error message of a call and settles it as failed. */
+void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
+  ob_run *r = c->run;
+  ob_value *data = ob_object();
+  data = ob_object_set(data, "call", 4, ob_ref((ob_value *)ob_crun_raw(c)));
+  data = ob_object_set(data, "id", 2, ob_cstring(c->call->id));
+  data = ob_object_set(data, "error", 5, ob_cstring(msg));
+  data = ob_object_set(data, "phase", 5, ob_cstring(phase));
+  if (c->detached)
+    data = ob_object_set(data, "detached", 8, ob_true());
+  ob_value *m = ob_object();
+  m = ob_object_set(m, "type", 4, ob_cstring("data"));
+  m = ob_object_set(m, "kind", 4, ob_cstring("error"));
+  if (c->call->instance)
+    m = ob_object_set(m, "_instance", 9, ob_cstring(c->call->instance));
+  m = ob_object_set(m, "data", 4, data);
+  if (c->sublog)
+    m = ob_object_set(m, "_log", 4, ob_ref(c->sublog));
+  ob_error err;
+  if (ob_run_append(r, m, &err) < 0)
+    fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);
+  ob_unref(m);
+  if (!r->opt.depth) /* a delegated plan's failures reach stderr through its caller's */
+    fprintf(stderr, "obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
+            c->detached ? " [fire-and-forget]" : "", phase, msg);
+  if (!c->detached)
+    r->failed = 1;
+  ob_crun_settle(c, OB_CALL_FAILED, msg);
+}
