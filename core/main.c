@@ -22,7 +22,7 @@ static const char main_help[] =
     "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
     "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
-    "  resume                                      not built yet (see the README's roadmap)\n"
+    "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
     "\n"
     "`obelus COMMAND --help` tells more about each.\n";
 
@@ -39,9 +39,9 @@ static const command commands[] = {
     {"resolve", ob_cmd_resolve},
     {"schema", ob_cmd_schema},
     {"log", ob_cmd_log},
+    {"resume", ob_cmd_resume},
 };
 
-static const char *const planned[] = {"resume"};
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -55,11 +55,6 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name))
       return commands[i].run(argc - 1, argv + 1);
-  for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
-    if (!strcmp(argv[1], planned[i])) {
-      fprintf(stderr, "obelus: `%s` is not built yet; this build has: run, check, loop, graph, resolve, schema, log\n", argv[1]);
-      return OB_EXIT_USAGE;
-    }
   fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);
   return OB_EXIT_USAGE;
 }

@@ -16,6 +16,7 @@ int ob_cmd_check(int argc, char **argv);
 int ob_cmd_loop(int argc, char **argv);
 int ob_cmd_graph(int argc, char **argv);
 int ob_cmd_log(int argc, char **argv);
+int ob_cmd_resume(int argc, char **argv);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...)

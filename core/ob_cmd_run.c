@@ -14,12 +14,13 @@
 #include "ob_cli.h"
 #include "ob_lua.h"
 #include "ob_engine.h"
+#include "ob_resume.h"
 #include "ob_run.h"
 
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
     "                  [--events FILE|-] [--concurrency N] [--drain-timeout MS] [--latent FILE]\n"
-    "                  [--max-depth N] [--approver FILE] [--approve]\n"
+    "                  [--max-depth N] [--approver FILE] [--approve] [--call-timeout MS]\n"
     "\n"
     "Validates PLAN (a file, or - for standard input) against the tools, then\n"
     "runs every call as soon as its inputs exist, concurrently, and prints the\n"
@@ -33,6 +34,7 @@ static const char run_help[] =
     "  --events FILE|-     scheduler events as JSON Lines (- for stderr)\n"
     "  --concurrency N     at most N calls running at once (default: unlimited)\n"
     "  --drain-timeout MS  how long to wait for fire-and-forget calls (default 5000)\n"
+    "  --call-timeout MS   a _timeout for every call that has none (per attempt)\n"
     "  --latent FILE       a Lua file that sets the latent handler (obelus.set_latent)\n"
     "  --max-depth N       how deep plans may delegate to plans (_delegate; default 16)\n"
     "  --approver FILE     a Lua file that sets an approver (obelus.set_approver)\n"
@@ -61,9 +63,9 @@ typedef struct options {
   const char *tools[64], *latent[16];
   int ntools, nlatent;
   ob_value *inputs; /* array */
-  size_t concurrency, drain_ms;
+  size_t concurrency, drain_ms, call_timeout_ms;
   int max_depth;
-  int approve;
+  int approve, force;
   progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
 } options;
 
@@ -273,6 +275,8 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
       if (o->ntools == 64)
         return ob_cli_usage_error(o->cmd, "too many --tools");
       o->tools[o->ntools++] = argv[++i];
+    } else if (!strcmp(a, "--force") && !strcmp(o->cmd, "resume")) {
+      o->force = 1;
     } else if (!strcmp(a, "--approve")) {
       o->approve = 1;
     } else if ((!strcmp(a, "--latent") || !strcmp(a, "--approver")) && val) {
@@ -296,6 +300,10 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
       if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
         return ob_cli_usage_error(o->cmd, "--max-depth needs a number from 1 to 10000");
       o->max_depth = (int)d;
+    } else if (!strcmp(a, "--call-timeout") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->call_timeout_ms) || !o->call_timeout_ms ||
+          o->call_timeout_ms > 2147483647u)
+        return ob_cli_usage_error(o->cmd, "--call-timeout needs milliseconds, 1 or more");
     } else if (!strcmp(a, "--drain-timeout") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
         return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
@@ -566,6 +574,7 @@ static ob_run_options run_options(const options *o, runner *rn, FILE *journal, o
   ob_run_options ro = {.concurrency = o->concurrency,
                        .max_depth = o->max_depth,
                        .approve_tty = o->approve,
+                       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
                        .journal = journal,
                        .log = log,
                        .on_event = on_event,
@@ -602,10 +611,136 @@ int ob_cmd_run(int argc, char **argv) {
       print_json(out);
       ob_unref(out);
       rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
+      ob_run_journal_end(r, rc);
     }
   }
   runner_close(&rn, journal);
   cleanup(&o, e, p, pv);
+  return rc;
+}
+
+/* --- resume ---------------------------------------------------------------------- */
+
+static const char resume_help[] =
+    "usage: obelus resume JOURNAL [--tools PATH]... [--force] [--latent FILE] [run options]\n"
+    "\n"
+    "Takes up the run whose journal (run --journal) is JOURNAL: rebuilds its log,\n"
+    "runs only the calls that did not complete (a call that had started and not\n"
+    "completed runs again: at least once), appends to the same journal, and\n"
+    "prints the output and exits as the uninterrupted run would have. Without\n"
+    "--tools, the tool files the run had are loaded again. A plan or tool file\n"
+    "that changed since the run is refused (exit 2) unless --force. A run that\n"
+    "ended prints its output again and runs nothing.\n"
+    "\n"
+    "example:\n"
+    "  obelus run plan.json --tools tools/ --journal run.jsonl   # killed midway\n"
+    "  obelus resume run.jsonl\n";
+
+int ob_cmd_resume(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o, resume_help);
+  if (rc) {
+    ob_unref(o.inputs);
+    return rc < 0 ? OB_EXIT_OK : rc;
+  }
+  if (o.journal || ob_array_len(o.inputs)) {
+    ob_unref(o.inputs);
+    return ob_cli_usage_error("resume", "--journal and --input are the run's: resume appends to "
+                                        "its journal and reads its inputs from it");
+  }
+  ob_error err;
+  ob_resume *rs = ob_resume_load(o.plan, &err);
+  if (!rs) {
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    ob_unref(o.inputs);
+    return OB_EXIT_USAGE;
+  }
+  const char *journal_path = o.plan;
+  o.plan = ob_resume_plan_file(rs);
+  o.pg = progress_install(&o);
+  ob_engine *e = ob_engine_new(NULL, &err);
+  ob_plan *p = NULL;
+  ob_value *pv = NULL;
+  FILE *journal = NULL;
+  rc = OB_EXIT_USAGE;
+  if (!e) {
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    goto done;
+  }
+  const ob_value *then = ob_resume_tool_files(rs);
+  for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
+    ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);
+    if (f && ob_typeof(f) == OB_STRING && ob_engine_load_tools(e, ob_string_ptr(f), &err) != OB_OK) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  }
+  for (int i = 0; i < o.ntools; i++)
+    if (ob_engine_load_tools(e, o.tools[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  for (int i = 0; i < o.nlatent; i++)
+    if (ob_engine_load_script(e, o.latent[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  pv = ob_ref((ob_value *)ob_resume_plan(rs));
+  p = ob_plan_from_value(pv, o.plan);
+  ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
+  for (size_t i = 0; i < p->nerrors; i++)
+    fprintf(stderr, "%s\n", p->errors[i]);
+  if (p->nerrors) {
+    fprintf(stderr, "obelus resume: %zu problem%s, nothing ran\n", p->nerrors,
+            p->nerrors == 1 ? "" : "s");
+    goto done;
+  }
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes = ob_resume_changes(rs, e, &why);
+  if (changes && !o.force) {
+    fprintf(stderr, "obelus resume: %s: %s; nothing ran (--force resumes anyway)\n",
+            journal_path, why.data);
+    ob_buf_free(&why);
+    goto done;
+  }
+  if (changes)
+    fprintf(stderr, "obelus resume: --force: %s\n", why.data);
+  ob_buf_free(&why);
+  int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
+  if (!ended) {
+    if (ob_resume_cut(rs, &err) != OB_OK || !(journal = fopen(journal_path, "a"))) {
+      fprintf(stderr, "obelus resume: %s\n", journal ? err.msg : "cannot append to the journal");
+      goto done;
+    }
+  }
+  runner rn;
+  if ((rc = runner_open(&rn, &o, e, &(FILE *){NULL})) == OB_EXIT_OK) {
+    ob_run_options ro = run_options(&o, &rn, journal, NULL);
+    ob_run *r = ob_resume_run(e, p, rs, &ro, &err);
+    if (!r) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      rc = OB_EXIT_USAGE;
+    } else if (!(rc = runner_drive(&rn, r, p->ncalls))) {
+      ob_value *out = ob_run_output(r);
+      print_json(out);
+      ob_unref(out);
+      rc = ended ? ended_status : ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
+      if (!ended)
+        ob_run_journal_end(r, rc);
+    }
+  }
+  runner_close(&rn, journal);
+  journal = NULL;
+done:
+  if (journal)
+    fclose(journal);
+  ob_engine_free(e);
+  ob_plan_free(p);
+  ob_unref(pv);
+  ob_unref(o.inputs);
+  progress_remove(o.pg);
+  ob_resume_free(rs);
   return rc;
 }
 

@@ -124,7 +124,7 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
     int ours = nres >= 1 && lua_touserdata(co, -nres) == &ob_run_yield_token;
     lua_pop(co, nres);
     if (!ours)
-      ob_crun_tool_error(c, "the tool yielded its coroutine itself: wait with obelus.sleep, "
+      ob_crun_attempt_failed(c, "the tool yielded its coroutine itself: wait with obelus.sleep, "
                     "obelus.await or obelus.uv callbacks wrapped in obelus.await", NULL);
     return;
   }
@@ -150,7 +150,7 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   }
   lua_State *L = c->run->e->L;
   luaL_traceback(L, co, msg.data, 0);
-  ob_crun_tool_error(c, msg.data, lua_tostring(L, -1));
+  ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));
   lua_pop(L, 1);
   ob_buf_free(&msg);
 }
@@ -194,11 +194,17 @@ int ob_co_body(lua_State *co) {
 void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
   ob_run *r = c->run;
   lua_State *L = r->e->L;
-  c->state = OB_CALL_RUNNING;
-  r->running++;
-  if (c->detached)
-    r->detached_running++;
-  ob_run_emit(r, OB_EV_STARTED, c->call, NULL);
+  if (c->state != OB_CALL_RUNNING) { /* the first attempt */
+    c->state = OB_CALL_RUNNING;
+    r->running++;
+    if (c->detached)
+      r->detached_running++;
+    ob_run_emit(r, OB_EV_STARTED, c->call, NULL);
+  }
+  c->serial = ++r->e->attempt_serial;
+  ob_record_start(c);
+  ob_record_flush(r); /* what it reads, and that it started, are in the file first */
+  ob_timeout_arm(c);  /* before the tool runs: it may finish at once */
   if (c->tool->fn) { /* a tool written in C: it completes through its handle */
     c->tool->fn((ob_call_handle *)c, args->params, c->tool->fn_data);
     return;
@@ -239,4 +245,14 @@ int ob_co_lua_wake(lua_State *L) {
   if (c && lua_status(co) == LUA_YIELD)
     ob_crun_resume(c, L, 0);
   return 0;
+}
+
+int ob_co_lua_attempt(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  ob_crun *c = co ? ob_crun_of(co) : NULL;
+  if (c)
+    lua_pushinteger(L, (lua_Integer)c->serial);
+  else
+    lua_pushnil(L);
+  return 1;
 }

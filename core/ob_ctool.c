@@ -12,10 +12,10 @@
 
 void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, const char *error) {
   ob_crun *c = (ob_crun *)h;
-  if (c->state != OB_CALL_RUNNING || c->run->cancelled)
-    return; /* spent, or the run was cancelled */
+  if (c->state != OB_CALL_RUNNING || c->run->cancelled || c->retry_wait)
+    return; /* spent, the run was cancelled, or the attempt timed out */
   if (error) {
-    ob_crun_tool_error(c, error, NULL);
+    ob_crun_attempt_failed(c, error, NULL);
     return;
   }
   if (!c->call->has_output) {
@@ -43,3 +43,5 @@ ob_run *ob_call_handle_run(const ob_call_handle *h) {
     r = r->parent->run;
   return r;
 }
+
+uint32_t ob_call_handle_attempt(const ob_call_handle *h) { return ((const ob_crun *)h)->attempt; }

@@ -36,6 +36,10 @@ static int ctx_field(lua_State *L, const call_ctx *x, const char *k) {
     return 1;
   }
   const ob_crun *c = ctx_call(x);
+  if (!strcmp(k, "attempt")) {
+    lua_pushinteger(L, c ? (lua_Integer)c->attempt : 1);
+    return 1;
+  }
   const char *v = NULL;
   if (!strcmp(k, "id"))
     v = c ? c->call->id : NULL;
@@ -89,10 +93,10 @@ static int ctx_next(lua_State *L) {
 /* pairs(ctx): a table of everything ctx shows, walked like next. */
 static int ctx_pairs(lua_State *L) {
   const call_ctx *x = lua_touserdata(L, 1);
-  static const char *const keys[] = {"id", "tool", "index", "instance"};
+  static const char *const keys[] = {"id", "tool", "index", "instance", "attempt"};
   lua_pushcfunction(L, ctx_next);
   lua_newtable(L);
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     ctx_field(L, x, keys[k]);
     lua_setfield(L, -2, keys[k]);
   }

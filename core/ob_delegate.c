@@ -42,7 +42,7 @@ static void delegate_done(ob_run *sub, void *ud) {
       }
       break;
     }
-    ob_crun_tool_error(c, why.data, NULL);
+    ob_crun_attempt_failed(c, why.data, NULL);
     ob_buf_free(&why);
     return;
   }
@@ -59,9 +59,23 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   ob_run *r = c->run;
   ob_call *call = c->call;
   int max_depth = r->opt.max_depth > 0 ? r->opt.max_depth : 16;
-  c->state = OB_CALL_RUNNING;
-  r->running++;
-  ob_run_emit(r, OB_EV_STARTED, call, NULL);
+  if (c->state != OB_CALL_RUNNING) { /* the first attempt */
+    c->state = OB_CALL_RUNNING;
+    r->running++;
+    ob_run_emit(r, OB_EV_STARTED, call, NULL);
+  }
+  c->serial = ++r->e->attempt_serial;
+  if (c->sub) { /* an earlier attempt's run and plan */
+    ob_run_free(c->sub);
+    ob_plan_free(c->subplan);
+    ob_unref(c->subvalue);
+    ob_unref(c->sublog);
+    c->subplan = NULL;
+    c->subvalue = c->sublog = NULL;
+  }
+  ob_record_start(c);
+  ob_record_flush(r);
+  ob_timeout_arm(c);
   if (r->opt.depth + 1 > max_depth) {
     ob_unref(params);
     char why[160];
@@ -105,15 +119,27 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   if (ob_object_len(args))
     inputs = ob_array_push(inputs, ob_ref(args));
   ob_unref(args);
+  /* its lines in the journal: "#1", "#1/#0" nested, "step 2/#1" in a loop's step */
+  ob_buf scope;
+  ob_buf_init(&scope);
+  if (r->scope)
+    ob_buf_addf(&scope, "%s/", r->scope);
+  else if (r->opt.journal_step)
+    ob_buf_addf(&scope, "step %d/", r->opt.journal_step);
+  ob_buf_addf(&scope, "%s", call->id);
   ob_run_options opt = {.concurrency = r->opt.concurrency,
                         .depth = r->opt.depth + 1,
                         .max_depth = max_depth,
                         .pre_context = pre,
                         .approve_tty = r->opt.approve_tty,
                         .max_slice_ms = r->opt.max_slice_ms,
+                        .call_timeout_ms = r->opt.call_timeout_ms,
+                        .journal = r->opt.journal,
+                        .journal_scope = scope.data,
                         .on_done = delegate_done,
                         .ud = c};
   c->sub = ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
+  ob_buf_free(&scope);
   ob_unref(pre);
   ob_unref(inputs);
   if (!c->sub) {

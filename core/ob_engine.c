@@ -52,7 +52,7 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   if (!e)
     abort();
   ob_map_init(&e->tools);
-  e->latent_ref = e->approver_ref = e->runtime_ref = LUA_NOREF;
+  e->latent_ref = e->approver_ref = e->runtime_ref = e->prim_ref = LUA_NOREF;
   if (!loop) {
     loop = malloc(sizeof *loop);
     if (!loop || uv_loop_init(loop) != 0) {
@@ -136,6 +136,57 @@ void ob_engine_free(ob_engine *e) {
 }
 
 int ob_engine_has_latent(const ob_engine *e) { return e->latent_ref != LUA_NOREF; }
+
+/* FNV-1a, 64 bits: a change detector for tool files, not a defence against
+ * someone forging one. */
+static uint64_t fnv1a(const char *p, size_t n) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static int by_string(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+ob_value *ob_engine_tool_files(const ob_engine *e) {
+  size_t n = 0, i = 0;
+  const char **files = ob_xmalloc((e->tools.n + 1) * sizeof *files);
+  ob_map_entry *me;
+  while (ob_map_next((ob_map *)&e->tools, &i, &me)) {
+    const ob_tool *t = me->val;
+    if (t->fn)
+      continue; /* a C tool: the host's, no file */
+    size_t k = 0;
+    while (k < n && strcmp(files[k], t->file))
+      k++;
+    if (k == n)
+      files[n++] = t->file;
+  }
+  qsort(files, n, sizeof *files, by_string);
+  ob_value *list = ob_array();
+  for (size_t k = 0; k < n; k++) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_error err;
+    char *abs = realpath(files[k], NULL); /* the same file from another folder is the same */
+    ob_value *o = ob_object_set(ob_object(), "file", 4, ob_cstring(abs ? abs : files[k]));
+    free(abs);
+    if (ob_read_file(files[k], &b, &err) == OB_OK) {
+      char hex[17];
+      snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(b.data, b.len));
+      o = ob_object_set(o, "size", 4, ob_int((int64_t)b.len));
+      o = ob_object_set(o, "hash", 4, ob_cstring(hex));
+    }
+    ob_buf_free(&b);
+    list = ob_array_push(list, o);
+  }
+  free(files);
+  return list;
+}
 
 /* --- tools -------------------------------------------------------------------- */
 

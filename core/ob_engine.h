@@ -17,7 +17,8 @@ typedef struct ob_run ob_run;
 
 typedef struct ob_sleeper {
   uint64_t due, seq; /* loop time (ms) it wakes at; order of falling asleep */
-  void *call;        /* the call asleep (ob_run.c's) */
+  void *call;        /* the call asleep (ob_sched.h's) */
+  uint64_t serial;   /* the call's attempt that sleeps (a later attempt is not woken) */
 } ob_sleeper;
 
 typedef struct ob_engine {
@@ -32,6 +33,8 @@ typedef struct ob_engine {
   int branch_mt_ref, message_mt_ref;
   ob_run *runs;      /* runs not yet freed (a list through ob_run.next) */
   uint64_t run_serial; /* runs made so far (ob_run.c tells runs apart by it) */
+  uint64_t attempt_serial; /* attempts of calls started so far (ob_co.c) */
+  int prim_ref;      /* registry: the primitives table the runtime module was built from */
   int *pool;         /* anchor slots of finished coroutines, ready for the next call */
   /* call coroutines are kept from the collector in one table, by slot (ob_run.c):
    * cheaper than a registry reference each (no length to find, no free list in Lua) */
@@ -88,6 +91,10 @@ int ob_engine_add_tool(ob_engine *e, const char *name, const ob_value *schema, o
 int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err);
 
 int ob_engine_has_latent(const ob_engine *e);
+
+/* The tool files loaded, each {"file", "size", "hash"} (hash: FNV-1a 64 of
+ * the content, in hex), in name order: what resume compares. New reference. */
+ob_value *ob_engine_tool_files(const ob_engine *e);
 
 /* lua_pcall with a traceback; on error leaves the message on the stack. */
 int ob_engine_pcall(lua_State *L, int nargs, int nres);

@@ -1,5 +1,11 @@
 /* ob_journal.c -- reading a log back from a file: a JSON array of messages or
- * JSON Lines. Writing the journal as a run goes arrives with the scheduler. */
+ * JSON Lines (a journal: ob_record.c writes it).
+ *
+ * A journal's lines are messages and records; a record is an object with a
+ * "journal" member, and readers of the log skip it: `--at N` counts messages
+ * only. A last line without its newline that does not parse is torn (the
+ * process died while writing it): reported on stderr and ignored. Any other line that is not
+ * JSON is an error naming the line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +37,10 @@ static int load_array(ob_log *log, const char *path, const ob_buf *b, ob_error *
   return rc;
 }
 
+int ob_journal_is_record(const ob_value *v) {
+  return ob_typeof(v) == OB_OBJECT && ob_object_get(v, "journal", 7) != NULL;
+}
+
 static int load_lines(ob_log *log, const char *path, const ob_buf *b, ob_error *err) {
   const char *p = b->data, *end = b->data + b->len;
   for (size_t line = 1; p < end; line++) {
@@ -42,11 +52,16 @@ static int load_lines(ob_log *log, const char *path, const ob_buf *b, ob_error *
     if (q < stop) {
       ob_error e;
       ob_value *msg = ob_json_parse(p, (size_t)(stop - p), &e);
+      if (!msg && !nl) {
+        fprintf(stderr, "obelus: %s:%zu: the last line is torn (the process died while "
+                        "writing it); ignored\n", path, line);
+        break;
+      }
       if (!msg) { /* each line is its own document: its "line 1, " says nothing */
         const char *why = strncmp(e.msg, "line 1, ", 8) ? e.msg : e.msg + 8;
         return ob_error_set(err, OB_EJSON, line, "%s:%zu: %s", path, line, why);
       }
-      int rc = append_one(log, msg, path, 1, line, err);
+      int rc = ob_journal_is_record(msg) ? OB_OK : append_one(log, msg, path, 1, line, err);
       ob_unref(msg);
       if (rc != OB_OK)
         return rc;

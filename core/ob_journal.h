@@ -7,9 +7,13 @@
 
 /* Appends every message of the file at path to log, in order. The format is
  * told by the first non-blank character: '[' a JSON array, anything else
- * JSON Lines (blank lines are skipped). On error returns a negative code
+ * JSON Lines (blank lines and records are skipped; a torn last line is
+ * reported on stderr and skipped). On error returns a negative code
  * with err naming the file, the line (JSON Lines) or message index (array),
  * and the reason; the messages before the bad one stay appended. */
 int ob_journal_load(ob_log *log, const char *path, ob_error *err);
+
+/* 1 when v is a journal record ({"journal": ...}), not a message. */
+int ob_journal_is_record(const ob_value *v);
 
 #endif

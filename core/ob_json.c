@@ -91,7 +91,7 @@ ob_value *ob_json_parse_file(const char *path, ob_error *err) {
 
 /* --- printing ---------------------------------------------------------- */
 
-static void write_string(ob_buf *b, const char *s, size_t len) {
+void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
   static const char hex[] = "0123456789abcdef";
   ob_buf_addc(b, '"');
   size_t run = 0; /* bytes copied as they are, flushed in one go */
@@ -156,7 +156,7 @@ static void write_value(ob_buf *b, const ob_value *v, int flags, int level) {
   case OB_FALSE: ob_buf_add(b, "false", 5); break;
   case OB_INT: ob_buf_addf(b, "%" PRId64, ob_int_value(v)); break;
   case OB_REAL: write_real(b, ob_real_value(v)); break;
-  case OB_STRING: write_string(b, ob_string_ptr(v), ob_string_len(v)); break;
+  case OB_STRING: ob_json_write_string(b, ob_string_ptr(v), ob_string_len(v)); break;
   case OB_ARRAY: {
     size_t n = ob_array_len(v);
     ob_buf_addc(b, '[');
@@ -184,7 +184,7 @@ static void write_value(ob_buf *b, const ob_value *v, int flags, int level) {
       first = 0;
       if (pretty)
         indent(b, level + 1);
-      write_string(b, ob_string_ptr(k), ob_string_len(k));
+      ob_json_write_string(b, ob_string_ptr(k), ob_string_len(k));
       ob_buf_add(b, pretty ? ": " : ":", pretty ? 2 : 1);
       write_value(b, x, flags, level + 1);
     }

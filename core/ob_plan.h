@@ -4,6 +4,7 @@
 #define OB_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ob_doc.h"
 #include "ob_lua.h"
@@ -41,6 +42,13 @@ typedef struct ob_param_ref {
                           of the plan writes a path this call can see overlapping it */
 } ob_param_ref;
 
+/* _retry: attempts in all (0 or 1: no retry), and the wait between them. */
+typedef struct ob_retry {
+  uint32_t attempts, delay_ms, max_delay_ms;
+  double backoff;
+  int jitter;
+} ob_retry;
+
 typedef struct ob_call {
   /* what starting and settling a call read come first: the scheduler touches
    * a big plan's calls once each, so the fewer cache lines the better */
@@ -62,6 +70,8 @@ typedef struct ob_call {
   size_t nscopes;      /* _scopes: the kinds the delegated plan sees */
   char **scopes;
   size_t nliterals;    /* params strings beginning with †† (the first † is dropped at run time) */
+  uint32_t timeout_ms; /* _timeout: per attempt (0: none) */
+  ob_retry retry;      /* _retry */
 } ob_call;
 
 typedef struct ob_plan {

@@ -97,8 +97,9 @@ static void start(ob_crun *c) {
   /* Direct: a Lua tool that nothing but the tool itself looks at the params
    * of (no schema, no approver, no delegation) gets them pushed straight
    * from the call as written and its references' values: no params object. */
+  int retries = call->retry.attempts > 1; /* later attempts take the params kept */
   int direct = c->tool && !c->tool->fn && !c->tool->schema && !call->delegate && !c->raw &&
-               r->e->approver_ref == LUA_NOREF && !r->opt.approve_tty;
+               r->e->approver_ref == LUA_NOREF && !r->opt.approve_tty && !retries;
   ob_value *vals_inline[8], **vals = NULL, *params = NULL;
   if (direct) {
     vals = call->nrefs <= 8 ? vals_inline : ob_xmalloc(call->nrefs * sizeof *vals);
@@ -115,12 +116,17 @@ static void start(ob_crun *c) {
   } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) &&
              !ob_crun_approve(c, &params)) {
     params = NULL; /* refused, or the approver broke: approve released it and settled the call */
-  } else if (call->delegate) {
-    ob_crun_delegate(c, params);
-    params = NULL; /* start_delegate took it */
   } else {
-    ob_call_args args = {c, params, vals, direct ? call->nrefs : 0};
-    ob_crun_run_tool(c, &args);
+    c->attempt++; /* 1, or one past the attempts a resumed journal recorded */
+    if (retries)
+      c->params = ob_ref(params);
+    if (call->delegate) {
+      ob_crun_delegate(c, params);
+      params = NULL; /* ob_crun_delegate took it */
+    } else {
+      ob_call_args args = {c, params, vals, direct ? call->nrefs : 0};
+      ob_crun_run_tool(c, &args);
+    }
   }
   ob_buf_free(&rs.why);
   ob_unref(params);
@@ -128,6 +134,15 @@ static void start(ob_crun *c) {
     ob_unref(vals[k]);
   if (vals != vals_inline)
     free(vals);
+}
+
+void ob_crun_launch(ob_crun *c) {
+  if (c->call->delegate) {
+    ob_crun_delegate(c, ob_ref(c->params));
+    return;
+  }
+  ob_call_args args = {c, c->params, NULL, 0};
+  ob_crun_run_tool(c, &args);
 }
 
 void ob_run_pump(ob_run *r) {

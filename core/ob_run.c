@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_mem.h"
 #include "ob_sched.h"
 #include "ob_watch.h"
 
@@ -58,14 +59,9 @@ void ob_run_sync_journal(ob_run *r) {
   }
   for (; r->journaled < ob_log_len(r->log); r->journaled++) {
     ob_value *m = ob_log_message(r->log, r->journaled);
-    size_t len;
-    char *text = ob_json_print(m, OB_JSON_COMPACT, &len);
-    fwrite(text, 1, len, r->opt.journal);
-    fputc('\n', r->opt.journal);
-    free(text);
+    ob_record_message(r, m);
     ob_unref(m);
   }
-  fflush(r->opt.journal);
 }
 
 long ob_run_append(ob_run *r, ob_value *msg, ob_error *err) {
@@ -106,8 +102,7 @@ size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *
   return plan->nerrors - before;
 }
 
-ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
-                   const ob_value *inputs, const ob_run_options *opt, ob_error *err) {
+ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   ob_run *r = calloc(1, sizeof *r);
   if (!r)
     abort();
@@ -120,6 +115,8 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
   }
   r->journaled = ob_log_len(r->log); /* a shared log's older messages are journaled already */
   r->opt = *opt;
+  r->scope = opt->journal_scope ? ob_xstrdup(opt->journal_scope) : NULL;
+  ob_buf_init(&r->jline);
   ob_map_init(&r->schemas);
   r->calls = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->calls);
   r->queue = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->queue);
@@ -132,6 +129,23 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
   r->prevp = &e->runs;
   e->runs = r;
 
+  for (size_t i = 0; i < plan->ncalls; i++) {
+    ob_crun *c = &r->calls[i];
+    c->run = r;
+    c->call = &plan->calls[i];
+    c->pending = c->call->ndeps;
+    c->co_slot = LUA_NOREF;
+    c->tool = c->call->tool;
+    c->detached = !c->call->has_output && c->tool && !c->tool->latent;
+    if (!c->detached)
+      r->nawaited++;
+  }
+  return r;
+}
+
+ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
+                   const ob_value *inputs, const ob_run_options *opt, ob_error *err) {
+  ob_run *r = ob_run_alloc(e, plan, opt);
   ob_value *pm = ob_object();
   pm = ob_object_set(pm, "type", 4, ob_cstring("plan"));
   pm = ob_object_set(pm, "file", 4, ob_cstring(plan->file));
@@ -156,32 +170,31 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
     ob_run_free(r);
     return NULL;
   }
-  for (size_t i = 0; i < plan->ncalls; i++) {
-    ob_crun *c = &r->calls[i];
-    c->run = r;
-    c->call = &plan->calls[i];
-    c->pending = c->call->ndeps;
-    c->co_slot = LUA_NOREF;
-    c->tool = c->call->tool;
-    c->detached = !c->call->has_output && c->tool && !c->tool->latent;
-    if (!c->detached)
-      r->nawaited++;
-  }
+  ob_record_run(r);
   return r;
 }
 
+static void journal_prepare(uv_prepare_t *p) { ob_record_flush(p->data); }
+static void free_prepare(uv_handle_t *h) { free(h); }
+
 void ob_run_start(ob_run *r) {
   r->t0 = uv_hrtime();
+  if (r->opt.journal && !r->scope && (r->jprep = malloc(sizeof *r->jprep))) {
+    uv_prepare_init(r->e->loop, r->jprep); /* the loop is about to wait: the file has it all */
+    r->jprep->data = r;
+    uv_prepare_start(r->jprep, journal_prepare);
+    uv_unref((uv_handle_t *)r->jprep);
+  }
   if (r->e->watch)
     ob_watch_arm(r->e->watch, ob_run_slice_limit(r));
-  if (r->nawaited == 0 && !r->finished) {
+  if (r->settled_awaited == r->nawaited && !r->finished) { /* nothing to await (or resumed) */
     r->finished = 1;
     ob_run_emit(r, OB_EV_RUN_DONE, NULL, NULL);
     if (r->opt.on_done)
       r->opt.on_done(r, r->opt.ud);
   }
   for (size_t i = 0; i < r->plan->ncalls; i++)
-    if (r->calls[i].pending == 0)
+    if (r->calls[i].pending == 0 && r->calls[i].state == OB_CALL_WAITING)
       ob_crun_enqueue(r, &r->calls[i]);
   ob_run_pump(r);
 }
@@ -191,6 +204,10 @@ void ob_run_cancel(ob_run *r) {
   ob_sleep_forget(r);
   for (size_t i = 0; i < r->plan->ncalls; i++) {
     ob_crun *c = &r->calls[i];
+    ob_timeout_disarm(c);
+    c->retry_wait = 0;
+    if (c->state == OB_CALL_RUNNING)
+      ob_crun_abandon(c); /* its luv handles closed, its delegated run cancelled */
     ob_crun_drop_coroutine(c);
     if (c->sub)
       ob_run_cancel(c->sub);
@@ -208,9 +225,15 @@ void ob_run_free(ob_run *r) {
     ob_unref(c->subvalue);
     ob_unref(c->sublog);
     ob_unref(c->raw);
+    ob_unref(c->params);
   }
   if (r->parent)
     r->parent->sub = NULL;
+  ob_record_flush(r);
+  if (r->jprep)
+    uv_close((uv_handle_t *)r->jprep, free_prepare);
+  free(r->scope);
+  ob_buf_free(&r->jline);
   *r->prevp = r->next;
   if (r->next)
     r->next->prevp = r->prevp;

@@ -54,6 +54,9 @@ typedef struct ob_run_options {
   int time_travel;         /* keep every version of the documents (reads as of position N);
                               off, writes change unshared documents in place */
   FILE *journal;           /* JSON Lines, the log as it grows; NULL: none */
+  uint32_t call_timeout_ms; /* a _timeout for every call without one (0: none) */
+  const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
+  int journal_step;        /* obelus loop: the step whose run this is (0: none) */
   void (*on_event)(void *ud, const ob_event *ev);
   void (*on_done)(ob_run *run, void *ud); /* every awaited call settled */
   void *ud;
@@ -94,6 +97,10 @@ size_t ob_run_detached_pending(const ob_run *r);
 size_t ob_run_running(const ob_run *r);
 ob_call_state ob_run_call_state(const ob_run *r, size_t i);
 
+/* Writes the journal's last record: the run ended with this exit status
+ * (resume then runs nothing and prints the output again). */
+void ob_run_journal_end(ob_run *r, int exit_status);
+
 /* Fails every call still waiting on something that can no longer happen
  * (the loop ran out of work while they waited). Returns how many. */
 size_t ob_run_fail_stalled(ob_run *r);
@@ -114,6 +121,10 @@ void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, cons
 /* The call's id and tool name, for the tool's own messages. */
 const char *ob_call_handle_id(const ob_call_handle *h);
 const char *ob_call_handle_tool(const ob_call_handle *h);
+/* The attempt of the call the tool runs now (1, then 2... under _retry): a
+ * handle of an attempt that timed out must not be completed once the next
+ * attempt has started (compare this number). */
+uint32_t ob_call_handle_attempt(const ob_call_handle *h);
 /* The run the host started that the call belongs to: its own run, or, for a
  * call of a delegated plan, the outermost run that delegated to it (which
  * frees the delegated runs with it). */

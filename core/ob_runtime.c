@@ -49,6 +49,8 @@ static int open_runtime(lua_State *L) {
   lua_setfield(L, -2, "sleep");
   lua_pushcfunction(L, ob_co_lua_is_call);
   lua_setfield(L, -2, "is_call");
+  lua_pushcfunction(L, ob_co_lua_attempt);
+  lua_setfield(L, -2, "attempt");
   lua_pushlightuserdata(L, e);
   lua_pushboolean(L, 0);
   lua_pushcclosure(L, prim_set_handler, 2);
@@ -75,6 +77,8 @@ static int open_runtime(lua_State *L) {
   lua_pushvalue(L, -1);
   e->message_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_setfield(L, -2, "message_mt");
+  lua_pushvalue(L, -1);
+  e->prim_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* its abandon (ob_timeout.c) */
   lua_call(L, 1, 1); /* the module */
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_pushvalue(L, -2);

@@ -12,6 +12,8 @@
  *   ob_approve.c   approval: a human or a rule before a call starts
  *   ob_delegate.c  delegation: a call that runs a plan
  *   ob_ctool.c     tools written in C: their handles
+ *   ob_timeout.c   _timeout: an attempt that runs too long is abandoned
+ *   ob_retry.c     _retry: another attempt after a runtime error or a timeout
  *   ob_sleep.c     obelus.sleep: the engine's queue and heap of sleepers
  *   ob_gc.c        Lua's collector while thousands of calls wait
  *   ob_runtime.c   where the engine meets the scheduler: the `obelus` module's primitives
@@ -47,6 +49,12 @@ typedef struct ob_crun {
   ob_value *sublog;    /* its messages, attached to this call's output or error */
   const ob_tool *tool; /* what runs: the call's tool, or the approver's replacement's */
   ob_value *raw;       /* the approver's replacement call, or NULL (the call as written) */
+  uint32_t attempt;    /* the attempt running or last run, from 1 (ctx.attempt) */
+  int retry_wait;      /* between two attempts: waiting for the next (ob_retry.c) */
+  uint64_t serial;     /* the engine's count of attempts when this one started: tells
+                          an attempt's sleeps and luv handles from a later one's */
+  uv_timer_t *timer;   /* the attempt's _timeout, or the wait before the next attempt */
+  ob_value *params;    /* the params resolved at the start, kept for later attempts */
 } ob_crun;
 
 /* The call as it runs: the approver's replacement, or the call as written. */
@@ -69,10 +77,16 @@ struct ob_run {
   ob_crun *parent;  /* the call that delegated to this run, or NULL */
   ob_run *next, **prevp;
   uint64_t serial;  /* the engine's count of runs when this one was made */
+  char *scope;      /* a delegated run's scope in the journal, or NULL (ob_record.c) */
+  ob_buf jline;     /* the journal line being built */
+  uv_prepare_t *jprep; /* flushes the journal when the loop is about to wait */
 };
 
 /* --- ob_run.c ---------------------------------------------------------------- */
 
+/* A run of plan with no message appended yet (ob_run_new appends the plan,
+ * context and inputs; resume rebuilds its log from a journal instead). */
+ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt);
 /* Tells whoever listens (opt.on_event). */
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason);
 /* Appends a message to the run's log, and to its journal. */
@@ -81,6 +95,16 @@ long ob_run_append(ob_run *r, ob_value *msg, ob_error *err);
 void ob_run_sync_journal(ob_run *r);
 /* The run's limit on a tool running without yielding, in ms. */
 unsigned ob_run_slice_limit(const ob_run *r);
+
+/* --- ob_record.c: the journal (write-ahead records) ------------------------- */
+
+void ob_record_message(ob_run *r, const ob_value *m);
+void ob_record_run(ob_run *r);
+void ob_record_start(ob_crun *c);
+void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms);
+void ob_record_settled(ob_crun *c);
+/* Hands what was written to the file (before a tool runs, the loop waits, the run ends). */
+void ob_record_flush(ob_run *r);
 
 /* --- ob_settle.c ------------------------------------------------------------- */
 
@@ -149,6 +173,7 @@ int ob_co_body(lua_State *co);
 void ob_co_slice_hook(lua_State *L, lua_Debug *ar);
 int ob_co_lua_wake(lua_State *L);    /* wake(co): resume a call's coroutine */
 int ob_co_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
+int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's attempt, or nil */
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 
@@ -165,6 +190,22 @@ void ob_crun_complete(ob_crun *c, int nres);
 void ob_crun_write_alt(ob_crun *c, size_t alt, ob_value *value);
 /* The tool failed: routed to the last || alternative, or the call's runtime error. */
 void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback);
+
+/* --- ob_timeout.c, ob_retry.c ------------------------------------------------ */
+
+/* The attempt starts running: its _timeout (or the run's default) starts too. */
+void ob_timeout_arm(ob_crun *c);
+/* Stops and lets go of the call's timer (the attempt ended). */
+void ob_timeout_disarm(ob_crun *c);
+/* Lets go of the running attempt: its coroutine (with its sleeps and the
+ * luv handles it made), its delegated run; a C tool's late completion of it
+ * is ignored. The call stays running: the caller settles or retries it. */
+void ob_crun_abandon(ob_crun *c);
+/* The attempt failed at run time (the tool's error, a timeout): another
+ * attempt when _retry allows, else the call's error (ob_crun_tool_error). */
+void ob_crun_attempt_failed(ob_crun *c, const char *msg, const char *traceback);
+/* The call's next attempt starts now, with the params of the first. */
+void ob_crun_launch(ob_crun *c);
 
 /* --- ob_approve.c, ob_delegate.c ------------------------------------------- */
 

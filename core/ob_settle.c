@@ -30,7 +30,10 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
       r->detached_running--;
   }
   c->state = st;
+  c->retry_wait = 0;
+  ob_timeout_disarm(c);
   ob_crun_drop_coroutine(c);
+  ob_record_settled(c);
   ob_run_emit(r, st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
        c->call, reason);
   if (!c->detached)
@@ -42,6 +45,7 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
   }
   if (!r->finished && r->settled_awaited == r->nawaited) {
     r->finished = 1;
+    ob_record_flush(r);
     ob_run_emit(r, OB_EV_RUN_DONE, NULL, NULL);
     if (r->opt.on_done)
       r->opt.on_done(r, r->opt.ud);

@@ -82,11 +82,14 @@ static void sleep_fire(uv_timer_t *t) {
   uint64_t now = uv_now(e->loop), limit = e->sleep_seq;
   ob_sleeper *s;
   while ((s = sleep_first(e)) && s->due <= now && s->seq < limit) {
+    uint64_t serial = s->serial;
     ob_crun *c = sleep_pop(e, s);
     if (e->queue_head + 2 < e->queue_tail) { /* the next ones' coroutines, ahead of time */
       __builtin_prefetch(e->queue[e->queue_head + 2].call);
       __builtin_prefetch(((const ob_crun *)e->queue[e->queue_head + 1].call)->co);
     }
+    if (!c->asleep || c->serial != serial)
+      continue; /* its attempt was abandoned (_timeout) */
     c->asleep = 0;
     ob_crun_resume(c, e->L, 0);
   }
@@ -151,7 +154,7 @@ int ob_sleep_lua(lua_State *L) {
     e->sleep_timer->data = e;
   }
   uv_update_time(e->loop); /* the loop's clock is as old as this iteration */
-  ob_sleeper s = {uv_now(e->loop) + (uint64_t)ms, e->sleep_seq, c};
+  ob_sleeper s = {uv_now(e->loop) + (uint64_t)ms, e->sleep_seq, c, c->serial};
   if (e->queue_head == e->queue_tail)
     e->queue_head = e->queue_tail = 0; /* empty: start again from the front */
   if (e->queue_head == e->queue_tail || s.due >= e->queue[e->queue_tail - 1].due) {

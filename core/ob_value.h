@@ -182,5 +182,7 @@ void ob_buf_free(ob_buf *b);
 int ob_read_file(const char *path, ob_buf *b, ob_error *err);
 /* Appends v as JSON to b. */
 void ob_json_write(ob_buf *b, const ob_value *v, int flags);
+/* Appends s (len bytes) to b as a JSON string, quotes included. */
+void ob_json_write_string(ob_buf *b, const char *s, size_t len);
 
 #endif

@@ -15,7 +15,50 @@ local wake = prim.wake
 
 obelus.null = prim.null
 obelus.array_mt = prim.array_mt
-obelus.uv = prim.uv
+-- obelus.uv is luv, bound to the engine's loop, except that the handles a
+-- call makes from its own coroutine are kept by attempt: when the attempt is
+-- abandoned (its _timeout passed, its run was cancelled) the engine closes
+-- them, so that no callback of it runs later. Nothing is kept for handles
+-- made elsewhere (in a callback, or through require "luv").
+local luv = prim.uv
+local owned = setmetatable({}, { __mode = "k" }) -- coroutine -> { serial =, handles... }
+local function keep(handle)
+  local co = coroutine.running()
+  local serial = prim.attempt(co)
+  if not serial or type(handle) ~= "userdata" then return end
+  local list = owned[co]
+  if not list or list.serial ~= serial then
+    list = { serial = serial }
+    owned[co] = list
+  end
+  list[#list + 1] = handle
+end
+obelus.uv = setmetatable({}, {
+  __index = function(t, k)
+    local f = luv[k]
+    if type(f) == "function" and (k:sub(1, 4) == "new_" or k == "spawn") then
+      local made = f
+      f = function(...)
+        local r = table.pack(made(...))
+        keep(r[1])
+        return table.unpack(r, 1, r.n)
+      end
+    end
+    rawset(t, k, f)
+    return f
+  end,
+})
+
+--- Closes the handles attempt `serial` of coroutine co made (the engine calls it).
+function prim.abandon(co, serial)
+  local list = owned[co]
+  if not list or list.serial ~= serial then return end
+  owned[co] = nil
+  for i = 1, #list do
+    local h = list[i]
+    if not h:is_closing() then h:close() end
+  end
+end
 obelus.sleep = prim.sleep
 obelus.encode = prim.encode
 obelus.decode = prim.decode

@@ -24,7 +24,10 @@ end
 -- Reads a JSON Lines file into a list of decoded values.
 local function lines(path)
   local out = {}
-  for line in cli.slurp(path):gmatch("[^\n]+") do out[#out + 1] = decode(line) end
+  for line in cli.slurp(path):gmatch("[^\n]+") do
+    local m = decode(line)
+    if not m.journal then out[#out + 1] = m end -- the journal's records are not messages
+  end
   return out
 end
 

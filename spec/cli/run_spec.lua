@@ -22,7 +22,10 @@ end
 
 local function journal_of(path)
   local lines = {}
-  for line in io.lines(path) do lines[#lines + 1] = cjson.decode(line) end
+  for line in io.lines(path) do
+    local m = cjson.decode(line)
+    if not m.journal then lines[#lines + 1] = m end -- the journal's records are not messages
+  end
   return lines
 end
 

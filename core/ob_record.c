@@ -1,0 +1,139 @@
+/* ob_record.c -- the journal as a run writes it: its log and its progress, JSON Lines.
+ *
+ * A journal (--journal FILE, SPEC 8) is the run's log, one message a line,
+ * first the plan message, and between the messages the RECORDS that let
+ * `obelus resume` take the run up again: JSON objects with a "journal" member,
+ * which the readers of logs skip (ob_journal.h), so `log`, `resolve --at N`
+ * and `graph --journal` count messages only.
+ *
+ *   {"journal":"run","tools":[{"file":F,"hash":H,"size":N}...]}   after the
+ *        plan, context and input messages: the run has begun; the identity
+ *        of the tool files it runs with (resume refuses changed ones)
+ *   {"journal":"start","id":I,"attempt":N}     the call's tool starts
+ *   {"journal":"retry","id":I,"attempt":N,"error":E,"delay_ms":D}
+ *                                              attempt N failed; another comes
+ *   {"journal":"settled","id":I,"state":"done"|"failed"|"skipped"}
+ *        the call settled: its output or error messages are the lines just
+ *        before (a fire-and-forget call or a thought: none)
+ *
+ * A delegated plan's run writes into the same journal: its records carry
+ * "scope" (the delegating call's id, "#1/#0" when nested) and its messages,
+ * which are its own log's and not the caller's, are wrapped:
+ * {"journal":"msg","scope":S,"msg":M}. The runs of `obelus loop`'s steps share
+ * the loop's log: their messages are plain and their records carry "step".
+ *
+ * Write-ahead: lines go to the stdio buffer as they happen and to the file
+ * (one write) before any tool runs (ob_record_flush from ob_co.c and
+ * ob_delegate.c), when the loop is about to wait (a prepare handle), and when
+ * the run ends; so a call's completion is in the file before any call that
+ * reads it starts, and a tool's start before the tool does anything. A
+ * process killed mid-write leaves at most a torn last line, which readers
+ * report and ignore.
+ *
+ * Costs: two short records a call (start, settled) besides its messages,
+ * built in a buffer without allocation per call; one write(2) per call that
+ * starts, at most. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_sched.h"
+
+/* {"journal":"<what>" and the run's scope or step. */
+static void line_begin(ob_buf *b, const ob_run *r, const char *what) {
+  b->len = 0;
+  ob_buf_addf(b, "{\"journal\":\"%s\"", what);
+  if (r->scope) {
+    ob_buf_add(b, ",\"scope\":", 9);
+    ob_json_write_string(b, r->scope, strlen(r->scope));
+  }
+  if (r->opt.journal_step)
+    ob_buf_addf(b, ",\"step\":%d", r->opt.journal_step);
+}
+
+static void add_string(ob_buf *b, const char *key, const char *s) {
+  ob_buf_addf(b, ",\"%s\":", key);
+  ob_json_write_string(b, s, strlen(s));
+}
+
+static void line_end(ob_run *r, ob_buf *b) {
+  ob_buf_add(b, "}\n", 2);
+  fwrite(b->data, 1, b->len, r->opt.journal);
+}
+
+void ob_record_message(ob_run *r, const ob_value *m) {
+  ob_buf *b = &r->jline;
+  if (r->scope) {
+    line_begin(b, r, "msg");
+    ob_buf_add(b, ",\"msg\":", 7);
+    ob_json_write(b, m, OB_JSON_COMPACT);
+    line_end(r, b);
+    return;
+  }
+  b->len = 0;
+  ob_json_write(b, m, OB_JSON_COMPACT);
+  ob_buf_addc(b, '\n');
+  fwrite(b->data, 1, b->len, r->opt.journal);
+}
+
+void ob_record_run(ob_run *r) {
+  if (!r->opt.journal)
+    return;
+  ob_buf *b = &r->jline;
+  line_begin(b, r, "run");
+  if (!r->scope && !r->opt.journal_step) {
+    ob_value *tools = ob_engine_tool_files(r->e);
+    ob_buf_add(b, ",\"tools\":", 9);
+    ob_json_write(b, tools, OB_JSON_COMPACT);
+    ob_unref(tools);
+  }
+  line_end(r, b);
+  ob_record_flush(r);
+}
+
+void ob_record_start(ob_crun *c) {
+  ob_run *r = c->run;
+  if (!r->opt.journal)
+    return;
+  ob_buf *b = &r->jline;
+  line_begin(b, r, "start");
+  add_string(b, "id", c->call->id);
+  ob_buf_addf(b, ",\"attempt\":%u", (unsigned)c->attempt);
+  line_end(r, b);
+}
+
+void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms) {
+  ob_run *r = c->run;
+  if (!r->opt.journal)
+    return;
+  ob_buf *b = &r->jline;
+  line_begin(b, r, "retry");
+  add_string(b, "id", c->call->id);
+  ob_buf_addf(b, ",\"attempt\":%u", (unsigned)c->attempt);
+  add_string(b, "error", error);
+  ob_buf_addf(b, ",\"delay_ms\":%llu", (unsigned long long)delay_ms);
+  line_end(r, b);
+}
+
+void ob_record_settled(ob_crun *c) {
+  ob_run *r = c->run;
+  if (!r->opt.journal)
+    return;
+  ob_buf *b = &r->jline;
+  line_begin(b, r, "settled");
+  add_string(b, "id", c->call->id);
+  add_string(b, "state", ob_call_state_name(c->state));
+  line_end(r, b);
+}
+
+void ob_record_flush(ob_run *r) {
+  if (r->opt.journal)
+    fflush(r->opt.journal);
+}
+
+void ob_run_journal_end(ob_run *r, int exit_status) {
+  if (!r->opt.journal)
+    return;
+  fprintf(r->opt.journal, "{\"journal\":\"end\",\"exit\":%d}\n", exit_status);
+  fflush(r->opt.journal);
+}

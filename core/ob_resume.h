@@ -1,0 +1,31 @@
+/* ob_resume.h -- taking a run up again from its journal (ob_resume.c). */
+#ifndef OB_RESUME_H
+#define OB_RESUME_H
+
+#include "ob_run.h"
+
+typedef struct ob_resume ob_resume;
+
+/* Reads the journal at path. NULL with err naming the file and line when it
+ * is not a journal, a line other than the last is not JSON, or the run never
+ * began. A torn last line is reported on stderr. */
+ob_resume *ob_resume_load(const char *path, ob_error *err);
+void ob_resume_free(ob_resume *rs);
+/* The plan as it ran (borrowed), and its file as the run named it. */
+const ob_value *ob_resume_plan(const ob_resume *rs);
+const char *ob_resume_plan_file(const ob_resume *rs);
+/* The tool files the run had (ob_engine_tool_files' form), or NULL. */
+const ob_value *ob_resume_tool_files(const ob_resume *rs);
+/* 1 when the run ran to its end ({"journal":"end"}); its exit status then. */
+int ob_resume_ended(const ob_resume *rs, int *exit_status);
+/* What changed since the run (the plan file, tool files: their contents or
+ * which are loaded), described in why; returns how many. */
+size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why);
+/* Cuts the journal back to its last record (what came after never settled). */
+int ob_resume_cut(const ob_resume *rs, ob_error *err);
+/* A run of plan (made from ob_resume_plan, validated) whose log and calls
+ * are as the journal left them; ob_run_start goes on from there. */
+ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const ob_run_options *opt,
+                      ob_error *err);
+
+#endif
