@@ -117,9 +117,12 @@ TEST(fire_and_forget_calls_outlive_the_completion) {
   j = fopen(jpath, "r");
   char line[1024];
   int lines = 0, plan_first = 0;
-  while (fgets(line, sizeof line, j))
+  while (fgets(line, sizeof line, j)) {
+    if (!strncmp(line, "{\"journal\":", 11))
+      continue; /* a record (run, start, settled), not a message */
     if (lines++ == 0)
       plan_first = !strncmp(line, "{\"type\":\"plan\"", 14);
+  }
   fclose(j);
   unlink(jpath);
   CHECK(plan_first);
