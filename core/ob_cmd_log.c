@@ -589,11 +589,13 @@ int ob_cmd_log(int argc, char **argv) {
 
   ob_log *log = ob_log_new();
   ob_error err;
-  if (ob_journal_load(log, file, &err) != OB_OK) {
+  ob_journal_info info;
+  if (ob_journal_load(log, file, &info, &err) != OB_OK) {
     fprintf(stderr, "obelus log: %s\n", err.msg);
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
+  ob_journal_report_torn(stderr, "obelus log", file, &info);
   int rc = OB_EXIT_OK;
   if (at != OB_LOG_NOW) {
     if (at > ob_log_len(log)) {
