@@ -6,7 +6,9 @@
  * ob_wal_add copies a line into a buffer owned by the wal: no system call, no lock.
  * ob_wal_flush hands everything buffered to the kernel in one write(2) (more only
  * after a short write): from then on the lines survive the process being killed,
- * even by SIGKILL, but not a power cut or a kernel crash. Surviving those takes an
+ * even by SIGKILL, but not a power cut or a kernel crash. Adding and flushing a
+ * 50-byte line costs 0.7 us (measured, a flush per line): flushing once per loop
+ * turn is cheap even when a turn writes one line. Surviving a power cut takes an
  * fsync, which costs a disk round trip (0.5 ms on average on an SSD-backed VM disk,
  * 18 ms at worst, measured; tens of ms on a spinning disk), so the loop thread never
  * makes one while a run goes: the wal's own thread (the syncer) does, and
@@ -23,7 +25,8 @@
  *                    commit: one fsync runs at a time; the lines flushed while it
  *                    runs are covered together by the next one. A run that writes
  *                    faster than the disk syncs costs one fsync per fsync time,
- *                    not one per line.
+ *                    not one per line (measured: 20,000 lines, ten a loop turn,
+ *                    each flushed and waited for, took 36 to 181 fsyncs).
  *
  * Why a thread of its own rather than libuv's pool (uv_fs_fdatasync): an fsync
  * queued in the pool shares its four threads with tools' file and DNS work, so a
@@ -45,7 +48,10 @@
  * the unwritten pages clean, so a later fsync that succeeds proves nothing.
  *
  * A file that is not a regular file (a pipe, /dev/stdout, a character device)
- * cannot be fsynced: there the mode is NEVER whatever was asked (ob_wal_mode). */
+ * cannot be fsynced: there the mode is NEVER whatever was asked (ob_wal_mode).
+ *
+ * Threads: every ob_wal_* function is for the thread that runs the loop (any one
+ * thread, when there is no loop); the syncer is the wal's own business. */
 #ifndef OB_WAL_H
 #define OB_WAL_H
 
