@@ -105,7 +105,7 @@ static int fail(ob_wal *w, int e, const char *what) {
 
 static const char sync_failed[] = "cannot sync the journal to disk";
 
-/* The syncer's error, if any, made the wal's (mu held by the caller or not needed). */
+/* Makes the syncer's error e (read under mu, or after the join) the wal's: loop thread. */
 static int adopt_sync_error(ob_wal *w, int e) { return e ? fail(w, e, sync_failed) : w->code; }
 
 /* --- the syncer -------------------------------------------------------------------- */
@@ -146,10 +146,13 @@ static void *syncer_main(void *arg) {
     w->taken = target;
     w->dir_fd = -1;
     pthread_mutex_unlock(&w->mu);
-    /* a new file's name must be on disk too, once, before its first line is */
+    /* a new file's name must be on disk too, once, before its first line is (where
+     * the file system can sync a folder at all: some say EINVAL) */
     int e = dir_fd >= 0 ? sync_fd(dir_fd, 0) : 0;
     if (dir_fd >= 0)
       close(dir_fd);
+    if (e == EINVAL || e == ENOTSUP)
+      e = 0;
     if (!e)
       e = sync_fd(w->fd, 1);
     pthread_mutex_lock(&w->mu);
@@ -202,15 +205,19 @@ static void on_note(uv_async_t *h) {
 
 /* Calls every waiter whose line is durable (all of them, with the error, once the
  * wal has failed). They are taken out first: a callback may register more, flush,
- * or close the wal (then the rest are not called). */
+ * or close the wal (then the rest are not called). O(waiters) a notification: the
+ * waiters are kept in the order they came, and usually all become ready together. */
 static void call_ready(ob_wal *w) {
   uint64_t durable = ob_wal_durable(w);
   int code = ob_wal_error(w) ? w->code : OB_OK;
   size_t nready = 0, keep = 0;
   for (size_t i = 0; i < w->nwaiters; i++)
     nready += code || w->waiters[i].seq <= durable;
-  if (!nready)
+  if (!nready) {
+    if (!w->nwaiters)
+      close_note(w);
     return;
+  }
   waiter *ready = ob_xmalloc(nready * sizeof *ready);
   nready = 0;
   for (size_t i = 0; i < w->nwaiters; i++) {
