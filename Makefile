@@ -20,6 +20,8 @@ REL_LTO ?= -flto=auto -ffat-lto-objects
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -Icore $(PKG_CFLAGS)
 ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
                -fno-sanitize-recover=undefined
+# ThreadSanitizer, for the C tests of code that runs threads (the journal writer's syncer).
+TSAN_FLAGS  := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 LDLIBS  := $(PKG_LIBS) -lm -ldl
 
 LUA     ?= lua5.4
@@ -28,7 +30,10 @@ BUSTED  := $(LUA) /usr/bin/busted
 CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
 REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o) build/rel/ob_runtime_lua.o
 ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/ob_runtime_lua.o
+TSAN_OBJ := $(CORE_SRC:core/%.c=build/tsan/%.o) build/tsan/ob_runtime_lua.o
 CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
+# the tests whose code under test starts threads: also built and run under TSan
+TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
 .PHONY: fuzz all deps test test-c test-lua bench demo clean
@@ -49,6 +54,8 @@ build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) -MMD -c $< -o $@
 build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+build/tsan/%.o: core/%.c $(wildcard core/*.h) | build/tsan
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
 
 # The Lua half of the `obelus` module tools require, compiled into the engine.
 build/gen/ob_runtime_lua.c: lua/obelus/runtime.lua
@@ -58,10 +65,14 @@ build/rel/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/rel
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
 build/asan/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/asan
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+build/tsan/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/tsan
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
 
 lib/libobelus.a: $(REL_OBJ) | lib
 	rm -f $@ && ar rcs $@ $^
 build/asan/libobelus.a: $(ASAN_OBJ)
+	rm -f $@ && ar rcs $@ $^
+build/tsan/libobelus.a: $(TSAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 bin/obelus: build/rel/main.o lib/libobelus.a | bin
@@ -85,22 +96,28 @@ lib/libobelus.so: lib/libobelus.so.$(SO_VERSION)
 	ln -sf libobelus.so.$(SO_VERSION) lib/libobelus.so.$(SO_MAJOR)
 	ln -sf libobelus.so.$(SO_MAJOR) $@
 
-build/rel build/asan build/test bin lib:
+build/rel build/asan build/tsan build/test bin lib:
 	@mkdir -p $@
 
 # --- tests ---
-build/test/rel/%: spec/c/%.c spec/c/test.h lib/libobelus.a
+build/test/rel/%: spec/c/%.c $(wildcard spec/c/*.h) lib/libobelus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -Ispec/c -o $@ $< lib/libobelus.a $(LDLIBS)
-build/test/asan/%: spec/c/%.c spec/c/test.h build/asan/libobelus.a
+build/test/asan/%: spec/c/%.c $(wildcard spec/c/*.h) build/asan/libobelus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -Ispec/c -o $@ $< build/asan/libobelus.a $(LDLIBS)
+build/test/tsan/%: spec/c/%.c $(wildcard spec/c/*.h) build/tsan/libobelus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -Ispec/c -o $@ $< build/tsan/libobelus.a $(LDLIBS)
 
-test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%)
+# Each run's last line counts in the summary; TSan fails a test on its first report.
+test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%) $(TSAN_CTESTS:%=build/test/tsan/%)
 	@mkdir -p build/results
 	@sh spec/run-c build/test/rel $(CTESTS) > build/results/c-rel.txt; cat build/results/c-rel.txt | tail -n 1
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  sh spec/run-c build/test/asan $(CTESTS) > build/results/c-asan.txt; tail -n 1 build/results/c-asan.txt
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+	  sh spec/run-c build/test/tsan $(TSAN_CTESTS) > build/results/c-tsan.txt; tail -n 1 build/results/c-tsan.txt
 
 test-lua: all build/asan/obelus
 	@mkdir -p build/results

@@ -313,11 +313,13 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
   ob_error err;
   ob_log *log = ob_log_new();
   ob_log_keep_history(log, 0); /* only read as it ends */
-  if (ob_journal_load(log, journal, &err) != OB_OK) {
+  ob_journal_info info;
+  if (ob_journal_load(log, journal, &info, &err) != OB_OK) {
     fprintf(stderr, "obelus graph: %s\n", err.msg);
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
+  ob_journal_report_torn(stderr, "obelus graph", journal, &info);
   ob_value *v = ob_json_parse_file(plan_file, &err);
   const char *other = v ? other_plan(log, v) : NULL;
   if (other)

@@ -42,6 +42,10 @@ static const char log_help[] =
     "           \"instances\": {instance: {kind: its view}}} (instances only when\n"
     "           the log has some)\n"
     "\n"
+    "Lines that are records for `resume` (objects with a \"journal\" member) are\n"
+    "not messages: skipped, and not counted by --at. A torn last line (the run\n"
+    "was killed while writing it) is ignored, with a warning naming it.\n"
+    "\n"
     "Exit 0; 2 when JOURNAL cannot be read or a line is malformed (its line is\n"
     "named), or on usage errors.\n"
     "\n"
@@ -589,11 +593,13 @@ int ob_cmd_log(int argc, char **argv) {
 
   ob_log *log = ob_log_new();
   ob_error err;
-  if (ob_journal_load(log, file, &err) != OB_OK) {
+  ob_journal_info info;
+  if (ob_journal_load(log, file, &info, &err) != OB_OK) {
     fprintf(stderr, "obelus log: %s\n", err.msg);
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
+  ob_journal_report_torn(stderr, "obelus log", file, &info);
   int rc = OB_EXIT_OK;
   if (at != OB_LOG_NOW) {
     if (at > ob_log_len(log)) {

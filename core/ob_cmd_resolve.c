@@ -71,10 +71,12 @@ int ob_cmd_resolve(int argc, char **argv) {
   }
   ob_log *log = ob_log_new();
   int status;
-  if (ob_journal_load(log, file, &err) != OB_OK) {
+  ob_journal_info info;
+  if (ob_journal_load(log, file, &info, &err) != OB_OK) {
     fprintf(stderr, "obelus resolve: %s\n", err.msg);
     status = OB_EXIT_USAGE;
   } else {
+    ob_journal_report_torn(stderr, "obelus resolve", file, &info);
     ob_value *v = ob_log_eval(log, &e, instance, at);
     status = v ? OB_EXIT_OK : OB_EXIT_FAIL;
     if (v) {

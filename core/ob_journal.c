@@ -1,11 +1,6 @@
-/* ob_journal.c -- reading a log back from a file: a JSON array of messages or
- * JSON Lines (a journal: ob_record.c writes it).
- *
- * A journal's lines are messages and records; a record is an object with a
- * "journal" member, and readers of the log skip it: `--at N` counts messages
- * only. A last line without its newline that does not parse is torn (the
- * process died while writing it): reported on stderr and ignored. Any other line that is not
- * JSON is an error naming the line. */
+/* ob_journal.c -- reading a log back from a file: a JSON array of messages, or a
+ * journal of messages and records whose last line may be torn (the rules are in
+ * ob_journal.h). Writing it is ob_wal's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +18,8 @@ static int append_one(ob_log *log, ob_value *msg, const char *path, int is_line,
   return OB_OK;
 }
 
-static int load_array(ob_log *log, const char *path, const ob_buf *b, ob_error *err) {
+static int load_array(ob_log *log, const char *path, const ob_buf *b, ob_journal_info *info,
+                      ob_error *err) {
   ob_error e;
   ob_value *all = ob_json_parse(b->data, b->len, &e);
   if (!all)
@@ -32,46 +28,96 @@ static int load_array(ob_log *log, const char *path, const ob_buf *b, ob_error *
   if (ob_typeof(all) != OB_ARRAY)
     rc = ob_error_set(err, OB_EINVAL, 0, "%s: expected a JSON array of messages", path);
   for (size_t i = 0; rc == OB_OK && i < ob_array_len(all); i++)
-    rc = append_one(log, ob_array_get(all, i), path, 0, i, err);
+    if ((rc = append_one(log, ob_array_get(all, i), path, 0, i, err)) == OB_OK && info)
+      info->messages++;
   ob_unref(all);
   return rc;
 }
 
-int ob_journal_is_record(const ob_value *v) {
-  return ob_typeof(v) == OB_OBJECT && ob_object_get(v, "journal", 7) != NULL;
+/* A record is an object with a string "journal" and no "type": every message a
+ * run writes has a "type", so a message written in SPEC 1's dataless shorthand
+ * ({"type":"state","journal":"..."}) stays a message. */
+static int is_record(const ob_value *v) {
+  if (ob_typeof(v) != OB_OBJECT || ob_object_get(v, "type", 4))
+    return 0;
+  const ob_value *j = ob_object_get(v, "journal", 7);
+  return j && ob_typeof(j) == OB_STRING;
 }
 
-static int load_lines(ob_log *log, const char *path, const ob_buf *b, ob_error *err) {
+static int is_blank(const char *p, const char *stop) {
+  while (p < stop && (*p == ' ' || *p == '\t' || *p == '\r'))
+    p++;
+  return p == stop;
+}
+
+static int read_lines(const char *path, const ob_buf *b, ob_journal_each each, void *ud,
+                      ob_journal_info *info, ob_error *err) {
   const char *p = b->data, *end = b->data + b->len;
+  if (b->len && end[-1] != '\n') { /* torn: known before any line is handed over */
+    const char *last = end;
+    while (last > p && last[-1] != '\n')
+      last--;
+    size_t line = 1;
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(last - q))); q++)
+      line++;
+    info->torn = 1;
+    info->torn_line = line;
+    info->torn_offset = (uint64_t)(last - p);
+    info->torn_bytes = (uint64_t)(end - last);
+    end = last;
+  }
   for (size_t line = 1; p < end; line++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *stop = nl ? nl : end;
-    const char *q = p;
-    while (q < stop && (*q == ' ' || *q == '\t' || *q == '\r'))
-      q++;
-    if (q < stop) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p)); /* always found: end follows a '\n' */
+    if (!is_blank(p, nl)) {
       ob_error e;
-      ob_value *msg = ob_json_parse(p, (size_t)(stop - p), &e);
-      if (!msg && !nl) {
-        fprintf(stderr, "obelus: %s:%zu: the last line is torn (the process died while "
-                        "writing it); ignored\n", path, line);
-        break;
-      }
-      if (!msg) { /* each line is its own document: its "line 1, " says nothing */
+      ob_value *v = ob_json_parse(p, (size_t)(nl - p), &e);
+      if (!v) { /* each line is its own document: its "line 1, " says nothing */
         const char *why = strncmp(e.msg, "line 1, ", 8) ? e.msg : e.msg + 8;
         return ob_error_set(err, OB_EJSON, line, "%s:%zu: %s", path, line, why);
       }
-      int rc = ob_journal_is_record(msg) ? OB_OK : append_one(log, msg, path, 1, line, err);
-      ob_unref(msg);
+      ob_journal_line l = {line, (uint64_t)(p - b->data), v, is_record(v)};
+      if (l.is_record)
+        info->records++;
+      else
+        info->messages++;
+      int rc = each(ud, &l, err);
+      ob_unref(v);
       if (rc != OB_OK)
         return rc;
     }
-    p = nl ? nl + 1 : end;
+    p = nl + 1;
   }
   return OB_OK;
 }
 
-int ob_journal_load(ob_log *log, const char *path, ob_error *err) {
+int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal_info *info,
+                    ob_error *err) {
+  ob_journal_info scratch;
+  info = info ? info : &scratch;
+  memset(info, 0, sizeof *info);
+  ob_buf b;
+  ob_buf_init(&b);
+  int rc = ob_read_file(path, &b, err);
+  if (rc == OB_OK)
+    rc = read_lines(path, &b, each, ud, info, err);
+  ob_buf_free(&b);
+  return rc;
+}
+
+typedef struct loading {
+  ob_log *log;
+  const char *path;
+} loading;
+
+static int load_message(void *ud, const ob_journal_line *l, ob_error *err) {
+  loading *ld = ud;
+  return l->is_record ? OB_OK : append_one(ld->log, l->value, ld->path, 1, l->line, err);
+}
+
+int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err) {
+  ob_journal_info scratch;
+  info = info ? info : &scratch;
+  memset(info, 0, sizeof *info);
   ob_buf b;
   ob_buf_init(&b);
   int rc = ob_read_file(path, &b, err);
@@ -79,9 +125,18 @@ int ob_journal_load(ob_log *log, const char *path, ob_error *err) {
     size_t i = 0;
     while (i < b.len && strchr(" \t\r\n", b.data[i]))
       i++;
-    rc = i < b.len && b.data[i] == '[' ? load_array(log, path, &b, err)
-                                       : load_lines(log, path, &b, err);
+    loading ld = {log, path};
+    rc = i < b.len && b.data[i] == '[' ? load_array(log, path, &b, info, err)
+                                       : read_lines(path, &b, load_message, &ld, info, err);
   }
   ob_buf_free(&b);
   return rc;
+}
+
+void ob_journal_report_torn(FILE *out, const char *who, const char *path,
+                            const ob_journal_info *info) {
+  if (info->torn)
+    fprintf(out, "%s: %s:%zu: the last line is torn (the process died while writing it); "
+                 "ignored\n",
+            who, path, info->torn_line);
 }

@@ -1,19 +1,72 @@
 /* ob_journal.h -- reading a log back from a file: a JSON array of messages, or a
- * journal (JSON Lines, one message a line, as `run --journal` writes it). */
+ * journal (JSON Lines, as `run --journal` writes it through ob_wal).
+ *
+ * A journal's lines are of two sorts:
+ *  - a record: a JSON object with a member "journal" whose value is a string, which
+ *    the scheduler writes for `resume` ({"journal":"start","id":"#3","attempt":1},
+ *    {"journal":"settled","id":"#3","state":"done"}). Records are not messages:
+ *    ob_journal_load skips them, so `log`, `resolve` and `graph --journal` see the
+ *    messages only, and `--at N` means after the first N messages, records not
+ *    counted;
+ *  - a message (SPEC 5): any other line; the first is the plan message.
+ * Blank lines are skipped. Every line a writer finishes ends with '\n': a last line
+ * without one (and not empty) is torn, what is left of a process that died while
+ * writing it. It is ignored, whether or not it happens to parse, and reported
+ * through ob_journal_info (the commands say so on stderr, ob_journal_report_torn).
+ * Any other line that is not JSON is an error naming the file and line.
+ *
+ * Costs: the file is read whole into memory, then parsed a line at a time, each
+ * line's value handed over and released before the next: O(file) memory for the
+ * text, O(line) for values the caller does not keep. */
 #ifndef OB_JOURNAL_H
 #define OB_JOURNAL_H
 
+#include <stdint.h>
+#include <stdio.h>
+
 #include "ob_log.h"
 
-/* Appends every message of the file at path to log, in order. The format is
- * told by the first non-blank character: '[' a JSON array, anything else
- * JSON Lines (blank lines and records are skipped; a torn last line is
- * reported on stderr and skipped). On error returns a negative code
- * with err naming the file, the line (JSON Lines) or message index (array),
- * and the reason; the messages before the bad one stay appended. */
-int ob_journal_load(ob_log *log, const char *path, ob_error *err);
+/* What reading a journal found besides its lines. */
+typedef struct ob_journal_info {
+  size_t messages, records; /* complete lines of each sort (blank lines not counted) */
+  int torn;                 /* 1 when the last line was torn, and so ignored */
+  size_t torn_line;         /* its number (1-based) */
+  uint64_t torn_offset;     /* the byte where it starts: where an appender cuts */
+  uint64_t torn_bytes;      /* its length */
+} ob_journal_info;
 
-/* 1 when v is a journal record ({"journal": ...}), not a message. */
-int ob_journal_is_record(const ob_value *v);
+/* One complete, non-blank line, as ob_journal_read hands it over. */
+typedef struct ob_journal_line {
+  size_t line;     /* 1-based */
+  uint64_t offset; /* the byte where it starts */
+  ob_value *value; /* the parsed line, borrowed: ob_ref it to keep it */
+  int is_record;   /* a record ({"journal": "...", ...}) rather than a message */
+} ob_journal_line;
+
+/* Returns OB_OK to go on, anything else to stop reading (ob_journal_read then
+ * returns it; fill err when it is an error). */
+typedef int (*ob_journal_each)(void *ud, const ob_journal_line *l, ob_error *err);
+
+/* Reads the journal (JSON Lines) at path ("-": standard input) and hands every
+ * complete non-blank line to each, in order, messages and records alike. info (may
+ * be NULL) is filled even when reading stops early, as far as it got; the torn last
+ * line, if any, is known before the first line is handed over. Returns OB_OK; a
+ * negative code with err naming the file and line when a line is not JSON
+ * ("run.jsonl:4: ..."), or the file cannot be read; or what each returned. */
+int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal_info *info,
+                    ob_error *err);
+
+/* Appends every message of the file at path to log, in order. The format is
+ * told by the first non-blank character: '[' a JSON array, anything else a
+ * journal (as ob_journal_read reads it; records are skipped). info (may be NULL):
+ * as ob_journal_read fills it (a JSON array: messages only). On error returns a
+ * negative code with err naming the file, the line (JSON Lines) or message index
+ * (array), and the reason; the messages before the bad one stay appended. */
+int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err);
+
+/* Says to out, when info tells of a torn last line:
+ * "WHO: PATH:LINE: the last line is torn (the process died while writing it); ignored" */
+void ob_journal_report_torn(FILE *out, const char *who, const char *path,
+                            const ob_journal_info *info);
 
 #endif

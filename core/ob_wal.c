@@ -1,0 +1,508 @@
+/* ob_wal.c -- the journal writer: lines buffered on the loop thread, written with
+ * one write(2) a flush, fsynced by a thread of the wal's own (design and costs in
+ * ob_wal.h).
+ *
+ * Who owns what. The loop thread alone touches the buffer, the counters of lines
+ * added and flushed (seq, flushed), the waiters, and the wal's error. The syncer
+ * touches only the fd, which outlives it (set before it starts, closed after it is
+ * joined). What they share -- the last line handed to the kernel (written), the
+ * last one an fsync has taken on (taken), the last one on disk (durable), the
+ * window's start, the fsync count and error, stop, idle and the notifier -- is read
+ * and written under mu, and nowhere else: one lock, no atomics to reason about,
+ * which is also what lets ThreadSanitizer check it.
+ *
+ * The syncer's loop: sleep while everything written has been taken on; in BATCH,
+ * then sleep until the window that the first un-synced flush opened ends (a close
+ * ends it early); take on everything written so far; fdatasync (mu released);
+ * publish durable, wake the loop if waiters wait; again. Lines flushed while an
+ * fsync runs gather for the next one: that is the group commit, in both modes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ob_mem.h"
+#include "ob_wal.h"
+
+/* A buffer grown past this by a burst is given back after its flush. */
+#define KEEP_BUFFER (1u << 20)
+
+typedef struct waiter {
+  uint64_t seq;
+  ob_wal_durable_cb cb;
+  void *ud;
+} waiter;
+
+/* The handle through which the syncer wakes the loop for waiters. Apart from the
+ * wal: libuv keeps it until its close callback, which may come after w is freed. */
+typedef struct notifier {
+  uv_async_t h;
+  ob_wal *w; /* NULL once the handle is closing */
+} notifier;
+
+struct ob_wal {
+  uv_loop_t *loop;
+  char *path;
+  int fd;
+  ob_fsync mode;
+  int has_syncer;
+  pthread_t syncer;
+
+  /* the loop thread's */
+  ob_buf buf;
+  uint64_t seq, flushed;
+  int code; /* OB_OK, or the failure, for good */
+  char error[640];
+  int torn;
+  ob_wal_cut cut;
+  waiter *waiters;
+  size_t nwaiters, capwaiters;
+
+  /* shared: under mu */
+  pthread_mutex_t mu;
+  pthread_cond_t wake;
+  uint64_t written, taken, durable, fsyncs;
+  struct timespec dirty_since; /* when the first line not taken on yet was flushed */
+  int dir_fd;                  /* the folder of a new file, to fsync once, or -1 */
+  int sync_errno;              /* a failed fsync's errno: no more fsyncs after it */
+  int stop, idle;
+  notifier *note;
+};
+
+int ob_fsync_parse(const char *s, ob_fsync *out) {
+  static const char *const names[] = {"never", "batch", "always"};
+  for (int i = 0; i < 3; i++)
+    if (s && !strcmp(s, names[i])) {
+      *out = (ob_fsync)i;
+      return OB_OK;
+    }
+  return OB_EINVAL;
+}
+
+const char *ob_fsync_name(ob_fsync mode) {
+  return mode == OB_FSYNC_NEVER ? "never" : mode == OB_FSYNC_ALWAYS ? "always" : "batch";
+}
+
+/* --- failures -------------------------------------------------------------------- */
+
+static void call_ready(ob_wal *w);
+
+/* Fails the wal for good with "PATH: what: strerror(e)"; waiters hear it from the loop. */
+static int fail(ob_wal *w, int e, const char *what) {
+  if (!w->code) {
+    w->code = OB_EIO;
+    snprintf(w->error, sizeof w->error, "%s: %s: %s", w->path, what, strerror(e));
+    if (w->note)
+      uv_async_send(&w->note->h);
+  }
+  return w->code;
+}
+
+static const char sync_failed[] = "cannot sync the journal to disk";
+
+/* Makes the syncer's error e (read under mu, or after the join) the wal's: loop thread. */
+static int adopt_sync_error(ob_wal *w, int e) { return e ? fail(w, e, sync_failed) : w->code; }
+
+/* --- the syncer -------------------------------------------------------------------- */
+
+static int sync_fd(int fd, int data_only) {
+  int rc;
+  do
+    rc = data_only ? fdatasync(fd) : fsync(fd);
+  while (rc < 0 && errno == EINTR);
+  return rc < 0 ? errno : 0;
+}
+
+static void window_end(const struct timespec *from, struct timespec *until) {
+  long ns = from->tv_nsec + (long)OB_WAL_BATCH_MS * 1000000L;
+  until->tv_sec = from->tv_sec + ns / 1000000000L;
+  until->tv_nsec = ns % 1000000000L;
+}
+
+static void *syncer_main(void *arg) {
+  ob_wal *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    while (!w->stop && (w->written == w->taken || w->sync_errno)) {
+      w->idle = 1;
+      pthread_cond_wait(&w->wake, &w->mu);
+    }
+    w->idle = 0;
+    if (w->written == w->taken || w->sync_errno)
+      break; /* closing, and nothing (more) can be synced */
+    if (w->mode == OB_FSYNC_BATCH) {
+      struct timespec until;
+      window_end(&w->dirty_since, &until);
+      while (!w->stop && pthread_cond_timedwait(&w->wake, &w->mu, &until) != ETIMEDOUT) {
+      }
+    }
+    uint64_t target = w->written;
+    int dir_fd = w->dir_fd;
+    w->taken = target;
+    w->dir_fd = -1;
+    pthread_mutex_unlock(&w->mu);
+    /* a new file's name must be on disk too, once, before its first line is (where
+     * the file system can sync a folder at all: some say EINVAL) */
+    int e = dir_fd >= 0 ? sync_fd(dir_fd, 0) : 0;
+    if (dir_fd >= 0)
+      close(dir_fd);
+    if (e == EINVAL || e == ENOTSUP)
+      e = 0;
+    if (!e)
+      e = sync_fd(w->fd, 1);
+    pthread_mutex_lock(&w->mu);
+    w->fsyncs++;
+    if (e)
+      w->sync_errno = e;
+    else
+      w->durable = target;
+    if (w->note)
+      uv_async_send(&w->note->h);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Starts the syncer with every signal blocked: signals are the loop thread's. */
+static int syncer_start(ob_wal *w) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&w->syncer, NULL, syncer_main, w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  w->has_syncer = rc == 0;
+  return rc;
+}
+
+/* --- waiters (loop thread) ------------------------------------------------------------ */
+
+static void free_note(uv_handle_t *h) { free(h); }
+
+/* Closes the notifier: after this the syncer cannot reach it, and it is freed when
+ * the loop runs its close callback. Waiters still registered are dropped. */
+static void close_note(ob_wal *w) {
+  notifier *n = w->note;
+  w->nwaiters = 0;
+  if (!n)
+    return;
+  pthread_mutex_lock(&w->mu);
+  w->note = NULL;
+  pthread_mutex_unlock(&w->mu);
+  n->w = NULL;
+  uv_close((uv_handle_t *)&n->h, free_note);
+}
+
+static void on_note(uv_async_t *h) {
+  notifier *n = (notifier *)h;
+  if (n->w)
+    call_ready(n->w);
+}
+
+/* Calls every waiter whose line is durable (all of them, with the error, once the
+ * wal has failed). They are taken out first: a callback may register more, flush,
+ * or close the wal (then the rest are not called). O(waiters) a notification: the
+ * waiters are kept in the order they came, and usually all become ready together. */
+static void call_ready(ob_wal *w) {
+  uint64_t durable = ob_wal_durable(w);
+  int code = ob_wal_error(w) ? w->code : OB_OK;
+  size_t nready = 0, keep = 0;
+  for (size_t i = 0; i < w->nwaiters; i++)
+    nready += code || w->waiters[i].seq <= durable;
+  if (!nready) {
+    if (!w->nwaiters)
+      close_note(w);
+    return;
+  }
+  waiter *ready = ob_xmalloc(nready * sizeof *ready);
+  nready = 0;
+  for (size_t i = 0; i < w->nwaiters; i++) {
+    if (code || w->waiters[i].seq <= durable)
+      ready[nready++] = w->waiters[i];
+    else
+      w->waiters[keep++] = w->waiters[i];
+  }
+  w->nwaiters = keep;
+  notifier *n = w->note;
+  for (size_t i = 0; i < nready && n->w; i++)
+    ready[i].cb(ready[i].ud, code);
+  free(ready);
+  if (n->w && !w->nwaiters && w->note == n)
+    close_note(w); /* nobody waits: the loop need not stay alive for us */
+}
+
+int ob_wal_when_durable(ob_wal *w, uint64_t seq, ob_wal_durable_cb cb, void *ud) {
+  if (!w->loop || !seq || seq > w->seq)
+    return OB_EINVAL;
+  if (!w->note) {
+    notifier *n = ob_xmalloc(sizeof *n);
+    int rc = uv_async_init(w->loop, &n->h, on_note);
+    if (rc < 0) { /* libuv's codes are negated errnos */
+      free(n);
+      return fail(w, -rc, "cannot watch the journal's fsyncs");
+    }
+    n->w = w;
+    pthread_mutex_lock(&w->mu);
+    w->note = n;
+    pthread_mutex_unlock(&w->mu);
+  }
+  if (w->nwaiters == w->capwaiters) {
+    w->capwaiters = w->capwaiters ? 2 * w->capwaiters : 16;
+    w->waiters = ob_xrealloc(w->waiters, w->capwaiters * sizeof *w->waiters);
+  }
+  w->waiters[w->nwaiters++] = (waiter){seq, cb, ud};
+  /* read after the notifier is published: a line the syncer makes durable from
+   * here on is announced by it, one made durable before is seen here */
+  if (w->code || seq <= ob_wal_durable(w))
+    uv_async_send(&w->note->h);
+  return OB_OK;
+}
+
+/* --- opening ------------------------------------------------------------------------- */
+
+static int read_at(int fd, char *b, size_t n, uint64_t off) {
+  while (n) {
+    ssize_t got = pread(fd, b, n, (off_t)off);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return got < 0 ? errno : EIO; /* the file shrank under us */
+    b += got;
+    n -= (size_t)got;
+    off += (uint64_t)got;
+  }
+  return 0;
+}
+
+/* OB_WAL_APPEND: cuts a last line that has no '\n' back to the end of the line
+ * before. Reads backwards from the end until a '\n' (usually one block); only when
+ * a cut is made is the file read from the start, to number the torn line. */
+static int cut_torn(ob_wal *w, uint64_t size) {
+  char chunk[65536];
+  if (!size)
+    return OB_OK;
+  int e = read_at(w->fd, chunk, 1, size - 1);
+  if (e)
+    return fail(w, e, "cannot read the journal");
+  if (chunk[0] == '\n')
+    return OB_OK;
+  uint64_t end = size, cut = 0;
+  while (end > 0) {
+    size_t n = end < sizeof chunk ? (size_t)end : sizeof chunk;
+    if ((e = read_at(w->fd, chunk, n, end - n)))
+      return fail(w, e, "cannot read the journal");
+    const char *nl = memrchr(chunk, '\n', n);
+    if (nl) {
+      cut = end - n + (uint64_t)(nl - chunk) + 1;
+      break;
+    }
+    end -= n;
+  }
+  size_t line = 1;
+  for (uint64_t off = 0; off < cut;) {
+    size_t n = cut - off < sizeof chunk ? (size_t)(cut - off) : sizeof chunk;
+    if ((e = read_at(w->fd, chunk, n, off)))
+      return fail(w, e, "cannot read the journal");
+    for (const char *p = chunk; (p = memchr(p, '\n', n - (size_t)(p - chunk))); p++)
+      line++;
+    off += n;
+  }
+  if (ftruncate(w->fd, (off_t)cut) < 0)
+    return fail(w, errno, "cannot cut the torn last line of the journal");
+  if (w->mode != OB_FSYNC_NEVER) {
+    if ((e = sync_fd(w->fd, 1)))
+      return fail(w, e, sync_failed);
+    w->fsyncs++;
+  }
+  w->torn = 1;
+  w->cut = (ob_wal_cut){line, cut, size - cut};
+  return OB_OK;
+}
+
+/* The folder holding path, opened to be fsynced (-1 when it cannot be: then only
+ * the file's content is made durable, as before this wal). */
+static int open_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? ob_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : ob_xstrdup(".");
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free(dir);
+  return fd;
+}
+
+ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode, ob_error *err) {
+  if ((flags != OB_WAL_CREATE && flags != OB_WAL_APPEND) ||
+      (mode != OB_FSYNC_NEVER && mode != OB_FSYNC_BATCH && mode != OB_FSYNC_ALWAYS)) {
+    ob_error_set(err, OB_EINVAL, 0, "%s: bad flags or fsync mode for the journal", path);
+    return NULL;
+  }
+  int append = flags == OB_WAL_APPEND;
+  int fd = open(path, O_APPEND | O_CLOEXEC | (append ? O_RDWR : O_WRONLY | O_CREAT | O_TRUNC), 0666);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    ob_error_set(err, OB_EIO, 0, "%s: cannot open the journal: %s", path, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  if (append && !S_ISREG(st.st_mode)) {
+    ob_error_set(err, OB_EIO, 0, "%s: cannot append to the journal: not a regular file", path);
+    close(fd);
+    return NULL;
+  }
+  ob_wal *w = ob_xcalloc(1, sizeof *w);
+  w->loop = loop;
+  w->path = ob_xstrdup(path);
+  w->fd = fd;
+  w->dir_fd = -1;
+  w->mode = S_ISREG(st.st_mode) ? mode : OB_FSYNC_NEVER;
+  ob_buf_init(&w->buf);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the window must not jump with the date */
+  pthread_cond_init(&w->wake, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&w->mu, NULL);
+  if (append && cut_torn(w, (uint64_t)st.st_size) != OB_OK) {
+    ob_error_set(err, OB_EIO, 0, "%s", w->error);
+    ob_wal_close(w, NULL);
+    return NULL;
+  }
+  if (w->mode != OB_FSYNC_NEVER) {
+    if (!append)
+      w->dir_fd = open_dir(path);
+    int e = syncer_start(w);
+    if (e) {
+      ob_error_set(err, OB_EIO, 0, "%s: cannot start the journal's fsync thread: %s", path,
+                   strerror(e));
+      ob_wal_close(w, NULL);
+      return NULL;
+    }
+  }
+  return w;
+}
+
+/* --- adding and flushing ------------------------------------------------------------------ */
+
+uint64_t ob_wal_add(ob_wal *w, const char *text, size_t len) {
+  if (w->code)
+    return 0;
+  ob_buf_add(&w->buf, text, len);
+  ob_buf_addc(&w->buf, '\n');
+  return ++w->seq;
+}
+
+uint64_t ob_wal_add_value(ob_wal *w, const ob_value *v) {
+  if (w->code)
+    return 0;
+  ob_json_write(&w->buf, v, OB_JSON_COMPACT);
+  ob_buf_addc(&w->buf, '\n');
+  return ++w->seq;
+}
+
+int ob_wal_flush(ob_wal *w) {
+  if (w->code || !w->buf.len)
+    return w->code;
+  for (size_t off = 0; off < w->buf.len;) {
+    ssize_t n = write(w->fd, w->buf.data + off, w->buf.len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fail(w, n < 0 ? errno : EIO, "cannot write the journal");
+    off += (size_t)n;
+  }
+  if (w->buf.cap > KEEP_BUFFER)
+    ob_buf_free(&w->buf);
+  w->buf.len = 0;
+  w->flushed = w->seq;
+  if (!w->has_syncer) { /* NEVER: a flushed line is as durable as it gets */
+    if (w->nwaiters)
+      uv_async_send(&w->note->h);
+    return OB_OK;
+  }
+  pthread_mutex_lock(&w->mu);
+  if (w->written == w->taken) /* these lines open a window */
+    clock_gettime(CLOCK_MONOTONIC, &w->dirty_since);
+  w->written = w->flushed;
+  if (w->idle)
+    pthread_cond_signal(&w->wake);
+  int e = w->sync_errno;
+  pthread_mutex_unlock(&w->mu);
+  return adopt_sync_error(w, e);
+}
+
+/* --- closing ------------------------------------------------------------------------------ */
+
+int ob_wal_close(ob_wal *w, ob_error *err) {
+  if (!w)
+    return OB_OK;
+  ob_wal_flush(w);
+  if (w->has_syncer) { /* it makes the last fsync, after the one in flight */
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->syncer, NULL);
+    adopt_sync_error(w, w->sync_errno);
+  }
+  close_note(w);
+  if (w->dir_fd >= 0)
+    close(w->dir_fd);
+  if (close(w->fd) < 0) /* NFS reports some write errors only here */
+    fail(w, errno, "cannot close the journal");
+  int rc = w->code;
+  if (rc)
+    ob_error_set(err, rc, 0, "%s", w->error);
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->wake);
+  ob_buf_free(&w->buf);
+  free(w->waiters);
+  free(w->path);
+  free(w);
+  return rc;
+}
+
+/* --- accessors --------------------------------------------------------------------------- */
+
+uint64_t ob_wal_seq(const ob_wal *w) { return w->seq; }
+
+uint64_t ob_wal_durable(ob_wal *w) {
+  if (!w->has_syncer)
+    return w->flushed;
+  pthread_mutex_lock(&w->mu);
+  uint64_t d = w->durable;
+  pthread_mutex_unlock(&w->mu);
+  return d;
+}
+
+size_t ob_wal_pending(const ob_wal *w) { return w->buf.len; }
+
+uint64_t ob_wal_fsyncs(ob_wal *w) {
+  pthread_mutex_lock(&w->mu);
+  uint64_t n = w->fsyncs;
+  pthread_mutex_unlock(&w->mu);
+  return n;
+}
+
+ob_fsync ob_wal_mode(const ob_wal *w) { return w->mode; }
+
+const char *ob_wal_path(const ob_wal *w) { return w->path; }
+
+const char *ob_wal_error(ob_wal *w) {
+  if (!w->code && w->has_syncer) {
+    pthread_mutex_lock(&w->mu);
+    int e = w->sync_errno;
+    pthread_mutex_unlock(&w->mu);
+    adopt_sync_error(w, e);
+  }
+  return w->code ? w->error : NULL;
+}
+
+int ob_wal_torn(const ob_wal *w, ob_wal_cut *cut) {
+  if (w->torn && cut)
+    *cut = w->cut;
+  return w->torn;
+}
