@@ -18,6 +18,10 @@
  * registered unless OBELUS_BENCH_VERBOSE is set (the CLI's costs one clock read an event). The result is checked after the clock stops (a wrong one: exit 1). The
  * tools are written to a temporary folder so that the binary works from any directory.
  *   OBELUS_BENCH_VERBOSE=1     the run's phases on stderr (when the start cascade ended...)
+ *   OBELUS_BENCH_JOURNAL=MODE  chain, fanout: the run writes a journal (never, batch or
+ *                              always, as --fsync) to obelus-bench-<pid>.jsonl in the current
+ *                              folder (a real disk, not a tmpfs), removed after; the timed
+ *                              part then ends when the journal is closed (its last fsync)
  *   OBELUS_BENCH_PERF_CTL/ACK  perf's control fifos: profile the timed part only (below) */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -31,6 +35,7 @@
 
 #include "ob_engine.h"
 #include "ob_run.h"
+#include "ob_wal.h"
 
 int ob_bench_engine(const char *mode, size_t n, size_t ms);
 int ob_bench_floor(size_t n);
@@ -313,7 +318,21 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
   /* events (a clock read each) only when asked for: a host without a listener pays none;
    * the join is the last awaited call, so on_done marks its completion too */
   int verbose = getenv("OBELUS_BENCH_VERBOSE") != NULL;
-  ob_run_options ro = {.on_event = verbose ? on_event : NULL, .on_done = on_done, .ud = &t};
+  const char *jmode = getenv("OBELUS_BENCH_JOURNAL");
+  ob_wal *journal = NULL;
+  char jpath[64];
+  if (jmode && *jmode) {
+    ob_fsync fs;
+    snprintf(jpath, sizeof jpath, "obelus-bench-%ld.jsonl", (long)getpid());
+    if (ob_fsync_parse(jmode, &fs) != OB_OK ||
+        !(journal = ob_wal_open(e->loop, jpath, OB_WAL_CREATE, fs, &err))) {
+      fprintf(stderr, "obelus-bench: OBELUS_BENCH_JOURNAL=%s: %s\n", jmode,
+              journal ? "" : err.msg);
+      return 2;
+    }
+  }
+  ob_run_options ro = {.on_event = verbose ? on_event : NULL, .on_done = on_done, .ud = &t,
+                       .journal = journal};
   ob_run *run = ob_run_new(e, p, pv, inputs, &ro, &err);
   if (!run) {
     fprintf(stderr, "obelus-bench: %s\n", err.msg);
@@ -331,6 +350,14 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
     uv_run(e->loop, UV_RUN_DEFAULT);
     if (!ob_run_finished(run) && !uv_loop_alive(e->loop) && ob_run_fail_stalled(run) == 0)
       break;
+  }
+  if (journal) { /* its last lines on disk: part of what the run costs */
+    ob_run_journal_end(run, 0);
+    ob_run_detach_journal(e, journal);
+    if (ob_wal_close(journal, &err) != OB_OK)
+      fprintf(stderr, "obelus-bench: %s\n", err.msg);
+    unlink(jpath);
+    t.t_done = now_ms();
   }
   double total_ms = (t.t_done ? t.t_done : now_ms()) - t.t0;
   double loop_ms = (t.t_last ? t.t_last : t.t_done ? t.t_done : now_ms()) - t.t0;

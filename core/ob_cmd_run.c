@@ -16,6 +16,7 @@
 #include "ob_engine.h"
 #include "ob_resume.h"
 #include "ob_run.h"
+#include "ob_wal.h"
 
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
@@ -66,6 +67,7 @@ typedef struct options {
   size_t concurrency, drain_ms, call_timeout_ms;
   int max_depth;
   int approve, force;
+  ob_fsync fsync;  /* the journal's durability (--fsync) */
   progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
 } options;
 
@@ -263,6 +265,7 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
   memset(o, 0, sizeof *o);
   o->cmd = argv[0];
   o->drain_ms = 5000;
+  o->fsync = OB_FSYNC_BATCH;
   o->max_steps = 10;
   o->inputs = ob_array();
   for (int i = 1; i < argc; i++) {
@@ -285,6 +288,9 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
       o->latent[o->nlatent++] = argv[++i];
     } else if (!strcmp(a, "--journal") && val) {
       o->journal = argv[++i];
+    } else if (!strcmp(a, "--fsync") && val) {
+      if (ob_fsync_parse(argv[++i], &o->fsync) != OB_OK)
+        return ob_cli_usage_error(o->cmd, "--fsync is never, batch or always, not \"%s\"", argv[i]);
     } else if (!strcmp(a, "--events") && val) {
       o->events = argv[++i];
     } else if (!strcmp(a, "--concurrency") && val) {
@@ -483,13 +489,15 @@ static void on_signal(uv_signal_t *s, int signum) {
 }
 
 /* Opens what a run writes to (journal, events) and the handles that drive it. */
-static int runner_open(runner *rn, options *o, ob_engine *e, FILE **journal) {
+static int runner_open(runner *rn, options *o, ob_engine *e, ob_wal **journal) {
   memset(rn, 0, sizeof *rn);
   rn->o = o;
   rn->e = e;
   *journal = NULL;
-  if (o->journal && !(*journal = fopen(o->journal, "w"))) {
-    fprintf(stderr, "obelus %s: cannot write the journal %s\n", o->cmd, o->journal);
+  ob_error err;
+  if (o->journal &&
+      !(*journal = ob_wal_open(e->loop, o->journal, OB_WAL_CREATE, o->fsync, &err))) {
+    fprintf(stderr, "obelus %s: cannot write the journal: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
   if (o->events)
@@ -513,7 +521,22 @@ static int runner_open(runner *rn, options *o, ob_engine *e, FILE **journal) {
   return OB_EXIT_OK;
 }
 
-static void runner_close(runner *rn, FILE *journal) {
+/* Closes the journal (its last lines made durable as --fsync says): 1 when it
+ * failed (said on stderr), the run's record then incomplete. */
+static int journal_close(ob_engine *e, ob_wal **journal, const char *cmd) {
+  ob_error err;
+  if (*journal)
+    ob_run_detach_journal(e, *journal);
+  int failed = *journal && ob_wal_close(*journal, &err) != OB_OK;
+  if (failed)
+    fprintf(stderr, "obelus %s: the journal is incomplete: %s\n", cmd, err.msg);
+  *journal = NULL;
+  return failed;
+}
+
+static void runner_close(runner *rn, ob_wal **journal) {
+  if (*journal)
+    journal_close(rn->e, journal, rn->o->cmd);
   if (rn->open) {
     uv_close((uv_handle_t *)&rn->drain, NULL);
     uv_close((uv_handle_t *)&rn->sigint, NULL);
@@ -524,8 +547,6 @@ static void runner_close(runner *rn, FILE *journal) {
     }
     uv_run(rn->e->loop, UV_RUN_NOWAIT);
   }
-  if (journal)
-    fclose(journal);
   if (rn->events && rn->events != stderr)
     fclose(rn->events);
 }
@@ -570,7 +591,7 @@ static int runner_drive(runner *rn, ob_run *r, size_t ncalls) {
 }
 
 /* The options of a run started from the command line (log: a shared log, or NULL). */
-static ob_run_options run_options(const options *o, runner *rn, FILE *journal, ob_log *log) {
+static ob_run_options run_options(const options *o, runner *rn, ob_wal *journal, ob_log *log) {
   ob_run_options ro = {.concurrency = o->concurrency,
                        .max_depth = o->max_depth,
                        .approve_tty = o->approve,
@@ -598,7 +619,7 @@ int ob_cmd_run(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   runner rn;
-  FILE *journal;
+  ob_wal *journal;
   if ((rc = runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
     ob_run_options ro = run_options(&o, &rn, journal, NULL);
     ob_error err;
@@ -607,14 +628,16 @@ int ob_cmd_run(int argc, char **argv) {
       fprintf(stderr, "obelus run: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = runner_drive(&rn, r, p->ncalls))) {
+      rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
+      ob_run_journal_end(r, rc);
+      if (journal_close(e, &journal, o.cmd) && rc == OB_EXIT_OK) /* the output is on disk first */
+        rc = OB_EXIT_FAIL;
       ob_value *out = ob_run_output(r);
       print_json(out);
       ob_unref(out);
-      rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
-      ob_run_journal_end(r, rc);
     }
   }
-  runner_close(&rn, journal);
+  runner_close(&rn, &journal);
   cleanup(&o, e, p, pv);
   return rc;
 }
@@ -661,7 +684,7 @@ int ob_cmd_resume(int argc, char **argv) {
   ob_engine *e = ob_engine_new(NULL, &err);
   ob_plan *p = NULL;
   ob_value *pv = NULL;
-  FILE *journal = NULL;
+  ob_wal *journal = NULL;
   rc = OB_EXIT_USAGE;
   if (!e) {
     fprintf(stderr, "obelus resume: %s\n", err.msg);
@@ -709,32 +732,34 @@ int ob_cmd_resume(int argc, char **argv) {
   ob_buf_free(&why);
   int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
   if (!ended) {
-    if (ob_resume_cut(rs, &err) != OB_OK || !(journal = fopen(journal_path, "a"))) {
-      fprintf(stderr, "obelus resume: %s\n", journal ? err.msg : "cannot append to the journal");
+    if (ob_resume_cut(rs, &err) != OB_OK ||
+        !(journal = ob_wal_open(e->loop, journal_path, OB_WAL_APPEND, o.fsync, &err))) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
       goto done;
     }
   }
   runner rn;
-  if ((rc = runner_open(&rn, &o, e, &(FILE *){NULL})) == OB_EXIT_OK) {
+  if ((rc = runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
     ob_run_options ro = run_options(&o, &rn, journal, NULL);
     ob_run *r = ob_resume_run(e, p, rs, &ro, &err);
     if (!r) {
       fprintf(stderr, "obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = runner_drive(&rn, r, p->ncalls))) {
-      ob_value *out = ob_run_output(r);
-      print_json(out);
-      ob_unref(out);
       rc = ended ? ended_status : ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
       if (!ended)
         ob_run_journal_end(r, rc);
+      if (journal_close(e, &journal, o.cmd) && rc == OB_EXIT_OK)
+        rc = OB_EXIT_FAIL;
+      ob_value *out = ob_run_output(r);
+      print_json(out);
+      ob_unref(out);
     }
   }
-  runner_close(&rn, journal);
-  journal = NULL;
+  runner_close(&rn, &journal);
 done:
   if (journal)
-    fclose(journal);
+    journal_close(e, &journal, "resume");
   ob_engine_free(e);
   ob_plan_free(p);
   ob_unref(pv);
@@ -803,7 +828,7 @@ static int push_ctx(lua_State *L, ob_log *log, int step) {
 }
 
 /* A step's plan was invalid: its problems become error messages the planner reads. */
-static void record_problems(ob_log *log, FILE *journal, const ob_plan *p, int step) {
+static void record_problems(ob_log *log, ob_wal *journal, const ob_plan *p, int step) {
   for (size_t i = 0; i < p->nerrors; i++) {
     ob_value *d = ob_object();
     d = ob_object_set(d, "error", 5, ob_cstring(p->errors[i]));
@@ -815,10 +840,8 @@ static void record_problems(ob_log *log, FILE *journal, const ob_plan *p, int st
                                 "data", 4, d);
     ob_error err;
     if (ob_log_append(log, m, &err) >= 0 && journal) {
-      char *text = ob_json_print(m, OB_JSON_COMPACT, NULL);
-      fprintf(journal, "%s\n", text);
-      fflush(journal);
-      free(text);
+      ob_wal_add_value(journal, m);
+      ob_wal_flush(journal);
     }
     ob_unref(m);
   }
@@ -845,7 +868,7 @@ int ob_cmd_loop(int argc, char **argv) {
   planner = luaL_ref(L, LUA_REGISTRYINDEX);
 
   runner rn;
-  FILE *journal;
+  ob_wal *journal = NULL;
   ob_log *log = ob_log_new();
   ob_log_keep_history(log, 0);
   size_t nsteps = 0;
@@ -935,7 +958,7 @@ int ob_cmd_loop(int argc, char **argv) {
     rc = OB_EXIT_FAIL;
   }
 done:
-  runner_close(&rn, journal);
+  runner_close(&rn, &journal);
   ob_engine_free(e); /* frees the runs before the plans and the shared log they use */
   e = NULL;
   for (size_t i = 0; i < nsteps; i++) {

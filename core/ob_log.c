@@ -637,6 +637,79 @@ ob_value *ob_log_message(const ob_log *log, size_t i) {
   return raw;
 }
 
+/* "key": */
+static void add_key(ob_buf *b, const char *key, size_t len) {
+  ob_buf_addc(b, ',');
+  ob_json_write_string(b, key, len);
+  ob_buf_addc(b, ':');
+}
+
+/* A path's text is one plain key when it has none of the characters that
+ * separate, bracket or quote segments (ob_path_format writes those). */
+static int one_plain_key(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '.' || s[i] == '[' || s[i] == ']' || s[i] == '"' || s[i] == '\\')
+      return 0;
+  return n > 0;
+}
+
+void ob_log_message_write(const ob_log *log, size_t i, ob_buf *b) {
+  const ob_msg *m = &log->msg[i];
+  if (m->raw) {
+    ob_json_write(b, m->raw, OB_JSON_COMPACT);
+    return;
+  }
+  /* as ob_log_message builds it, member for member, without building it */
+  static const char head[] = "{\"type\":\"data\",\"kind\":";
+  ob_buf_add(b, head, sizeof head - 1);
+  ob_json_write(b, m->kind, OB_JSON_COMPACT);
+  if (m->instance) {
+    add_key(b, "_instance", 9);
+    ob_json_write(b, m->instance, OB_JSON_COMPACT);
+  }
+  add_key(b, "data", 4);
+  const char *pt = ob_string_ptr(m->path);
+  size_t pn = ob_string_len(m->path), depth = 0;
+  ob_path p = {0, NULL};
+  if (one_plain_key(pt, pn)) { /* the common case: no parse, no allocation */
+    ob_buf_addc(b, '{');
+    ob_json_write_string(b, pt, pn);
+    ob_buf_addc(b, ':');
+    depth = 1;
+  } else {
+    ob_error err;
+    if (ob_path_parse(pt, pn, &p, &err) != OB_OK)
+      abort(); /* the text was made by ob_path_format: it always parses */
+    for (; depth < p.n; depth++) {
+      ob_buf_addc(b, '{');
+      ob_json_write_string(b, p.segs[depth].key, p.segs[depth].keylen);
+      ob_buf_addc(b, ':');
+    }
+    ob_path_free(&p);
+  }
+  ob_json_write(b, m->value, OB_JSON_COMPACT);
+  while (depth--)
+    ob_buf_addc(b, '}');
+  add_key(b, "_path", 5);
+  ob_json_write_string(b, pt, pn);
+  add_key(b, "_outputMethod", 13);
+  const char *method = ob_method_name(m->method);
+  ob_json_write_string(b, method, strlen(method));
+  if (m->call) {
+    add_key(b, "_call", 5);
+    ob_json_write(b, m->call, OB_JSON_COMPACT);
+  }
+  char date[32];
+  ob_log_date(m->date_ms, date);
+  add_key(b, "_date", 5);
+  ob_json_write_string(b, date, strlen(date));
+  if (m->sublog) {
+    add_key(b, "_log", 4);
+    ob_json_write(b, m->sublog, OB_JSON_COMPACT);
+  }
+  ob_buf_addc(b, '}');
+}
+
 void ob_log_attach(ob_log *log, size_t pos, const ob_value *sublog) {
   ob_msg *m = &log->msg[pos];
   ob_unref(m->sublog);

@@ -56,6 +56,9 @@ const ob_msg *ob_log_at(const ob_log *log, size_t i);
 /* The i-th message as a JSON object (i < len): as appended, or, for an
  * output made by ob_log_append_output, in its canonical form. New reference. */
 ob_value *ob_log_message(const ob_log *log, size_t i);
+/* The same message as compact JSON text (ob_json_write's), added to b: what
+ * a journal's line is, written without building the object. */
+void ob_log_message_write(const ob_log *log, size_t i, ob_buf *b);
 
 /* Appends a message in any accepted form (SPEC 1): canonical
  * {"type":"data","kind":k,"data":d}, the `type` shorthand {"type":"state",

@@ -16,6 +16,7 @@
 #include "ob_log.h"
 #include "ob_lua.h"
 #include "ob_run.h"
+#include "ob_wal.h"
 
 #define LOG_MT "obelus.log"
 #define ENGINE_MT "obelus.engine"
@@ -356,7 +357,7 @@ struct lua_run {
   lua_engine *eng;  /* NULL once closed (user value 1 keeps it alive) */
   ob_plan *plan;
   ob_value *plan_value, *inputs;
-  FILE *journal;
+  ob_wal *journal;
   int anchor;       /* registry reference while it runs, else LUA_NOREF */
   int history;      /* time_travel: reads as of a position */
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
@@ -472,8 +473,8 @@ static void free_run(lua_State *L, lua_run *r) {
   ob_unref(r->inputs);
   r->plan = NULL;
   r->plan_value = r->inputs = NULL;
-  if (r->journal)
-    fclose(r->journal);
+  if (r->journal) /* after its run, before the engine */
+    ob_wal_close(r->journal, &(ob_error){0});
   r->journal = NULL;
   if (r->prevp) {
     *r->prevp = r->next;
@@ -801,6 +802,7 @@ typedef struct run_options {
   int input;         /* stack index of opts.input, or 0 */
   const char *name;  /* the plan's name in messages, for a plan given as a table */
   const char *journal;
+  ob_fsync fsync;
   lua_Integer concurrency, max_depth;
   int time_travel;
 } run_options;
@@ -820,9 +822,11 @@ static lua_Integer opt_count(lua_State *L, int opts, const char *fn, const char 
  * index of (input, on_event, on_done) on the stack. */
 static void read_run_options(lua_State *L, int opts, const char *fn, run_options *o, int *on_event,
                              int *on_done) {
-  static const char *const known[] = {"input", "name", "journal", "concurrency", "max_depth",
-                                      "time_travel", "on_event", "on_done", NULL};
+  static const char *const known[] = {"input",       "name",     "journal", "fsync",
+                                      "concurrency", "max_depth", "time_travel", "on_event",
+                                      "on_done",     NULL};
   memset(o, 0, sizeof *o);
+  o->fsync = OB_FSYNC_BATCH;
   *on_event = *on_done = 0;
   if (lua_isnoneornil(L, opts))
     return;
@@ -834,12 +838,15 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
     for (int i = 0; known[i] && !ok; i++)
       ok = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), known[i]);
     if (!ok)
-      luaL_error(L, "%s: unknown option %s (known: input, name, journal, concurrency, max_depth, "
-                    "time_travel, on_event, on_done)",
+      luaL_error(L, "%s: unknown option %s (known: input, name, journal, fsync, concurrency, "
+                    "max_depth, time_travel, on_event, on_done)",
                  fn, luaL_tolstring(L, -1, NULL));
   }
   o->name = opt_string(L, opts, fn, "name", NULL);
   o->journal = opt_string(L, opts, fn, "journal", NULL);
+  const char *fsync = opt_string(L, opts, fn, "fsync", "batch");
+  if (ob_fsync_parse(fsync, &o->fsync) != OB_OK)
+    luaL_error(L, "%s: \"fsync\" is never, batch or always, not \"%s\"", fn, fsync);
   o->concurrency = opt_count(L, opts, fn, "concurrency", 1, LUA_MAXINTEGER);
   o->max_depth = opt_count(L, opts, fn, "max_depth", 1, 10000);
   lua_getfield(L, opts, "time_travel");
@@ -968,8 +975,10 @@ static int engine_run(lua_State *L) {
     luaL_pushresult(&b);
     return lua_error(L);
   }
-  if (o.journal && !(r->journal = fopen(o.journal, "w")))
-    return luaL_error(L, "%s: cannot write the journal %s", fn, o.journal);
+  ob_error err;
+  if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal, OB_WAL_CREATE, o.fsync,
+                                             &err)))
+    return luaL_error(L, "%s: cannot write the journal: %s", fn, err.msg);
   r->eng = eng;
   r->next = eng->runs;
   if (eng->runs)
@@ -984,7 +993,6 @@ static int engine_run(lua_State *L) {
                        .on_event = run_on_event,
                        .on_done = run_on_done,
                        .ud = r};
-  ob_error err;
   if (!(r->run = ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err)))
     return luaL_error(L, "%s: %s", fn, err.msg); /* prepare tried the context: unexpected */
   lua_pushvalue(L, idx);

@@ -152,6 +152,8 @@ void ob_run_pump(ob_run *r) {
   size_t started = 0;
   while (r->qhead < r->qtail && !r->cancelled &&
          (r->opt.concurrency == 0 || r->running < r->opt.concurrency)) {
+    if (r->always && ob_record_hold(r, r->calls[r->queue[r->qhead]].ready_seq))
+      break; /* what it reads is not on disk yet: on_durable pumps again */
     if (++started % OB_GC_BURST_CALLS == 0)
       ob_gc_burst_check(r->e);
     prefetch_queued(r, r->qhead);

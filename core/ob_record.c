@@ -39,10 +39,24 @@
 
 #include "ob_sched.h"
 
+/* A number's digits (no printf: a line or two a call). */
+static void add_uint(ob_buf *b, uint64_t n) {
+  char d[24];
+  size_t k = sizeof d;
+  do
+    d[--k] = (char)('0' + n % 10);
+  while (n /= 10);
+  ob_buf_add(b, d + k, sizeof d - k);
+}
+
+static void add_lit(ob_buf *b, const char *s) { ob_buf_add(b, s, strlen(s)); }
+
 /* {"journal":"<what>" and the run's scope or step. */
 static void line_begin(ob_buf *b, const ob_run *r, const char *what) {
   b->len = 0;
-  ob_buf_addf(b, "{\"journal\":\"%s\"", what);
+  add_lit(b, "{\"journal\":\"");
+  add_lit(b, what);
+  ob_buf_addc(b, '"');
   if (r->scope) {
     ob_buf_add(b, ",\"scope\":", 9);
     ob_json_write_string(b, r->scope, strlen(r->scope));
@@ -52,28 +66,29 @@ static void line_begin(ob_buf *b, const ob_run *r, const char *what) {
 }
 
 static void add_string(ob_buf *b, const char *key, const char *s) {
-  ob_buf_addf(b, ",\"%s\":", key);
+  ob_buf_add(b, ",\"", 2);
+  add_lit(b, key);
+  ob_buf_add(b, "\":", 2);
   ob_json_write_string(b, s, strlen(s));
 }
 
 static void line_end(ob_run *r, ob_buf *b) {
-  ob_buf_add(b, "}\n", 2);
-  fwrite(b->data, 1, b->len, r->opt.journal);
+  ob_buf_addc(b, '}');
+  ob_wal_add(r->opt.journal, b->data, b->len);
 }
 
-void ob_record_message(ob_run *r, const ob_value *m) {
+void ob_record_message(ob_run *r, size_t i) {
   ob_buf *b = &r->jline;
   if (r->scope) {
     line_begin(b, r, "msg");
     ob_buf_add(b, ",\"msg\":", 7);
-    ob_json_write(b, m, OB_JSON_COMPACT);
+    ob_log_message_write(r->log, i, b);
     line_end(r, b);
     return;
   }
   b->len = 0;
-  ob_json_write(b, m, OB_JSON_COMPACT);
-  ob_buf_addc(b, '\n');
-  fwrite(b->data, 1, b->len, r->opt.journal);
+  ob_log_message_write(r->log, i, b);
+  ob_wal_add(r->opt.journal, b->data, b->len);
 }
 
 void ob_record_run(ob_run *r) {
@@ -98,7 +113,8 @@ void ob_record_start(ob_crun *c) {
   ob_buf *b = &r->jline;
   line_begin(b, r, "start");
   add_string(b, "id", c->call->id);
-  ob_buf_addf(b, ",\"attempt\":%u", (unsigned)c->attempt);
+  add_lit(b, ",\"attempt\":");
+  add_uint(b, c->attempt);
   line_end(r, b);
 }
 
@@ -128,12 +144,47 @@ void ob_record_settled(ob_crun *c) {
 
 void ob_record_flush(ob_run *r) {
   if (r->opt.journal)
-    fflush(r->opt.journal);
+    ob_wal_flush(r->opt.journal); /* a failure is the wal's for good: its closer reports it */
+}
+
+/* --fsync always: the engine's runs held back by ob_record_hold go on when their
+ * lines are on disk (or the journal failed: nothing more will be). Pumping a run may
+ * free others, so the walk starts over after each. */
+static void on_durable(void *ud, int status) {
+  ob_engine *e = ud;
+  (void)status;
+  for (;;) {
+    ob_run *r = e->runs;
+    while (r && !(r->hold_seq && (r->hold_seq <= ob_wal_durable(r->opt.journal) ||
+                                  ob_wal_error(r->opt.journal))))
+      r = r->next;
+    if (!r)
+      return;
+    r->hold_seq = 0;
+    ob_run_pump(r);
+  }
+}
+
+int ob_record_hold(ob_run *r, uint64_t seq) {
+  ob_wal *w = r->opt.journal;
+  if (seq <= r->durable_seq)
+    return 0;
+  if ((r->durable_seq = ob_wal_durable(w)) >= seq || ob_wal_error(w))
+    return 0;
+  if (!r->hold_seq) { /* the engine outlives the wal's waiters (closed before it) */
+    ob_wal_flush(w);
+    if (ob_wal_when_durable(w, seq, on_durable, r->e) != OB_OK)
+      return 0;
+    r->hold_seq = seq;
+  }
+  return 1;
 }
 
 void ob_run_journal_end(ob_run *r, int exit_status) {
   if (!r->opt.journal)
     return;
-  fprintf(r->opt.journal, "{\"journal\":\"end\",\"exit\":%d}\n", exit_status);
-  fflush(r->opt.journal);
+  char line[48];
+  int n = snprintf(line, sizeof line, "{\"journal\":\"end\",\"exit\":%d}", exit_status);
+  ob_wal_add(r->opt.journal, line, (size_t)n);
+  ob_wal_flush(r->opt.journal);
 }

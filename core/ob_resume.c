@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "ob_journal.h"
+#include "ob_wal.h"
 #include "ob_map.h"
 #include "ob_mem.h"
 #include "ob_resume.h"
@@ -328,8 +329,9 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const ob_run_o
       if (r->calls[i].state == OB_CALL_WAITING && r->calls[i].detached)
         r->calls[i].state = OB_CALL_SKIPPED;
   if (r->opt.journal) {
-    fputs("{\"journal\":\"resume\"}\n", r->opt.journal);
-    fflush(r->opt.journal);
+    static const char line[] = "{\"journal\":\"resume\"}";
+    ob_wal_add(r->opt.journal, line, sizeof line - 1);
+    ob_wal_flush(r->opt.journal);
   }
   return r;
 }

@@ -57,11 +57,8 @@ void ob_run_sync_journal(ob_run *r) {
     r->journaled = ob_log_len(r->log);
     return;
   }
-  for (; r->journaled < ob_log_len(r->log); r->journaled++) {
-    ob_value *m = ob_log_message(r->log, r->journaled);
-    ob_record_message(r, m);
-    ob_unref(m);
-  }
+  for (; r->journaled < ob_log_len(r->log); r->journaled++)
+    ob_record_message(r, r->journaled);
 }
 
 long ob_run_append(ob_run *r, ob_value *msg, ob_error *err) {
@@ -116,6 +113,7 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   r->journaled = ob_log_len(r->log); /* a shared log's older messages are journaled already */
   r->opt = *opt;
   r->scope = opt->journal_scope ? ob_xstrdup(opt->journal_scope) : NULL;
+  r->always = opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS;
   ob_buf_init(&r->jline);
   ob_map_init(&r->schemas);
   r->calls = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->calls);
@@ -199,6 +197,20 @@ void ob_run_start(ob_run *r) {
   ob_run_pump(r);
 }
 
+void ob_run_detach_journal(ob_engine *e, ob_wal *w) {
+  for (ob_run *r = e->runs; r; r = r->next) {
+    if (r->opt.journal != w)
+      continue;
+    ob_record_flush(r);
+    if (r->jprep)
+      uv_close((uv_handle_t *)r->jprep, free_prepare);
+    r->jprep = NULL;
+    r->opt.journal = NULL;
+    r->always = 0;
+    r->hold_seq = 0;
+  }
+}
+
 void ob_run_cancel(ob_run *r) {
   r->cancelled = 1;
   ob_sleep_forget(r);
@@ -232,6 +244,7 @@ void ob_run_free(ob_run *r) {
   ob_record_flush(r);
   if (r->jprep)
     uv_close((uv_handle_t *)r->jprep, free_prepare);
+  r->jprep = NULL;
   free(r->scope);
   ob_buf_free(&r->jline);
   *r->prevp = r->next;

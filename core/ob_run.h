@@ -53,7 +53,9 @@ typedef struct ob_run_options {
                               with an error (0: OB_RUN_MAX_SLICE_MS) */
   int time_travel;         /* keep every version of the documents (reads as of position N);
                               off, writes change unshared documents in place */
-  FILE *journal;           /* JSON Lines, the log as it grows; NULL: none */
+  struct ob_wal *journal;  /* JSON Lines, the log as it grows, and the records resume
+                              needs (ob_record.c); NULL: none. Shared with delegated
+                              runs; the host closes it (ob_wal_close) before the engine */
   uint32_t call_timeout_ms; /* a _timeout for every call without one (0: none) */
   const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
   int journal_step;        /* obelus loop: the step whose run this is (0: none) */
@@ -100,6 +102,9 @@ ob_call_state ob_run_call_state(const ob_run *r, size_t i);
 /* Writes the journal's last record: the run ended with this exit status
  * (resume then runs nothing and prints the output again). */
 void ob_run_journal_end(ob_run *r, int exit_status);
+/* Every run of e writing to journal w stops writing to it (what it wrote is
+ * flushed): call it before ob_wal_close while runs that use w are alive. */
+void ob_run_detach_journal(ob_engine *e, struct ob_wal *w);
 
 /* Fails every call still waiting on something that can no longer happen
  * (the loop ran out of work while they waited). Returns how many. */

@@ -28,6 +28,7 @@
 #include "ob_engine.h"
 #include "ob_log.h"
 #include "ob_run.h"
+#include "ob_wal.h"
 
 /* A call of a run as the scheduler holds it. A C tool's handle
  * (ob_call_handle) is one of these. */
@@ -55,6 +56,7 @@ typedef struct ob_crun {
                           an attempt's sleeps and luv handles from a later one's */
   uv_timer_t *timer;   /* the attempt's _timeout, or the wait before the next attempt */
   ob_value *params;    /* the params resolved at the start, kept for later attempts */
+  uint64_t ready_seq;  /* --fsync always: the journal's last line when it became ready */
 } ob_crun;
 
 /* The call as it runs: the approver's replacement, or the call as written. */
@@ -80,6 +82,9 @@ struct ob_run {
   char *scope;      /* a delegated run's scope in the journal, or NULL (ob_record.c) */
   ob_buf jline;     /* the journal line being built */
   uv_prepare_t *jprep; /* flushes the journal when the loop is about to wait */
+  int always;          /* --fsync always: a call starts once what it reads is on disk */
+  uint64_t hold_seq;   /* held back until this journal line is durable (0: not held) */
+  uint64_t durable_seq; /* the journal's durable line, as last asked */
 };
 
 /* --- ob_run.c ---------------------------------------------------------------- */
@@ -98,13 +103,17 @@ unsigned ob_run_slice_limit(const ob_run *r);
 
 /* --- ob_record.c: the journal (write-ahead records) ------------------------- */
 
-void ob_record_message(ob_run *r, const ob_value *m);
+/* Message i of the run's log, as a line (wrapped in a delegated run's scope). */
+void ob_record_message(ob_run *r, size_t i);
 void ob_record_run(ob_run *r);
 void ob_record_start(ob_crun *c);
 void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms);
 void ob_record_settled(ob_crun *c);
 /* Hands what was written to the file (before a tool runs, the loop waits, the run ends). */
 void ob_record_flush(ob_run *r);
+/* --fsync always: 1 when journal line seq is not on disk yet; the run is pumped
+ * again once it is. 0: go on. */
+int ob_record_hold(ob_run *r, uint64_t seq);
 
 /* --- ob_settle.c ------------------------------------------------------------- */
 

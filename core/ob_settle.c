@@ -18,6 +18,8 @@
 
 void ob_crun_enqueue(ob_run *r, ob_crun *c) {
   c->state = OB_CALL_READY;
+  if (r->always) /* what it reads is in the journal's lines so far */
+    c->ready_seq = ob_wal_seq(r->opt.journal);
   r->queue[r->qtail++] = (size_t)(c - r->calls);
   ob_run_emit(r, OB_EV_READY, c->call, NULL);
 }

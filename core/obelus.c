@@ -41,9 +41,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ob_engine.h"
 #include "ob_run.h"
+#include "ob_wal.h"
 #include "obelus.h"
 
 /* The public codes are the engine's own: one table of meanings everywhere. */
@@ -104,6 +106,7 @@ struct obelus_run {
   int started, cancelled, completed; /* completed: the completion was delivered */
   int zombie;                        /* freed from a tool function: freed on the loop */
   obelus_call *calls;                /* C tool handles in flight */
+  ob_wal *journal;                   /* writes to the host's FILE (opt.journal), or NULL */
   obelus_run *next, **prevp;
 };
 
@@ -185,6 +188,25 @@ const char *obelus_engine_problem(const obelus_engine *e, size_t i) {
 /* --- delivering callbacks from the loop ------------------------------------------------ */
 
 static void run_free_now(obelus_run *R);
+
+/* The journal of a run, written through ob_wal (group commit, --fsync) to the
+ * file of the host's FILE: the stream is flushed, and the file opened again by
+ * its descriptor (a regular file appended to, its torn last line cut; a pipe or
+ * terminal written as it is). The host's FILE is left as it was, to close. */
+static ob_wal *journal_open(obelus_engine *E, FILE *f, const char *fsync, ob_error *err) {
+  ob_fsync mode = OB_FSYNC_BATCH;
+  if (fsync && ob_fsync_parse(fsync, &mode) != OB_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "fsync is never, batch or always, not \"%s\"", fsync);
+    return NULL;
+  }
+  fflush(f);
+  char path[64];
+  struct stat st;
+  int fd = fileno(f);
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  return ob_wal_open(E->e->loop, path, regular ? OB_WAL_APPEND : OB_WAL_CREATE, mode, err);
+}
 
 static void deliver(uv_idle_t *h);
 
@@ -565,16 +587,25 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
   R->on_done = opt->on_done;
   R->data = opt->data;
   R->time_travel = opt->time_travel != 0;
+  if (opt->journal && !(R->journal = journal_open(E, opt->journal, opt->fsync, &err))) {
+    ob_plan_free(p);
+    ob_unref(pv);
+    ob_unref(inputs);
+    free(R);
+    return set_error(E, OBELUS_EIO, "%s", err.msg);
+  }
   ob_run_options ro = {.concurrency = opt->concurrency,
                        .max_depth = opt->max_depth,
                        .time_travel = R->time_travel,
-                       .journal = opt->journal,
+                       .journal = R->journal,
                        .on_event = opt->on_event ? on_run_event : NULL,
                        .on_done = on_run_done,
                        .ud = R};
   R->r = ob_run_new(E->e, p, pv, inputs, &ro, &err);
   ob_unref(inputs);
   if (!R->r) { /* the scratch log took the context: only the unexpected lands here */
+    if (R->journal)
+      ob_wal_close(R->journal, &(ob_error){0});
     ob_plan_free(p);
     ob_unref(pv);
     free(R);
@@ -687,6 +718,8 @@ static void run_free_now(obelus_run *R) {
     c->h = NULL;
   }
   ob_run_free(R->r);
+  if (R->journal) /* the host's FILE stays open: only our descriptor goes */
+    ob_wal_close(R->journal, &(ob_error){0});
   ob_plan_free(R->plan);
   ob_unref(R->plan_value);
   *R->prevp = R->next;

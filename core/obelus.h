@@ -298,11 +298,16 @@ typedef struct obelus_run_options {
                                obelus_run_resolve can read as of any position (costs
                                memory and time on long runs; off by default) */
   int max_depth;            /* deepest _delegate nesting allowed; 0: 16 */
-  FILE *journal;            /* the log as JSON Lines, written as it grows (the host
-                               opens and closes it); NULL: none */
+  FILE *journal;            /* the log as JSON Lines, written as it grows, with the
+                               records `obelus resume` reads (the host opens and
+                               closes it; the run writes through a descriptor of its
+                               own, appending, and is done with it when freed); NULL:
+                               none */
   obelus_event_cb on_event; /* NULL: no events (and nothing spent on them) */
   obelus_done_cb on_done;   /* NULL: poll obelus_run_status, or obelus_run_wait */
   void *data;               /* given back to both callbacks */
+  const char *fsync;        /* the journal's durability: "never", "batch" (NULL: the
+                               default) or "always", as `obelus run --fsync` */
 } obelus_run_options;
 
 /* Makes a run of the plan in plan_json (either form of SPEC 5: an array of
