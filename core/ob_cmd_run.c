@@ -741,7 +741,8 @@ int ob_cmd_resume(int argc, char **argv) {
   runner rn;
   if ((rc = runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
     ob_run_options ro = run_options(&o, &rn, journal, NULL);
-    ob_run *r = ob_resume_run(e, p, rs, &ro, &err);
+    ro.resume = rs;
+    ob_run *r = ob_resume_run(e, p, rs, "", &ro, &err);
     if (!r) {
       fprintf(stderr, "obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_resume.h"
 #include "ob_sched.h"
 
 
@@ -83,13 +84,26 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_crun_fail(c, "runtime", why);
     return;
   }
+  /* its lines in the journal: "#1", "#1/#0" nested, "step 2/#1" in a loop's step */
+  ob_buf scope;
+  ob_buf_init(&scope);
+  if (r->scope)
+    ob_buf_addf(&scope, "%s/", r->scope);
+  else if (r->opt.journal_step)
+    ob_buf_addf(&scope, "step %d/", r->opt.journal_step);
+  ob_buf_addf(&scope, "%s", call->id);
+  /* resumed: the plan as its run began, and that run goes on */
+  ob_resume *rs = r->opt.resume && ob_resume_has_run(r->opt.resume, scope.data) ? r->opt.resume
+                                                                                 : NULL;
   ob_error err;
-  c->subvalue = ob_json_parse_file(call->delegate, &err);
+  c->subvalue = rs ? ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data))
+                   : ob_json_parse_file(call->delegate, &err);
   if (c->subvalue)
     c->subplan = ob_plan_from_value(c->subvalue, call->delegate);
   if (c->subplan)
     ob_plan_check_tools(c->subplan, &r->e->tools, ob_engine_has_latent(r->e));
   if (!c->subplan || c->subplan->nerrors) {
+    ob_buf_free(&scope);
     ob_unref(params);
     ob_crun_fail(c, "runtime", c->subplan ? c->subplan->errors[0] : err.msg);
     return;
@@ -119,14 +133,6 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   if (ob_object_len(args))
     inputs = ob_array_push(inputs, ob_ref(args));
   ob_unref(args);
-  /* its lines in the journal: "#1", "#1/#0" nested, "step 2/#1" in a loop's step */
-  ob_buf scope;
-  ob_buf_init(&scope);
-  if (r->scope)
-    ob_buf_addf(&scope, "%s/", r->scope);
-  else if (r->opt.journal_step)
-    ob_buf_addf(&scope, "step %d/", r->opt.journal_step);
-  ob_buf_addf(&scope, "%s", call->id);
   ob_run_options opt = {.concurrency = r->opt.concurrency,
                         .depth = r->opt.depth + 1,
                         .max_depth = max_depth,
@@ -136,9 +142,11 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                         .call_timeout_ms = r->opt.call_timeout_ms,
                         .journal = r->opt.journal,
                         .journal_scope = scope.data,
+                        .resume = r->opt.resume,
                         .on_done = delegate_done,
                         .ud = c};
-  c->sub = ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
+  c->sub = rs ? ob_resume_run(r->e, c->subplan, rs, scope.data, &opt, &err)
+              : ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
   ob_buf_free(&scope);
   ob_unref(pre);
   ob_unref(inputs);

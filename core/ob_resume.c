@@ -38,13 +38,27 @@
 #include "ob_resume.h"
 #include "ob_sched.h"
 
+/* What the journal says of one run: the top-level run (key ""), a delegated
+ * plan's (its scope, "#1", "#1/#0", "step 2/#1") or a loop step's ("step 2"). */
+typedef struct part {
+  ob_value *messages; /* a delegated run's committed messages (its plan message first) */
+  ob_value *plan_msg; /* a delegated run's or a step's plan message, or NULL */
+  ob_map state;       /* call id -> "done"|"failed"|"skipped" */
+  ob_map attempt;     /* call id -> last attempt started (as uintptr_t) */
+  int ran;            /* its "run" record was seen */
+  int used;           /* taken up already (ob_resume_run): a later attempt starts afresh */
+} part;
+
 struct ob_resume {
   char *path;
   ob_value *plan_msg;   /* the first line */
   ob_value *tools;      /* the run record's tool files, or NULL */
   ob_value *messages;   /* committed top-level messages, in order (the plan's first) */
-  ob_map state;         /* call id -> "done"|"failed"|"skipped" (top-level records) */
-  ob_map attempt;       /* call id -> last attempt started (as uintptr_t) */
+  ob_map parts;         /* key -> part* */
+  ob_value *loop;       /* the loop record ({"journal":"loop",...}), or NULL */
+  ob_value *output;     /* the end record's output (a loop's), or NULL */
+  ob_value *last_plan;  /* the last committed top-level plan message */
+  int last_step;        /* the last loop step the journal tells of (0: none) */
   int ended, exit_status;
   long cut_at;          /* the length the file keeps (-1: all of it) */
   size_t lines;
@@ -55,6 +69,49 @@ static const char *str_member(const ob_value *o, const char *k) {
   return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
 }
 
+static void part_free(part *pt) {
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&pt->state, &i, &me))
+    free(me->val);
+  ob_map_free(&pt->state);
+  ob_map_free(&pt->attempt);
+  ob_unref(pt->messages);
+  ob_unref(pt->plan_msg);
+  free(pt);
+}
+
+static part *part_get(ob_resume *rs, const char *key, int make) {
+  part *pt = ob_map_get(&rs->parts, key, strlen(key));
+  if (!pt && make) {
+    pt = ob_xcalloc(1, sizeof *pt);
+    pt->messages = ob_array();
+    ob_map_init(&pt->state);
+    ob_map_init(&pt->attempt);
+    ob_map_put(&rs->parts, key, strlen(key), pt);
+  }
+  return pt;
+}
+
+/* A delegating call (key/id) tries again: what its earlier attempt's plan did
+ * (the part id names, and those nested in it) is no longer what runs. */
+static void parts_forget(ob_resume *rs, const char *key, const char *id) {
+  ob_buf child;
+  ob_buf_init(&child);
+  ob_buf_addf(&child, "%s%s%s", key, *key ? "/" : "", id);
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&rs->parts, &i, &me)) {
+    const char *k = me->key;
+    if (!strncmp(k, child.data, child.len) && (!k[child.len] || k[child.len] == '/')) {
+      part *pt = me->val;
+      pt->ran = 0;
+      pt->used = 1;
+    }
+  }
+  ob_buf_free(&child);
+}
+
 static void resume_free(ob_resume *rs) {
   if (!rs)
     return;
@@ -62,42 +119,95 @@ static void resume_free(ob_resume *rs) {
   ob_unref(rs->plan_msg);
   ob_unref(rs->tools);
   ob_unref(rs->messages);
+  ob_unref(rs->loop);
+  ob_unref(rs->output);
+  ob_unref(rs->last_plan);
   size_t i = 0;
   ob_map_entry *me;
-  while (ob_map_next(&rs->state, &i, &me))
-    free(me->val);
-  ob_map_free(&rs->state);
-  ob_map_free(&rs->attempt);
+  while (ob_map_next(&rs->parts, &i, &me))
+    part_free(me->val);
+  ob_map_free(&rs->parts);
   free(rs);
 }
 
 void ob_resume_free(ob_resume *rs) { resume_free(rs); }
 
-/* One record of the top-level run (no scope). */
-static int take_record(ob_resume *rs, const ob_value *v, const char *what) {
+/* One record of the run's progress (not a "msg"); key: the run it is of. */
+static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what) {
+  part *pt = part_get(rs, key, 1);
   const char *id = str_member(v, "id");
-  if (ob_object_get(v, "step", 4))
-    return -1; /* a planning loop's step: not taken up yet */
+  ob_value *step = ob_object_get(v, "step", 4);
+  if (step && ob_typeof(step) == OB_INT && ob_int_value(step) > rs->last_step &&
+      !ob_object_get(v, "scope", 5))
+    rs->last_step = (int)ob_int_value(step);
   if (!strcmp(what, "run")) {
-    ob_value *t = ob_object_get(v, "tools", 5);
-    ob_unref(rs->tools);
-    rs->tools = t ? ob_ref(t) : NULL;
+    pt->ran = 1;
+    pt->used = 0;
+    if (!*key) {
+      ob_value *t = ob_object_get(v, "tools", 5);
+      ob_unref(rs->tools);
+      rs->tools = t ? ob_ref(t) : NULL;
+    } else if (step && !ob_object_get(v, "scope", 5) && rs->last_plan) {
+      ob_unref(pt->plan_msg); /* a loop step's plan message comes just before */
+      pt->plan_msg = ob_ref(rs->last_plan);
+    } else if (ob_array_len(pt->messages)) {
+      ob_unref(pt->plan_msg); /* a delegated plan's is the first of its own log */
+      pt->plan_msg = ob_ref(ob_array_get(pt->messages, 0));
+    }
   } else if (!strcmp(what, "start") && id) {
     ob_value *a = ob_object_get(v, "attempt", 7);
     uintptr_t n = a && ob_typeof(a) == OB_INT ? (uintptr_t)ob_int_value(a) : 1;
-    ob_map_put(&rs->attempt, id, strlen(id), (void *)n);
+    ob_map_put(&pt->attempt, id, strlen(id), (void *)n);
+  } else if (!strcmp(what, "retry") && id) {
+    parts_forget(rs, key, id);
   } else if (!strcmp(what, "settled") && id) {
     const char *st = str_member(v, "state");
     if (st) {
-      char *old = ob_map_put(&rs->state, id, strlen(id), ob_xstrdup(st));
+      char *old = ob_map_put(&pt->state, id, strlen(id), ob_xstrdup(st));
       free(old);
     }
-  } else if (!strcmp(what, "end")) {
-    ob_value *x = ob_object_get(v, "exit", 4);
+  } else if (!strcmp(what, "loop")) {
+    ob_unref(rs->loop);
+    rs->loop = ob_ref((ob_value *)v);
+  } else if (!strcmp(what, "end") && !*key) {
+    ob_value *x = ob_object_get(v, "exit", 4), *out = ob_object_get(v, "output", 6);
     rs->ended = 1;
     rs->exit_status = x && ob_typeof(x) == OB_INT ? (int)ob_int_value(x) : 0;
+    ob_unref(rs->output);
+    rs->output = out ? ob_ref(out) : NULL;
   }
-  return 0;
+}
+
+/* The run a record is of: its scope, else its loop step ("step N"), else "". */
+static void record_key(const ob_value *v, ob_buf *key) {
+  key->len = 0;
+  const char *scope = str_member(v, "scope");
+  ob_value *step = ob_object_get(v, "step", 4);
+  if (scope)
+    ob_buf_addf(key, "%s", scope);
+  else if (step && ob_typeof(step) == OB_INT)
+    ob_buf_addf(key, "step %lld", (long long)ob_int_value(step));
+}
+
+/* Messages since the last record are committed: each to its run's log. */
+static void commit(ob_resume *rs, ob_value *pending) {
+  for (size_t i = 0; i < ob_array_len(pending); i++) {
+    ob_value *m = ob_array_get(pending, i);
+    const char *scope = str_member(m, "journal") ? str_member(m, "scope") : NULL;
+    if (scope) {
+      ob_value *inner = ob_object_get(m, "msg", 3);
+      part *pt = part_get(rs, scope, 1);
+      if (inner)
+        pt->messages = ob_array_push(pt->messages, ob_ref(inner));
+      continue;
+    }
+    rs->messages = ob_array_push(rs->messages, ob_ref(m));
+    const char *type = str_member(m, "type");
+    if (type && !strcmp(type, "plan")) {
+      ob_unref(rs->last_plan);
+      rs->last_plan = ob_ref(m);
+    }
+  }
 }
 
 ob_resume *ob_resume_load(const char *path, ob_error *err) {
@@ -113,10 +223,11 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   rs->path = ob_xstrdup(path);
   rs->messages = ob_array();
   rs->cut_at = -1;
-  ob_map_init(&rs->state);
-  ob_map_init(&rs->attempt);
+  ob_map_init(&rs->parts);
   ob_value *pending = ob_array(); /* messages since the last record */
-  int ok = 1, seen_run = 0;
+  ob_buf key;
+  ob_buf_init(&key);
+  int ok = 1;
   const char *p = b.data, *end = b.data + b.len;
   size_t line = 0;
   while (ok && p < end) {
@@ -130,13 +241,13 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       p = nl ? nl + 1 : end;
       continue;
     }
-    ob_error e;
-    ob_value *v = ob_json_parse(p, (size_t)(stop - p), &e);
-    if (!v && !nl) {
+    if (!nl) { /* no newline: the process died while writing it, whatever it holds */
       fprintf(stderr, "obelus: %s:%zu: the last line is torn (the process died while writing "
                       "it); ignored\n", path, line);
       break;
     }
+    ob_error e;
+    ob_value *v = ob_json_parse(p, (size_t)(stop - p), &e);
     if (!v || ob_typeof(v) != OB_OBJECT) {
       ob_error_set(err, OB_EJSON, line, "%s:%zu: %s", path, line,
                    v ? "a line is a JSON object (a message or a record)" : e.msg);
@@ -156,34 +267,27 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       rs->plan_msg = ob_ref(v);
     }
     const char *what = str_member(v, "journal");
-    if (!what) {
+    if (!what || !strcmp(what, "msg")) {
       pending = ob_array_push(pending, v); /* committed when a record follows */
-    } else {
-      if (!ob_object_get(v, "scope", 5)) {
-        if (take_record(rs, v, what) < 0) {
-          ob_error_set(err, OB_EINVAL, line, "%s:%zu: a journal of obelus loop: resuming the "
-                                             "planning loop is not built yet", path, line);
-          ok = 0;
-        }
-        seen_run |= !strcmp(what, "run");
-      }
-      if (strcmp(what, "msg")) { /* a record of the run's progress commits what came before */
-        for (size_t i = 0; i < ob_array_len(pending); i++)
-          rs->messages = ob_array_push(rs->messages, ob_ref(ob_array_get(pending, i)));
-        ob_unref(pending);
-        pending = ob_array();
-        rs->cut_at = (long)(stop + 1 - b.data);
-      }
+    } else { /* a record of the run's progress commits what came before */
+      commit(rs, pending);
+      ob_unref(pending);
+      pending = ob_array();
+      rs->cut_at = (long)(stop + 1 - b.data);
+      record_key(v, &key);
+      take_record(rs, key.len ? key.data : "", v, what);
       ob_unref(v);
     }
     p = nl ? nl + 1 : end;
   }
+  ob_buf_free(&key);
   rs->lines = line;
+  part *top = part_get(rs, "", 0);
   if (ok && !rs->plan_msg) {
     ob_error_set(err, OB_EINVAL, 0, "%s: empty: not a journal", path);
     ok = 0;
   }
-  if (ok && !seen_run) {
+  if (ok && (!top || !top->ran)) {
     ob_error_set(err, OB_EINVAL, 0, "%s: the run never began (the journal ends before its "
                                     "\"run\" record): run the plan again", path);
     ok = 0;
@@ -232,6 +336,21 @@ size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why) {
     }
     ob_unref(now);
   }
+  /* the delegated plans, as their runs began */
+  size_t it = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&rs->parts, &it, &me)) {
+    part *pt = me->val;
+    int delegated = *me->key && (strncmp(me->key, "step ", 5) || strchr(me->key, '/'));
+    const char *pf = delegated && pt->plan_msg ? str_member(pt->plan_msg, "file") : NULL;
+    if (!pf || access(pf, R_OK) != 0 || !pt->ran || (why->data && strstr(why->data, pf)))
+      continue;
+    ob_error err;
+    ob_value *now = ob_json_parse_file(pf, &err);
+    if (!now || !ob_equal(now, ob_object_get(pt->plan_msg, "plan", 4)))
+      ob_buf_addf(why, "%sthe delegated plan %s changed since the run", n++ ? "; " : "", pf);
+    ob_unref(now);
+  }
   ob_value *now = ob_engine_tool_files(e);
   const ob_value *then = rs->tools;
   for (size_t i = 0; then && i < ob_array_len(then); i++) {
@@ -272,34 +391,62 @@ int ob_resume_cut(const ob_resume *rs, ob_error *err) {
   return OB_OK;
 }
 
-ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const ob_run_options *opt,
-                      ob_error *err) {
-  ob_run *r = ob_run_alloc(e, plan, opt);
+int ob_resume_has_run(const ob_resume *rs, const char *key) {
+  part *pt = ob_map_get(&rs->parts, key, strlen(key));
+  return pt && pt->ran && !pt->used && pt->plan_msg;
+}
+
+const ob_value *ob_resume_part_plan(const ob_resume *rs, const char *key) {
+  part *pt = ob_map_get(&rs->parts, key, strlen(key));
+  return pt && pt->plan_msg ? ob_object_get(pt->plan_msg, "plan", 4) : NULL;
+}
+
+const ob_value *ob_resume_loop(const ob_resume *rs) { return rs->loop; }
+int ob_resume_last_step(const ob_resume *rs) { return rs->last_step; }
+const ob_value *ob_resume_output(const ob_resume *rs) { return rs->output; }
+
+int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err) {
   for (size_t i = 0; i < ob_array_len(rs->messages); i++) {
     ob_error e2;
-    if (ob_log_append(r->log, ob_array_get(rs->messages, i), &e2) < 0) {
-      ob_error_set(err, OB_EINVAL, i, "%s: message %zu does not go back into the log: %s",
-                   rs->path, i, e2.msg);
+    if (ob_log_append(log, ob_array_get(rs->messages, i), &e2) < 0)
+      return ob_error_set(err, OB_EINVAL, i, "%s: message %zu does not go back into the log: %s",
+                          rs->path, i, e2.msg);
+  }
+  return OB_OK;
+}
+
+ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
+                      const ob_run_options *opt, ob_error *err) {
+  part *pt = part_get(rs, key, 1);
+  int top = !*key;
+  ob_run *r = ob_run_alloc(e, plan, opt);
+  const ob_value *msgs = top ? rs->messages : pt->messages;
+  for (size_t i = 0; !opt->log && i < ob_array_len(msgs); i++) {
+    ob_error e2;
+    if (ob_log_append(r->log, ob_array_get(msgs, i), &e2) < 0) {
+      ob_error_set(err, OB_EINVAL, i, "%s: message %zu%s%s does not go back into the log: %s",
+                   rs->path, i, top ? "" : " of ", key, e2.msg);
       ob_run_free(r);
       return NULL;
     }
   }
+  pt->used = 1;
   r->journaled = ob_log_len(r->log); /* they are in the journal already */
   /* the calls that settled: their states, and their followers' counts */
   for (size_t i = 0; i < plan->ncalls; i++) {
     ob_crun *c = &r->calls[i];
     const char *id = c->call->id;
-    uintptr_t tries = (uintptr_t)ob_map_get(&rs->attempt, id, strlen(id));
+    uintptr_t tries = (uintptr_t)ob_map_get(&pt->attempt, id, strlen(id));
     c->attempt = (uint32_t)tries;
-    const char *st = ob_map_get(&rs->state, id, strlen(id));
+    const char *st = ob_map_get(&pt->state, id, strlen(id));
     if (!st) {
       if (tries && !rs->ended)
-        fprintf(stderr, "obelus resume: call %s (%s) had started (attempt %u) and did not "
+        fprintf(stderr, "obelus resume: call %s (%s)%s%s had started (attempt %u) and did not "
                         "settle: it runs again (attempt %u)\n",
-                id, c->call->tool_name, (unsigned)tries, (unsigned)tries + 1);
+                id, c->call->delegate ? c->call->delegate : c->call->tool_name,
+                top ? "" : " of ", key, (unsigned)tries, (unsigned)tries + 1);
       continue;
-    }
-    c->state = !strcmp(st, "done")     ? OB_CALL_DONE
+    }    c->state = !strcmp(st, "done")     ? OB_CALL_DONE
                : !strcmp(st, "failed") ? OB_CALL_FAILED
                                        : OB_CALL_SKIPPED;
     if (!c->detached)
@@ -328,7 +475,7 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const ob_run_o
     for (size_t i = 0; i < plan->ncalls; i++)
       if (r->calls[i].state == OB_CALL_WAITING && r->calls[i].detached)
         r->calls[i].state = OB_CALL_SKIPPED;
-  if (r->opt.journal) {
+  if (r->opt.journal && top) {
     static const char line[] = "{\"journal\":\"resume\"}";
     ob_wal_add(r->opt.journal, line, sizeof line - 1);
     ob_wal_flush(r->opt.journal);

@@ -24,8 +24,25 @@ size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why);
 /* Cuts the journal back to its last record (what came after never settled). */
 int ob_resume_cut(const ob_resume *rs, ob_error *err);
 /* A run of plan (made from ob_resume_plan, validated) whose log and calls
- * are as the journal left them; ob_run_start goes on from there. */
-ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const ob_run_options *opt,
-                      ob_error *err);
+ * are as the journal left them; ob_run_start goes on from there. key names
+ * which run of the journal: "" the top-level one, a delegated plan's scope
+ * ("#1", "#1/#0", "step 2/#1"), a loop step's "step N". With opt->log (a
+ * loop's shared log, filled by ob_resume_fill_log) no message is appended;
+ * else the run's own committed messages make its log. A run is taken up
+ * once: a later ob_resume_has_run of its key says 0. */
+ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
+                      const ob_run_options *opt, ob_error *err);
+/* 1 when the journal holds a run of key that began and was not taken up yet. */
+int ob_resume_has_run(const ob_resume *rs, const char *key);
+/* That run's plan as it ran (borrowed), or NULL. */
+const ob_value *ob_resume_part_plan(const ob_resume *rs, const char *key);
+/* Appends the top-level committed messages (a loop's: every step's) to log. */
+int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err);
+/* obelus loop's journals: the loop record ({"journal":"loop","planner":...,
+ * "max_steps":N}) or NULL; the last step begun (0: the first plan's run);
+ * the output the end record holds, or NULL. */
+const ob_value *ob_resume_loop(const ob_resume *rs);
+int ob_resume_last_step(const ob_resume *rs);
+const ob_value *ob_resume_output(const ob_resume *rs);
 
 #endif

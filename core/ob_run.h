@@ -59,6 +59,8 @@ typedef struct ob_run_options {
   uint32_t call_timeout_ms; /* a _timeout for every call without one (0: none) */
   const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
   int journal_step;        /* obelus loop: the step whose run this is (0: none) */
+  struct ob_resume *resume; /* obelus resume: where delegated runs find what their
+                               earlier process did (ob_resume.h); NULL: none */
   void (*on_event)(void *ud, const ob_event *ev);
   void (*on_done)(ob_run *run, void *ud); /* every awaited call settled */
   void *ud;
