@@ -36,7 +36,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: fuzz all deps test test-c test-lua bench demo clean
+.PHONY: fuzz torture all deps test test-c test-lua bench demo clean
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
 
 # --- dependencies: installs only what is missing; safe to run again ---
@@ -235,3 +235,13 @@ demo: bin/obelus
 # Not part of make test; FUZZ_SECONDS per target (default 60).
 fuzz:
 	sh fuzz/run $(or $(FUZZ_SECONDS),60)
+
+# The kill harness at 200 random SIGKILL points per plan shape (make test runs
+# 20): spec/cli/resume_spec.lua against bin/obelus. Not part of make test.
+torture: all
+	@mkdir -p build/results
+	@OBELUS_KILL_POINTS=$(or $(KILL_POINTS),200) OBELUS_BIN=$(CURDIR)/bin/obelus \
+	  $(BUSTED) --output=TAP --cpath='lib/?.so' --lpath='lua/?.lua;lua/?/init.lua;spec/?.lua' \
+	  spec/cli/resume_spec.lua > build/results/torture.txt 2>&1; rc=$$?; \
+	  echo "torture: $$(grep -c '^ok ' build/results/torture.txt) passed," \
+	    "$$(grep -c '^not ok ' build/results/torture.txt) failed"; exit $$rc

@@ -2,6 +2,7 @@
  * everything, and (run) execute it on a libuv loop, printing the final output.
  * On a terminal, run and loop keep a live progress line at the bottom of stderr. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "ob_cli.h"
 #include "ob_lua.h"
+#include "ob_mem.h"
 #include "ob_engine.h"
 #include "ob_resume.h"
 #include "ob_run.h"
@@ -644,6 +646,8 @@ int ob_cmd_run(int argc, char **argv) {
 
 /* --- resume ---------------------------------------------------------------------- */
 
+static int resume_loop(options *o, ob_engine *e, ob_plan *p, ob_resume *rs, ob_wal **journal);
+
 static const char resume_help[] =
     "usage: obelus resume JOURNAL [--tools PATH]... [--force] [--latent FILE] [run options]\n"
     "\n"
@@ -731,12 +735,23 @@ int ob_cmd_resume(int argc, char **argv) {
     fprintf(stderr, "obelus resume: --force: %s\n", why.data);
   ob_buf_free(&why);
   int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
+  if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
+    if (ob_resume_output(rs))
+      print_json(ob_resume_output(rs));
+    rc = ended_status;
+    goto done;
+  }
   if (!ended) {
     if (ob_resume_cut(rs, &err) != OB_OK ||
         !(journal = ob_wal_open(e->loop, journal_path, OB_WAL_APPEND, o.fsync, &err))) {
       fprintf(stderr, "obelus resume: %s\n", err.msg);
       goto done;
     }
+  }
+  if (ob_resume_loop(rs)) {
+    rc = resume_loop(&o, e, p, rs, &journal);
+    e = NULL; /* the loop freed it, before the step plans its runs point into */
+    goto done;
   }
   runner rn;
   if ((rc = runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
@@ -848,60 +863,90 @@ static void record_problems(ob_log *log, ob_wal *journal, const ob_plan *p, int 
   }
 }
 
-int ob_cmd_loop(int argc, char **argv) {
-  options o;
+/* A loop's journal records: the first run's "run" record holds "loop":
+ * {"planner": its identity, "max_steps": N}; {"journal":"step","step":N,...}
+ * for a step that ran no plan; {"journal":"end","exit":X,"output":V} when the loop ends. A step's
+ * run writes its own records, each with "step":N (ob_record.c). */
+static void journal_record(ob_wal *journal, ob_value *rec) {
+  if (journal) {
+    ob_wal_add_value(journal, rec);
+    ob_wal_flush(journal);
+  }
+  ob_unref(rec);
+}
+
+static ob_value *record_new(const char *what) {
+  return ob_object_set(ob_object(), "journal", 7, ob_cstring(what));
+}
+
+/* The planning loop as it goes, from `loop` or from `resume`. */
+typedef struct looper {
+  options *o;
   ob_engine *e;
-  ob_plan *p;
-  ob_value *pv;
-  int rc = begin(argc, argv, loop_help, &o, &e, &p, &pv);
-  if (rc >= 0)
-    return rc;
-  lua_State *L = e->L;
-  int planner = LUA_NOREF;
-  if (luaL_loadfile(L, o.planner) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK ||
+  runner rn;
+  ob_wal *journal;
+  ob_log *log; /* shared by every step's run */
+  ob_run_options ro;
+  int planner; /* registry reference of the planner function */
+  size_t nsteps;
+  ob_plan **steps; /* each step's plan and its value, kept until the engine goes */
+  ob_value **values;
+} looper;
+
+static void looper_init(looper *lp, options *o, ob_engine *e) {
+  memset(lp, 0, sizeof *lp);
+  lp->o = o;
+  lp->e = e;
+  lp->planner = LUA_NOREF;
+  lp->log = ob_log_new();
+  ob_log_keep_history(lp->log, 0);
+  lp->steps = ob_xcalloc(o->max_steps + 2, sizeof *lp->steps);
+  lp->values = ob_xcalloc(o->max_steps + 2, sizeof *lp->values);
+}
+
+/* Loads the planner file: OB_EXIT_OK, or 2 said on stderr. */
+static int looper_planner(looper *lp) {
+  lua_State *L = lp->e->L;
+  if (luaL_loadfile(L, lp->o->planner) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK ||
       !lua_isfunction(L, -1)) {
-    fprintf(stderr, "obelus loop: %s\n",
+    fprintf(stderr, "obelus %s: %s\n", lp->o->cmd,
             lua_isstring(L, -1) ? lua_tostring(L, -1) : "the planner file must return a function");
     lua_pop(L, 1);
-    cleanup(&o, e, p, pv);
     return OB_EXIT_USAGE;
   }
-  planner = luaL_ref(L, LUA_REGISTRYINDEX);
+  lp->planner = luaL_ref(L, LUA_REGISTRYINDEX);
+  return OB_EXIT_OK;
+}
 
-  runner rn;
-  ob_wal *journal = NULL;
-  ob_log *log = ob_log_new();
-  ob_log_keep_history(log, 0);
-  size_t nsteps = 0;
-  ob_plan **steps = calloc(o.max_steps + 1, sizeof *steps);
-  ob_value **values = calloc(o.max_steps + 1, sizeof *values);
-  if (!steps || !values)
-    abort();
-  if ((rc = runner_open(&rn, &o, e, &journal)) != OB_EXIT_OK)
-    goto done;
-  ob_run_options ro = run_options(&o, &rn, journal, log);
+/* Keeps a step's plan (made from calls, which it takes) for the engine's life. */
+static ob_plan *looper_keep(looper *lp, ob_value *calls, int step) {
+  char name[PATH_MAX + 32];
+  snprintf(name, sizeof name, "%s#step%d", lp->o->plan, step);
+  ob_plan *sp = ob_plan_from_value(calls ? calls : ob_null(), name);
+  lp->steps[lp->nsteps] = sp;
+  lp->values[lp->nsteps++] = calls;
+  ob_plan_check_tools(sp, &lp->e->tools, ob_engine_has_latent(lp->e));
+  return sp;
+}
+
+/* Asks the planner at steps from `from` on; returns the exit status. */
+static int looper_steps(looper *lp, int from) {
+  lua_State *L = lp->e->L;
+  options *o = lp->o;
   ob_error err;
-  ob_run *first = ob_run_new(e, p, pv, o.inputs, &ro, &err);
-  if (!first) {
-    fprintf(stderr, "obelus loop: %s\n", err.msg);
-    rc = OB_EXIT_USAGE;
-    goto done;
-  }
-  if ((rc = runner_drive(&rn, first, p->ncalls)))
-    goto done;
-  rc = -1;
-  for (int step = 1; rc < 0 && step <= (int)o.max_steps; step++) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, planner);
-    if (push_ctx(L, log, step) != OB_OK || lua_pcall(L, 1, 1, 0) != LUA_OK) {
-      fprintf(stderr, "obelus loop: the planner failed at step %d: %s\n", step,
+  int rc = -1;
+  for (int step = from; rc < 0 && step <= (int)o->max_steps; step++) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lp->planner);
+    if (push_ctx(L, lp->log, step) != OB_OK || lua_pcall(L, 1, 1, 0) != LUA_OK) {
+      fprintf(stderr, "obelus %s: the planner failed at step %d: %s\n", o->cmd, step,
               lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
       lua_settop(L, 0);
       rc = OB_EXIT_FAIL;
       break;
     }
     if (!lua_istable(L, -1)) {
-      fprintf(stderr, "obelus loop: step %d: the planner must return { calls = ..., output = ... }\n",
-              step);
+      fprintf(stderr, "obelus %s: step %d: the planner must return { calls = ..., output = ... }\n",
+              o->cmd, step);
       lua_settop(L, 0);
       rc = OB_EXIT_FAIL;
       break;
@@ -911,19 +956,25 @@ int ob_cmd_loop(int argc, char **argv) {
       ob_value *out = ob_lua_to_value_named(L, -1, "output", &err);
       lua_settop(L, 0);
       if (!out) {
-        fprintf(stderr, "obelus loop: step %d: %s\n", step, err.msg);
+        fprintf(stderr, "obelus %s: step %d: %s\n", o->cmd, step, err.msg);
         rc = OB_EXIT_FAIL;
         break;
       }
+      ob_value *end = ob_object_set(record_new("end"), "exit", 4, ob_int(0));
+      journal_record(lp->journal, ob_object_set(end, "output", 6, ob_ref(out)));
+      if (journal_close(lp->e, &lp->journal, o->cmd))
+        rc = OB_EXIT_FAIL;
+      else
+        rc = OB_EXIT_OK;
       print_json(out);
       ob_unref(out);
-      rc = OB_EXIT_OK;
-      break;
+      return rc;
     }
     lua_pop(L, 1);
     lua_getfield(L, -1, "calls");
     if (lua_isnil(L, -1)) { /* no calls, no output: ask again with nothing new */
       lua_settop(L, 0);
+      journal_record(lp->journal, ob_object_set(record_new("step"), "step", 4, ob_int(step)));
       continue;
     }
     ob_value *calls = ob_lua_to_value_named(L, -1, "calls", &err);
@@ -932,43 +983,147 @@ int ob_cmd_loop(int argc, char **argv) {
       ob_unref(calls); /* {} from Lua: an empty list */
       calls = ob_array();
     }
-    char name[64];
-    snprintf(name, sizeof name, "%s#step%d", o.plan, step);
-    ob_plan *sp = ob_plan_from_value(calls ? calls : ob_null(), name);
+    ob_plan *sp = looper_keep(lp, calls, step);
     if (!calls)
       ob_plan_error(sp, NULL, "%s", err.msg);
-    steps[nsteps] = sp;
-    values[nsteps++] = calls;
-    ob_plan_check_tools(sp, &e->tools, ob_engine_has_latent(e));
     if (sp->nerrors) {
-      record_problems(log, journal, sp, step);
+      record_problems(lp->log, lp->journal, sp, step);
+      ob_value *rec = ob_object_set(record_new("step"), "step", 4, ob_int(step));
+      journal_record(lp->journal,
+                     ob_object_set(rec, "problems", 8, ob_int((int64_t)sp->nerrors)));
       continue;
     }
-    ob_run *r = ob_run_new(e, sp, calls, NULL, &ro, &err);
+    ob_run_options ro = lp->ro;
+    ro.journal_step = step;
+    ob_run *r = ob_run_new(lp->e, sp, calls, NULL, &ro, &err);
     if (!r) {
-      fprintf(stderr, "obelus loop: step %d: %s\n", step, err.msg);
+      fprintf(stderr, "obelus %s: step %d: %s\n", o->cmd, step, err.msg);
       rc = OB_EXIT_FAIL;
       break;
     }
-    int sig = runner_drive(&rn, r, sp->ncalls);
+    int sig = runner_drive(&lp->rn, r, sp->ncalls);
     if (sig)
-      rc = sig;
+      return sig; /* interrupted: no end record, resume goes on from here */
   }
   if (rc < 0) {
-    fprintf(stderr, "obelus loop: no output after %zu steps (see --max-steps)\n", o.max_steps);
+    fprintf(stderr, "obelus %s: no output after %zu steps (see --max-steps)\n", o->cmd,
+            o->max_steps);
     rc = OB_EXIT_FAIL;
   }
-done:
-  runner_close(&rn, &journal);
-  ob_engine_free(e); /* frees the runs before the plans and the shared log they use */
-  e = NULL;
-  for (size_t i = 0; i < nsteps; i++) {
-    ob_plan_free(steps[i]);
-    ob_unref(values[i]);
+  journal_record(lp->journal, ob_object_set(record_new("end"), "exit", 4, ob_int(rc)));
+  return rc;
+}
+
+static void looper_free(looper *lp) {
+  if (lp->journal)
+    journal_close(lp->e, &lp->journal, lp->o->cmd);
+  runner_close(&lp->rn, &lp->journal);
+  ob_engine_free(lp->e); /* frees the runs before the plans and the shared log they use */
+  lp->e = NULL;
+  for (size_t i = 0; i < lp->nsteps; i++) {
+    ob_plan_free(lp->steps[i]);
+    ob_unref(lp->values[i]);
   }
-  free(steps);
-  free(values);
-  ob_log_free(log);
-  cleanup(&o, e, p, pv);
+  free(lp->steps);
+  free(lp->values);
+  ob_log_free(lp->log);
+}
+
+int ob_cmd_loop(int argc, char **argv) {
+  options o;
+  ob_engine *e;
+  ob_plan *p;
+  ob_value *pv;
+  int rc = begin(argc, argv, loop_help, &o, &e, &p, &pv);
+  if (rc >= 0)
+    return rc;
+  looper lp;
+  looper_init(&lp, &o, e);
+  if ((rc = looper_planner(&lp)) != OB_EXIT_OK ||
+      (rc = runner_open(&lp.rn, &o, e, &lp.journal)) != OB_EXIT_OK)
+    goto done;
+  lp.ro = run_options(&o, &lp.rn, lp.journal, lp.log);
+  /* the run record says it is a loop's, with what resume needs to go on */
+  ob_value *loop = ob_object_set(ob_object(), "planner", 7, ob_file_identity(o.planner));
+  loop = ob_object_set(loop, "max_steps", 9, ob_int((int64_t)o.max_steps));
+  ob_run_options first_opt = lp.ro;
+  first_opt.journal_loop = loop;
+  ob_error err;
+  ob_run *first = ob_run_new(e, p, pv, o.inputs, &first_opt, &err);
+  ob_unref(loop);
+  if (!first) {
+    fprintf(stderr, "obelus loop: %s\n", err.msg);
+    rc = OB_EXIT_USAGE;
+    goto done;
+  }
+  if ((rc = runner_drive(&lp.rn, first, p->ncalls)))
+    goto done;
+  rc = looper_steps(&lp, 1);
+done:
+  looper_free(&lp);
+  cleanup(&o, NULL, p, pv);
+  return rc;
+}
+
+/* `resume` of a loop's journal: the planner and --max-steps as the loop had
+ * them, the shared log rebuilt, the step the journal reached taken up (its
+ * run resumed like any run), then the planner asked from the next step on. */
+static int resume_loop(options *o, ob_engine *e, ob_plan *p, ob_resume *rs, ob_wal **journal) {
+  const ob_value *loop = ob_resume_loop(rs);
+  ob_value *pl = ob_object_get(loop, "planner", 7), *ms = ob_object_get(loop, "max_steps", 9);
+  ob_value *pf = pl ? ob_object_get(pl, "file", 4) : NULL;
+  if (!pf || ob_typeof(pf) != OB_STRING) {
+    fprintf(stderr, "obelus resume: %s: the loop record names no planner\n", o->plan);
+    return OB_EXIT_USAGE;
+  }
+  o->planner = ob_string_ptr(pf);
+  if (ms && ob_typeof(ms) == OB_INT && ob_int_value(ms) > 0 && ob_int_value(ms) <= 100000)
+    o->max_steps = (size_t)ob_int_value(ms);
+  ob_value *now = ob_file_identity(o->planner);
+  int changed = !ob_equal(now, pl);
+  ob_unref(now);
+  if (changed && !o->force) {
+    fprintf(stderr, "obelus resume: the planner %s changed since the run; nothing ran (--force "
+                    "resumes anyway)\n", o->planner);
+    return OB_EXIT_USAGE;
+  }
+  looper lp;
+  looper_init(&lp, o, e);
+  lp.journal = *journal;
+  *journal = NULL;
+  ob_error err;
+  int rc = looper_planner(&lp);
+  if (rc == OB_EXIT_OK && (rc = runner_open(&lp.rn, o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
+    lp.ro = run_options(o, &lp.rn, lp.journal, lp.log);
+    lp.ro.resume = rs;
+    int step = ob_resume_last_step(rs), need_run = step == 0;
+    char key[32];
+    snprintf(key, sizeof key, "step %d", step);
+    ob_run *r = NULL;
+    size_t ncalls = p->ncalls;
+    if (ob_resume_fill_log(rs, lp.log, &err) != OB_OK) {
+      need_run = 1;
+    } else if (step == 0) { /* the first plan's run */
+      r = ob_resume_run(e, p, rs, "", &lp.ro, &err);
+    } else if ((need_run = ob_resume_has_run(rs, key))) { /* the step's run */
+      ob_plan *sp = looper_keep(&lp, ob_ref((ob_value *)ob_resume_part_plan(rs, key)), step);
+      ncalls = sp->ncalls;
+      lp.ro.journal_step = step;
+      if (sp->nerrors)
+        ob_error_set(&err, OB_EINVAL, 0, "%s", sp->errors[0]);
+      else
+        r = ob_resume_run(e, sp, rs, key, &lp.ro, &err);
+      lp.ro.journal_step = 0;
+    }
+    if (need_run && !r) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      rc = OB_EXIT_USAGE;
+    } else {
+      journal_record(lp.journal, record_new("resume"));
+      if (!(rc = r ? runner_drive(&lp.rn, r, ncalls) : 0))
+        rc = looper_steps(&lp, step + 1);
+    }
+  }
+  looper_free(&lp);
   return rc;
 }

@@ -152,6 +152,23 @@ static int by_string(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+ob_value *ob_file_identity(const char *path) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_error err;
+  char *abs = realpath(path, NULL); /* the same file from another folder is the same */
+  ob_value *o = ob_object_set(ob_object(), "file", 4, ob_cstring(abs ? abs : path));
+  free(abs);
+  if (ob_read_file(path, &b, &err) == OB_OK) {
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(b.data, b.len));
+    o = ob_object_set(o, "size", 4, ob_int((int64_t)b.len));
+    o = ob_object_set(o, "hash", 4, ob_cstring(hex));
+  }
+  ob_buf_free(&b);
+  return o;
+}
+
 ob_value *ob_engine_tool_files(const ob_engine *e) {
   size_t n = 0, i = 0;
   const char **files = ob_xmalloc((e->tools.n + 1) * sizeof *files);
@@ -168,22 +185,8 @@ ob_value *ob_engine_tool_files(const ob_engine *e) {
   }
   qsort(files, n, sizeof *files, by_string);
   ob_value *list = ob_array();
-  for (size_t k = 0; k < n; k++) {
-    ob_buf b;
-    ob_buf_init(&b);
-    ob_error err;
-    char *abs = realpath(files[k], NULL); /* the same file from another folder is the same */
-    ob_value *o = ob_object_set(ob_object(), "file", 4, ob_cstring(abs ? abs : files[k]));
-    free(abs);
-    if (ob_read_file(files[k], &b, &err) == OB_OK) {
-      char hex[17];
-      snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(b.data, b.len));
-      o = ob_object_set(o, "size", 4, ob_int((int64_t)b.len));
-      o = ob_object_set(o, "hash", 4, ob_cstring(hex));
-    }
-    ob_buf_free(&b);
-    list = ob_array_push(list, o);
-  }
+  for (size_t k = 0; k < n; k++)
+    list = ob_array_push(list, ob_file_identity(files[k]));
   free(files);
   return list;
 }

@@ -92,6 +92,11 @@ int ob_engine_load_script(ob_engine *e, const char *path, ob_error *err);
 
 int ob_engine_has_latent(const ob_engine *e);
 
+/* {"file": its realpath, "size": N, "hash": FNV-1a as 16 hex digits} of the file at
+ * path (size and hash missing when it cannot be read): what a journal records
+ * of the files a run depends on, for resume to tell a changed one. */
+ob_value *ob_file_identity(const char *path);
+
 /* The tool files loaded, each {"file", "size", "hash"} (hash: FNV-1a 64 of
  * the content, in hex), in name order: what resume compares. New reference. */
 ob_value *ob_engine_tool_files(const ob_engine *e);

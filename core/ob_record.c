@@ -8,13 +8,19 @@
  *
  *   {"journal":"run","tools":[{"file":F,"hash":H,"size":N}...]}   after the
  *        plan, context and input messages: the run has begun; the identity
- *        of the tool files it runs with (resume refuses changed ones)
+ *        of the tool files it runs with (resume refuses changed ones); an
+ *        `obelus loop`'s has "loop":{"planner":{file,hash,size},"max_steps":N}
+ *   {"journal":"step","step":N[,"problems":K]}   a loop's step N that ran no
+ *        plan (the planner gave no calls, or calls with K problems)
+ *   {"journal":"resume"}                       `obelus resume` took the run up
  *   {"journal":"start","id":I,"attempt":N}     the call's tool starts
  *   {"journal":"retry","id":I,"attempt":N,"error":E,"delay_ms":D}
  *                                              attempt N failed; another comes
  *   {"journal":"settled","id":I,"state":"done"|"failed"|"skipped"}
  *        the call settled: its output or error messages are the lines just
  *        before (a fire-and-forget call or a thought: none)
+ *   {"journal":"end","exit":X[,"output":V]}    the run (or loop, with the
+ *        planner's output) ended with exit status X
  *
  * A delegated plan's run writes into the same journal: its records carry
  * "scope" (the delegating call's id, "#1/#0" when nested) and its messages,
@@ -101,6 +107,10 @@ void ob_record_run(ob_run *r) {
     ob_buf_add(b, ",\"tools\":", 9);
     ob_json_write(b, tools, OB_JSON_COMPACT);
     ob_unref(tools);
+  }
+  if (r->opt.journal_loop) {
+    ob_buf_add(b, ",\"loop\":", 8);
+    ob_json_write(b, r->opt.journal_loop, OB_JSON_COMPACT);
   }
   line_end(r, b);
   ob_record_flush(r);

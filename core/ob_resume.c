@@ -144,9 +144,13 @@ static void take_record(ob_resume *rs, const char *key, const ob_value *v, const
     pt->ran = 1;
     pt->used = 0;
     if (!*key) {
-      ob_value *t = ob_object_get(v, "tools", 5);
+      ob_value *t = ob_object_get(v, "tools", 5), *loop = ob_object_get(v, "loop", 4);
       ob_unref(rs->tools);
       rs->tools = t ? ob_ref(t) : NULL;
+      if (loop) {
+        ob_unref(rs->loop);
+        rs->loop = ob_ref(loop);
+      }
     } else if (step && !ob_object_get(v, "scope", 5) && rs->last_plan) {
       ob_unref(pt->plan_msg); /* a loop step's plan message comes just before */
       pt->plan_msg = ob_ref(rs->last_plan);
@@ -166,9 +170,6 @@ static void take_record(ob_resume *rs, const char *key, const ob_value *v, const
       char *old = ob_map_put(&pt->state, id, strlen(id), ob_xstrdup(st));
       free(old);
     }
-  } else if (!strcmp(what, "loop")) {
-    ob_unref(rs->loop);
-    rs->loop = ob_ref((ob_value *)v);
   } else if (!strcmp(what, "end") && !*key) {
     ob_value *x = ob_object_get(v, "exit", 4), *out = ob_object_get(v, "output", 6);
     rs->ended = 1;

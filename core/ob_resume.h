@@ -38,8 +38,8 @@ int ob_resume_has_run(const ob_resume *rs, const char *key);
 const ob_value *ob_resume_part_plan(const ob_resume *rs, const char *key);
 /* Appends the top-level committed messages (a loop's: every step's) to log. */
 int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err);
-/* obelus loop's journals: the loop record ({"journal":"loop","planner":...,
- * "max_steps":N}) or NULL; the last step begun (0: the first plan's run);
+/* obelus loop's journals: the first run record's "loop" ({"planner":{file,
+ * size, hash}, "max_steps":N}), or NULL for a plain run's; the last step begun (0: the first plan's run);
  * the output the end record holds, or NULL. */
 const ob_value *ob_resume_loop(const ob_resume *rs);
 int ob_resume_last_step(const ob_resume *rs);

@@ -59,6 +59,7 @@ typedef struct ob_run_options {
   uint32_t call_timeout_ms; /* a _timeout for every call without one (0: none) */
   const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
   int journal_step;        /* obelus loop: the step whose run this is (0: none) */
+  const ob_value *journal_loop; /* obelus loop's first run: its "run" record's "loop" */
   struct ob_resume *resume; /* obelus resume: where delegated runs find what their
                                earlier process did (ob_resume.h); NULL: none */
   void (*on_event)(void *ud, const ob_event *ev);
