@@ -189,6 +189,24 @@ describe("a run of plans/weather", function()
     os.remove(j)
   end)
 
+  it("takes fsync = never | batch | always for its journal, and refuses anything else", function()
+    for _, level in ipairs { "never", "batch", "always" } do
+      local j = os.tmpname()
+      local run = engine:run("plans/weather/plan.json", { input = { city = "Oslo" }, journal = j, fsync = level })
+      assert.are.equal(0, run:wait())
+      local messages = #run:messages()
+      run:close() -- the journal is closed with its run: its lines are all there
+      local n = 0
+      for line in slurp(j):gmatch("[^\n]+") do
+        if not line:find('^{"journal":') then n = n + 1 end
+      end
+      assert.are.equal(messages, n)
+      os.remove(j)
+    end
+    assert.matches('"fsync" is never, batch or always, not "rarely"',
+      fails(engine.run, engine, "plans/weather/plan.json", { journal = os.tmpname(), fsync = "rarely" }), 1, true)
+  end)
+
   it("runs a plan given as a table", function()
     local run = engine:run({ plan = { { _tool = "suggest", idea = "tea", _outputPath = "†state.s" } } },
       { name = "inline" })
