@@ -6,6 +6,22 @@ local function have_valgrind()
   return os.execute("command -v valgrind >/dev/null 2>&1") == true
 end
 
+-- journals: written under each --fsync level (the syncer thread included), then
+-- resumed after being cut back to their first settled call (a run killed there)
+local J1, J2, J3 = os.tmpname(), os.tmpname(), os.tmpname()
+local function cut_after_first_settled(path)
+  return function()
+    local keep = {}
+    for line in io.lines(path) do
+      keep[#keep + 1] = line
+      if line:find('"journal":"settled"', 1, true) then break end
+    end
+    local f = assert(io.open(path, "w"))
+    f:write(table.concat(keep, "\n"), "\n")
+    f:close()
+  end
+end
+
 -- each example with the exit status it is meant to end with
 local runs = {
   { 0, "run", "plans/user-status/plan.json", "--tools", "plans/user-status/tools" },
@@ -20,6 +36,16 @@ local runs = {
   { 0, "check", "plans/weather/plan.json", "--tools", "plans/weather/tools" },
   { 0, "graph", "plans/fanout-summary/plan.json" },
   { 0, "resolve", "plans/seeds/log.json", "†data.user" },
+  { 0, "run", "plans/weather/plan.json", "--tools", "plans/weather/tools", "--input", '{"city":"London"}',
+    "--journal", J1, "--fsync", "always" },
+  { 0, "resume", J1, before = cut_after_first_settled(J1) },
+  { 0, "run", "plans/fanout-summary/plan.json", "--tools", "plans/fanout-summary/tools", "--input",
+    '{"topic":"Harbour City"}', "--journal", J2, "--fsync", "batch" },
+  { 0, "resume", J2, before = cut_after_first_settled(J2) },
+  { 0, "loop", "plans/replan/plan.json", "--planner", "plans/replan/planner.lua", "--tools", "plans/replan/tools",
+    "--journal", J3 },
+  { 0, "resume", J3, before = cut_after_first_settled(J3) },
+  { 0, "resume", J3 }, -- ended: its output again, nothing run
 }
 
 describe("valgrind on the example plans", function()
@@ -31,6 +57,7 @@ describe("valgrind on the example plans", function()
         pending("valgrind is not installed")
         return
       end
+      if r.before then r.before() end
       local quoted = {}
       for i, a in ipairs(args) do quoted[i] = cli.quote(a) end
       local log = os.tmpname()
