@@ -37,6 +37,8 @@ TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
 .PHONY: fuzz torture all deps test test-c test-lua bench demo clean
+.DELETE_ON_ERROR:
+
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
 
 # --- dependencies: installs only what is missing; safe to run again ---

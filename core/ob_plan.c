@@ -12,6 +12,7 @@
  * paths): no call is compared with every other. Cycles are found with Kahn's
  * algorithm; what is left over is walked to name the calls on each cycle.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,15 +146,102 @@ static void find_refs(walk *w, const ob_value *v) {
 
 /* --- reading calls -------------------------------------------------------- */
 
-static const char *const known_meta[] = {"_tool",     "_outputPath", "_outputMethod", "_instance",
-                                         "_id",       "_delegate",   "_scopes"};
-static const char *const later_meta[] = {"_timeout", "_retry"};
+static const char *const known_meta[] = {"_tool", "_outputPath", "_outputMethod", "_instance",
+                                         "_id",   "_delegate",   "_scopes",       "_timeout",
+                                         "_retry"};
 
 static int is_one_of(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(s, list[i]))
       return 1;
   return 0;
+}
+
+/* A whole number in [lo, hi] (1.0 counts as 1), or -1 when v is not one. */
+static int64_t whole_in(const ob_value *v, int64_t lo, int64_t hi) {
+  int64_t n;
+  if (ob_typeof(v) == OB_INT)
+    n = ob_int_value(v);
+  else if (ob_typeof(v) == OB_REAL && ob_real_value(v) == floor(ob_real_value(v)) &&
+           fabs(ob_real_value(v)) < 1e15)
+    n = (int64_t)ob_real_value(v);
+  else
+    return -1;
+  return n < lo || n > hi ? -1 : n;
+}
+
+/* The longest wait a timer takes here: about 49 days. */
+#define OB_MAX_MS 4294967295LL
+
+/* _timeout: milliseconds per attempt, a whole number >= 1. */
+static void read_timeout(ob_plan *p, ob_call *c, const ob_value *v) {
+  if (!v)
+    return;
+  int64_t ms = whole_in(v, 1, OB_MAX_MS);
+  if (ms < 0 && ob_is_number(v))
+    ob_plan_error(p, c, "_timeout must be a whole number of milliseconds from 1 to %lld, not %g",
+                  OB_MAX_MS, ob_real_value(v));
+  else if (ms < 0)
+    ob_plan_error(p, c, "_timeout must be a whole number of milliseconds from 1 to %lld, not %s",
+                  OB_MAX_MS, ob_type_name(ob_typeof(v)));
+  else
+    c->timeout_ms = (uint32_t)ms;
+}
+
+/* _retry: N (attempts in all) or {attempts, delay_ms, backoff, max_delay_ms,
+ * jitter}; the defaults are 200 ms, 2, 30 s and jitter on. */
+static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
+  c->retry = (ob_retry){1, 200, 30000, 2.0, 1};
+  if (!v)
+    return;
+  if (ob_typeof(v) != OB_OBJECT) {
+    int64_t n = whole_in(v, 1, 1000000);
+    if (n < 0)
+      ob_plan_error(p, c, "_retry must be the number of attempts (a whole number from 1, the "
+                          "first included) or an object {attempts, delay_ms, backoff, "
+                          "max_delay_ms, jitter}");
+    else
+      c->retry.attempts = (uint32_t)n;
+    return;
+  }
+  ob_object_iter it;
+  ob_value *k, *x;
+  ob_object_iter_init(&it, v);
+  while (ob_object_iter_next(&it, &k, &x)) {
+    const char *key = ob_string_ptr(k);
+    int64_t n;
+    if (!strcmp(key, "attempts")) {
+      if ((n = whole_in(x, 1, 1000000)) < 0)
+        ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 (the first attempt "
+                            "included)");
+      else
+        c->retry.attempts = (uint32_t)n;
+    } else if (!strcmp(key, "delay_ms") || !strcmp(key, "max_delay_ms")) {
+      if ((n = whole_in(x, 0, OB_MAX_MS)) < 0)
+        ob_plan_error(p, c, "_retry.%s must be a whole number of milliseconds from 0 to %lld",
+                      key, OB_MAX_MS);
+      else if (key[0] == 'd')
+        c->retry.delay_ms = (uint32_t)n;
+      else
+        c->retry.max_delay_ms = (uint32_t)n;
+    } else if (!strcmp(key, "backoff")) {
+      if (!ob_is_number(x) || ob_real_value(x) < 1 || ob_real_value(x) > 1000)
+        ob_plan_error(p, c, "_retry.backoff must be a number from 1 to 1000 (the factor of each "
+                            "wait over the one before)");
+      else
+        c->retry.backoff = ob_real_value(x);
+    } else if (!strcmp(key, "jitter")) {
+      if (ob_typeof(x) != OB_TRUE && ob_typeof(x) != OB_FALSE)
+        ob_plan_error(p, c, "_retry.jitter must be true or false");
+      else
+        c->retry.jitter = ob_typeof(x) == OB_TRUE;
+    } else {
+      ob_plan_error(p, c, "_retry has an unknown key \"%.40s\" (known: attempts, delay_ms, "
+                          "backoff, max_delay_ms, jitter)", key);
+    }
+  }
+  if (!field(v, "attempts"))
+    ob_plan_error(p, c, "_retry.attempts is missing: the number of attempts in all");
 }
 
 /* Reads one call; as_instance (when not NULL) makes it that instance's copy. */
@@ -248,12 +336,12 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
     const char *key = ob_string_ptr(k);
     if (key[0] != '_')
       continue;
-    if (is_one_of(key, later_meta, sizeof later_meta / sizeof *later_meta))
-      ob_plan_error(p, c, "%s is not implemented yet in this build", key);
-    else if (!is_one_of(key, known_meta, sizeof known_meta / sizeof *known_meta))
+    if (!is_one_of(key, known_meta, sizeof known_meta / sizeof *known_meta))
       ob_plan_error(p, c, "unknown meta-property %s (known: _tool, _outputPath, _outputMethod, "
-                          "_instance, _id, _delegate, _scopes)", key);
+                          "_instance, _id, _delegate, _scopes, _timeout, _retry)", key);
   }
+  read_timeout(p, c, field(raw, "_timeout"));
+  read_retry(p, c, field(raw, "_retry"));
 
   ob_value *out = field(raw, "_outputPath"), *method = field(raw, "_outputMethod");
   ob_value *inst = field(raw, "_instance");

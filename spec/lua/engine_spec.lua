@@ -255,7 +255,7 @@ describe("validation", function()
       { _tool = "marker", file = marker, _outputPath = "†state.m" },
       { _tool = "nosuch", _outputPath = "†state.x" },
       { _tool = "suggest", _outputPath = "†state.y" },
-      { _tool = "suggest", idea = "x", _timeout = 5, _outputPath = "†state.z" },
+      { _tool = "suggest", idea = "x", _timeout = -5, _outputPath = "†state.z" },
     } }
   end
 
