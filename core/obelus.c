@@ -115,6 +115,8 @@ struct obelus_call {
   obelus_run *run;   /* NULL once detached */
   obelus_call *next, **prevp;
   const char *id, *tool; /* copies, stored after the struct */
+  uint32_t attempt;       /* the attempt it was made for: an older one's is spent
+                             (it timed out, and _retry ran the call again) */
 };
 
 /* --- errors ------------------------------------------------------------------------ */
@@ -436,6 +438,7 @@ static void trampoline(ob_call_handle *h, const ob_value *params, void *data) {
   c->tool = strs + idlen;
   c->h = h;
   c->run = NULL;
+  c->attempt = ob_call_handle_attempt(h);
   obelus_run *R = find_run(E, ob_call_handle_run(h));
   if (R)
     link_call(R, c);
@@ -480,6 +483,8 @@ int obelus_engine_add_tool(obelus_engine *E, const char *name, const char *schem
 static ob_call_handle *spend(obelus_call *c, obelus_engine **E) {
   ob_call_handle *h = c->h;
   *E = c->run ? c->run->engine : NULL;
+  if (h && ob_call_handle_attempt(h) != c->attempt)
+    h = NULL; /* a later attempt runs now: this one's completion is not its */
   unlink_call(c);
   free(c);
   return h;

@@ -197,7 +197,10 @@ typedef struct obelus_call obelus_call;
  * any callback on the engine's loop (a timer, a socket read, ...). Every
  * handle must be completed, even after its run was cancelled or freed
  * (completing then does nothing to the run and only releases the handle);
- * a handle never completed is leaked.
+ * a handle never completed is leaked. The same holds for the handle of an
+ * attempt that timed out (_timeout): it is spent, and completing it does
+ * nothing even while _retry runs a later attempt of the call, which gets a
+ * handle of its own.
  *
  * The scheduler calls the function as the call starts, from inside obelus
  * (obelus_run_start, obelus_call_complete of the call before it, or the
