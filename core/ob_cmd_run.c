@@ -24,6 +24,8 @@ static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
     "                  [--events FILE|-] [--concurrency N] [--drain-timeout MS] [--latent FILE]\n"
     "                  [--max-depth N] [--approver FILE] [--approve] [--call-timeout MS]\n"
+    "                  [--fsync never|batch|always] [--max-memory MB] [--max-output KB]\n"
+    "                  [--max-calls N] [--max-slice MS]\n"
     "\n"
     "Validates PLAN (a file, or - for standard input) against the tools, then\n"
     "runs every call as soon as its inputs exist, concurrently, and prints the\n"
@@ -34,12 +36,18 @@ static const char run_help[] =
     "  --tools PATH        a tool file (.lua) or a folder of them; repeatable\n"
     "  --input JSON|@FILE  adds {\"type\":\"data\",\"kind\":\"input\",\"data\":JSON}; repeatable\n"
     "  --journal FILE      the log as JSON Lines, written as it grows\n"
+    "  --fsync LEVEL       how durable the journal is: never, batch (default: on disk\n"
+    "                      within 50 ms) or always (a result on disk before its readers)\n"
     "  --events FILE|-     scheduler events as JSON Lines (- for stderr)\n"
     "  --concurrency N     at most N calls running at once (default: unlimited)\n"
     "  --drain-timeout MS  how long to wait for fire-and-forget calls (default 5000)\n"
     "  --call-timeout MS   a _timeout for every call that has none (per attempt)\n"
     "  --latent FILE       a Lua file that sets the latent handler (obelus.set_latent)\n"
     "  --max-depth N       how deep plans may delegate to plans (_delegate; default 16)\n"
+    "  --max-memory MB     the most Lua memory tools may hold; the call that passes it fails\n"
+    "  --max-output KB     the largest message a call may write; a larger result fails it\n"
+    "  --max-calls N       the most calls in all: instances, delegated plans, loop steps\n"
+    "  --max-slice MS      how long a tool may run without yielding (default 30000)\n"
     "  --approver FILE     a Lua file that sets an approver (obelus.set_approver)\n"
     "  --approve           ask on the terminal before each call starts: y, n or e (edit)\n"
     "\n"
@@ -67,6 +75,8 @@ typedef struct options {
   int ntools, nlatent;
   ob_value *inputs; /* array */
   size_t concurrency, drain_ms, call_timeout_ms;
+  size_t max_memory_mb, max_output_kb, max_calls; /* limits (0: none) */
+  size_t max_slice_ms; /* the watchdog's (0: its default) */
   int max_depth;
   int approve, force;
   ob_fsync fsync;  /* the journal's durability (--fsync) */
@@ -312,6 +322,21 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
       if (!ob_cli_parse_count(argv[++i], &o->call_timeout_ms) || !o->call_timeout_ms ||
           o->call_timeout_ms > 2147483647u)
         return ob_cli_usage_error(o->cmd, "--call-timeout needs milliseconds, 1 or more");
+    } else if (!strcmp(a, "--max-memory") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_memory_mb) || !o->max_memory_mb ||
+          o->max_memory_mb > 1048576)
+        return ob_cli_usage_error(o->cmd, "--max-memory needs megabytes, from 1 to 1048576");
+    } else if (!strcmp(a, "--max-output") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_output_kb) || !o->max_output_kb ||
+          o->max_output_kb > 1073741824)
+        return ob_cli_usage_error(o->cmd, "--max-output needs kilobytes, from 1 to 1073741824");
+    } else if (!strcmp(a, "--max-calls") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_calls) || !o->max_calls)
+        return ob_cli_usage_error(o->cmd, "--max-calls needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--max-slice") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
+          o->max_slice_ms > 86400000)
+        return ob_cli_usage_error(o->cmd, "--max-slice needs milliseconds, from 10 to 86400000");
     } else if (!strcmp(a, "--drain-timeout") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
         return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
@@ -353,6 +378,7 @@ static int prepare(options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_val
     fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
+  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
   for (int i = 0; i < o->ntools; i++)
     if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
       fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
@@ -371,6 +397,9 @@ static int prepare(options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_val
   ob_plan *p = *pp = ob_plan_from_value(v, o->plan);
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   ob_run_check_messages(p, o->inputs, "--input", 1);
+  ob_run_options count = {.max_calls = o->max_calls};
+  if (ob_run_count_calls(p, &count, &err) != OB_OK)
+    ob_plan_error(p, NULL, "%s", err.msg);
   for (size_t i = 0; i < p->nerrors; i++)
     fprintf(stderr, "%s\n", p->errors[i]);
   if (p->nerrors) {
@@ -437,6 +466,7 @@ typedef struct runner {
   uv_signal_t sigint, sigterm;
   uv_timer_t drain;
   int signum, drain_started, drained, open;
+  size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
 } runner;
 
 static void drain_expired(uv_timer_t *t) {
@@ -598,6 +628,10 @@ static ob_run_options run_options(const options *o, runner *rn, ob_wal *journal,
                        .max_depth = o->max_depth,
                        .approve_tty = o->approve,
                        .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+                       .max_output = o->max_output_kb << 10,
+                       .max_slice_ms = (unsigned)o->max_slice_ms,
+                       .max_calls = o->max_calls,
+                       .calls_used = &rn->calls_used,
                        .journal = journal,
                        .log = log,
                        .on_event = on_event,
@@ -694,6 +728,7 @@ int ob_cmd_resume(int argc, char **argv) {
     fprintf(stderr, "obelus resume: %s\n", err.msg);
     goto done;
   }
+  ob_engine_set_max_memory(e, o.max_memory_mb << 20);
   const ob_value *then = ob_resume_tool_files(rs);
   for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
     ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_pool.h"
 #include "ob_sched.h"
 #include "ob_lua.h"
 #include "ob_watch.h"
@@ -115,7 +116,10 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   c->resumes++; /* the clock starts when the hook first fires: no clock read per resume */
   ob_watch *w = c->run->e->watch;
   lua_State *outer = w ? ob_watch_enter(w, co, ob_run_slice_limit(c->run)) : NULL;
+  ob_pool *pool = c->run->e->lua_pool;
+  size_t was = ob_pool_arm(pool);
   int st = lua_resume(co, from, nargs, &nres);
+  ob_pool_disarm(pool, was);
   if (w)
     ob_watch_leave(w, co, outer);
   if (c->state != OB_CALL_RUNNING || c->co != co)
@@ -135,7 +139,9 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   /* the message: a string as it is, a table as its JSON text */
   ob_buf msg;
   ob_buf_init(&msg);
-  if (lua_type(co, -1) == LUA_TSTRING) {
+  if (st == LUA_ERRMEM && pool->hit) {
+    ob_buf_addf(&msg, "memory limit of %zu MB reached (--max-memory)", pool->max >> 20);
+  } else if (lua_type(co, -1) == LUA_TSTRING) {
     ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
   } else {
     ob_error err;

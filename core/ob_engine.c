@@ -38,7 +38,11 @@ int ob_engine_pcall(lua_State *L, int nargs, int nres) {
 /* luv runs every libuv callback through this. */
 static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   int top = lua_gettop(L) - nargs - 1;
+  void *pool;
+  lua_getallocf(L, &pool);
+  size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
+  ob_pool_disarm(pool, was);
   if (rc != LUA_OK) {
     fprintf(stderr, "obelus: error in a libuv callback of a tool: %s\n", lua_tostring(L, -1));
     lua_pop(L, 1);
@@ -46,6 +50,17 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   }
   return nres == LUA_MULTRET ? lua_gettop(L) - top : nres;
 }
+
+/* os.exit for tools: an error of the call (or of the tool file, at load). */
+static int tool_exit(lua_State *L) {
+  int code = lua_isnoneornil(L, 1) ? 0
+             : lua_isboolean(L, 1) ? !lua_toboolean(L, 1)
+                                   : (int)luaL_checkinteger(L, 1);
+  return luaL_error(L, "os.exit called by a tool (code %d): only the engine ends the process",
+                    code);
+}
+
+void ob_engine_set_max_memory(ob_engine *e, size_t bytes) { e->lua_pool->max = bytes; }
 
 ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   ob_engine *e = calloc(1, sizeof *e);
@@ -75,6 +90,11 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
    * thread (and every coroutine a tool makes, which copies it) holds none */
   *(void **)lua_getextraspace(L) = NULL;
   luaL_openlibs(L);
+  /* os.exit would end the host's process from inside a tool: it fails the call */
+  lua_getglobal(L, "os");
+  lua_pushcfunction(L, tool_exit);
+  lua_setfield(L, -2, "exit");
+  lua_pop(L, 1);
   /* calls make many short-lived tables (params, ctx, results): the
    * generational collector handles those for far less than full cycles */
   lua_gc(L, LUA_GCGEN, 0, 0);

@@ -71,6 +71,11 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err);
 /* Frees the engine, its runs and its Lua state. Handles tools left open on
  * a loop the engine owns are closed; a host's loop is left to the host. */
 void ob_engine_free(ob_engine *e);
+/* --max-memory: the most the engine's Lua state may hold while a tool runs
+ * (0: no limit). The allocation that would pass it fails, and so does the
+ * call that asked for it, with "memory limit of N MB reached"; the run goes
+ * on. Between calls (the scheduler's own work) nothing is refused. */
+void ob_engine_set_max_memory(ob_engine *e, size_t bytes);
 
 /* Loads tools from a .lua file, or from every *.lua file of a folder (in
  * name order). A file returns one tool table or a list of them (SPEC 7).

@@ -105,8 +105,23 @@ static void small_free(ob_pool *p, void *b, size_t cls) {
 
 #endif
 
+static void *pool_alloc(ob_pool *p, void *ptr, size_t osize, size_t nsize);
+
 void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ob_pool *p = ud;
+  if (!ptr)
+    osize = 0; /* then osize tells what kind of object is coming, not a size */
+  if (nsize > osize && p->limit && p->used + (nsize - osize) > p->limit) {
+    p->hit = 1;
+    return NULL; /* Lua collects everything it can, then tries once more */
+  }
+  void *b = pool_alloc(p, ptr, osize, nsize);
+  if (b || !nsize)
+    p->used = p->used - osize + nsize;
+  return b;
+}
+
+static void *pool_alloc(ob_pool *p, void *ptr, size_t osize, size_t nsize) {
 #ifdef OB_POOL_PASSTHROUGH
   (void)p;
   (void)osize;
@@ -116,8 +131,6 @@ void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   }
   return realloc(ptr, nsize);
 #else
-  if (!ptr)
-    osize = 0; /* then osize tells what kind of object is coming, not a size */
   int osmall = osize && osize <= OB_POOL_SMALL, nsmall = nsize && nsize <= OB_POOL_SMALL;
   if (nsize == 0) {
     if (osmall)

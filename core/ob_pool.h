@@ -38,7 +38,26 @@ typedef struct ob_pool {
   void *slabs;                 /* every slab, linked through their first word */
   size_t slab_bytes;           /* the slabs' size in all */
   int warn_mode;               /* Lua warnings: 0 off, 1 on, 2 on in mid-message */
+  /* --max-memory: the bytes Lua holds (blocks in use, as Lua counts them),
+   * and the most it may hold while `limit` is set (0: no limit). A request
+   * that would pass it fails (Lua raises "not enough memory", after a full
+   * collection) and sets `hit`. The engine sets the limit only around a
+   * call's resume, a protected call: outside one, a failed allocation
+   * would end the process (Lua's panic). */
+  size_t used, limit;
+  size_t max; /* the limit set (--max-memory), armed by ob_pool_arm */
+  int hit;
 } ob_pool;
+
+/* Arms the pool's limit (max) for a protected call; returns what to give
+ * ob_pool_disarm after it (arming nests). */
+static inline size_t ob_pool_arm(ob_pool *p) {
+  size_t was = p->limit;
+  p->limit = p->max;
+  p->hit = 0;
+  return was;
+}
+static inline void ob_pool_disarm(ob_pool *p, size_t was) { p->limit = was; }
 
 /* A new empty pool (NULL when out of memory). */
 ob_pool *ob_pool_new(void);

@@ -420,6 +420,8 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
                       const ob_run_options *opt, ob_error *err) {
   part *pt = part_get(rs, key, 1);
   int top = !*key;
+  if (ob_run_count_calls(plan, opt, err) != OB_OK)
+    return NULL;
   ob_run *r = ob_run_alloc(e, plan, opt);
   const ob_value *msgs = top ? rs->messages : pt->messages;
   for (size_t i = 0; !opt->log && i < ob_array_len(msgs); i++) {

@@ -141,8 +141,29 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   return r;
 }
 
+int ob_run_count_calls(const ob_plan *plan, const ob_run_options *opt, ob_error *err) {
+  if (!opt->max_calls)
+    return OB_OK;
+  size_t used = opt->calls_used ? *opt->calls_used : 0;
+  if (plan->ncalls > opt->max_calls - (used < opt->max_calls ? used : opt->max_calls)) {
+    if (used)
+      ob_error_set(err, OB_EINVAL, 0, "%s: its %zu calls would make %zu in all, more than "
+                   "--max-calls %zu", plan->file, plan->ncalls, used + plan->ncalls,
+                   opt->max_calls);
+    else
+      ob_error_set(err, OB_EINVAL, 0, "the plan has %zu calls (instances counted), more than "
+                   "--max-calls %zu", plan->ncalls, opt->max_calls);
+    return OB_EINVAL;
+  }
+  if (opt->calls_used)
+    *opt->calls_used += plan->ncalls;
+  return OB_OK;
+}
+
 ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
                    const ob_value *inputs, const ob_run_options *opt, ob_error *err) {
+  if (ob_run_count_calls(plan, opt, err) != OB_OK)
+    return NULL;
   ob_run *r = ob_run_alloc(e, plan, opt);
   ob_value *pm = ob_object();
   pm = ob_object_set(pm, "type", 4, ob_cstring("plan"));

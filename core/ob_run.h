@@ -57,6 +57,11 @@ typedef struct ob_run_options {
                               needs (ob_record.c); NULL: none. Shared with delegated
                               runs; the host closes it (ob_wal_close) before the engine */
   uint32_t call_timeout_ms; /* a _timeout for every call without one (0: none) */
+  size_t max_output;       /* --max-output: the largest message a call may write, in
+                              bytes of its JSON text (0: no limit) */
+  size_t max_calls;        /* --max-calls: the most calls of this run and every run
+                              sharing calls_used (its delegated plans, a loop's steps) */
+  size_t *calls_used;      /* that count (NULL: the run counts its own calls only) */
   const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
   int journal_step;        /* obelus loop: the step whose run this is (0: none) */
   const ob_value *journal_loop; /* obelus loop's first run: its "run" record's "loop" */
@@ -72,6 +77,10 @@ typedef struct ob_run_options {
  * input documents, each added as {"type":"data","kind":"input","data":...};
  * may be NULL) to a fresh log. Returns NULL with err when a context message
  * is refused. The plan must outlive the run. */
+/* --max-calls: counts plan's calls into opt->calls_used; fails (err says
+ * how many, and the limit) when that would pass opt->max_calls. */
+int ob_run_count_calls(const ob_plan *plan, const ob_run_options *opt, ob_error *err);
+
 ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
                    const ob_value *inputs, const ob_run_options *opt, ob_error *err);
 
