@@ -20,9 +20,14 @@
  * the run goes on from there, appending to the same journal. A run that
  * ended ({"journal":"end"}) runs nothing: its output is printed again.
  *
- * A delegated plan's own calls (records with a "scope") are not yet taken
- * up: a delegating call that had not settled runs its plan again from the
- * start. `obelus loop` journals are refused for now.
+ * The journal is read as PARTS, one per run it holds: the top-level run
+ * (key ""), each delegated plan's run (its records' "scope": "#1", "#1/#0")
+ * and each of `obelus loop`'s step runs ("step N"). A delegating call that
+ * had not settled takes its plan's run up from that part (ob_delegate.c),
+ * so the sub-plan's completed calls are not run again; a retry record of
+ * the delegating call forgets its earlier sub-run (the next attempt starts
+ * the plan afresh). A loop's journal is resumed from the step it reached
+ * (ob_cmd_run.c asks the planner on from there).
  *
  * Costs: one pass over the journal, each line parsed once; the log rebuilt
  * at append speed. */
