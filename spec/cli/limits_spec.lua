@@ -174,6 +174,23 @@ describe("--max-calls N", function()
     assert.are.same({ d = 2, t = "top" }, cjson.decode(r.out))
   end)
 
+  it("counts a loop's steps: the step that would pass it ends the loop with its error", function()
+    local file = plan_file { plan = { { _tool = "ok", value = 0, _outputPath = "†state.s0" } } }
+    local planner = cli.tmpfile([[
+      return function(ctx)
+        if ctx.step > 5 then return { output = "all steps ran" } end
+        return { calls = { { _tool = "ok", value = ctx.step, _outputPath = "†state.s" .. ctx.step },
+                           { _tool = "ok", value = ctx.step, _outputPath = "†state.t" .. ctx.step } } }
+      end]], ".lua")
+    local r = capped { "loop", file, "--planner", planner, "--tools", TOOLS, "--max-calls", "6" }
+    assert.are.equal(1, r.code, r.err)
+    assert.matches("step 3: .*its 2 calls would make 7 in all, more than %-%-max%-calls 6", r.err)
+    r = capped { "loop", file, "--planner", planner, "--tools", TOOLS, "--max-calls", "11" }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("all steps ran", cjson.decode(r.out))
+    os.remove(planner)
+  end)
+
   it("refuses a bad value", function()
     local r = run({ plan = { { _tool = "ok", value = 1 } } }, "--max-calls", "0")
     assert.are.equal(2, r.code)
