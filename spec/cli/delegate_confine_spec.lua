@@ -77,7 +77,7 @@ describe("_delegate confined to the plans root", function()
   it("refuses an absolute path (/etc/passwd) without opening it", function()
     local plan = base .. "/plans/p.json"
     write(plan, delegating("top", { "/etc/passwd" }))
-    for _, cmd in ipairs { "check", "run" } do
+    for _, cmd in ipairs { "check", "run", "graph" } do
       local r = run(cmd, plan)
       assert.are.equal(2, r.code)
       assert.are.equal("", r.out)
@@ -158,6 +158,8 @@ describe("_delegate confined to the plans root", function()
     assert.are.equal(2, run("check", plan).code)
     local r = run("check", plan, "--plans-root", base)
     assert.are.equal(0, r.code, r.err)
+    assert.are.equal(2, run("graph", plan).code)
+    assert.are.equal(0, run("graph", plan, "--plans-root", base).code)
     r = run("run", plan, "--plans-root", base)
     assert.are.equal(0, r.code, r.err)
     assert.is_true(ran("top") and ran("plans2") and ran("outside"))
