@@ -25,7 +25,6 @@
  * call runs (ob_delegate.c), on the real path it resolved.
  */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -111,8 +111,10 @@ void ob_plan_free(ob_plan *p);
  * latent one needs has_latent_handler), literal params satisfy its schema
  * (SPEC 5: the schema sees the call without its meta-properties, except those
  * its "properties" names; params holding references are judged only where
- * literal), and _outputPath satisfies the schema's rule for it. Adds to
- * plan->errors; sets each call's tool. Returns the number of new problems. */
+ * literal), and _outputPath satisfies the schema's rule for it. Follows each
+ * _delegate (confined to p->root, ob_plan_read_delegate) and checks that plan
+ * too. Adds to plan->errors; sets each call's tool. Returns the number of new
+ * problems. */
 size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler);
 
 /* The plans root: the folder every _delegate path must lead into (after
