@@ -11,8 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ob_sched.h"
 #include "ob_lua.h"
+#include "ob_mem.h"
+#include "ob_sched.h"
 
 enum { REFUSE = 0, ALLOW = 1, BROKEN = -1 };
 
@@ -148,6 +149,7 @@ static int adopt(ob_crun *c, ob_value *replacement, ob_value **params, ob_buf *w
   ob_value *one = ob_array_push(ob_array(), ob_ref(replacement));
   ob_plan *tmp = ob_plan_from_value(one, r->plan->file);
   ob_unref(one);
+  tmp->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL; /* its _delegate, confined */
   ob_plan_check_tools(tmp, &r->e->tools, ob_engine_has_latent(r->e));
   int ok = 0;
   if (tmp->nerrors) {

@@ -34,6 +34,7 @@
 
 static const char graph_help[] =
     "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]... [--journal J]\n"
+    "                    [--plans-root DIR]\n"
     "\n"
     "Prints the dependency graph of PLAN: one node per call (its id and tool),\n"
     "one edge from each call to each call that reads what it writes, labelled\n"
@@ -55,6 +56,8 @@ static const char graph_help[] =
     "                        call that did not fail is left white (it writes\n"
     "                        nothing to tell). The outcome is also the node's last\n"
     "                        label line.\n"
+    "  --plans-root DIR      with --tools, where delegated plans must lie (as for\n"
+    "                        run; default: PLAN's folder)\n"
     "\n"
     "examples:\n"
     "  obelus graph plan.json | dot -Tsvg > plan.svg\n"
@@ -462,7 +465,7 @@ static void check_more(ob_plan *p, ob_engine *e) {
 }
 
 int ob_cmd_graph(int argc, char **argv) {
-  const char *file = NULL, *journal = NULL;
+  const char *file = NULL, *journal = NULL, *plans_root = NULL;
   const char *tools[64];
   int ntools = 0, format = FORMAT_DOT;
   for (int i = 1; i < argc; i++) {
@@ -489,6 +492,10 @@ int ob_cmd_graph(int argc, char **argv) {
       if (++i == argc)
         return ob_cli_usage_error("graph", "--journal needs a journal file (run --journal)");
       journal = argv[i];
+    } else if (!strcmp(a, "--plans-root")) {
+      if (++i == argc)
+        return ob_cli_usage_error("graph", "--plans-root needs a folder");
+      plans_root = argv[i];
     } else if (a[0] == '-' && a[1] == '-') {
       return ob_cli_usage_error("graph", "unknown option %s", a);
     } else if (!file) {
@@ -513,6 +520,12 @@ int ob_cmd_graph(int argc, char **argv) {
       return OB_EXIT_USAGE;
     }
   ob_plan *p = ob_plan_load(file, &err);
+  char *dir = p && !plans_root ? ob_plan_default_root(file) : NULL;
+  if (p && !(p->root = ob_plans_root(plans_root ? plans_root : dir, &err))) {
+    ob_plan_free(p);
+    p = NULL;
+  }
+  free(dir);
   if (!p) {
     fprintf(stderr, "obelus graph: %s\n", err.msg);
     ob_engine_free(e);

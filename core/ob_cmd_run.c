@@ -23,9 +23,9 @@
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
     "                  [--events FILE|-] [--concurrency N] [--drain-timeout MS] [--latent FILE]\n"
-    "                  [--max-depth N] [--approver FILE] [--approve] [--call-timeout MS]\n"
-    "                  [--fsync never|batch|always] [--max-memory MB] [--max-output KB]\n"
-    "                  [--max-calls N] [--max-slice MS]\n"
+    "                  [--max-depth N] [--plans-root DIR] [--approver FILE] [--approve]\n"
+    "                  [--call-timeout MS] [--fsync never|batch|always] [--max-memory MB]\n"
+    "                  [--max-output KB] [--max-calls N] [--max-slice MS]\n"
     "\n"
     "Validates PLAN (a file, or - for standard input) against the tools, then\n"
     "runs every call as soon as its inputs exist, concurrently, and prints the\n"
@@ -48,6 +48,8 @@ static const char run_help[] =
     "  --max-output KB     the largest message a call may write; a larger result fails it\n"
     "  --max-calls N       the most calls in all: instances, delegated plans, loop steps\n"
     "  --max-slice MS      how long a tool may run without yielding (default 30000)\n"
+    "  --plans-root DIR    the folder every _delegate path must lead into (default:\n"
+    "                      PLAN's folder; the current directory for -)\n"
     "  --approver FILE     a Lua file that sets an approver (obelus.set_approver)\n"
     "  --approve           ask on the terminal before each call starts: y, n or e (edit)\n"
     "\n"
@@ -56,12 +58,13 @@ static const char run_help[] =
     "  obelus run plan.json --tools tools/ --input '{\"city\":\"Oslo\"}' --journal run.jsonl\n";
 
 static const char check_help[] =
-    "usage: obelus check PLAN [--tools PATH]... [--latent FILE]\n"
+    "usage: obelus check PLAN [--tools PATH]... [--latent FILE] [--plans-root DIR]\n"
     "\n"
     "Validates PLAN without running anything: its shape, every call against its\n"
-    "tool's schema, every reference and output path, and the dependency graph\n"
-    "(cycles are named). Prints every problem as `file: call <id> (<tool>): <what>`.\n"
-    "Exit 0 when valid, 2 otherwise.\n"
+    "tool's schema, every reference and output path, the dependency graph\n"
+    "(cycles are named), and every plan it delegates to, which must lie inside\n"
+    "the plans root (--plans-root DIR; default: PLAN's folder). Prints every\n"
+    "problem as `file: call <id> (<tool>): <what>`. Exit 0 when valid, 2 otherwise.\n"
     "\n"
     "example:\n"
     "  obelus check plans/weather/plan.json --tools plans/weather/tools\n";
@@ -70,6 +73,8 @@ typedef struct progress progress;
 
 typedef struct options {
   const char *cmd, *plan, *journal, *events, *planner;
+  const char *plans_root; /* --plans-root as given, or NULL */
+  char *root;             /* the plans root resolved (plan_root), or NULL before */
   size_t max_steps;
   const char *tools[64], *latent[16];
   int ntools, nlatent;
@@ -318,6 +323,8 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
       if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
         return ob_cli_usage_error(o->cmd, "--max-depth needs a number from 1 to 10000");
       o->max_depth = (int)d;
+    } else if (!strcmp(a, "--plans-root") && val) {
+      o->plans_root = argv[++i];
     } else if (!strcmp(a, "--call-timeout") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->call_timeout_ms) || !o->call_timeout_ms ||
           o->call_timeout_ms > 2147483647u)
@@ -366,6 +373,20 @@ static int parse_args(int argc, char **argv, options *o, const char *help) {
   return 0;
 }
 
+/* The plans root (--plans-root, or PLAN's folder) as a real path in o->root:
+ * OB_EXIT_OK, or 2 said on stderr. */
+static int plans_root(options *o) {
+  char *dir = o->plans_root ? NULL : ob_plan_default_root(o->plan);
+  ob_error err;
+  o->root = ob_plans_root(o->plans_root ? o->plans_root : dir, &err);
+  free(dir);
+  if (o->root)
+    return OB_EXIT_OK;
+  fprintf(stderr, "obelus %s: %s%s\n", o->cmd, err.msg,
+          o->plans_root ? "" : " (the folder of the plan; see --plans-root)");
+  return OB_EXIT_USAGE;
+}
+
 /* Engine, tools, latent scripts, plan: everything `check` and `run` share.
  * Prints the problems and returns 2 when something is invalid. */
 static int prepare(options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {
@@ -394,7 +415,10 @@ static int prepare(options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_val
     fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
+  if (plans_root(o) != OB_EXIT_OK)
+    return OB_EXIT_USAGE;
   ob_plan *p = *pp = ob_plan_from_value(v, o->plan);
+  p->root = ob_xstrdup(o->root);
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   ob_run_check_messages(p, o->inputs, "--input", 1);
   ob_run_options count = {.max_calls = o->max_calls};
@@ -435,6 +459,8 @@ static void cleanup(options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) 
   ob_plan_free(p);
   ob_unref(plan_value);
   ob_unref(o->inputs);
+  free(o->root);
+  o->root = NULL;
   progress_remove(o->pg); /* Lua held the stand-in streams until the engine went */
   o->pg = NULL;
 }
@@ -634,6 +660,7 @@ static ob_run_options run_options(const options *o, runner *rn, ob_wal *journal,
                        .calls_used = &rn->calls_used,
                        .journal = journal,
                        .log = log,
+                       .plans_root = o->root,
                        .on_event = on_event,
                        .on_done = on_done,
                        .ud = rn};
@@ -691,7 +718,8 @@ static const char resume_help[] =
     "prints the output and exits as the uninterrupted run would have. Without\n"
     "--tools, the tool files the run had are loaded again. A plan or tool file\n"
     "that changed since the run is refused (exit 2) unless --force. A run that\n"
-    "ended prints its output again and runs nothing.\n"
+    "ended prints its output again and runs nothing. Delegated plans stay confined\n"
+    "to the plan's folder, or to --plans-root DIR (give the run's again).\n"
     "\n"
     "example:\n"
     "  obelus run plan.json --tools tools/ --journal run.jsonl   # killed midway\n"
@@ -719,12 +747,14 @@ int ob_cmd_resume(int argc, char **argv) {
   const char *journal_path = o.plan;
   o.plan = ob_resume_plan_file(rs);
   o.pg = progress_install(&o);
-  ob_engine *e = ob_engine_new(NULL, &err);
+  ob_engine *e = NULL;
   ob_plan *p = NULL;
   ob_value *pv = NULL;
   ob_wal *journal = NULL;
   rc = OB_EXIT_USAGE;
-  if (!e) {
+  if (plans_root(&o) != OB_EXIT_OK)
+    goto done;
+  if (!(e = ob_engine_new(NULL, &err))) {
     fprintf(stderr, "obelus resume: %s\n", err.msg);
     goto done;
   }
@@ -749,6 +779,7 @@ int ob_cmd_resume(int argc, char **argv) {
     }
   pv = ob_ref((ob_value *)ob_resume_plan(rs));
   p = ob_plan_from_value(pv, o.plan);
+  p->root = ob_xstrdup(o.root);
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   for (size_t i = 0; i < p->nerrors; i++)
     fprintf(stderr, "%s\n", p->errors[i]);
@@ -815,6 +846,7 @@ done:
   ob_plan_free(p);
   ob_unref(pv);
   ob_unref(o.inputs);
+  free(o.root);
   progress_remove(o.pg);
   ob_resume_free(rs);
   return rc;
@@ -958,6 +990,7 @@ static ob_plan *looper_keep(looper *lp, ob_value *calls, int step) {
   char name[PATH_MAX + 32];
   snprintf(name, sizeof name, "%s#step%d", lp->o->plan, step);
   ob_plan *sp = ob_plan_from_value(calls ? calls : ob_null(), name);
+  sp->root = ob_xstrdup(lp->o->root); /* the planner's _delegate too */
   lp->steps[lp->nsteps] = sp;
   lp->values[lp->nsteps++] = calls;
   ob_plan_check_tools(sp, &lp->e->tools, ob_engine_has_latent(lp->e));

@@ -5,12 +5,17 @@
  * call sees them) and the call's params as an input document. Its output is
  * the call's result, its failure the call's error; its whole log goes with
  * the call's output or error message (_log), so `obelus log` can show it.
- * Depth is bounded (--max-depth). Costs: a plan load and a run per call. */
+ * Depth is bounded (--max-depth). The plan file is confined to the plans root
+ * (ob_plan_read_delegate), checked again here though validation did: the
+ * file may have changed since, and a host may start runs it never checked;
+ * the sub-run and its plan keep the same root. Costs: a plan load and a run
+ * per call. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_mem.h"
 #include "ob_resume.h"
 #include "ob_sched.h"
 
@@ -96,12 +101,15 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   ob_resume *rs = r->opt.resume && ob_resume_has_run(r->opt.resume, scope.data) ? r->opt.resume
                                                                                  : NULL;
   ob_error err;
-  c->subvalue = rs ? ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data))
-                   : ob_json_parse_file(call->delegate, &err);
-  if (c->subvalue)
+  if (!rs)
+    c->subvalue = ob_plan_read_delegate(call, r->plans_root, &err);
+  else if (ob_plan_confine_delegate(call, r->plans_root, &err) == OB_OK) /* the path still */
+    c->subvalue = ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data));
+  if (c->subvalue) {
     c->subplan = ob_plan_from_value(c->subvalue, call->delegate);
-  if (c->subplan)
+    c->subplan->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL;
     ob_plan_check_tools(c->subplan, &r->e->tools, ob_engine_has_latent(r->e));
+  }
   if (!c->subplan || c->subplan->nerrors) {
     ob_buf_free(&scope);
     ob_unref(params);
@@ -146,6 +154,7 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                         .journal = r->opt.journal,
                         .journal_scope = scope.data,
                         .resume = r->opt.resume,
+                        .plans_root = r->plans_root,
                         .on_done = delegate_done,
                         .ud = c};
   c->sub = rs ? ob_resume_run(r->e, c->subplan, rs, scope.data, &opt, &err)

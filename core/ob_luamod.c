@@ -802,6 +802,7 @@ typedef struct run_options {
   int input;         /* stack index of opts.input, or 0 */
   const char *name;  /* the plan's name in messages, for a plan given as a table */
   const char *journal;
+  const char *plans_root; /* NULL: the plan file's folder, or the cwd for a table */
   ob_fsync fsync;
   lua_Integer concurrency, max_depth;
   int time_travel;
@@ -822,9 +823,9 @@ static lua_Integer opt_count(lua_State *L, int opts, const char *fn, const char 
  * index of (input, on_event, on_done) on the stack. */
 static void read_run_options(lua_State *L, int opts, const char *fn, run_options *o, int *on_event,
                              int *on_done) {
-  static const char *const known[] = {"input",       "name",     "journal", "fsync",
+  static const char *const known[] = {"input",       "name",      "journal",     "fsync",
                                       "concurrency", "max_depth", "time_travel", "on_event",
-                                      "on_done",     NULL};
+                                      "on_done",     "plans_root", NULL};
   memset(o, 0, sizeof *o);
   o->fsync = OB_FSYNC_BATCH;
   *on_event = *on_done = 0;
@@ -839,11 +840,12 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
       ok = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), known[i]);
     if (!ok)
       luaL_error(L, "%s: unknown option %s (known: input, name, journal, fsync, concurrency, "
-                    "max_depth, time_travel, on_event, on_done)",
+                    "max_depth, time_travel, on_event, on_done, plans_root)",
                  fn, luaL_tolstring(L, -1, NULL));
   }
   o->name = opt_string(L, opts, fn, "name", NULL);
   o->journal = opt_string(L, opts, fn, "journal", NULL);
+  o->plans_root = opt_string(L, opts, fn, "plans_root", NULL);
   const char *fsync = opt_string(L, opts, fn, "fsync", "batch");
   if (ob_fsync_parse(fsync, &o->fsync) != OB_OK)
     luaL_error(L, "%s: \"fsync\" is never, batch or always, not \"%s\"", fn, fsync);
@@ -904,7 +906,15 @@ static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_o
       luaL_error(L, "%s: %s", fn, err.msg);
     r->inputs = ob_array_push(r->inputs, in);
   }
+  /* the plans root: opts.plans_root, else the plan file's folder, else the cwd */
+  char *dir = o->plans_root || lua_type(L, plan_idx) != LUA_TSTRING ? NULL
+                                                                     : ob_plan_default_root(name);
+  char *root = ob_plans_root(o->plans_root ? o->plans_root : dir, &err);
+  free(dir);
+  if (!root)
+    luaL_error(L, "%s: %s", fn, err.msg);
   ob_plan *p = r->plan = ob_plan_from_value(r->plan_value, name);
+  p->root = root;
   ob_plan_check_tools(p, &eng->e->tools, ob_engine_has_latent(eng->e));
   ob_run_check_messages(p, r->inputs, "input", 0);
   return r;
@@ -989,6 +999,7 @@ static int engine_run(lua_State *L) {
   ob_run_options ro = {.concurrency = (size_t)o.concurrency,
                        .max_depth = (int)o.max_depth,
                        .time_travel = o.time_travel,
+                       .plans_root = r->plan->root,
                        .journal = r->journal,
                        .on_event = run_on_event,
                        .on_done = run_on_done,

@@ -11,12 +11,26 @@
  * its prefixes plus the size of the subtree below it (the writers of longer
  * paths): no call is compared with every other. Cycles are found with Kahn's
  * algorithm; what is left over is walked to name the calls on each cycle.
+ *
+ * Delegation is confined: plans are untrusted (a model writes them), so a
+ * _delegate path may only name a plan inside the plans root (the folder of
+ * the plan the run started from, or --plans-root; every delegated plan keeps
+ * its caller's root). An absolute path, a ".." that climbs out (taken
+ * lexically from the calling plan's real folder), or a real path (symbolic
+ * links followed) outside the root is refused before anything is read, and
+ * a delegated file that is not JSON is reported without its text: no
+ * message quotes a file that is not a plan under the root. Missing files are
+ * judged by their deepest existing folder, so their absence tells nothing of
+ * what lies outside. The same check runs at validation and again when the
+ * call runs (ob_delegate.c), on the real path it resolved.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ob_mem.h"
 #include "ob_plan.h"
@@ -784,7 +798,180 @@ void ob_plan_free(ob_plan *p) {
   ob_unref(p->context);
   ob_unref(p->output);
   free(p->file);
+  free(p->root);
   free(p);
+}
+
+/* --- the plans root -------------------------------------------------------- */
+
+char *ob_plan_default_root(const char *file) {
+  const char *slash = file ? strrchr(file, '/') : NULL;
+  if (!slash)
+    return ob_xstrdup(".");
+  return slash == file ? ob_xstrdup("/") : ob_xstrndup(file, (size_t)(slash - file));
+}
+
+char *ob_plans_root(const char *dir, ob_error *err) {
+  char *real = realpath(dir ? dir : ".", NULL);
+  struct stat st;
+  if (!real || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    ob_error_set(err, OB_EIO, 0, "the plans root %s: %s", dir ? dir : ".",
+                 real ? "not a folder" : strerror(errno));
+    free(real);
+    return NULL;
+  }
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add(&b, real, strlen(real));
+  free(real);
+  if (b.data[b.len - 1] != '/') /* "/a/b/": then "/a/bc" is not inside */
+    ob_buf_addc(&b, '/');
+  return b.data;
+}
+
+/* Is the real path `real` the root (root ends in '/') or inside it? */
+static int inside_root(const char *real, const char *root) {
+  size_t n = strlen(root), len = strlen(real);
+  return !strncmp(real, root, n) || (len + 1 == n && !strncmp(real, root, len));
+}
+
+/* Is base/rel inside root, its "." and ".." taken lexically? base is a real
+ * path (absolute, no symbolic link), so only rel's own steps move it. */
+static int lexically_inside(const char *base, const char *rel, const char *root) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add(&b, base, strcmp(base, "/") ? strlen(base) : 0);
+  for (const char *s = rel; *s;) {
+    size_t n = strcspn(s, "/");
+    if (n == 2 && s[0] == '.' && s[1] == '.') {
+      while (b.len && b.data[--b.len] != '/')
+        ;
+    } else if (n && !(n == 1 && s[0] == '.')) {
+      ob_buf_addc(&b, '/');
+      ob_buf_add(&b, s, n);
+    }
+    s += n + (s[n] == '/');
+  }
+  ob_buf_addc(&b, '/');
+  b.data[b.len] = '\0';
+  int in = !strncmp(b.data, root, strlen(root));
+  ob_buf_free(&b);
+  return in;
+}
+
+/* The real path of path's deepest existing folder (path itself when it
+ * exists), or NULL. */
+static char *deepest_real(const char *path) {
+  char *real = realpath(path, NULL);
+  if (real)
+    return real;
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add(&b, path, strlen(path));
+  while (!real) {
+    while (b.len > 1 && b.data[b.len - 1] == '/')
+      b.len--;
+    while (b.len && b.data[b.len - 1] != '/')
+      b.len--;
+    if (!b.len) { /* a relative path: the current directory */
+      real = realpath(".", NULL);
+      break;
+    }
+    b.data[b.len] = '\0';
+    real = realpath(b.data, NULL);
+  }
+  ob_buf_free(&b);
+  return real;
+}
+
+/* The confinement of ob_plan_read_delegate: OB_OK with *real the file's real
+ * path (malloc'd), or NULL with err when the file is missing inside the root;
+ * OB_EINVAL with err when it is outside (or the root does not resolve). */
+static int confine(const ob_call *c, const char *root, char **realp, ob_error *err) {
+  *realp = NULL;
+  const ob_value *dv = c->raw && ob_typeof(c->raw) == OB_OBJECT ? field(c->raw, "_delegate")
+                                                                  : NULL;
+  const char *written = dv && ob_typeof(dv) == OB_STRING ? ob_string_ptr(dv) : c->delegate;
+  char *real_root = ob_plans_root(root, err);
+  if (!real_root)
+    return OB_EINVAL;
+  /* the root as messages show it: without its last '/' */
+  size_t shown = strlen(real_root) > 1 ? strlen(real_root) - 1 : 1;
+  const char *why = NULL;
+  char *real = NULL;
+  if (written[0] == '/') {
+    why = "an absolute path (write it relative to the calling plan's folder)";
+  } else {
+    size_t wl = strlen(written), dl = strlen(c->delegate);
+    /* the calling plan's folder: what read_call put before the path */
+    char *folder = dl > wl && c->delegate[dl - wl - 1] == '/'
+                       ? ob_xstrndup(c->delegate, dl - wl - 1 ? dl - wl - 1 : 1)
+                       : ob_xstrdup(".");
+    char *base = realpath(folder, NULL);
+    free(folder);
+    int dots = 0;
+    for (const char *s = written; *s; s += strcspn(s, "/"), s += *s == '/')
+      dots |= s[0] == '.' && s[1] == '.' && (s[2] == '/' || !s[2]);
+    if (dots && base && !lexically_inside(base, written, real_root))
+      why = "its \"..\" leads out of it";
+    free(base);
+  }
+  if (!why) {
+    int exists = (real = realpath(c->delegate, NULL)) != NULL;
+    int e = errno;
+    if (!exists)
+      real = deepest_real(c->delegate);
+    if (!real || !inside_root(real, real_root)) {
+      why = "its real path is not inside it (symbolic links are followed)";
+    } else if (!exists) { /* a missing file inside the root: as reading it says */
+      ob_error_set(err, OB_EIO, 0, "_delegate: %s: %s", c->delegate, strerror(e));
+      free(real);
+      real = NULL;
+    }
+  }
+  if (why) {
+    ob_error_set(err, OB_EINVAL, 0, "_delegate \"%s\" is outside the plans root %.*s: %s",
+                 written, (int)shown, real_root, why);
+    free(real);
+    real = NULL;
+  }
+  free(real_root);
+  if (why)
+    return OB_EINVAL;
+  *realp = real;
+  return OB_OK;
+}
+
+int ob_plan_confine_delegate(const ob_call *c, const char *root, ob_error *err) {
+  char *real;
+  int rc = confine(c, root, &real, err);
+  free(real);
+  return rc;
+}
+
+ob_value *ob_plan_read_delegate(const ob_call *c, const char *root, ob_error *err) {
+  char *real;
+  if (confine(c, root, &real, err) != OB_OK || !real)
+    return NULL;
+  /* read where the check looked, named as the plan names it */
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_error rerr;
+  ob_value *v = NULL;
+  if (ob_read_file(real, &b, &rerr) != OB_OK) {
+    const char *what = rerr.msg + (strncmp(rerr.msg, real, strlen(real)) ? 0 : strlen(real));
+    ob_error_set(err, OB_EIO, 0, "_delegate: %s%s%s", c->delegate, what == rerr.msg ? ": " : "",
+                 what);
+  } else if (!(v = ob_json_parse(b.data, b.len, &rerr))) {
+    /* jansson's "near '<text>'" would quote the file: a plan or not */
+    char *near = strstr(rerr.msg, " near ");
+    if (near)
+      *near = '\0';
+    ob_error_set(err, rerr.code, rerr.pos, "_delegate: %s: %s", c->delegate, rerr.msg);
+  }
+  ob_buf_free(&b);
+  free(real);
+  return v;
 }
 
 /* --- checking calls against their tools --------------------------------- */
@@ -834,18 +1021,22 @@ static int failure_counts(const ob_call *c, const ob_schema_failure *f) {
 
 static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler, ob_map *seen);
 
-/* A delegated plan is checked once (by file), with everything it delegates to:
- * a plan that delegates to itself is fine here; its depth is a run-time limit. */
+/* A delegated plan is checked once (by file), with everything it delegates to,
+ * confined to the caller's plans root (which it keeps): a plan that delegates
+ * to itself is fine here; its depth is a run-time limit. */
 static void check_delegate(ob_plan *p, ob_call *c, const ob_map *tools, int latent, ob_map *seen) {
   if (ob_map_get(seen, c->delegate, strlen(c->delegate)))
     return;
   ob_map_put(seen, c->delegate, strlen(c->delegate), c);
   ob_error err;
-  ob_plan *sub = ob_plan_load(c->delegate, &err);
-  if (!sub) {
-    ob_plan_error(p, c, "_delegate: %s", err.msg);
+  ob_value *v = ob_plan_read_delegate(c, p->root, &err);
+  if (!v) {
+    ob_plan_error(p, c, "%s", err.msg);
     return;
   }
+  ob_plan *sub = ob_plan_from_value(v, c->delegate);
+  ob_unref(v);
+  sub->root = p->root ? ob_xstrdup(p->root) : NULL;
   check_tools(sub, tools, latent, seen);
   for (size_t i = 0; i < sub->nerrors; i++)
     ob_plan_error(p, c, "in the delegated plan: %s", sub->errors[i]);

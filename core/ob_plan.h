@@ -66,7 +66,9 @@ typedef struct ob_call {
   char *id;            /* _id, or "#<index>" */
   char *tool_name;     /* _tool as written ("?" when missing) */
   char *instance;      /* _instance, or NULL */
-  char *delegate;      /* _delegate: the plan file to run, relative to the cwd; or NULL */
+  char *delegate;      /* _delegate: the plan file to run, as a path from the cwd (the
+                          calling plan's folder joined with the path written), or NULL;
+                          read only through ob_plan_read_delegate */
   size_t nscopes;      /* _scopes: the kinds the delegated plan sees */
   char **scopes;
   size_t nliterals;    /* params strings beginning with †† (the first † is dropped at run time) */
@@ -76,6 +78,9 @@ typedef struct ob_call {
 
 typedef struct ob_plan {
   char *file;          /* the file it came from, for messages */
+  char *root;          /* the plans root its _delegate paths must stay inside (a folder,
+                          malloc'd; set it before ob_plan_check_tools), or NULL: the
+                          current directory. A delegated plan gets its caller's. */
   ob_value *context;   /* array of messages (never NULL) */
   ob_value *output;    /* the output template, or NULL */
   size_t ncalls;
@@ -106,9 +111,30 @@ void ob_plan_free(ob_plan *p);
  * latent one needs has_latent_handler), literal params satisfy its schema
  * (SPEC 5: the schema sees the call without its meta-properties, except those
  * its "properties" names; params holding references are judged only where
- * literal), and _outputPath satisfies the schema's rule for it. Adds to
- * plan->errors; sets each call's tool. Returns the number of new problems. */
+ * literal), and _outputPath satisfies the schema's rule for it. Follows each
+ * _delegate (confined to p->root, ob_plan_read_delegate) and checks that plan
+ * too. Adds to plan->errors; sets each call's tool. Returns the number of new
+ * problems. */
 size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler);
+
+/* The plans root: the folder every _delegate path must lead into (after
+ * symbolic links). By default the folder of the plan file a run started from
+ * (ob_plan_default_root: "." for "-" or a name without '/'); a plan given as
+ * text has no file, so its default is the current directory. */
+char *ob_plan_default_root(const char *file);
+/* dir (NULL: ".") as its real path ending in '/' (malloc'd), or NULL with err
+ * when it does not resolve. */
+char *ob_plans_root(const char *dir, ob_error *err);
+/* Reads the plan call c delegates to, confined to root (a folder; NULL: the
+ * current directory): a path that is absolute, whose ".." climbs out of the
+ * root, or whose real path is outside it is refused before anything is read.
+ * Returns the parsed file (new reference), or NULL with err.msg ready to
+ * follow "call <id> (<tool>): "; no message quotes a file outside the root,
+ * nor the text of a file that does not parse. */
+ob_value *ob_plan_read_delegate(const ob_call *c, const char *root, ob_error *err);
+/* Its check alone, for a plan read elsewhere (resume's journal): OB_OK when the
+ * path is inside root (the file may be missing), else an error with err. */
+int ob_plan_confine_delegate(const ob_call *c, const char *root, ob_error *err);
 
 /* Adds "file: call <id> (<tool>): <what>" to the plan's problems. */
 void ob_plan_error(ob_plan *p, const ob_call *c, const char *fmt, ...)

@@ -113,6 +113,9 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   r->journaled = ob_log_len(r->log); /* a shared log's older messages are journaled already */
   r->opt = *opt;
   r->scope = opt->journal_scope ? ob_xstrdup(opt->journal_scope) : NULL;
+  const char *root = opt->plans_root ? opt->plans_root : plan->root;
+  r->plans_root = root ? ob_xstrdup(root) : NULL;
+  r->opt.plans_root = r->plans_root;
   r->always = opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS;
   ob_buf_init(&r->jline);
   ob_map_init(&r->schemas);
@@ -267,6 +270,7 @@ void ob_run_free(ob_run *r) {
     uv_close((uv_handle_t *)r->jprep, free_prepare);
   r->jprep = NULL;
   free(r->scope);
+  free(r->plans_root);
   ob_buf_free(&r->jline);
   *r->prevp = r->next;
   if (r->next)

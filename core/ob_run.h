@@ -67,6 +67,9 @@ typedef struct ob_run_options {
   const ob_value *journal_loop; /* obelus loop's first run: its "run" record's "loop" */
   struct ob_resume *resume; /* obelus resume: where delegated runs find what their
                                earlier process did (ob_resume.h); NULL: none */
+  const char *plans_root;  /* the folder _delegate paths must stay inside when calls run
+                              (copied; delegated runs get the same); NULL: the plan's
+                              root (ob_plan.root), and without one the current directory */
   void (*on_event)(void *ud, const ob_event *ev);
   void (*on_done)(ob_run *run, void *ud); /* every awaited call settled */
   void *ud;

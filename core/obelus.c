@@ -555,7 +555,7 @@ static int report_problems(obelus_engine *E, const ob_plan *p) {
 /* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
  * obelus_run_new_file share. */
 static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
-                   const obelus_run_options *opt) {
+                   const char *file, const obelus_run_options *opt) {
   static const obelus_run_options defaults = {0};
   if (!opt)
     opt = &defaults;
@@ -569,7 +569,17 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     }
     inputs = ob_array_push(ob_array(), in);
   }
+  /* the plans root, fixed now: a later chdir does not move it */
+  char *dir = opt->plans_root || !file ? NULL : ob_plan_default_root(file);
+  char *root = ob_plans_root(opt->plans_root ? opt->plans_root : dir, &err);
+  free(dir);
+  if (!root) {
+    ob_unref(pv);
+    ob_unref(inputs);
+    return set_error(E, OBELUS_EINVAL, "%s: %s", name, err.msg);
+  }
   ob_plan *p = ob_plan_from_value(pv, name);
+  p->root = root;
   ob_plan_check_tools(p, &E->e->tools, ob_engine_has_latent(E->e));
   /* the context and the input must read as messages: the run would refuse
    * them after the plan message, with nothing run; finding them here lists
@@ -603,6 +613,7 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
                        .max_depth = opt->max_depth,
                        .time_travel = R->time_travel,
                        .journal = R->journal,
+                       .plans_root = p->root,
                        .on_event = opt->on_event ? on_run_event : NULL,
                        .on_done = on_run_done,
                        .ud = R};
@@ -637,7 +648,7 @@ int obelus_run_new(obelus_engine *E, obelus_run **out, const char *plan_json,
   ob_value *pv = ob_json_parse(plan_json, strlen(plan_json), &err);
   if (!pv)
     return set_error(E, err.code, "%s: the plan is not JSON: %s", name, err.msg);
-  return run_new(E, out, pv, name, opt);
+  return run_new(E, out, pv, name, NULL, opt);
 }
 
 int obelus_run_new_file(obelus_engine *E, obelus_run **out, const char *path,
@@ -652,7 +663,7 @@ int obelus_run_new_file(obelus_engine *E, obelus_run **out, const char *path,
   ob_value *pv = ob_json_parse_file(path, &err); /* the message starts with the path */
   if (!pv)
     return set_error(E, err.code, "%s", err.msg);
-  return run_new(E, out, pv, opt && opt->name ? opt->name : path, opt);
+  return run_new(E, out, pv, opt && opt->name ? opt->name : path, path, opt);
 }
 
 int obelus_run_start(obelus_run *R) {

@@ -311,6 +311,13 @@ typedef struct obelus_run_options {
   void *data;               /* given back to both callbacks */
   const char *fsync;        /* the journal's durability: "never", "batch" (NULL: the
                                default) or "always", as `obelus run --fsync` */
+  const char *plans_root;   /* the folder every _delegate path must lead into, symbolic
+                               links followed (`obelus run --plans-root`); NULL: the
+                               plan file's folder for obelus_run_new_file, the current
+                               directory for a plan given as text. A path outside it
+                               (absolute, climbing out with "..", or resolving outside)
+                               makes the plan invalid, and is refused again when the
+                               call runs */
 } obelus_run_options;
 
 /* Makes a run of the plan in plan_json (either form of SPEC 5: an array of
@@ -329,7 +336,8 @@ int obelus_run_new(obelus_engine *e, obelus_run **out, const char *plan_json,
                    const obelus_run_options *opt);
 
 /* The same for a plan file; OBELUS_EIO when it cannot be read. A call's
- * _delegate path is read relative to the current directory. */
+ * _delegate path is read relative to the plan's folder (that of opt->name when
+ * given, as for a plan given as text). */
 int obelus_run_new_file(obelus_engine *e, obelus_run **out, const char *path,
                         const obelus_run_options *opt);
 

@@ -31,6 +31,9 @@
 --         on_done = fn(run)      every awaited call has settled
 --         concurrency = n, max_depth = n, journal = path, time_travel = bool,
 --         name = text            (the plan's name in messages, for a table)
+--         plans_root = dir       the folder every _delegate path must lead into
+--                                (default: the plan file's folder; the current
+--                                directory for a table)
 --   engine:close()                             also __close and __gc
 --
 --   run:status() -> 0 | 1 | nil, "running" | "cancelled" | "closed"

@@ -166,6 +166,7 @@ function obelus.engine(opts) end
 ---@field journal? string a file for the log as JSON Lines
 ---@field time_travel? boolean keep every version: run:resolve(expr, {at = n})
 ---@field name? string the plan's name in messages, for a plan given as a table
+---@field plans_root? string the folder every _delegate path must lead into (default: the plan file's folder; the current directory for a table)
 
 ---@class obelus.engine
 local engine = {}

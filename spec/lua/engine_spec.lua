@@ -293,6 +293,35 @@ describe("validation", function()
     assert.matches("input: cannot convert a function",
       fails(engine.run, engine, "plans/weather/plan.json", { input = print }), 1, true)
   end)
+
+  it("confines _delegate to plans_root: the plan file's folder, the cwd for a table", function()
+    os.execute("mkdir -p '" .. dir .. "/plans'")
+    local marker = dir .. "/delegated.ran"
+    write(dir .. "/leaf.json", encode { plan = { { _tool = "marker", file = marker, _outputPath = "†state.m" } } })
+    local top = dir .. "/plans/top.json"
+    write(top, encode { plan = { { _id = "up", _delegate = "../leaf.json", _outputPath = "†state.out" } } })
+    local ok, problems = engine:check(top)
+    assert.is_nil(ok)
+    assert.matches('call up %(delegate%): _delegate "../leaf.json" is outside the plans root .*/plans: ', problems[1])
+    -- a table: delegates are relative to its name's folder, the root is the cwd (not /tmp)
+    local inline = { plan = { { _id = "d", _delegate = "leaf.json", _outputPath = "†state.out" } } }
+    ok, problems = engine:check(inline, { name = dir .. "/inline.json" })
+    assert.is_nil(ok)
+    assert.matches("is outside the plans root", problems[1], 1, true)
+    ok, problems = engine:check({ plan = { { _id = "pw", _delegate = "/etc/passwd", _outputPath = "†state.x" } } })
+    assert.is_nil(ok)
+    assert.matches("call pw (delegate): _delegate \"/etc/passwd\" is outside", problems[1], 1, true)
+    assert.is_nil(problems[1]:find("root:x:0", 1, true))
+    drain()
+    assert.is_false(exists(marker))
+    -- plans_root widens it, for a file and a table alike
+    assert.is_true(engine:check(inline, { name = dir .. "/inline.json", plans_root = dir }))
+    local run = engine:run(top, { plans_root = dir })
+    assert.are.equal(0, run:wait())
+    assert.is_true(exists(marker))
+    assert.matches("the plans root " .. dir .. "/nowhere",
+      fails(engine.run, engine, top, { plans_root = dir .. "/nowhere" }), 1, true)
+  end)
 end)
 
 describe("stalls, cancelling, callbacks", function()
