@@ -393,58 +393,10 @@ static void close_handles(engine_handles *hs) {
   uv_close((uv_handle_t *)&hs->reaper, handle_closed);
 }
 
-/* On the engine's Lua state (protected): counts the libuv handles and
- * requests its tools opened through luv that luv still holds (referenced
- * from the registry until their callbacks ran); with arg 1 true, closes the
- * handles not closing yet. */
-static int count_tool_uv(lua_State *L) {
-  int close = lua_toboolean(L, 1);
-  lua_settop(L, 0);
-  lua_getfield(L, LUA_REGISTRYINDEX, "uv_handle"); /* 1: the set of luv's handle metatables */
-  luaL_getmetatable(L, "uv_req");                  /* 2 */
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_getfield(L, -1, "luv"); /* 4 */
-  lua_Integer n = 0;
-  lua_pushnil(L);
-  while (lua_next(L, LUA_REGISTRYINDEX)) {
-    if (lua_type(L, -1) == LUA_TUSERDATA && lua_getmetatable(L, -1)) {
-      int handle = 0;
-      if (lua_istable(L, 1)) {
-        lua_pushvalue(L, -1);
-        handle = lua_rawget(L, 1) != LUA_TNIL;
-        lua_pop(L, 1);
-      }
-      n += handle || lua_rawequal(L, -1, 2);
-      lua_pop(L, 1);
-      if (handle && close && lua_istable(L, 4)) {
-        lua_getfield(L, 4, "is_closing");
-        lua_pushvalue(L, -2);
-        lua_call(L, 1, 1);
-        int closing = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-        if (!closing) {
-          lua_getfield(L, 4, "close");
-          lua_pushvalue(L, -2);
-          lua_call(L, 1, 0);
-        }
-      }
-    }
-    lua_pop(L, 1);
-  }
-  lua_pushinteger(L, n);
-  return 1;
-}
-
 /* How much libuv work of the engine's tools is pending (closing its handles
- * first when close is set). An error counts as none: nothing better to do. */
+ * first when close is set): ob_engine_uv_pending. */
 static lua_Integer tool_uv_pending(ob_engine *e, int close) {
-  lua_State *L = e->L;
-  int top = lua_gettop(L);
-  lua_pushcfunction(L, count_tool_uv);
-  lua_pushboolean(L, close);
-  lua_Integer n = lua_pcall(L, 1, 1, 0) == LUA_OK ? lua_tointeger(L, -1) : 0;
-  lua_settop(L, top);
-  return n;
+  return (lua_Integer)ob_engine_uv_pending(e, close);
 }
 
 static void reaper_tick(uv_timer_t *t) {

@@ -359,6 +359,7 @@ void obelus_engine_free(obelus_engine *E) {
                     "(or during obelus_run_wait); free the engine after the loop returns\n");
     abort();
   }
+  ob_engine_free_begin(E->e); /* before the runs close their calls' tool handles */
   while (E->runs)
     run_free_now(E->runs);
   /* closed before the engine frees its own loop, whose last turns release it */

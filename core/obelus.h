@@ -139,12 +139,18 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop);
 
 /* Frees the engine: every run still alive is cancelled and freed with it
  * (and with them every event not yet delivered), and every C tool call not
- * completed yet is detached (completing it later only releases it). On an
- * engine-owned loop, handles Lua tools left open are closed and the loop is
- * closed too. On the host's loop the engine's handles are closed and their
- * memory is released the next time the loop runs: run it once
- * (uv_run(loop, UV_RUN_NOWAIT)) before uv_loop_close, and free engines
- * before closing every handle of the loop with uv_walk. Call it outside every
+ * completed yet is detached (completing it later only releases it). Handles
+ * Lua tools left open (obelus.uv timers, sockets, ...) are closed too. On an
+ * engine-owned loop all of it happens at once and the loop is closed. On the
+ * host's loop the engine's handles are closed and their memory is released
+ * the next time the loop runs: run it once (uv_run(loop, UV_RUN_NOWAIT))
+ * before uv_loop_close, and free engines before closing every handle of the
+ * loop with uv_walk. When tools left libuv work behind, the engine's Lua
+ * state stays until libuv has called back for all of it (luv calls into
+ * it), and goes then: the next turn, as above, for the handles closed here;
+ * a turn more for a handle a tool had closed itself; and for a request in
+ * flight (a file read, a DNS lookup), once it completes. Run the loop until
+ * uv_run returns 0 when unsure. Call it outside every
  * callback of this engine (a C tool function, an event, a completion) and
  * outside obelus_run_wait: it aborts the process with a message otherwise,
  * as freeing the code that is running would. NULL is allowed. */
