@@ -777,20 +777,18 @@ int ob_cmd_resume(int argc, char **argv) {
       fprintf(stderr, "obelus resume: %s\n", err.msg);
       goto done;
     }
-  pv = ob_ref((ob_value *)ob_resume_plan(rs));
-  p = ob_plan_from_value(pv, o.plan);
-  p->root = ob_xstrdup(o.root);
-  ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes;
+  p = ob_resume_check(rs, e, o.plan, o.root, &pv, &why, &changes);
   for (size_t i = 0; i < p->nerrors; i++)
     fprintf(stderr, "%s\n", p->errors[i]);
   if (p->nerrors) {
     fprintf(stderr, "obelus resume: %zu problem%s, nothing ran\n", p->nerrors,
             p->nerrors == 1 ? "" : "s");
+    ob_buf_free(&why);
     goto done;
   }
-  ob_buf why;
-  ob_buf_init(&why);
-  size_t changes = ob_resume_changes(rs, e, &why);
   if (changes && !o.force) {
     fprintf(stderr, "obelus resume: %s: %s; nothing ran (--force resumes anyway)\n",
             journal_path, why.data);
@@ -807,12 +805,9 @@ int ob_cmd_resume(int argc, char **argv) {
     rc = ended_status;
     goto done;
   }
-  if (!ended) {
-    if (ob_resume_cut(rs, &err) != OB_OK ||
-        !(journal = ob_wal_open(e->loop, journal_path, OB_WAL_APPEND, o.fsync, &err))) {
-      fprintf(stderr, "obelus resume: %s\n", err.msg);
-      goto done;
-    }
+  if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    goto done;
   }
   if (ob_resume_loop(rs)) {
     rc = resume_loop(&o, e, p, rs, &journal);
@@ -821,16 +816,13 @@ int ob_cmd_resume(int argc, char **argv) {
   }
   runner rn;
   if ((rc = runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
-    ob_run_options ro = run_options(&o, &rn, journal, NULL);
-    ro.resume = rs;
-    ob_run *r = ob_resume_run(e, p, rs, "", &ro, &err);
+    ob_run_options ro = run_options(&o, &rn, NULL, NULL);
+    ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
     if (!r) {
       fprintf(stderr, "obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = runner_drive(&rn, r, p->ncalls))) {
-      rc = ended ? ended_status : ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
-      if (!ended)
-        ob_run_journal_end(r, rc);
+      rc = ob_resume_finish(rs, r);
       if (journal_close(e, &journal, o.cmd) && rc == OB_EXIT_OK)
         rc = OB_EXIT_FAIL;
       ob_value *out = ob_run_output(r);

@@ -116,10 +116,63 @@ static void close_handle(uv_handle_t *h, void *arg) {
     uv_close(h, NULL);
 }
 
-void ob_engine_free(ob_engine *e) {
-  if (!e)
-    return;
-  ob_runtime_close(e); /* the runs first: their calls hold tools' references */
+/* On the engine's Lua state (protected): counts the libuv handles and
+ * requests its tools opened through luv that luv still holds (referenced
+ * from the registry until their callbacks ran); with arg 1 true, closes the
+ * handles not closing yet, through luv (their close callbacks run into the
+ * state, as luv's own close does). */
+static int count_tool_uv(lua_State *L) {
+  int close = lua_toboolean(L, 1);
+  lua_settop(L, 0);
+  lua_getfield(L, LUA_REGISTRYINDEX, "uv_handle"); /* 1: the set of luv's handle metatables */
+  luaL_getmetatable(L, "uv_req");                  /* 2 */
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, -1, "luv"); /* 4 */
+  lua_Integer n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, LUA_REGISTRYINDEX)) {
+    if (lua_type(L, -1) == LUA_TUSERDATA && lua_getmetatable(L, -1)) {
+      int handle = 0;
+      if (lua_istable(L, 1)) {
+        lua_pushvalue(L, -1);
+        handle = lua_rawget(L, 1) != LUA_TNIL;
+        lua_pop(L, 1);
+      }
+      n += handle || lua_rawequal(L, -1, 2);
+      lua_pop(L, 1);
+      if (handle && close && lua_istable(L, 4)) {
+        lua_getfield(L, 4, "is_closing");
+        lua_pushvalue(L, -2);
+        lua_call(L, 1, 1);
+        int closing = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        if (!closing) {
+          lua_getfield(L, 4, "close");
+          lua_pushvalue(L, -2);
+          lua_call(L, 1, 0);
+        }
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+size_t ob_engine_uv_pending(ob_engine *e, int close) {
+  lua_State *L = e->L;
+  if (!L)
+    return 0;
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, count_tool_uv);
+  lua_pushboolean(L, close);
+  lua_Integer n = lua_pcall(L, 1, 1, 0) == LUA_OK ? lua_tointeger(L, -1) : 0;
+  lua_settop(L, top);
+  return n > 0 ? (size_t)n : 0;
+}
+
+/* What goes once nothing on the loop can call into the Lua state. */
+static void engine_release(ob_engine *e) {
   size_t i = 0;
   ob_map_entry *me;
   while (ob_map_next(&e->tools, &i, &me)) {
@@ -153,6 +206,59 @@ void ob_engine_free(ob_engine *e) {
     free(e->loop);
   }
   free(e);
+}
+
+/* A freed engine on the host's loop whose tools' libuv work was pending: the
+ * reaper's close callback releases it when nothing is left; if something is
+ * (a request in flight, a handle closed before the reaper was, whose callback
+ * comes after its), the reaper ticks from the next turn until nothing is. */
+static void reaper_tick(uv_timer_t *t);
+
+static void reaper_closed(uv_handle_t *h) {
+  ob_engine *e = h->data;
+  if (!ob_engine_uv_pending(e, 1)) {
+    free(h);
+    engine_release(e);
+    return;
+  }
+  uv_timer_t *t = (uv_timer_t *)h; /* a closed handle may be made again */
+  uv_timer_init(e->loop, t);
+  t->data = e;
+  uv_timer_start(t, reaper_tick, 0, 1);
+}
+
+static void reaper_tick(uv_timer_t *t) {
+  if (!ob_engine_uv_pending(t->data, 1))
+    uv_close((uv_handle_t *)t, reaper_closed);
+}
+
+void ob_engine_free_begin(ob_engine *e) {
+  if (!e || e->reaper || e->own_loop || !ob_engine_uv_pending(e, 0))
+    return;
+  e->reaper = malloc(sizeof *e->reaper);
+  if (!e->reaper)
+    abort();
+  uv_timer_init(e->loop, e->reaper);
+  e->reaper->data = e;
+  uv_close((uv_handle_t *)e->reaper, reaper_closed);
+}
+
+void ob_engine_free(ob_engine *e) {
+  if (!e)
+    return;
+  /* On a host's loop, luv would call back into a freed state for the handles
+   * and requests tools left: the handles are closed now, while the state
+   * lives, and the reaper lets it go once luv is done with them. The reaper
+   * is closed first, so that its callback comes after theirs (libuv runs the
+   * handles closed before a turn's close phase last-closed first): then the
+   * state goes in the loop's next turn. */
+  ob_engine_free_begin(e);
+  ob_runtime_close(e); /* the runs first: their calls hold tools' references */
+  if (e->reaper) {
+    ob_engine_uv_pending(e, 1);
+    return;
+  }
+  engine_release(e);
 }
 
 int ob_engine_has_latent(const ob_engine *e) { return e->latent_ref != LUA_NOREF; }

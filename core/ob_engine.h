@@ -63,19 +63,36 @@ typedef struct ob_engine {
   uv_timer_t *gc_idle;
   int gc_held;       /* 1: stopped by a burst, collection owed */
   int gc_limit_kb;   /* past this heap size the collector runs again regardless */
+  uv_timer_t *reaper; /* freed on a host's loop with tools' libuv work pending: lets the
+                         Lua state go once luv is done with it (ob_engine_free) */
 } ob_engine;
 
 /* A new engine on loop (NULL: the engine makes and owns one). NULL with err
  * filled when Lua or luv cannot start. */
 ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err);
-/* Frees the engine, its runs and its Lua state. Handles tools left open on
- * a loop the engine owns are closed; a host's loop is left to the host. */
+/* Frees the engine, its runs and its Lua state. Handles tools left open
+ * (obelus.uv) are closed. On a loop the engine owns, at once. On a host's
+ * loop, when tools left libuv work pending, their handles are closed while
+ * the Lua state lives and the state is closed once luv has called back for
+ * them all and for the requests in flight: the next turn of the loop, or
+ * the turn after the last request completes. */
 void ob_engine_free(ob_engine *e);
 /* --max-memory: the most the engine's Lua state may hold while a tool runs
  * (0: no limit). The allocation that would pass it fails, and so does the
  * call that asked for it, with "memory limit of N MB reached"; the run goes
  * on. Between calls (the scheduler's own work) nothing is refused. */
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes);
+
+/* The libuv handles and requests the engine's tools opened through luv that
+ * luv still holds (it calls back into the Lua state for each); with close
+ * set, closes the handles not closing yet, through luv. */
+size_t ob_engine_uv_pending(ob_engine *e, int close);
+
+/* The first step of ob_engine_free, for a caller that frees runs of its own
+ * before the engine (obelus.c): the handles their calls hold are closed
+ * after it, so they too are done before the state goes on the next turn.
+ * Freeing the engine is then a must. */
+void ob_engine_free_begin(ob_engine *e);
 
 /* Loads tools from a .lua file, or from every *.lua file of a folder (in
  * name order). A file returns one tool table or a list of them (SPEC 7).

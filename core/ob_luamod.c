@@ -15,6 +15,7 @@
 #include "ob_engine.h"
 #include "ob_log.h"
 #include "ob_lua.h"
+#include "ob_resume.h"
 #include "ob_run.h"
 #include "ob_wal.h"
 
@@ -286,6 +287,8 @@ static int log_resolve(lua_State *L) { return resolve_in(L, check_log(L), "resol
  * "luv"` gives this state); the engine makes its own lua_State for the
  * tools, so the userdata here only hold C pointers. engine:run(plan, opts)
  * starts a run at once; luv's loop drives it: uv.run(), or run:wait().
+ * engine:resume(journal, opts) starts the run a journal tells of where it
+ * stopped (ob_resume_start.c, as `obelus resume`): a run like any other.
  *
  * The choices, and why:
  *  - Errors raise, as everywhere in this module: bad arguments, tool files
@@ -310,6 +313,10 @@ static int log_resolve(lua_State *L) { return resolve_in(L, check_log(L), "resol
  *    on the loop) fails as a stall, as in `obelus run`: a check handle looks
  *    at the end of every loop iteration, and run:wait(), status() and
  *    output() look once the loop has stopped.
+ *  - A journal ends as `obelus run`'s does, with the end record, once the run
+ *    has finished and no fire-and-forget call runs (or when it is cancelled
+ *    or closed after finishing): a journal without one is of a run that did
+ *    not finish, which engine:resume takes up.
  *  - Tool code may leave libuv handles or requests pending on the loop when
  *    its engine closes; luv will call back into the engine's Lua state for
  *    them. So closing an engine closes those handles, and then, outside the
@@ -358,6 +365,8 @@ struct lua_run {
   ob_plan *plan;
   ob_value *plan_value, *inputs;
   ob_wal *journal;
+  ob_resume *resume; /* engine:resume: the journal read (delegated runs read it too), or NULL */
+  int journal_ended; /* its end record is written */
   int anchor;       /* registry reference while it runs, else LUA_NOREF */
   int history;      /* time_travel: reads as of a position */
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
@@ -373,6 +382,27 @@ static int loop_running(lua_State *L) { return luv_context(L)->mode != -1; }
  * nothing more will happen to the run. */
 static int run_settled(const lua_run *r) {
   return r->run && (r->cancelled || (ob_run_finished(r->run) && !ob_run_detached_pending(r->run)));
+}
+
+/* The run's exit status once it finished: the recorded one for a journal of a
+ * run that had ended (engine:resume), else 1 when some call failed. */
+static int exit_status(const lua_run *r) {
+  int recorded;
+  if (r->resume && ob_resume_ended(r->resume, &recorded))
+    return recorded;
+  return ob_run_failed(r->run) ? 1 : 0;
+}
+
+/* The journal's end record: once the run finished and no fire-and-forget call
+ * runs, or when it is cancelled or closed after it finished. */
+static void journal_end(lua_run *r) {
+  if (!r->journal || r->journal_ended || !r->run || !ob_run_finished(r->run))
+    return;
+  r->journal_ended = 1;
+  if (r->resume)
+    ob_resume_finish(r->resume, r->run);
+  else
+    ob_run_journal_end(r->run, exit_status(r));
 }
 
 /* --- closing, work deferred out of callbacks, stalls ------------------------- */
@@ -393,58 +423,10 @@ static void close_handles(engine_handles *hs) {
   uv_close((uv_handle_t *)&hs->reaper, handle_closed);
 }
 
-/* On the engine's Lua state (protected): counts the libuv handles and
- * requests its tools opened through luv that luv still holds (referenced
- * from the registry until their callbacks ran); with arg 1 true, closes the
- * handles not closing yet. */
-static int count_tool_uv(lua_State *L) {
-  int close = lua_toboolean(L, 1);
-  lua_settop(L, 0);
-  lua_getfield(L, LUA_REGISTRYINDEX, "uv_handle"); /* 1: the set of luv's handle metatables */
-  luaL_getmetatable(L, "uv_req");                  /* 2 */
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_getfield(L, -1, "luv"); /* 4 */
-  lua_Integer n = 0;
-  lua_pushnil(L);
-  while (lua_next(L, LUA_REGISTRYINDEX)) {
-    if (lua_type(L, -1) == LUA_TUSERDATA && lua_getmetatable(L, -1)) {
-      int handle = 0;
-      if (lua_istable(L, 1)) {
-        lua_pushvalue(L, -1);
-        handle = lua_rawget(L, 1) != LUA_TNIL;
-        lua_pop(L, 1);
-      }
-      n += handle || lua_rawequal(L, -1, 2);
-      lua_pop(L, 1);
-      if (handle && close && lua_istable(L, 4)) {
-        lua_getfield(L, 4, "is_closing");
-        lua_pushvalue(L, -2);
-        lua_call(L, 1, 1);
-        int closing = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-        if (!closing) {
-          lua_getfield(L, 4, "close");
-          lua_pushvalue(L, -2);
-          lua_call(L, 1, 0);
-        }
-      }
-    }
-    lua_pop(L, 1);
-  }
-  lua_pushinteger(L, n);
-  return 1;
-}
-
 /* How much libuv work of the engine's tools is pending (closing its handles
- * first when close is set). An error counts as none: nothing better to do. */
+ * first when close is set): ob_engine_uv_pending. */
 static lua_Integer tool_uv_pending(ob_engine *e, int close) {
-  lua_State *L = e->L;
-  int top = lua_gettop(L);
-  lua_pushcfunction(L, count_tool_uv);
-  lua_pushboolean(L, close);
-  lua_Integer n = lua_pcall(L, 1, 1, 0) == LUA_OK ? lua_tointeger(L, -1) : 0;
-  lua_settop(L, top);
-  return n;
+  return (lua_Integer)ob_engine_uv_pending(e, close);
 }
 
 static void reaper_tick(uv_timer_t *t) {
@@ -464,6 +446,7 @@ static void unanchor(lua_State *L, lua_run *r) {
 /* Frees what the run holds and takes it off its engine's list. Not from
  * inside a callback of the engine (the scheduler would stand on freed memory). */
 static void free_run(lua_State *L, lua_run *r) {
+  journal_end(r);
   ob_run_free(r->run);
   r->run = NULL;
   if (r->anchor != LUA_NOREF)
@@ -476,6 +459,8 @@ static void free_run(lua_State *L, lua_run *r) {
   if (r->journal) /* after its run, before the engine */
     ob_wal_close(r->journal, &(ob_error){0});
   r->journal = NULL;
+  ob_resume_free(r->resume); /* after its run: its delegated runs read it */
+  r->resume = NULL;
   if (r->prevp) {
     *r->prevp = r->next;
     if (r->next)
@@ -532,6 +517,7 @@ static void flush(lua_engine *eng) {
       r->cancel_pending = 0;
       r->cancelled = 1;
       ob_run_cancel(r->run);
+      journal_end(r);
     }
     if (r->anchor != LUA_NOREF && run_settled(r))
       unanchor(eng->L, r);
@@ -643,6 +629,8 @@ static void deliver(lua_run *r, const ob_event *ev) {
 
 static void run_on_event(void *ud, const ob_event *ev) {
   lua_run *r = ud;
+  if (ev->type != OB_EV_READY && ev->type != OB_EV_STARTED && !ob_run_detached_pending(r->run))
+    journal_end(r); /* the last call settled (a no-op before the run finished) */
   deliver(r, ev);
   if (run_settled(r))
     defer(r->eng);
@@ -650,7 +638,8 @@ static void run_on_event(void *ud, const ob_event *ev) {
 
 static void run_on_done(ob_run *run, void *ud) {
   lua_run *r = ud;
-  (void)run;
+  if (!ob_run_detached_pending(run))
+    journal_end(r);
   deliver(r, NULL);
   if (run_settled(r))
     defer(r->eng);
@@ -800,6 +789,7 @@ static int engine_tostring(lua_State *L) {
 
 typedef struct run_options {
   int input;         /* stack index of opts.input, or 0 */
+  int force;         /* engine:resume: take the journal up even if files changed */
   const char *name;  /* the plan's name in messages, for a plan given as a table */
   const char *journal;
   const char *plans_root; /* NULL: the plan file's folder, or the cwd for a table */
@@ -819,13 +809,18 @@ static lua_Integer opt_count(lua_State *L, int opts, const char *fn, const char 
 }
 
 /* Reads the options table at opts (may be nil); everything a run takes, so
- * that check and run accept the same table. Leaves the values it keeps an
- * index of (input, on_event, on_done) on the stack. */
+ * that check and run accept the same table; with resume, what engine:resume
+ * takes (no input and no journal: the run's own; force). Leaves the values
+ * it keeps an index of (input, on_event, on_done) on the stack. */
 static void read_run_options(lua_State *L, int opts, const char *fn, run_options *o, int *on_event,
-                             int *on_done) {
-  static const char *const known[] = {"input",       "name",      "journal",     "fsync",
-                                      "concurrency", "max_depth", "time_travel", "on_event",
-                                      "on_done",     "plans_root", NULL};
+                             int *on_done, int resume) {
+  static const char *const known_run[] = {"input",       "name",      "journal",     "fsync",
+                                          "concurrency", "max_depth", "time_travel", "on_event",
+                                          "on_done",     "plans_root", NULL};
+  static const char *const known_resume[] = {"name",        "fsync",    "force",
+                                             "concurrency", "max_depth", "time_travel",
+                                             "on_event",    "on_done",  "plans_root", NULL};
+  const char *const *known = resume ? known_resume : known_run;
   memset(o, 0, sizeof *o);
   o->fsync = OB_FSYNC_BATCH;
   *on_event = *on_done = 0;
@@ -838,6 +833,14 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
     int ok = 0;
     for (int i = 0; known[i] && !ok; i++)
       ok = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), known[i]);
+    if (!ok && resume && lua_type(L, -1) == LUA_TSTRING &&
+        (!strcmp(lua_tostring(L, -1), "input") || !strcmp(lua_tostring(L, -1), "journal")))
+      luaL_error(L, "%s: \"%s\" is the run's: it appends to the journal it resumes and reads "
+                    "its inputs from it", fn, lua_tostring(L, -1));
+    if (!ok && resume)
+      luaL_error(L, "%s: unknown option %s (known: name, fsync, force, concurrency, max_depth, "
+                    "time_travel, on_event, on_done)",
+                 fn, luaL_tolstring(L, -1, NULL));
     if (!ok)
       luaL_error(L, "%s: unknown option %s (known: input, name, journal, fsync, concurrency, "
                     "max_depth, time_travel, on_event, on_done, plans_root)",
@@ -853,6 +856,9 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   o->max_depth = opt_count(L, opts, fn, "max_depth", 1, 10000);
   lua_getfield(L, opts, "time_travel");
   o->time_travel = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, opts, "force");
+  o->force = lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (lua_getfield(L, opts, "input") != LUA_TNIL)
     o->input = lua_gettop(L);
@@ -878,12 +884,18 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
  * at plan_idx (a file path, or a table) checked against eng's tools. Every C
  * resource is the userdata's from the start, so a Lua error frees it (__gc).
  * Pushes the userdata. */
-static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_options *o,
-                        const char *fn) {
+/* A new run userdata, holding nothing yet (pushed). */
+static lua_run *new_run(lua_State *L) {
   lua_run *r = lua_newuserdatauv(L, sizeof *r, 3);
   memset(r, 0, sizeof *r);
   r->anchor = LUA_NOREF;
   luaL_setmetatable(L, RUN_MT);
+  return r;
+}
+
+static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_options *o,
+                        const char *fn) {
+  lua_run *r = new_run(L);
   ob_error err;
   const char *name;
   if (lua_type(L, plan_idx) == LUA_TSTRING) {
@@ -928,7 +940,7 @@ static int engine_check(lua_State *L) {
   lua_settop(L, 3);
   run_options o;
   int on_event, on_done;
-  read_run_options(L, 3, "engine:check", &o, &on_event, &on_done);
+  read_run_options(L, 3, "engine:check", &o, &on_event, &on_done, 0);
   lua_run *r = prepare(L, eng, 2, &o, "engine:check");
   const ob_plan *p = r->plan;
   if (!p->nerrors) {
@@ -946,22 +958,10 @@ static int engine_check(lua_State *L) {
   return n;
 }
 
-/* engine:run(plan [, opts]): validates the plan (an error lists every
- * problem; nothing runs) and starts it. Returns the run. */
-static int engine_run(lua_State *L) {
-  static const char fn[] = "engine:run";
-  lua_engine *eng = check_engine(L, 1);
-  luaL_checkany(L, 2);
-  lua_settop(L, 3);
-  run_options o;
-  int on_event, on_done;
-  read_run_options(L, 3, fn, &o, &on_event, &on_done);
-  safe_point(L, eng);
-  if (!eng->e)
-    return luaL_error(L, "the engine is closed");
-  lua_run *r = prepare(L, eng, 2, &o, fn);
-  int idx = lua_gettop(L);
-  lua_pushvalue(L, 1);
+/* The run at idx (its userdata) holds its engine and the callbacks at
+ * on_event and on_done (stack indices, or 0). */
+static void hold_callbacks(lua_State *L, int idx, int eng_idx, int on_event, int on_done) {
+  lua_pushvalue(L, eng_idx);
   lua_setiuservalue(L, idx, RUN_UV_ENGINE);
   if (on_event) {
     lua_pushvalue(L, on_event);
@@ -971,41 +971,50 @@ static int engine_run(lua_State *L) {
     lua_pushvalue(L, on_done);
     lua_setiuservalue(L, idx, RUN_UV_ON_DONE);
   }
-  const ob_plan *p = r->plan;
-  if (p->nerrors) {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (size_t i = 0; i < p->nerrors; i++) {
-      luaL_addstring(&b, p->errors[i]);
-      luaL_addchar(&b, '\n');
-    }
-    lua_pushfstring(L, "%s: %I problem%s, nothing ran", fn, (lua_Integer)p->nerrors,
-                    p->nerrors == 1 ? "" : "s");
-    luaL_addvalue(&b);
-    luaL_pushresult(&b);
-    return lua_error(L);
+}
+
+/* Raises the plan's problems, every one, when it has any. */
+static void raise_problems(lua_State *L, const ob_plan *p, const char *fn) {
+  if (!p->nerrors)
+    return;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (size_t i = 0; i < p->nerrors; i++) {
+    luaL_addstring(&b, p->errors[i]);
+    luaL_addchar(&b, '\n');
   }
-  ob_error err;
-  if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal, OB_WAL_CREATE, o.fsync,
-                                             &err)))
-    return luaL_error(L, "%s: cannot write the journal: %s", fn, err.msg);
+  lua_pushfstring(L, "%s: %I problem%s, nothing ran", fn, (lua_Integer)p->nerrors,
+                  p->nerrors == 1 ? "" : "s");
+  luaL_addvalue(&b);
+  luaL_pushresult(&b);
+  lua_error(L);
+}
+
+/* Makes the scheduler's run of r (at idx, its plan checked, its journal open):
+ * a new one, or the one its journal tells of (r->resume); puts it on the
+ * engine's list, anchors it and starts it. Returns the run (left on top). */
+static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const run_options *o,
+                     const char *fn) {
   r->eng = eng;
   r->next = eng->runs;
   if (eng->runs)
     eng->runs->prevp = &r->next;
   r->prevp = &eng->runs;
   eng->runs = r;
-  r->history = o.time_travel;
-  ob_run_options ro = {.concurrency = (size_t)o.concurrency,
-                       .max_depth = (int)o.max_depth,
-                       .time_travel = o.time_travel,
+  r->history = o->time_travel;
+  ob_run_options ro = {.concurrency = (size_t)o->concurrency,
+                       .max_depth = (int)o->max_depth,
+                       .time_travel = o->time_travel,
                        .plans_root = r->plan->root,
                        .journal = r->journal,
                        .on_event = run_on_event,
                        .on_done = run_on_done,
                        .ud = r};
-  if (!(r->run = ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err)))
-    return luaL_error(L, "%s: %s", fn, err.msg); /* prepare tried the context: unexpected */
+  ob_error err;
+  r->run = r->resume ? ob_resume_start(eng->e, r->plan, r->resume, r->journal, &ro, &err)
+                     : ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err);
+  if (!r->run) /* for a new run, prepare tried the context: unexpected */
+    return luaL_error(L, "%s: %s", fn, err.msg);
   lua_pushvalue(L, idx);
   r->anchor = luaL_ref(L, LUA_REGISTRYINDEX); /* nothing below raises: it stays anchored until settled */
   lua_State *saved = eng->L;
@@ -1022,6 +1031,81 @@ static int engine_run(lua_State *L) {
   return 1;
 }
 
+/* engine:run(plan [, opts]): validates the plan (an error lists every
+ * problem; nothing runs) and starts it. Returns the run. */
+static int engine_run(lua_State *L) {
+  static const char fn[] = "engine:run";
+  lua_engine *eng = check_engine(L, 1);
+  luaL_checkany(L, 2);
+  lua_settop(L, 3);
+  run_options o;
+  int on_event, on_done;
+  read_run_options(L, 3, fn, &o, &on_event, &on_done, 0);
+  safe_point(L, eng);
+  if (!eng->e)
+    return luaL_error(L, "the engine is closed");
+  lua_run *r = prepare(L, eng, 2, &o, fn);
+  int idx = lua_gettop(L);
+  hold_callbacks(L, idx, 1, on_event, on_done);
+  raise_problems(L, r->plan, fn);
+  ob_error err;
+  if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal, OB_WAL_CREATE, o.fsync,
+                                             &err)))
+    return luaL_error(L, "%s: cannot write the journal: %s", fn, err.msg);
+  return begin_run(L, eng, r, idx, &o, fn);
+}
+
+/* engine:resume(journal [, opts]): takes up the run whose journal (engine:run's
+ * journal option, `obelus run --journal`) is the file journal, as `obelus
+ * resume` does: its log rebuilt, only the calls that did not complete run
+ * (one that had started runs again), appending to the same journal; it ends
+ * as the uninterrupted run would have. A journal of a run that ended: the
+ * run finishes at once with the status and output it had, running nothing.
+ * opts as engine:run's, but input and journal (the run's own) and with force
+ * (take it up even when the plan or tool files changed since). Raises for a
+ * journal that cannot be read, an invalid plan (every problem), a changed
+ * file without force, a journal of `obelus loop`. Returns the run. */
+static int engine_resume(lua_State *L) {
+  static const char fn[] = "engine:resume";
+  lua_engine *eng = check_engine(L, 1);
+  const char *path = luaL_checkstring(L, 2);
+  lua_settop(L, 3);
+  run_options o;
+  int on_event, on_done;
+  read_run_options(L, 3, fn, &o, &on_event, &on_done, 1);
+  safe_point(L, eng);
+  if (!eng->e)
+    return luaL_error(L, "the engine is closed");
+  lua_run *r = new_run(L); /* from here on it holds every C resource (freed by __gc) */
+  int idx = lua_gettop(L);
+  hold_callbacks(L, idx, 1, on_event, on_done);
+  ob_error err;
+  if (!(r->resume = ob_resume_load(path, &err)))
+    return luaL_error(L, "%s: %s", fn, err.msg);
+  if (ob_resume_loop(r->resume))
+    return luaL_error(L, "%s: %s: a journal of `obelus loop`: resume it with `obelus resume %s`",
+                      fn, path, path);
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes;
+  r->plan = ob_resume_check(r->resume, eng->e, o.name, o.plans_root, &r->plan_value, &why,
+                            &changes);
+  if (changes && !o.force) {
+    ob_buf msg;
+    ob_buf_init(&msg);
+    ob_buf_addf(&msg, "%s: %s: %s; nothing ran (force = true resumes anyway)", fn, path,
+                why.data);
+    ob_buf_free(&why);
+    push_text_and_free(L, msg.data, msg.len);
+    return lua_error(L);
+  }
+  ob_buf_free(&why);
+  raise_problems(L, r->plan, fn);
+  if (ob_resume_open(r->resume, eng->e->loop, o.fsync, &r->journal, &err) != OB_OK)
+    return luaL_error(L, "%s: %s", fn, err.msg);
+  return begin_run(L, eng, r, idx, &o, fn);
+}
+
 /* --- runs ------------------------------------------------------------------------- */
 
 static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
@@ -1030,7 +1114,7 @@ static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
  * failed), else nil and "running", "cancelled" or "closed". */
 static int push_status(lua_State *L, const lua_run *r) {
   if (r->run && ob_run_finished(r->run)) {
-    lua_pushinteger(L, ob_run_failed(r->run) ? 1 : 0);
+    lua_pushinteger(L, exit_status(r));
     return 1;
   }
   lua_pushnil(L);
@@ -1128,6 +1212,7 @@ static int run_cancel(lua_State *L) {
   }
   r->cancelled = 1;
   ob_run_cancel(r->run);
+  journal_end(r);
   if (r->anchor != LUA_NOREF)
     unanchor(L, r);
   return 0;
@@ -1160,7 +1245,7 @@ static int run_tostring(lua_State *L) {
     lua_pushliteral(L, "obelus.run (closed)");
     return 1;
   }
-  const char *state = ob_run_finished(r->run) ? (ob_run_failed(r->run) ? "failed" : "done")
+  const char *state = ob_run_finished(r->run) ? (exit_status(r) ? "failed" : "done")
                       : r->cancelled          ? "cancelled"
                                               : "running";
   lua_pushfstring(L, "obelus.run (%s: %s)", r->plan->file, state);
@@ -1170,7 +1255,8 @@ static int run_tostring(lua_State *L) {
 static const luaL_Reg engine_methods[] = {
     {"load_tools", engine_load_tools}, {"load_script", engine_load_script},
     {"check", engine_check},           {"run", engine_run},
-    {"close", engine_close},           {NULL, NULL}};
+    {"resume", engine_resume},         {"close", engine_close},
+    {NULL, NULL}};
 
 static const luaL_Reg run_methods[] = {
     {"status", run_status},   {"wait", run_wait},         {"output", run_output},

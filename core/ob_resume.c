@@ -137,6 +137,8 @@ static void resume_free(ob_resume *rs) {
 
 void ob_resume_free(ob_resume *rs) { resume_free(rs); }
 
+const char *ob_resume_path(const ob_resume *rs) { return rs->path; }
+
 /* One record of the run's progress (not a "msg"); key: the run it is of. */
 static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what) {
   part *pt = part_get(rs, key, 1);

@@ -3,6 +3,7 @@
 #define OB_RESUME_H
 
 #include "ob_run.h"
+#include "ob_wal.h"
 
 typedef struct ob_resume ob_resume;
 
@@ -11,6 +12,8 @@ typedef struct ob_resume ob_resume;
  * began. A torn last line is reported on stderr. */
 ob_resume *ob_resume_load(const char *path, ob_error *err);
 void ob_resume_free(ob_resume *rs);
+/* The journal's path, as given to ob_resume_load. */
+const char *ob_resume_path(const ob_resume *rs);
 /* The plan as it ran (borrowed), and its file as the run named it. */
 const ob_value *ob_resume_plan(const ob_resume *rs);
 const char *ob_resume_plan_file(const ob_resume *rs);
@@ -44,5 +47,32 @@ int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err);
 const ob_value *ob_resume_loop(const ob_resume *rs);
 int ob_resume_last_step(const ob_resume *rs);
 const ob_value *ob_resume_output(const ob_resume *rs);
+
+/* --- taking the top-level run up (ob_resume_start.c): what `obelus resume`,
+ * obelus_resume and engine:resume share, in the order they do it --- */
+
+/* The plan as it ran, made a plan (named name; NULL: the file the run named)
+ * and checked against e's tools: its problems in ->errors. Its plans root
+ * (_delegate) is plans_root, or, when NULL, the folder of the plan file the
+ * run named. When it has none,
+ * what changed since the run is described in why and counted in *nchanges
+ * (the caller refuses to go on unless forced). *plan_value gets the plan's
+ * value (a new reference): release it, and free the plan, after the run. */
+ob_plan *ob_resume_check(ob_resume *rs, ob_engine *e, const char *name, const char *plans_root,
+                         ob_value **plan_value, ob_buf *why, size_t *nchanges);
+/* Makes the journal ready for what the resumed run appends: for a run that
+ * did not end, cut back to its last record and opened to append under mode
+ * (*journal; the caller closes it after the run, ob_run_detach_journal first
+ * if runs still use it); for a run that ended, nothing (*journal NULL). */
+int ob_resume_open(const ob_resume *rs, uv_loop_t *loop, ob_fsync mode, ob_wal **journal,
+                   ob_error *err);
+/* The journal's top-level run on e, as the journal left it, writing to journal
+ * (ob_resume_open's): sets ro's journal and resume. rs outlives the run. */
+ob_run *ob_resume_start(ob_engine *e, ob_plan *plan, ob_resume *rs, ob_wal *journal,
+                        ob_run_options *ro, ob_error *err);
+/* Once that run has finished: its exit status, the one recorded for a run
+ * that had ended, else 1 when some call failed, 0 otherwise; written as the
+ * journal's end record (a run that had ended writes nothing). */
+int ob_resume_finish(const ob_resume *rs, ob_run *r);
 
 #endif

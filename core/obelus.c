@@ -34,6 +34,13 @@
  *  - Errors land in the engine's message, which every fallible call clears
  *    first; validation problems are also kept one by one.
  *
+ *  - Journals end as `obelus run`'s do: the end record is written once the
+ *    run has finished and no fire-and-forget call runs (or when it is
+ *    cancelled or freed after finishing), so a journal without one is of a
+ *    run that was killed or cancelled: obelus_resume takes it up (through
+ *    ob_resume_start.c, as `obelus resume` does) and gives the host a run
+ *    like any other, which keeps the journal it read until it is freed.
+ *
  * Costs: a C tool call costs one malloc (handle and its strings), one print
  * of its params and one parse of its result; finding the host's run of a
  * call walks the engine's live runs (a handful in any real host).
@@ -44,6 +51,7 @@
 #include <sys/stat.h>
 
 #include "ob_engine.h"
+#include "ob_resume.h"
 #include "ob_run.h"
 #include "ob_wal.h"
 #include "obelus.h"
@@ -106,7 +114,11 @@ struct obelus_run {
   int started, cancelled, completed; /* completed: the completion was delivered */
   int zombie;                        /* freed from a tool function: freed on the loop */
   obelus_call *calls;                /* C tool handles in flight */
-  ob_wal *journal;                   /* writes to the host's FILE (opt.journal), or NULL */
+  ob_wal *journal;                   /* writes to the host's FILE (opt.journal), or to the
+                                        journal resumed (obelus_resume); or NULL */
+  int journal_ended;                 /* its end record is written */
+  ob_resume *resume;                 /* obelus_resume: the journal read (the run's delegated
+                                        runs find theirs in it), or NULL */
   obelus_run *next, **prevp;
 };
 
@@ -248,9 +260,26 @@ static void forget_deliveries(obelus_run *R) {
 }
 
 static int run_status(const obelus_run *R) {
+  int recorded;
+  if (ob_run_finished(R->r) && R->resume && ob_resume_ended(R->resume, &recorded))
+    return recorded; /* a journal of a run that had ended: its status as it was */
   if (ob_run_finished(R->r))
     return ob_run_failed(R->r) ? 1 : 0;
   return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
+}
+
+/* The journal's end record, as `obelus run` writes it: once the run has finished
+ * and no fire-and-forget call runs any more, or when it is cancelled or freed
+ * after it finished (what was still running is abandoned). A journal without
+ * one is of a run that did not finish: obelus_resume takes it up. */
+static void journal_end(obelus_run *R) {
+  if (!R->journal || R->journal_ended || !ob_run_finished(R->r))
+    return;
+  R->journal_ended = 1;
+  if (R->resume)
+    ob_resume_finish(R->resume, R->r);
+  else
+    ob_run_journal_end(R->r, ob_run_failed(R->r) ? 1 : 0);
 }
 
 static void deliver(uv_idle_t *h) {
@@ -295,6 +324,11 @@ static void on_run_event(void *ud, const ob_event *ev) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
+  if (ev->type != OB_EV_READY && ev->type != OB_EV_STARTED && ob_run_finished(R->r) &&
+      !ob_run_detached_pending(R->r))
+    journal_end(R); /* the last call settled */
+  if (!R->on_event)
+    return; /* listened to for the journal only */
   size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0;
   delivery *d = malloc(sizeof *d + rlen);
   if (!d)
@@ -317,9 +351,10 @@ static void on_run_event(void *ud, const ob_event *ev) {
 
 static void on_run_done(ob_run *r, void *ud) {
   obelus_run *R = ud;
-  (void)r;
   if (R->cancelled || R->zombie)
     return;
+  if (!ob_run_detached_pending(r))
+    journal_end(R);
   delivery *d = calloc(1, sizeof *d);
   if (!d)
     abort();
@@ -361,6 +396,7 @@ void obelus_engine_free(obelus_engine *E) {
                     "(or during obelus_run_wait); free the engine after the loop returns\n");
     abort();
   }
+  ob_engine_free_begin(E->e); /* before the runs close their calls' tool handles */
   while (E->runs)
     run_free_now(E->runs);
   /* closed before the engine frees its own loop, whose last turns release it */
@@ -552,6 +588,58 @@ static int report_problems(obelus_engine *E, const ob_plan *p) {
   return OBELUS_EINVAL;
 }
 
+/* A host's run of plan p (pv its value; both now the run's), not made yet. */
+static obelus_run *run_alloc(obelus_engine *E, ob_plan *p, ob_value *pv,
+                             const obelus_run_options *opt) {
+  obelus_run *R = calloc(1, sizeof *R);
+  if (!R)
+    abort();
+  R->engine = E;
+  R->plan = p;
+  R->plan_value = pv;
+  R->on_event = opt->on_event;
+  R->on_done = opt->on_done;
+  R->data = opt->data;
+  R->time_travel = opt->time_travel != 0;
+  return R;
+}
+
+/* The scheduler's options of R (its journal, when it has one, opened already). */
+static ob_run_options run_options(obelus_run *R, const obelus_run_options *opt) {
+  ob_run_options ro = {.concurrency = opt->concurrency,
+                       .max_depth = opt->max_depth,
+                       .time_travel = R->time_travel,
+                       .journal = R->journal,
+                       .plans_root = R->plan->root,
+                       .on_event = opt->on_event || R->journal ? on_run_event : NULL,
+                       .on_done = on_run_done,
+                       .ud = R};
+  return ro;
+}
+
+/* Frees what a run that could not be made holds (its ob_run was never made),
+ * and returns code. */
+static int run_unalloc(obelus_run *R, int code) {
+  if (R->journal)
+    ob_wal_close(R->journal, &(ob_error){0});
+  ob_plan_free(R->plan);
+  ob_unref(R->plan_value);
+  ob_resume_free(R->resume);
+  free(R);
+  return code;
+}
+
+/* The run made: on the engine's list, and the host's. */
+static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
+  R->next = E->runs;
+  if (E->runs)
+    E->runs->prevp = &R->next;
+  R->prevp = &E->runs;
+  E->runs = R;
+  *out = R;
+  return OBELUS_OK;
+}
+
 /* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
  * obelus_run_new_file share. */
 static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
@@ -592,48 +680,17 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     ob_unref(inputs);
     return OBELUS_EINVAL;
   }
-  obelus_run *R = calloc(1, sizeof *R);
-  if (!R)
-    abort();
-  R->engine = E;
-  R->plan = p;
-  R->plan_value = pv;
-  R->on_event = opt->on_event;
-  R->on_done = opt->on_done;
-  R->data = opt->data;
-  R->time_travel = opt->time_travel != 0;
+  obelus_run *R = run_alloc(E, p, pv, opt);
   if (opt->journal && !(R->journal = journal_open(E, opt->journal, opt->fsync, &err))) {
-    ob_plan_free(p);
-    ob_unref(pv);
     ob_unref(inputs);
-    free(R);
-    return set_error(E, OBELUS_EIO, "%s", err.msg);
+    return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
   }
-  ob_run_options ro = {.concurrency = opt->concurrency,
-                       .max_depth = opt->max_depth,
-                       .time_travel = R->time_travel,
-                       .journal = R->journal,
-                       .plans_root = p->root,
-                       .on_event = opt->on_event ? on_run_event : NULL,
-                       .on_done = on_run_done,
-                       .ud = R};
+  ob_run_options ro = run_options(R, opt);
   R->r = ob_run_new(E->e, p, pv, inputs, &ro, &err);
   ob_unref(inputs);
-  if (!R->r) { /* the scratch log took the context: only the unexpected lands here */
-    if (R->journal)
-      ob_wal_close(R->journal, &(ob_error){0});
-    ob_plan_free(p);
-    ob_unref(pv);
-    free(R);
-    return set_error(E, err.code, "%s", err.msg);
-  }
-  R->next = E->runs;
-  if (E->runs)
-    E->runs->prevp = &R->next;
-  R->prevp = &E->runs;
-  E->runs = R;
-  *out = R;
-  return OBELUS_OK;
+  if (!R->r) /* the scratch log took the context: only the unexpected lands here */
+    return set_error(E, run_unalloc(R, err.code), "%s", err.msg);
+  return run_link(E, R, out);
 }
 
 int obelus_run_new(obelus_engine *E, obelus_run **out, const char *plan_json,
@@ -664,6 +721,60 @@ int obelus_run_new_file(obelus_engine *E, obelus_run **out, const char *path,
   if (!pv)
     return set_error(E, err.code, "%s", err.msg);
   return run_new(E, out, pv, opt && opt->name ? opt->name : path, path, opt);
+}
+
+int obelus_resume(obelus_engine *E, obelus_run **out, const char *journal_path,
+                  const obelus_run_options *opt) {
+  static const obelus_run_options defaults = {0};
+  if (out)
+    *out = NULL;
+  clear_error(E);
+  if (!out || !journal_path)
+    return set_error(E, OBELUS_EINVAL, "obelus_resume: needs a place for the run and a journal");
+  if (!opt)
+    opt = &defaults;
+  if (opt->journal || opt->input)
+    return set_error(E, OBELUS_EINVAL, "obelus_resume: journal and input are the run's: the run "
+                                       "appends to the journal it resumes and reads its inputs "
+                                       "from it (leave them NULL)");
+  ob_fsync mode = OB_FSYNC_BATCH;
+  if (opt->fsync && ob_fsync_parse(opt->fsync, &mode) != OB_OK)
+    return set_error(E, OBELUS_EINVAL, "obelus_resume: fsync is never, batch or always, not "
+                                       "\"%s\"", opt->fsync);
+  ob_error err;
+  ob_resume *rs = ob_resume_load(journal_path, &err);
+  if (!rs)
+    return set_error(E, err.code, "%s", err.msg);
+  if (ob_resume_loop(rs)) {
+    ob_resume_free(rs);
+    return set_error(E, OBELUS_EINVAL, "%s: a journal of `obelus loop`: resume it with `obelus "
+                                       "resume %s`", journal_path, journal_path);
+  }
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes;
+  ob_value *pv;
+  ob_plan *p = ob_resume_check(rs, E->e, opt->name, opt->plans_root, &pv, &why, &changes);
+  obelus_run *R = run_alloc(E, p, pv, opt);
+  R->resume = rs;
+  if (p->nerrors) {
+    report_problems(E, p);
+    ob_buf_free(&why);
+    return run_unalloc(R, OBELUS_EINVAL);
+  }
+  if (changes && !opt->force) {
+    set_error(E, OBELUS_EINVAL, "%s: %s; nothing ran (force in the options resumes anyway)",
+              journal_path, why.data);
+    ob_buf_free(&why);
+    return run_unalloc(R, OBELUS_EINVAL);
+  }
+  ob_buf_free(&why);
+  if (ob_resume_open(rs, E->e->loop, mode, &R->journal, &err) != OB_OK)
+    return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
+  ob_run_options ro = run_options(R, opt);
+  if (!(R->r = ob_resume_start(E->e, p, rs, R->journal, &ro, &err)))
+    return set_error(E, run_unalloc(R, err.code), "%s", err.msg);
+  return run_link(E, R, out);
 }
 
 int obelus_run_start(obelus_run *R) {
@@ -713,6 +824,7 @@ void obelus_run_cancel(obelus_run *R) {
   obelus_engine *E = R->engine;
   R->cancelled = 1;
   ob_run_cancel(R->r);
+  journal_end(R);
   forget_deliveries(R);
   if (E->waiting == R) {
     E->wait_over = 1;
@@ -733,11 +845,13 @@ static void run_free_now(obelus_run *R) {
     unlink_call(c);
     c->h = NULL;
   }
+  journal_end(R); /* a run that finished: what still ran is abandoned */
   ob_run_free(R->r);
   if (R->journal) /* the host's FILE stays open: only our descriptor goes */
     ob_wal_close(R->journal, &(ob_error){0});
   ob_plan_free(R->plan);
   ob_unref(R->plan_value);
+  ob_resume_free(R->resume); /* after the run: its delegated runs read it */
   *R->prevp = R->next;
   if (R->next)
     R->next->prevp = R->prevp;

@@ -54,7 +54,8 @@
  * one libuv loop), a RUN (one execution of one plan on an engine), a CALL
  * (one running call of a C tool: the handle it completes). Verbs follow:
  * obelus_engine_new / obelus_engine_free, obelus_run_new / _start / _cancel /
- * _free, obelus_call_complete.
+ * _free, obelus_resume (a run taken up again from its journal),
+ * obelus_call_complete.
  *
  * Rules that hold everywhere:
  *
@@ -139,12 +140,18 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop);
 
 /* Frees the engine: every run still alive is cancelled and freed with it
  * (and with them every event not yet delivered), and every C tool call not
- * completed yet is detached (completing it later only releases it). On an
- * engine-owned loop, handles Lua tools left open are closed and the loop is
- * closed too. On the host's loop the engine's handles are closed and their
- * memory is released the next time the loop runs: run it once
- * (uv_run(loop, UV_RUN_NOWAIT)) before uv_loop_close, and free engines
- * before closing every handle of the loop with uv_walk. Call it outside every
+ * completed yet is detached (completing it later only releases it). Handles
+ * Lua tools left open (obelus.uv timers, sockets, ...) are closed too. On an
+ * engine-owned loop all of it happens at once and the loop is closed. On the
+ * host's loop the engine's handles are closed and their memory is released
+ * the next time the loop runs: run it once (uv_run(loop, UV_RUN_NOWAIT))
+ * before uv_loop_close, and free engines before closing every handle of the
+ * loop with uv_walk. When tools left libuv work behind, the engine's Lua
+ * state stays until libuv has called back for all of it (luv calls into
+ * it), and goes then: the next turn, as above, for the handles closed here;
+ * a turn more for a handle a tool had closed itself; and for a request in
+ * flight (a file read, a DNS lookup), once it completes. Run the loop until
+ * uv_run returns 0 when unsure. Call it outside every
  * callback of this engine (a C tool function, an event, a completion) and
  * outside obelus_run_wait: it aborts the process with a message otherwise,
  * as freeing the code that is running would. NULL is allowed. */
@@ -302,10 +309,12 @@ typedef struct obelus_run_options {
                                memory and time on long runs; off by default) */
   int max_depth;            /* deepest _delegate nesting allowed; 0: 16 */
   FILE *journal;            /* the log as JSON Lines, written as it grows, with the
-                               records `obelus resume` reads (the host opens and
-                               closes it; the run writes through a descriptor of its
-                               own, appending, and is done with it when freed); NULL:
-                               none */
+                               records `obelus resume` and obelus_resume read (the
+                               host opens and closes it; the run writes through a
+                               descriptor of its own, appending, and is done with it
+                               when freed), ending with the end record once the run
+                               has finished and no fire-and-forget call runs (or it
+                               is cancelled or freed after finishing); NULL: none */
   obelus_event_cb on_event; /* NULL: no events (and nothing spent on them) */
   obelus_done_cb on_done;   /* NULL: poll obelus_run_status, or obelus_run_wait */
   void *data;               /* given back to both callbacks */
@@ -318,6 +327,8 @@ typedef struct obelus_run_options {
                                (absolute, climbing out with "..", or resolving outside)
                                makes the plan invalid, and is refused again when the
                                call runs */
+  int force;                /* obelus_resume: non-zero takes the journal up even when
+                               the plan or tool files changed since the run */
 } obelus_run_options;
 
 /* Makes a run of the plan in plan_json (either form of SPEC 5: an array of
@@ -340,6 +351,35 @@ int obelus_run_new(obelus_engine *e, obelus_run **out, const char *plan_json,
  * given, as for a plan given as text). */
 int obelus_run_new_file(obelus_engine *e, obelus_run **out, const char *path,
                         const obelus_run_options *opt);
+
+/* Takes up the run whose journal (opt->journal of obelus_run_new, `obelus run
+ * --journal`) is the file at journal_path, after a crash, a kill or a cancel:
+ * returns a run to start and wait for like any other, which rebuilds the log
+ * from the journal, runs only the calls that did not complete (a call that
+ * had started and not completed runs again: at least once), appends to the
+ * same journal (opened again, under opt->fsync) and ends as the
+ * uninterrupted run would have: the same on_done status and output, the same
+ * obelus_run_output. A journal of a run that ended: the run finishes as soon
+ * as it starts, with the recorded status and output, running nothing and
+ * writing nothing. The plan is the one the journal holds; tools are the
+ * engine's: load the same tool files (and register the same C tools) first.
+ * opt as for obelus_run_new (may be NULL), but journal and input must be
+ * NULL (the run's are in the journal). Nothing runs until obelus_run_start.
+ * Returns OBELUS_OK with *out set, or with *out NULL:
+ *   OBELUS_EIO     the journal cannot be read, or written to;
+ *   OBELUS_EJSON   a line of it (other than a torn last one) is not JSON;
+ *   OBELUS_EINVAL  not a journal, or of a run that never began; the plan is
+ *                  invalid against the engine's tools (problems as for
+ *                  obelus_run_new); the plan file, a delegated plan file or a
+ *                  tool file changed since the run, or a tool file is loaded
+ *                  now that was not then, or the reverse (obelus_engine_errmsg
+ *                  says which), and opt->force is 0; a journal of `obelus
+ *                  loop` (resume those with `obelus resume`).
+ * Like `obelus resume`, it may write notes on stderr: a torn last line
+ * ignored, messages of a call that never settled dropped, a call that runs
+ * again. */
+int obelus_resume(obelus_engine *e, obelus_run **out, const char *journal_path,
+                  const obelus_run_options *opt);
 
 /* Starts every call that is ready; the rest happens on the loop as the host
  * runs it. C tools may be called (and complete) before this returns, but

@@ -30,10 +30,23 @@
 --                                ready, started, done, skipped, failed or run_done
 --         on_done = fn(run)      every awaited call has settled
 --         concurrency = n, max_depth = n, journal = path, time_travel = bool,
+--         fsync = "never" | "batch" | "always"   (the journal's durability),
 --         name = text            (the plan's name in messages, for a table)
 --         plans_root = dir       the folder every _delegate path must lead into
 --                                (default: the plan file's folder; the current
 --                                directory for a table)
+--       A journal ends with its end record once the run has finished (and no
+--       fire-and-forget call runs), or is cancelled or closed after finishing.
+--   engine:resume(journal [, opts]) -> run
+--       Takes up the run whose journal is the file `journal` (killed, crashed or
+--       cancelled), as `obelus resume` does: the log rebuilt, only the calls that did not
+--       complete run (one that had started runs again), appending to the same journal;
+--       it ends with the status and output the uninterrupted run would have had. A
+--       journal of a run that ended finishes at once, with its status and output,
+--       running nothing. The tools are the engine's: load the same files. opts as for
+--       run, but input and journal (the run's own), plus force = true to take it up
+--       even when the plan or a tool file changed since the run (refused otherwise).
+--       Journals of `obelus loop` are refused: resume those with `obelus resume`.
 --   engine:close()                             also __close and __gc
 --
 --   run:status() -> 0 | 1 | nil, "running" | "cancelled" | "closed"

@@ -167,6 +167,18 @@ function obelus.engine(opts) end
 ---@field time_travel? boolean keep every version: run:resolve(expr, {at = n})
 ---@field name? string the plan's name in messages, for a plan given as a table
 ---@field plans_root? string the folder every _delegate path must lead into (default: the plan file's folder; the current directory for a table)
+---@field fsync? "never"|"batch"|"always" the journal's durability (default batch)
+
+---@class obelus.resume_options
+---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done", call?: string, tool?: string, reason?: string, t_ms: number })
+---@field on_done? fun(run: obelus.run) every awaited call has settled
+---@field concurrency? integer
+---@field max_depth? integer
+---@field time_travel? boolean keep every version: run:resolve(expr, {at = n})
+---@field fsync? "never"|"batch"|"always" the journal's durability (default batch)
+---@field force? boolean take the journal up even when the plan or a tool file changed
+---@field name? string the plan's name in messages
+---@field plans_root? string the folder every _delegate path must lead into (default: the journaled plan file's folder)
 
 ---@class obelus.engine
 local engine = {}
@@ -186,6 +198,12 @@ function engine:check(plan, opts) end
 ---@param opts? obelus.run_options
 ---@return obelus.run
 function engine:run(plan, opts) end
+---Takes up the run a journal tells of, where it stopped (as `obelus resume`), appending
+---to the same journal. Raises for a changed plan or tool file unless opts.force.
+---@param journal string the journal file (engine:run's journal option)
+---@param opts? obelus.resume_options
+---@return obelus.run
+function engine:resume(journal, opts) end
 function engine:close() end
 
 ---@class obelus.run
