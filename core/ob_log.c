@@ -637,11 +637,17 @@ ob_value *ob_log_message(const ob_log *log, size_t i) {
   return raw;
 }
 
-/* "key": */
+/* ,"key": -- the keys here are plain names, with nothing to escape */
 static void add_key(ob_buf *b, const char *key, size_t len) {
-  ob_buf_addc(b, ',');
-  ob_json_write_string(b, key, len);
-  ob_buf_addc(b, ':');
+  ob_buf_reserve(b, len + 4);
+  char *p = b->data + b->len;
+  p[0] = ',';
+  p[1] = '"';
+  memcpy(p + 2, key, len);
+  p[len + 2] = '"';
+  p[len + 3] = ':';
+  b->len += len + 4;
+  b->data[b->len] = '\0';
 }
 
 /* A path's text is one plain key when it has none of the characters that
