@@ -100,18 +100,42 @@ static inline int needs_escape8(uint64_t w) {
   return ((below | zq | zb) & highs) != 0;
 }
 
-void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
-  static const char hex[] = "0123456789abcdef";
-  ob_buf_reserve(b, len + 2); /* the usual case, nothing to escape, in one go */
-  b->data[b->len++] = '"';
-  size_t from = 0, i = 0; /* s[from..i) is copied as it is, in one go */
-  for (; i + 8 <= len; i += 8) { /* 8 bytes at a time while none is to be escaped */
-    uint64_t w;
+/* Whether s[0..len) holds nothing to escape: 8 bytes at a time, the last 8 read
+ * again if need be (a short string bytewise). */
+static int plain_string(const char *s, size_t len) {
+  uint64_t w;
+  if (len < 8) {
+    for (size_t i = 0; i < len; i++) {
+      unsigned char c = (unsigned char)s[i];
+      if (c < 0x20 || c == '"' || c == '\\')
+        return 0;
+    }
+    return 1;
+  }
+  for (size_t i = 0; i + 8 < len; i += 8) {
     memcpy(&w, s + i, 8);
     if (needs_escape8(w))
-      break;
+      return 0;
   }
-  for (; i < len; i++) {
+  memcpy(&w, s + len - 8, 8);
+  return !needs_escape8(w);
+}
+
+void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  ob_buf_reserve(b, len + 2); /* enough, unless something is to be escaped */
+  if (plain_string(s, len)) { /* the usual case: copied as it is */
+    char *p = b->data + b->len;
+    p[0] = '"';
+    memcpy(p + 1, s, len);
+    p[len + 1] = '"';
+    p[len + 2] = '\0';
+    b->len += len + 2;
+    return;
+  }
+  b->data[b->len++] = '"';
+  size_t from = 0; /* s[from..i) is copied as it is, in one go */
+  for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c >= 0x20 && c != '"' && c != '\\')
       continue;
