@@ -103,14 +103,15 @@ static inline int needs_escape8(uint64_t w) {
 /* Whether s[0..len) holds nothing to escape: 8 bytes at a time, the last 8 read
  * again if need be (a short string bytewise). */
 static int plain_string(const char *s, size_t len) {
+  static const unsigned char escaped[256] = {
+      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+      1, 1, ['"'] = 1, ['\\'] = 1};
   uint64_t w;
   if (len < 8) {
-    for (size_t i = 0; i < len; i++) {
-      unsigned char c = (unsigned char)s[i];
-      if (c < 0x20 || c == '"' || c == '\\')
-        return 0;
-    }
-    return 1;
+    unsigned char any = 0;
+    for (size_t i = 0; i < len; i++)
+      any |= escaped[(unsigned char)s[i]];
+    return !any;
   }
   for (size_t i = 0; i + 8 < len; i += 8) {
     memcpy(&w, s + i, 8);

@@ -114,7 +114,6 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   r->opt = *opt;
   r->scope = opt->journal_scope ? ob_xstrdup(opt->journal_scope) : NULL;
   r->always = opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS;
-  ob_buf_init(&r->jline);
   ob_map_init(&r->schemas);
   r->calls = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->calls);
   r->queue = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->queue);
@@ -246,7 +245,6 @@ void ob_run_free(ob_run *r) {
     uv_close((uv_handle_t *)r->jprep, free_prepare);
   r->jprep = NULL;
   free(r->scope);
-  ob_buf_free(&r->jline);
   *r->prevp = r->next;
   if (r->next)
     r->next->prevp = r->prevp;
