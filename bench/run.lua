@@ -1,8 +1,9 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
+-- `lua5.4 run.lua journal` runs the journal section alone.
 local cjson = require "cjson"
 
-local function run(args)
-  local p = assert(io.popen("./obelus-bench " .. args))
+local function run(args, env)
+  local p = assert(io.popen((env or "") .. "./obelus-bench " .. args))
   local line = p:read("l")
   p:close()
   if not line then error("obelus-bench " .. args .. " printed nothing (see its stderr)") end
@@ -13,6 +14,67 @@ end
 local function median(xs)
   table.sort(xs)
   return xs[(#xs + 1) // 2]
+end
+
+local function listed(xs, fmt)
+  local out = {}
+  for i, x in ipairs(xs) do out[i] = string.format(fmt, x) end
+  return table.concat(out, " ")
+end
+
+-- The journal: chain and fanout of 100,000 calls without one and under each --fsync
+-- level, interleaved (none, never, batch, always, none, ...) for 5 rounds. A level's
+-- cost is the median of its per-round ratios to that round's run without a journal
+-- (time per call, level / none). always on chain makes one fsync a call (each call
+-- reads the one before, which must be on disk first): it runs 2,000 calls, not
+-- 100,000, and its ratio is its rate against the 100,000-call run's.
+local function journal_section()
+  local levels = { "none", "never", "batch", "always" }
+  local shapes = {
+    { key = "chain", n = 100000, always_n = 2000 },
+    { key = "fanout", n = 100000 },
+  }
+  local rate, ratio = {}, {}
+  for _, s in ipairs(shapes) do
+    rate[s.key], ratio[s.key] = {}, {}
+    for _, l in ipairs(levels) do rate[s.key][l], ratio[s.key][l] = {}, {} end
+  end
+  print("")
+  for _ = 1, 5 do
+    for _, s in ipairs(shapes) do
+      local got = {}
+      for _, l in ipairs(levels) do
+        local n = l == "always" and s.always_n or s.n
+        local env = l == "none" and "" or "OBELUS_BENCH_JOURNAL=" .. l .. " "
+        got[l] = run(s.key .. " " .. n, env).calls_per_s
+        table.insert(rate[s.key][l], got[l])
+      end
+      for _, l in ipairs(levels) do table.insert(ratio[s.key][l], got.none / got[l]) end
+    end
+  end
+  os.execute("rm -f obelus-bench-*.jsonl") -- a run that died leaves its journal
+  print("")
+  print(string.format("%-26s %14s %14s  %s", "journal run", "calls/s (med)", "x none (med)",
+    "x none, each round"))
+  for _, s in ipairs(shapes) do
+    for _, l in ipairs(levels) do
+      local n = l == "always" and s.always_n or s.n
+      print(string.format("%-26s %14.0f %13.2fx  %s", s.key .. " " .. n .. " " .. l,
+        median(rate[s.key][l]), median(ratio[s.key][l]), listed(ratio[s.key][l], "%.2f")))
+    end
+  end
+  for _, s in ipairs(shapes) do
+    print(string.format("journal cost, %s, batch / none (paired): %.2fx (goal <= 1.3x)", s.key,
+      median(ratio[s.key].batch)))
+  end
+  print(string.format("always: chain %.0f calls/s (%d calls: an fsync each, as each reads the one "
+    .. "before), %.0fx none; fanout %.2fx none (group commit)", median(rate.chain.always),
+    shapes[1].always_n, median(ratio.chain.always), median(ratio.fanout.always)))
+end
+
+if arg[1] == "journal" then
+  journal_section()
+  return
 end
 
 local sizes = { 1000, 10000, 100000, 1000000 }
@@ -80,11 +142,6 @@ for _, key in ipairs { "chain", "fanout", "floor" } do
   local m = median(rate[key])
   print(string.format("%-26s %14.0f %14.3f %12d", key .. " 100000", m, 1e6 / m, median(rss[key]) // 1024))
 end
-local function listed(xs, fmt)
-  local out = {}
-  for i, x in ipairs(xs) do out[i] = string.format(fmt, x) end
-  return table.concat(out, " ")
-end
 for _, key in ipairs { "chain", "fanout" } do
   local each = listed(ratios[key], "%.1f")
   print(string.format("per-call cost, %s / floor (paired): %.1fx (goal <= 5x); each round: %s", key,
@@ -114,3 +171,5 @@ for _ = 1, reps do
   table.insert(ratio, r.engine_ms / r.bare_ms)
 end
 print(string.format("a tool computing for ~0.3 s, in a run / bare: %.2fx", median(ratio)))
+
+journal_section()

@@ -13,7 +13,7 @@ void ob_buf_init(ob_buf *b) {
   b->len = b->cap = 0;
 }
 
-static void buf_reserve(ob_buf *b, size_t extra) {
+void ob_buf_grow(ob_buf *b, size_t extra) {
   size_t need = b->len + extra + 1;
   if (need <= b->cap)
     return;
@@ -25,20 +25,6 @@ static void buf_reserve(ob_buf *b, size_t extra) {
     abort();
   b->data = p;
   b->cap = cap;
-}
-
-void ob_buf_add(ob_buf *b, const char *s, size_t n) {
-  buf_reserve(b, n);
-  if (n)
-    memcpy(b->data + b->len, s, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-}
-
-void ob_buf_addc(ob_buf *b, char c) {
-  buf_reserve(b, 1);
-  b->data[b->len++] = c;
-  b->data[b->len] = '\0';
 }
 
 void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
@@ -53,7 +39,7 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
     ob_buf_add(b, tmp, (size_t)n);
     return;
   }
-  buf_reserve(b, (size_t)n);
+  ob_buf_reserve(b, (size_t)n);
   va_start(ap, fmt);
   vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);

@@ -91,41 +91,90 @@ ob_value *ob_json_parse_file(const char *path, ob_error *err) {
 
 /* --- printing ---------------------------------------------------------- */
 
+/* Whether any of the 8 bytes in w is below 0x20, '"' or '\\' (exact: no false
+ * positives, whatever the other bytes hold). */
+static inline int needs_escape8(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+  uint64_t below = (w - ones * 0x20) & ~w, zq = (q - ones) & ~q, zb = (bs - ones) & ~bs;
+  return ((below | zq | zb) & highs) != 0;
+}
+
+/* Whether s[0..len) holds nothing to escape: 8 bytes at a time, the last 8 read
+ * again if need be (a short string bytewise). */
+static int plain_string(const char *s, size_t len) {
+  static const unsigned char escaped[256] = {
+      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+      1, 1, ['"'] = 1, ['\\'] = 1};
+  uint64_t w;
+  if (len < 8) {
+    unsigned char any = 0;
+    for (size_t i = 0; i < len; i++)
+      any |= escaped[(unsigned char)s[i]];
+    return !any;
+  }
+  for (size_t i = 0; i + 8 < len; i += 8) {
+    memcpy(&w, s + i, 8);
+    if (needs_escape8(w))
+      return 0;
+  }
+  memcpy(&w, s + len - 8, 8);
+  return !needs_escape8(w);
+}
+
 void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
   static const char hex[] = "0123456789abcdef";
-  ob_buf_addc(b, '"');
-  size_t run = 0; /* bytes copied as they are, flushed in one go */
+  ob_buf_reserve(b, len + 2); /* enough, unless something is to be escaped */
+  if (plain_string(s, len)) { /* the usual case: copied as it is */
+    char *p = b->data + b->len;
+    p[0] = '"';
+    memcpy(p + 1, s, len);
+    p[len + 1] = '"';
+    p[len + 2] = '\0';
+    b->len += len + 2;
+    return;
+  }
+  b->data[b->len++] = '"';
+  size_t from = 0; /* s[from..i) is copied as it is, in one go */
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
-    const char *esc = NULL;
-    char u[7];
-    switch (c) {
-    case '"': esc = "\\\""; break;
-    case '\\': esc = "\\\\"; break;
-    case '\n': esc = "\\n"; break;
-    case '\r': esc = "\\r"; break;
-    case '\t': esc = "\\t"; break;
-    case '\b': esc = "\\b"; break;
-    case '\f': esc = "\\f"; break;
-    default:
-      if (c < 0x20) {
-        memcpy(u, "\\u00", 4);
-        u[4] = hex[c >> 4];
-        u[5] = hex[c & 15];
-        u[6] = '\0';
-        esc = u;
-      }
-    }
-    if (!esc) {
-      run++;
+    if (c >= 0x20 && c != '"' && c != '\\')
       continue;
+    ob_buf_add(b, s + from, i - from);
+    from = i + 1;
+    char u[6] = {'\\', 0};
+    size_t n = 2;
+    switch (c) {
+    case '"': u[1] = '"'; break;
+    case '\\': u[1] = '\\'; break;
+    case '\n': u[1] = 'n'; break;
+    case '\r': u[1] = 'r'; break;
+    case '\t': u[1] = 't'; break;
+    case '\b': u[1] = 'b'; break;
+    case '\f': u[1] = 'f'; break;
+    default:
+      memcpy(u + 1, "u00", 3);
+      u[4] = hex[c >> 4];
+      u[5] = hex[c & 15];
+      n = 6;
     }
-    ob_buf_add(b, s + i - run, run);
-    run = 0;
-    ob_buf_add(b, esc, strlen(esc));
+    ob_buf_add(b, u, n);
   }
-  ob_buf_add(b, s + len - run, run);
+  ob_buf_add(b, s + from, len - from);
   ob_buf_addc(b, '"');
+}
+
+/* An integer's digits (printf costs ten times more). */
+static void write_int(ob_buf *b, int64_t n) {
+  char d[24];
+  size_t k = sizeof d;
+  uint64_t u = n < 0 ? -(uint64_t)n : (uint64_t)n;
+  do
+    d[--k] = (char)('0' + u % 10);
+  while (u /= 10);
+  if (n < 0)
+    d[--k] = '-';
+  ob_buf_add(b, d + k, sizeof d - k);
 }
 
 /* The shortest of %.15g, %.16g, %.17g that reads back to the same double,
@@ -154,7 +203,7 @@ static void write_value(ob_buf *b, const ob_value *v, int flags, int level) {
   case OB_NULL: ob_buf_add(b, "null", 4); break;
   case OB_TRUE: ob_buf_add(b, "true", 4); break;
   case OB_FALSE: ob_buf_add(b, "false", 5); break;
-  case OB_INT: ob_buf_addf(b, "%" PRId64, ob_int_value(v)); break;
+  case OB_INT: write_int(b, ob_int_value(v)); break;
   case OB_REAL: write_real(b, ob_real_value(v)); break;
   case OB_STRING: ob_json_write_string(b, ob_string_ptr(v), ob_string_len(v)); break;
   case OB_ARRAY: {

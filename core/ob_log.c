@@ -637,11 +637,29 @@ ob_value *ob_log_message(const ob_log *log, size_t i) {
   return raw;
 }
 
-/* "key": */
+/* ,"key": -- the keys here are plain names, with nothing to escape */
 static void add_key(ob_buf *b, const char *key, size_t len) {
-  ob_buf_addc(b, ',');
-  ob_json_write_string(b, key, len);
-  ob_buf_addc(b, ':');
+  ob_buf_reserve(b, len + 4);
+  char *p = b->data + b->len;
+  p[0] = ',';
+  p[1] = '"';
+  memcpy(p + 2, key, len);
+  p[len + 2] = '"';
+  p[len + 3] = ':';
+  b->len += len + 4;
+  b->data[b->len] = '\0';
+}
+
+/* A string with nothing to escape (a method's name, a date), quoted. */
+static void add_plain(ob_buf *b, const char *s) {
+  size_t n = strlen(s);
+  ob_buf_reserve(b, n + 2);
+  char *p = b->data + b->len;
+  p[0] = '"';
+  memcpy(p + 1, s, n);
+  p[n + 1] = '"';
+  b->len += n + 2;
+  b->data[b->len] = '\0';
 }
 
 /* A path's text is one plain key when it has none of the characters that
@@ -693,8 +711,7 @@ void ob_log_message_write(const ob_log *log, size_t i, ob_buf *b) {
   add_key(b, "_path", 5);
   ob_json_write_string(b, pt, pn);
   add_key(b, "_outputMethod", 13);
-  const char *method = ob_method_name(m->method);
-  ob_json_write_string(b, method, strlen(method));
+  add_plain(b, ob_method_name(m->method));
   if (m->call) {
     add_key(b, "_call", 5);
     ob_json_write(b, m->call, OB_JSON_COMPACT);
@@ -702,7 +719,7 @@ void ob_log_message_write(const ob_log *log, size_t i, ob_buf *b) {
   char date[32];
   ob_log_date(m->date_ms, date);
   add_key(b, "_date", 5);
-  ob_json_write_string(b, date, strlen(date));
+  add_plain(b, date);
   if (m->sublog) {
     add_key(b, "_log", 4);
     ob_json_write(b, m->sublog, OB_JSON_COMPACT);

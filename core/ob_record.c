@@ -37,8 +37,8 @@
  * report and ignore.
  *
  * Costs: two short records a call (start, settled) besides its messages,
- * built in a buffer without allocation per call; one write(2) per call that
- * starts, at most. */
+ * printed straight into the journal's buffer (ob_wal_line: no copy, no
+ * allocation per call); one write(2) per call that starts, at most. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,60 +56,69 @@ static void add_uint(ob_buf *b, uint64_t n) {
 }
 
 static void add_lit(ob_buf *b, const char *s) { ob_buf_add(b, s, strlen(s)); }
+/* A string literal, its length known when compiling. */
+#define ADD_LIT(b, s) ob_buf_add((b), (s), sizeof(s) - 1)
 
-/* {"journal":"<what>" and the run's scope or step. */
-static void line_begin(ob_buf *b, const ob_run *r, const char *what) {
-  b->len = 0;
-  add_lit(b, "{\"journal\":\"");
+/* Starts a line in the journal's own buffer (no copy): {"journal":"<what>" and the
+ * run's scope or step. NULL when the journal has failed: then nothing is written. */
+static ob_buf *line_begin(const ob_run *r, const char *what) {
+  ob_buf *b = ob_wal_line(r->opt.journal);
+  if (!b)
+    return NULL;
+  ADD_LIT(b, "{\"journal\":\"");
   add_lit(b, what);
   ob_buf_addc(b, '"');
   if (r->scope) {
-    ob_buf_add(b, ",\"scope\":", 9);
+    ADD_LIT(b, ",\"scope\":");
     ob_json_write_string(b, r->scope, strlen(r->scope));
   }
   if (r->opt.journal_step)
     ob_buf_addf(b, ",\"step\":%d", r->opt.journal_step);
+  return b;
 }
 
 static void add_string(ob_buf *b, const char *key, const char *s) {
-  ob_buf_add(b, ",\"", 2);
+  ADD_LIT(b, ",\"");
   add_lit(b, key);
-  ob_buf_add(b, "\":", 2);
+  ADD_LIT(b, "\":");
   ob_json_write_string(b, s, strlen(s));
 }
 
 static void line_end(ob_run *r, ob_buf *b) {
   ob_buf_addc(b, '}');
-  ob_wal_add(r->opt.journal, b->data, b->len);
+  ob_wal_line_end(r->opt.journal);
 }
 
 void ob_record_message(ob_run *r, size_t i) {
-  ob_buf *b = &r->jline;
+  ob_buf *b;
   if (r->scope) {
-    line_begin(b, r, "msg");
-    ob_buf_add(b, ",\"msg\":", 7);
+    if (!(b = line_begin(r, "msg")))
+      return;
+    ADD_LIT(b, ",\"msg\":");
     ob_log_message_write(r->log, i, b);
     line_end(r, b);
     return;
   }
-  b->len = 0;
+  if (!(b = ob_wal_line(r->opt.journal)))
+    return;
   ob_log_message_write(r->log, i, b);
-  ob_wal_add(r->opt.journal, b->data, b->len);
+  ob_wal_line_end(r->opt.journal);
 }
 
 void ob_record_run(ob_run *r) {
   if (!r->opt.journal)
     return;
-  ob_buf *b = &r->jline;
-  line_begin(b, r, "run");
+  ob_buf *b = line_begin(r, "run");
+  if (!b)
+    return;
   if (!r->scope && !r->opt.journal_step) {
     ob_value *tools = ob_engine_tool_files(r->e);
-    ob_buf_add(b, ",\"tools\":", 9);
+    ADD_LIT(b, ",\"tools\":");
     ob_json_write(b, tools, OB_JSON_COMPACT);
     ob_unref(tools);
   }
   if (r->opt.journal_loop) {
-    ob_buf_add(b, ",\"loop\":", 8);
+    ADD_LIT(b, ",\"loop\":");
     ob_json_write(b, r->opt.journal_loop, OB_JSON_COMPACT);
   }
   line_end(r, b);
@@ -118,22 +127,21 @@ void ob_record_run(ob_run *r) {
 
 void ob_record_start(ob_crun *c) {
   ob_run *r = c->run;
-  if (!r->opt.journal)
+  ob_buf *b;
+  if (!r->opt.journal || !(b = line_begin(r, "start")))
     return;
-  ob_buf *b = &r->jline;
-  line_begin(b, r, "start");
-  add_string(b, "id", c->call->id);
-  add_lit(b, ",\"attempt\":");
+  ADD_LIT(b, ",\"id\":");
+  ob_json_write_string(b, c->call->id, strlen(c->call->id));
+  ADD_LIT(b, ",\"attempt\":");
   add_uint(b, c->attempt);
   line_end(r, b);
 }
 
 void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms) {
   ob_run *r = c->run;
-  if (!r->opt.journal)
+  ob_buf *b;
+  if (!r->opt.journal || !(b = line_begin(r, "retry")))
     return;
-  ob_buf *b = &r->jline;
-  line_begin(b, r, "retry");
   add_string(b, "id", c->call->id);
   ob_buf_addf(b, ",\"attempt\":%u", (unsigned)c->attempt);
   add_string(b, "error", error);
@@ -143,13 +151,15 @@ void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms) {
 
 void ob_record_settled(ob_crun *c) {
   ob_run *r = c->run;
-  if (!r->opt.journal)
+  ob_buf *b;
+  if (!r->opt.journal || !(b = line_begin(r, "settled")))
     return;
-  ob_buf *b = &r->jline;
-  line_begin(b, r, "settled");
-  add_string(b, "id", c->call->id);
-  add_string(b, "state", ob_call_state_name(c->state));
-  line_end(r, b);
+  ADD_LIT(b, ",\"id\":");
+  ob_json_write_string(b, c->call->id, strlen(c->call->id));
+  ADD_LIT(b, ",\"state\":\""); /* done, failed, skipped: nothing to escape */
+  add_lit(b, ob_call_state_name(c->state));
+  ADD_LIT(b, "\"}");
+  ob_wal_line_end(r->opt.journal);
 }
 
 void ob_record_flush(ob_run *r) {

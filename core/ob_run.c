@@ -117,7 +117,6 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   r->plans_root = root ? ob_xstrdup(root) : NULL;
   r->opt.plans_root = r->plans_root;
   r->always = opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS;
-  ob_buf_init(&r->jline);
   ob_map_init(&r->schemas);
   r->calls = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->calls);
   r->queue = calloc(plan->ncalls ? plan->ncalls : 1, sizeof *r->queue);
@@ -271,7 +270,6 @@ void ob_run_free(ob_run *r) {
   r->jprep = NULL;
   free(r->scope);
   free(r->plans_root);
-  ob_buf_free(&r->jline);
   *r->prevp = r->next;
   if (r->next)
     r->next->prevp = r->prevp;

@@ -81,7 +81,6 @@ struct ob_run {
   uint64_t serial;  /* the engine's count of runs when this one was made */
   char *scope;      /* a delegated run's scope in the journal, or NULL (ob_record.c) */
   char *plans_root; /* opt.plans_root or the plan's root (copied), or NULL: the cwd */
-  ob_buf jline;     /* the journal line being built */
   uv_prepare_t *jprep; /* flushes the journal when the loop is about to wait */
   int always;          /* --fsync always: a call starts once what it reads is on disk */
   uint64_t hold_seq;   /* held back until this journal line is durable (0: not held) */

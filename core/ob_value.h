@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ob_error.h"
 
@@ -169,8 +170,25 @@ typedef struct ob_buf {
   size_t len, cap;
 } ob_buf;
 void ob_buf_init(ob_buf *b);
-void ob_buf_add(ob_buf *b, const char *s, size_t n);
-void ob_buf_addc(ob_buf *b, char c);
+/* Makes room for n more bytes and the NUL after them (the slow part of adding). */
+void ob_buf_grow(ob_buf *b, size_t n);
+/* Adding is inline: the journal and the printers add a few bytes at a time. */
+static inline void ob_buf_reserve(ob_buf *b, size_t n) {
+  if (b->len + n + 1 > b->cap)
+    ob_buf_grow(b, n);
+}
+static inline void ob_buf_add(ob_buf *b, const char *s, size_t n) {
+  ob_buf_reserve(b, n);
+  if (n)
+    memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+static inline void ob_buf_addc(ob_buf *b, char c) {
+  ob_buf_reserve(b, 1);
+  b->data[b->len++] = c;
+  b->data[b->len] = '\0';
+}
 void ob_buf_addf(ob_buf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -403,6 +403,13 @@ uint64_t ob_wal_add_value(ob_wal *w, const ob_value *v) {
   return ++w->seq;
 }
 
+ob_buf *ob_wal_line(ob_wal *w) { return w->code ? NULL : &w->buf; }
+
+uint64_t ob_wal_line_end(ob_wal *w) {
+  ob_buf_addc(&w->buf, '\n');
+  return ++w->seq;
+}
+
 int ob_wal_flush(ob_wal *w) {
   if (w->code || !w->buf.len)
     return w->code;

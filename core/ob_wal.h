@@ -97,6 +97,12 @@ uint64_t ob_wal_add(ob_wal *w, const char *text, size_t len);
 /* The same for a value: its compact JSON, printed straight into the buffer. */
 uint64_t ob_wal_add_value(ob_wal *w, const ob_value *v);
 
+/* The same, printed in place: ob_wal_line gives the buffer to add one line's text
+ * to (no '\n' in it), or NULL when the wal has failed (then add nothing);
+ * ob_wal_line_end ends that line and returns its sequence number. No copy. */
+ob_buf *ob_wal_line(ob_wal *w);
+uint64_t ob_wal_line_end(ob_wal *w);
+
 /* Hands every buffered line to the kernel (one write(2); short writes and EINTR
  * are continued). Once it returns OB_OK the lines survive the process being
  * killed. In BATCH and ALWAYS it tells the syncer, never waits for it. On failure

@@ -1,8 +1,8 @@
 /* test_wal_lines.c -- the journal writer (ob_wal.c) writes lines back in the order
- * they were added, numbered 1, 2, ...: text and values, flushed one by one, in
- * bursts and at close; the buffer empties at each flush (one write); a wal
- * reopened to append adds after the old lines and numbers its own from 1; the
- * fsync modes read and print by name. */
+ * they were added, numbered 1, 2, ...: text, values and lines printed in place (none
+ * once the wal has failed), flushed one by one, in bursts and at close; the buffer
+ * empties at each flush (one write); a wal reopened to append adds after the old
+ * lines and numbers its own from 1; the fsync modes read and print by name. */
 #include "testwal.h"
 
 typedef struct collected {
@@ -100,6 +100,37 @@ TEST(values_are_written_as_compact_json) {
   ob_unref(v);
 }
 
+TEST(lines_printed_in_place_number_and_read_like_added_ones) {
+  const char *path = in_scratch("inplace.jsonl");
+  ob_error err;
+  ob_wal *w = ob_wal_open(NULL, path, OB_WAL_CREATE, OB_FSYNC_NEVER, &err);
+  CHECK_INT(ob_wal_add(w, "{\"a\":1}", 7), 1);
+  ob_buf *b = ob_wal_line(w);
+  CHECK(b != NULL);
+  ob_buf_add(b, "{\"s\":", 5);
+  ob_json_write_string(b, "q\"\n\x01", 4);
+  ob_buf_addc(b, '}');
+  CHECK_INT(ob_wal_line_end(w), 2);
+  CHECK_INT(ob_wal_add(w, "{\"c\":3}", 7), 3);
+  CHECK_INT(ob_wal_pending(w), 8 + 20 + 8);
+  CHECK_INT(ob_wal_close(w, &err), OB_OK);
+  char *text = slurp(path, NULL);
+  CHECK_STR(text, "{\"a\":1}\n{\"s\":\"q\\\"\\n\\u0001\"}\n{\"c\":3}\n");
+  free(text);
+}
+
+TEST(a_failed_wal_gives_no_line_to_print_in) {
+  ob_error err;
+  ob_wal *w = ob_wal_open(NULL, "/dev/full", OB_WAL_CREATE, OB_FSYNC_NEVER, &err);
+  CHECK(w != NULL);
+  CHECK(ob_wal_line(w) != NULL);
+  CHECK_INT(ob_wal_add(w, "{}", 2), 1);
+  CHECK_INT(ob_wal_flush(w), OB_EIO);
+  CHECK(ob_wal_line(w) == NULL); /* failed for good: nothing more is added */
+  CHECK_INT(ob_wal_seq(w), 1);
+  CHECK_INT(ob_wal_close(w, &err), OB_EIO);
+}
+
 TEST(an_appending_wal_adds_after_the_old_lines_and_numbers_its_own) {
   const char *path = in_scratch("append.jsonl");
   spit(path, "{\"old\":1}\n{\"old\":2}\n", 20);
@@ -144,6 +175,8 @@ int main(void) {
   RUN(lines_come_back_in_order_whatever_the_flushes);
   RUN(a_flush_writes_the_buffer_and_empties_it);
   RUN(values_are_written_as_compact_json);
+  RUN(lines_printed_in_place_number_and_read_like_added_ones);
+  RUN(a_failed_wal_gives_no_line_to_print_in);
   RUN(an_appending_wal_adds_after_the_old_lines_and_numbers_its_own);
   RUN(fsync_modes_read_and_print_by_name);
   RUN(bad_flags_and_modes_are_refused);
