@@ -371,6 +371,7 @@ struct lua_run {
   int history;      /* time_travel: reads as of a position */
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
   int cancel_pending, close_pending;
+  size_t calls_used; /* max_calls: the calls of the run and its delegated plans */
   lua_run *next, **prevp;
 };
 
@@ -698,7 +699,10 @@ static void load_each(lua_State *L, int eng_idx, int opts, const char *name, lua
   lua_pop(L, 1);
 }
 
-/* obelus.engine([{tools = path|{paths}, scripts = path|{paths}}]): a new
+static lua_Integer opt_count(lua_State *L, int opts, const char *fn, const char *name,
+                             lua_Integer lo, lua_Integer hi);
+
+/* obelus.engine([{tools = path|{paths}, scripts = path|{paths}, max_memory_mb = n}]): a new
  * engine on luv's loop, with those tool files (or folders of them) and
  * scripts (obelus.set_latent, obelus.set_approver) loaded. */
 static int core_engine(lua_State *L) {
@@ -709,8 +713,10 @@ static int core_engine(lua_State *L) {
     while (lua_next(L, 1)) {
       lua_pop(L, 1);
       if (lua_type(L, -1) != LUA_TSTRING ||
-          (strcmp(lua_tostring(L, -1), "tools") && strcmp(lua_tostring(L, -1), "scripts")))
-        return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts)",
+          (strcmp(lua_tostring(L, -1), "tools") && strcmp(lua_tostring(L, -1), "scripts") &&
+           strcmp(lua_tostring(L, -1), "max_memory_mb")))
+        return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts, "
+                             "max_memory_mb)",
                           luaL_tolstring(L, -1, NULL));
     }
   }
@@ -748,6 +754,8 @@ static int core_engine(lua_State *L) {
   uv_unref((uv_handle_t *)&hs->check); /* it never keeps the loop alive */
   if (!lua_isnil(L, 1)) {
     int idx = lua_gettop(L);
+    lua_Integer mb = opt_count(L, 1, "obelus.engine", "max_memory_mb", 1, 1048576);
+    ob_engine_set_max_memory(eng->e, (size_t)mb << 20);
     load_each(L, idx, 1, "tools", engine_load_tools);
     load_each(L, idx, 1, "scripts", engine_load_script);
   }
@@ -795,6 +803,7 @@ typedef struct run_options {
   const char *plans_root; /* NULL: the plan file's folder, or the cwd for a table */
   ob_fsync fsync;
   lua_Integer concurrency, max_depth;
+  lua_Integer call_timeout_ms, max_output_kb, max_calls; /* 0: none */
   int time_travel;
 } run_options;
 
@@ -816,10 +825,13 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
                              int *on_done, int resume) {
   static const char *const known_run[] = {"input",       "name",      "journal",     "fsync",
                                           "concurrency", "max_depth", "time_travel", "on_event",
-                                          "on_done",     "plans_root", NULL};
+                                          "on_done",     "plans_root", "call_timeout_ms",
+                                          "max_output_kb", "max_calls", NULL};
   static const char *const known_resume[] = {"name",        "fsync",    "force",
                                              "concurrency", "max_depth", "time_travel",
-                                             "on_event",    "on_done",  "plans_root", NULL};
+                                             "on_event",    "on_done",  "plans_root",
+                                             "call_timeout_ms", "max_output_kb", "max_calls",
+                                             NULL};
   const char *const *known = resume ? known_resume : known_run;
   memset(o, 0, sizeof *o);
   o->fsync = OB_FSYNC_BATCH;
@@ -839,11 +851,13 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
                     "its inputs from it", fn, lua_tostring(L, -1));
     if (!ok && resume)
       luaL_error(L, "%s: unknown option %s (known: name, fsync, force, concurrency, max_depth, "
-                    "time_travel, on_event, on_done)",
+                    "time_travel, on_event, on_done, plans_root, call_timeout_ms, max_output_kb, "
+                    "max_calls)",
                  fn, luaL_tolstring(L, -1, NULL));
     if (!ok)
       luaL_error(L, "%s: unknown option %s (known: input, name, journal, fsync, concurrency, "
-                    "max_depth, time_travel, on_event, on_done, plans_root)",
+                    "max_depth, time_travel, on_event, on_done, plans_root, call_timeout_ms, "
+                    "max_output_kb, max_calls)",
                  fn, luaL_tolstring(L, -1, NULL));
   }
   o->name = opt_string(L, opts, fn, "name", NULL);
@@ -854,6 +868,9 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
     luaL_error(L, "%s: \"fsync\" is never, batch or always, not \"%s\"", fn, fsync);
   o->concurrency = opt_count(L, opts, fn, "concurrency", 1, LUA_MAXINTEGER);
   o->max_depth = opt_count(L, opts, fn, "max_depth", 1, 10000);
+  o->call_timeout_ms = opt_count(L, opts, fn, "call_timeout_ms", 1, 2147483647);
+  o->max_output_kb = opt_count(L, opts, fn, "max_output_kb", 1, 1073741824);
+  o->max_calls = opt_count(L, opts, fn, "max_calls", 1, LUA_MAXINTEGER);
   lua_getfield(L, opts, "time_travel");
   o->time_travel = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -929,6 +946,9 @@ static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_o
   p->root = root;
   ob_plan_check_tools(p, &eng->e->tools, ob_engine_has_latent(eng->e));
   ob_run_check_messages(p, r->inputs, "input", 0);
+  ob_run_options count = {.max_calls = (size_t)o->max_calls};
+  if (ob_run_count_calls(p, &count, &err) != OB_OK)
+    ob_plan_error(p, NULL, "%s", err.msg);
   return r;
 }
 
@@ -1006,6 +1026,10 @@ static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const r
                        .max_depth = (int)o->max_depth,
                        .time_travel = o->time_travel,
                        .plans_root = r->plan->root,
+                       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+                       .max_output = (size_t)o->max_output_kb << 10,
+                       .max_calls = (size_t)o->max_calls,
+                       .calls_used = &r->calls_used,
                        .journal = r->journal,
                        .on_event = run_on_event,
                        .on_done = run_on_done,

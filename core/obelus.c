@@ -119,6 +119,7 @@ struct obelus_run {
   int journal_ended;                 /* its end record is written */
   ob_resume *resume;                 /* obelus_resume: the journal read (the run's delegated
                                         runs find theirs in it), or NULL */
+  size_t calls_used;                 /* max_calls: the calls of the run and its sub-runs */
   obelus_run *next, **prevp;
 };
 
@@ -388,6 +389,11 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop) {
 
 static void free_idle(uv_handle_t *h) { free(h); }
 
+void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
+  if (E)
+    ob_engine_set_max_memory(E->e, mb << 20);
+}
+
 void obelus_engine_free(obelus_engine *E) {
   if (!E)
     return;
@@ -611,6 +617,10 @@ static ob_run_options run_options(obelus_run *R, const obelus_run_options *opt) 
                        .time_travel = R->time_travel,
                        .journal = R->journal,
                        .plans_root = R->plan->root,
+                       .call_timeout_ms = opt->call_timeout_ms,
+                       .max_output = opt->max_output_kb << 10,
+                       .max_calls = opt->max_calls,
+                       .calls_used = &R->calls_used,
                        .on_event = opt->on_event || R->journal ? on_run_event : NULL,
                        .on_done = on_run_done,
                        .ud = R};
@@ -673,6 +683,9 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
    * them after the plan message, with nothing run; finding them here lists
    * them with every other problem (as `obelus check` does) */
   ob_run_check_messages(p, inputs, "input", 0);
+  ob_run_options count = {.max_calls = opt->max_calls};
+  if (ob_run_count_calls(p, &count, &err) != OB_OK)
+    ob_plan_error(p, NULL, "%s", err.msg);
   if (p->nerrors) {
     report_problems(E, p);
     ob_plan_free(p);

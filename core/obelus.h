@@ -157,6 +157,12 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop);
  * as freeing the code that is running would. NULL is allowed. */
 void obelus_engine_free(obelus_engine *e);
 
+/* The most memory (in MB) the engine's Lua state may hold while a tool runs
+ * (in its call or in its libuv callbacks): the allocation that would pass it
+ * fails, and the call with it ("memory limit of N MB reached"); the run goes
+ * on (`obelus run --max-memory`). 0: no limit (the default). */
+void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
+
 /* The loop the engine runs on (the host's, or its own). */
 uv_loop_t *obelus_engine_loop(obelus_engine *e);
 
@@ -329,6 +335,15 @@ typedef struct obelus_run_options {
                                call runs */
   int force;                /* obelus_resume: non-zero takes the journal up even when
                                the plan or tool files changed since the run */
+  unsigned call_timeout_ms; /* a _timeout for every call without one, per attempt
+                               (`--call-timeout`); 0: none */
+  size_t max_output_kb;     /* the largest message a call may write, in KB of JSON
+                               text; a larger result fails the call (`--max-output`);
+                               0: no limit */
+  size_t max_calls;         /* the most calls in all: the plan's (instances counted;
+                               more makes the plan invalid), its delegated plans' and
+                               their plans' (a delegation that would pass it fails its
+                               call) (`--max-calls`); 0: no limit */
 } obelus_run_options;
 
 /* Makes a run of the plan in plan_json (either form of SPEC 5: an array of

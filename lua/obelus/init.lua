@@ -13,10 +13,12 @@
 -- Engines and runs (implemented in core/ob_luamod.c, whose first comment gives the
 -- design):
 --
---   obelus.engine([{tools = path|{paths}, scripts = path|{paths}}]) -> engine
+--   obelus.engine([{tools = path|{paths}, scripts = path|{paths}, max_memory_mb = n}])
+--       -> engine
 --       An engine on luv's loop, with its own Lua state for the tools. `tools` are tool
 --       files or folders of them (SPEC 7); `scripts` are Lua files that configure it
---       (obelus.set_latent, obelus.set_approver).
+--       (obelus.set_latent, obelus.set_approver); max_memory_mb caps the tools' Lua
+--       memory (`obelus run --max-memory`: the call that passes it fails).
 --   engine:load_tools(path) -> engine          engine:load_script(path) -> engine
 --   engine:check(plan [, opts]) -> true | nil, problems
 --       Validates without running: problems is a list of "file: call <id> (<tool>): <what>".
@@ -35,6 +37,9 @@
 --         plans_root = dir       the folder every _delegate path must lead into
 --                                (default: the plan file's folder; the current
 --                                directory for a table)
+--         call_timeout_ms = n    a _timeout for every call without one
+--         max_output_kb = n      the largest message a call may write
+--         max_calls = n          the most calls in all (instances, delegated plans)
 --       A journal ends with its end record once the run has finished (and no
 --       fire-and-forget call runs), or is cancelled or closed after finishing.
 --   engine:resume(journal [, opts]) -> run

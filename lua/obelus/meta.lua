@@ -153,7 +153,7 @@ function log:resolve(expr, opts) end
 function log:close() end
 
 ---A new engine on luv's loop, with its own Lua state for the tools. Scripts only.
----@param opts? { tools?: string|string[], scripts?: string|string[] }
+---@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer }
 ---@return obelus.engine
 function obelus.engine(opts) end
 
@@ -168,6 +168,9 @@ function obelus.engine(opts) end
 ---@field name? string the plan's name in messages, for a plan given as a table
 ---@field plans_root? string the folder every _delegate path must lead into (default: the plan file's folder; the current directory for a table)
 ---@field fsync? "never"|"batch"|"always" the journal's durability (default batch)
+---@field call_timeout_ms? integer a _timeout for every call without one
+---@field max_output_kb? integer the largest message a call may write
+---@field max_calls? integer the most calls in all (instances, delegated plans)
 
 ---@class obelus.resume_options
 ---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done", call?: string, tool?: string, reason?: string, t_ms: number })
@@ -176,6 +179,9 @@ function obelus.engine(opts) end
 ---@field max_depth? integer
 ---@field time_travel? boolean keep every version: run:resolve(expr, {at = n})
 ---@field fsync? "never"|"batch"|"always" the journal's durability (default batch)
+---@field call_timeout_ms? integer a _timeout for every call without one
+---@field max_output_kb? integer the largest message a call may write
+---@field max_calls? integer the most calls in all (instances, delegated plans)
 ---@field force? boolean take the journal up even when the plan or a tool file changed
 ---@field name? string the plan's name in messages
 ---@field plans_root? string the folder every _delegate path must lead into (default: the journaled plan file's folder)

@@ -135,9 +135,42 @@ TEST(a_c_tools_error_is_retried) {
   obelus_engine_free(e);
 }
 
+TEST(call_timeout_ms_gives_every_call_a_timeout_and_max_calls_counts_calls) {
+  uv_loop_t *loop = uv_default_loop();
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, loop), OBELUS_OK);
+  CHECK_INT(obelus_engine_add_tool(e, "hold", NULL, hold, NULL), OBELUS_OK);
+  result r = {0};
+  nheld = hold_calls = 0;
+  obelus_run_options opt = {0};
+  opt.on_done = on_done;
+  opt.data = &r;
+  opt.call_timeout_ms = 15;
+  obelus_run *run;
+  CHECK_INT(obelus_run_new(e, &run,
+                           "{\"plan\":[{\"_id\":\"h\",\"_tool\":\"hold\","
+                           "\"_outputPath\":\"" D "state.x || " D "state.err\"}],"
+                           "\"output\":\"" D "state.err.error\"}",
+                           &opt),
+            OBELUS_OK);
+  CHECK_INT(obelus_run_start(run), OBELUS_OK);
+  obelus_run_wait(run);
+  CHECK_STR(r.output, "\"timeout after 15 ms\"");
+  obelus_run_free(run);
+  CHECK_INT(obelus_call_complete(held[0], NULL), OBELUS_OK); /* spent: releases it */
+  /* two calls, at most one */
+  opt.call_timeout_ms = 0;
+  opt.max_calls = 1;
+  CHECK_INT(obelus_run_new(e, &run, "[{\"_tool\":\"hold\"},{\"_tool\":\"hold\"}]", &opt),
+            OBELUS_EINVAL);
+  CHECK(strstr(obelus_engine_errmsg(e), "more than --max-calls 1") != NULL);
+  obelus_engine_free(e);
+}
+
 int main(void) {
   RUN(a_c_tool_that_never_completes_times_out_and_its_late_completion_is_ignored);
   RUN(a_late_completion_of_a_timed_out_attempt_does_not_complete_the_next_one);
   RUN(a_c_tools_error_is_retried);
+  RUN(call_timeout_ms_gives_every_call_a_timeout_and_max_calls_counts_calls);
   return TEST_END();
 }
