@@ -10,30 +10,12 @@ local fs = require "support.fs"
 
 local encode, decode = obelus.encode, obelus.decode
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local write, slurp, fails = fs.write, fs.slurp, fs.fails
 
 local function lines(path)
   local t = {}
   for line in slurp(path):gmatch("[^\n]+") do t[#t + 1] = line end
   return t
-end
-
-local function fails(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
 end
 
 -- Each tool appends its tag to the marker file when it does its work; fragile

@@ -9,24 +9,7 @@ local tmpdir, exists = fs.tmpdir, fs.exists
 
 local encode, null = obelus.encode, obelus.null
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function fails(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
+local write, slurp, fails = fs.write, fs.slurp, fs.fails
 
 -- Tools for the cases the example plans do not cover: a call that waits for nothing,
 -- one that leaves a libuv timer open, and one that sleeps.

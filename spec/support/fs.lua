@@ -15,4 +15,27 @@ function M.exists(path)
   return f ~= nil
 end
 
+-- Writes text to path (replacing it).
+function M.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- The file's bytes, or "" when it does not exist.
+function M.slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Calls f(...), which must raise; returns the error as text.
+function M.fails(f, ...)
+  local ok, err = pcall(f, ...)
+  assert(not ok, "expected an error")
+  return tostring(err)
+end
+
 return M
