@@ -27,7 +27,7 @@
  * so the sub-plan's completed calls are not run again; a retry record of
  * the delegating call forgets its earlier sub-run (the next attempt starts
  * the plan afresh). A loop's journal is resumed from the step it reached
- * (ob_cmd_run.c asks the planner on from there).
+ * (ob_cmd_loop.c asks the planner on from there).
  *
  * Costs: one pass over the journal, each line parsed once; the log rebuilt
  * at append speed. */

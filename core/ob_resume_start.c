@@ -1,7 +1,7 @@
 /* ob_resume_start.c -- taking a journal's top-level run up on an engine: the steps
- * `obelus resume` (ob_cmd_run.c), obelus_resume (obelus.c) and engine:resume
- * (ob_luamod.c) share, between reading the journal (ob_resume.c) and driving the
- * run each in its own way.
+ * `obelus resume` (ob_cmd_resume.c), obelus_resume (obelus.c) and
+ * engine:resume (ob_luamod.c) share, between reading the journal (ob_resume.c)
+ * and driving the run each in its own way.
  *
  * Design
  * ------
@@ -22,8 +22,8 @@
  *      had ended; else what the run says), written as the end record.
  * Steps 1-2 and 3 are apart because the CLI speaks between them (its --force
  * notice comes before a failure to open the journal) and `obelus loop`'s
- * journals take step 4 their own way (ob_cmd_run.c's resume_loop); the APIs
- * refuse those journals.
+ * journals take step 4 their own way (ob_cmd_loop.c's ob_cmd_loop_resume);
+ * the APIs refuse those journals.
  *
  * Costs: one parse of the plan file (step 2) and a read of each tool file
  * (their hashes); the rest is ob_resume_run's. */

@@ -1,0 +1,162 @@
+/* ob_cmd_resume.c -- `obelus resume JOURNAL`: take up the run a journal tells
+ * of, as if it had never stopped.
+ *
+ * Design
+ * ------
+ * The journal names everything: the plan as it ran (never the plan file as it
+ * is now), its file (for the plans root and the change check), the tool files
+ * it had (loaded again unless --tools is given), its inputs. So --journal and
+ * --input are refused: resume appends to that journal and reads its inputs
+ * from it. Then, as ob_resume_start.c lays out and shares with obelus_resume
+ * and engine:resume: the plan checked against the tools (problems: exit 2),
+ * what changed since the run refused unless --force (said either way), the
+ * journal cut back and opened to append, the run made as the journal left it
+ * and driven by the runner (ob_runner.c) like `obelus run`'s. A run that had
+ * ended runs nothing: it prints its output again and exits as it did. A loop's
+ * journal goes on in ob_cmd_loop.c (ob_cmd_loop_resume), which asks the
+ * planner again from the step the journal reached.
+ *
+ * Costs: one read of the journal and the log rebuilt from it (ob_resume.c),
+ * a hash of each tool file; the calls that completed are not run again. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ob_cli.h"
+#include "ob_cmd_loop.h"
+#include "ob_resume.h"
+#include "ob_runner.h"
+
+static const char resume_help[] =
+    "usage: obelus resume JOURNAL [--tools PATH]... [--force] [--latent FILE] [run options]\n"
+    "\n"
+    "Takes up the run whose journal (run --journal) is JOURNAL: rebuilds its log,\n"
+    "runs only the calls that did not complete (a call that had started and not\n"
+    "completed runs again: at least once), appends to the same journal, and\n"
+    "prints the output and exits as the uninterrupted run would have. Without\n"
+    "--tools, the tool files the run had are loaded again. A plan or tool file\n"
+    "that changed since the run is refused (exit 2) unless --force. A run that\n"
+    "ended prints its output again and runs nothing. Delegated plans stay confined\n"
+    "to the plan's folder, or to --plans-root DIR (give the run's again).\n"
+    "\n"
+    "example:\n"
+    "  obelus run plan.json --tools tools/ --journal run.jsonl   # killed midway\n"
+    "  obelus resume run.jsonl\n";
+
+int ob_cmd_resume(int argc, char **argv) {
+  ob_cmd_options o;
+  int rc = ob_cmd_options_parse(argc, argv, &o, resume_help);
+  if (rc) {
+    ob_unref(o.inputs);
+    return rc < 0 ? OB_EXIT_OK : rc;
+  }
+  if (o.journal || ob_array_len(o.inputs)) {
+    ob_unref(o.inputs);
+    return ob_cli_usage_error("resume", "--journal and --input are the run's: resume appends to "
+                                        "its journal and reads its inputs from it");
+  }
+  ob_error err;
+  ob_resume *rs = ob_resume_load(o.plan, &err);
+  if (!rs) {
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    ob_unref(o.inputs);
+    return OB_EXIT_USAGE;
+  }
+  const char *journal_path = o.plan;
+  o.plan = ob_resume_plan_file(rs);
+  o.pg = ob_progress_install(o.approve, o.events);
+  ob_engine *e = NULL;
+  ob_plan *p = NULL;
+  ob_value *pv = NULL;
+  ob_wal *journal = NULL;
+  rc = OB_EXIT_USAGE;
+  if (ob_cmd_plans_root(&o) != OB_EXIT_OK)
+    goto done;
+  if (!(e = ob_engine_new(NULL, &err))) {
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    goto done;
+  }
+  ob_engine_set_max_memory(e, o.max_memory_mb << 20);
+  const ob_value *then = ob_resume_tool_files(rs);
+  for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
+    ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);
+    if (f && ob_typeof(f) == OB_STRING && ob_engine_load_tools(e, ob_string_ptr(f), &err) != OB_OK) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  }
+  for (int i = 0; i < o.ntools; i++)
+    if (ob_engine_load_tools(e, o.tools[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  for (int i = 0; i < o.nlatent; i++)
+    if (ob_engine_load_script(e, o.latent[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes;
+  p = ob_resume_check(rs, e, o.plan, o.root, &pv, &why, &changes);
+  for (size_t i = 0; i < p->nerrors; i++)
+    fprintf(stderr, "%s\n", p->errors[i]);
+  if (p->nerrors) {
+    fprintf(stderr, "obelus resume: %zu problem%s, nothing ran\n", p->nerrors,
+            p->nerrors == 1 ? "" : "s");
+    ob_buf_free(&why);
+    goto done;
+  }
+  if (changes && !o.force) {
+    fprintf(stderr, "obelus resume: %s: %s; nothing ran (--force resumes anyway)\n",
+            journal_path, why.data);
+    ob_buf_free(&why);
+    goto done;
+  }
+  if (changes)
+    fprintf(stderr, "obelus resume: --force: %s\n", why.data);
+  ob_buf_free(&why);
+  int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
+  if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
+    if (ob_resume_output(rs))
+      ob_cmd_print_json(ob_resume_output(rs));
+    rc = ended_status;
+    goto done;
+  }
+  if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    goto done;
+  }
+  if (ob_resume_loop(rs)) {
+    rc = ob_cmd_loop_resume(&o, e, p, rs, &journal);
+    e = NULL; /* the loop freed it, before the step plans its runs point into */
+    goto done;
+  }
+  ob_runner rn;
+  if ((rc = ob_runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
+    ob_run_options ro = ob_runner_run_options(&o, &rn, NULL, NULL);
+    ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
+    if (!r) {
+      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      rc = OB_EXIT_USAGE;
+    } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
+      rc = ob_resume_finish(rs, r);
+      if (ob_runner_journal_close(e, &journal, o.cmd) && rc == OB_EXIT_OK)
+        rc = OB_EXIT_FAIL;
+      ob_value *out = ob_run_output(r);
+      ob_cmd_print_json(out);
+      ob_unref(out);
+    }
+  }
+  ob_runner_close(&rn, &journal);
+done:
+  if (journal)
+    ob_runner_journal_close(e, &journal, "resume");
+  ob_engine_free(e);
+  ob_plan_free(p);
+  ob_unref(pv);
+  ob_unref(o.inputs);
+  free(o.root);
+  ob_progress_remove(o.pg);
+  ob_resume_free(rs);
+  return rc;
+}

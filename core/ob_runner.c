@@ -1,0 +1,390 @@
+/* ob_runner.c -- the machinery `obelus run`, `check`, `resume` and `loop`
+ * share, so that each command's file holds only what is its own.
+ *
+ * Design
+ * ------
+ * One options struct serves the four commands: ob_cmd_options_parse knows
+ * every option, those of one command (--force, --planner, --max-steps)
+ * accepted only for it, and the limits' ranges. ob_cmd_begin then builds what
+ * run, check and loop start with, in an order that matters: the progress
+ * line's stand-in streams first (Lua's io library takes the streams it finds
+ * when the engine is made), then the engine, its tool files and latent
+ * scripts, the plan, and every check a plan gets before anything runs
+ * (tools, --input, --max-calls), all problems printed before exit 2.
+ * ob_cmd_cleanup undoes it in the reverse order: the engine goes before the
+ * plan its runs point into, the stand-in streams after the engine that held
+ * them.
+ *
+ * The runner drives one run after another on the engine's loop (a loop's
+ * steps share one): the journal and --events file a run writes to, SIGINT and
+ * SIGTERM (unref'd handles: they cancel the run and stop the loop, and the
+ * command exits 128 + the signal), and the drain of fire-and-forget calls,
+ * waited for at most --drain-timeout after the awaited calls settle. A run
+ * that can make no more progress (the loop has nothing left, yet calls wait)
+ * has its waiting calls failed as stalled rather than hang. --max-calls counts
+ * across every run the runner drives.
+ *
+ * Costs: per run, three libuv handles reused across runs and, with --events,
+ * one JSON line and an fflush per scheduler event; nothing per call besides
+ * what the scheduler's events cost. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_mem.h"
+#include "ob_runner.h"
+
+int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
+  memset(o, 0, sizeof *o);
+  o->cmd = argv[0];
+  o->drain_ms = 5000;
+  o->fsync = OB_FSYNC_BATCH;
+  o->max_steps = 10;
+  o->inputs = ob_array();
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(help, stdout);
+      return -1;
+    } else if (!strcmp(a, "--tools") && val) {
+      if (o->ntools == 64)
+        return ob_cli_usage_error(o->cmd, "too many --tools");
+      o->tools[o->ntools++] = argv[++i];
+    } else if (!strcmp(a, "--force") && !strcmp(o->cmd, "resume")) {
+      o->force = 1;
+    } else if (!strcmp(a, "--approve")) {
+      o->approve = 1;
+    } else if ((!strcmp(a, "--latent") || !strcmp(a, "--approver")) && val) {
+      if (o->nlatent == 16)
+        return ob_cli_usage_error(o->cmd, "too many --latent and --approver files");
+      o->latent[o->nlatent++] = argv[++i];
+    } else if (!strcmp(a, "--journal") && val) {
+      o->journal = argv[++i];
+    } else if (!strcmp(a, "--fsync") && val) {
+      if (ob_fsync_parse(argv[++i], &o->fsync) != OB_OK)
+        return ob_cli_usage_error(o->cmd, "--fsync is never, batch or always, not \"%s\"", argv[i]);
+    } else if (!strcmp(a, "--events") && val) {
+      o->events = argv[++i];
+    } else if (!strcmp(a, "--concurrency") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->concurrency) || !o->concurrency)
+        return ob_cli_usage_error(o->cmd, "--concurrency needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--planner") && val && !strcmp(o->cmd, "loop")) {
+      o->planner = argv[++i];
+    } else if (!strcmp(a, "--max-steps") && val && !strcmp(o->cmd, "loop")) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_steps) || !o->max_steps || o->max_steps > 100000)
+        return ob_cli_usage_error(o->cmd, "--max-steps needs a number from 1 to 100000");
+    } else if (!strcmp(a, "--max-depth") && val) {
+      size_t d;
+      if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
+        return ob_cli_usage_error(o->cmd, "--max-depth needs a number from 1 to 10000");
+      o->max_depth = (int)d;
+    } else if (!strcmp(a, "--plans-root") && val) {
+      o->plans_root = argv[++i];
+    } else if (!strcmp(a, "--call-timeout") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->call_timeout_ms) || !o->call_timeout_ms ||
+          o->call_timeout_ms > 2147483647u)
+        return ob_cli_usage_error(o->cmd, "--call-timeout needs milliseconds, 1 or more");
+    } else if (!strcmp(a, "--max-memory") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_memory_mb) || !o->max_memory_mb ||
+          o->max_memory_mb > 1048576)
+        return ob_cli_usage_error(o->cmd, "--max-memory needs megabytes, from 1 to 1048576");
+    } else if (!strcmp(a, "--max-output") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_output_kb) || !o->max_output_kb ||
+          o->max_output_kb > 1073741824)
+        return ob_cli_usage_error(o->cmd, "--max-output needs kilobytes, from 1 to 1073741824");
+    } else if (!strcmp(a, "--max-calls") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_calls) || !o->max_calls)
+        return ob_cli_usage_error(o->cmd, "--max-calls needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--max-slice") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
+          o->max_slice_ms > 86400000)
+        return ob_cli_usage_error(o->cmd, "--max-slice needs milliseconds, from 10 to 86400000");
+    } else if (!strcmp(a, "--drain-timeout") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
+        return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
+    } else if (!strcmp(a, "--input") && val) {
+      ob_error err;
+      const char *in = argv[++i];
+      ob_value *v = in[0] == '@' ? ob_json_parse_file(in + 1, &err)
+                                 : ob_json_parse(in, strlen(in), &err);
+      if (!v)
+        return ob_cli_usage_error(o->cmd, "--input: %s", err.msg);
+      o->inputs = ob_array_push(o->inputs, v);
+    } else if (a[0] == '-' && a[1] == '-') {
+      return ob_cli_usage_error(o->cmd, val || strcmp(a, "--help") ? "unknown option %s, or it "
+                                                                     "lacks its value"
+                                                                   : "%s",
+                                a);
+    } else if (!o->plan) {
+      o->plan = a;
+    } else {
+      return ob_cli_usage_error(o->cmd, "unexpected argument \"%s\"", a);
+    }
+  }
+  if (!o->plan)
+    return ob_cli_usage_error(o->cmd, "needs a PLAN file");
+  if (!strcmp(o->cmd, "loop") && !o->planner)
+    return ob_cli_usage_error(o->cmd, "needs --planner FILE.lua");
+  return 0;
+}
+
+/* The plans root (--plans-root, or PLAN's folder) as a real path in o->root:
+ * OB_EXIT_OK, or 2 said on stderr. */
+int ob_cmd_plans_root(ob_cmd_options *o) {
+  char *dir = o->plans_root ? NULL : ob_plan_default_root(o->plan);
+  ob_error err;
+  o->root = ob_plans_root(o->plans_root ? o->plans_root : dir, &err);
+  free(dir);
+  if (o->root)
+    return OB_EXIT_OK;
+  fprintf(stderr, "obelus %s: %s%s\n", o->cmd, err.msg,
+          o->plans_root ? "" : " (the folder of the plan; see --plans-root)");
+  return OB_EXIT_USAGE;
+}
+
+/* Engine, tools, latent scripts, plan: everything `check` and `run` share.
+ * Prints the problems and returns 2 when something is invalid. */
+static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {
+  ob_error err;
+  *ep = NULL;
+  *pp = NULL;
+  *plan_value = NULL;
+  ob_engine *e = *ep = ob_engine_new(NULL, &err);
+  if (!e) {
+    fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
+  for (int i = 0; i < o->ntools; i++)
+    if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+      return OB_EXIT_USAGE;
+    }
+  for (int i = 0; i < o->nlatent; i++)
+    if (ob_engine_load_script(e, o->latent[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+      return OB_EXIT_USAGE;
+    }
+  ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
+  if (!v) {
+    fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  if (ob_cmd_plans_root(o) != OB_EXIT_OK)
+    return OB_EXIT_USAGE;
+  ob_plan *p = *pp = ob_plan_from_value(v, o->plan);
+  p->root = ob_xstrdup(o->root);
+  ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
+  ob_run_check_messages(p, o->inputs, "--input", 1);
+  ob_run_options count = {.max_calls = o->max_calls};
+  if (ob_run_count_calls(p, &count, &err) != OB_OK)
+    ob_plan_error(p, NULL, "%s", err.msg);
+  for (size_t i = 0; i < p->nerrors; i++)
+    fprintf(stderr, "%s\n", p->errors[i]);
+  if (p->nerrors) {
+    fprintf(stderr, "obelus %s: %zu problem%s, nothing ran\n", o->cmd, p->nerrors,
+            p->nerrors == 1 ? "" : "s");
+    return OB_EXIT_USAGE;
+  }
+  return OB_EXIT_OK;
+}
+
+/* What run, check and loop start with: the arguments, then the engine, tools
+ * and plan. Returns -1 to go on, or the exit status (everything freed). */
+int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_engine **e,
+                 ob_plan **p, ob_value **pv) {
+  int rc = ob_cmd_options_parse(argc, argv, o, help);
+  if (rc) {
+    ob_unref(o->inputs);
+    return rc < 0 ? OB_EXIT_OK : rc;
+  }
+  if (strcmp(o->cmd, "check"))
+    o->pg = ob_progress_install(o->approve, o->events);
+  if ((rc = prepare(o, e, p, pv)) != OB_EXIT_OK) {
+    ob_cmd_cleanup(o, *e, *p, *pv);
+    return rc;
+  }
+  return -1;
+}
+
+void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) {
+  ob_engine_free(e); /* frees its runs first: they point into the plan */
+  ob_plan_free(p);
+  ob_unref(plan_value);
+  ob_unref(o->inputs);
+  free(o->root);
+  o->root = NULL;
+  ob_progress_remove(o->pg); /* Lua held the stand-in streams until the engine went */
+  o->pg = NULL;
+}
+
+static void drain_expired(uv_timer_t *t) {
+  ob_runner *rn = t->data;
+  rn->drained = 1;
+  uv_stop(rn->e->loop);
+}
+
+static void on_done(ob_run *run, void *ud) {
+  ob_runner *rn = ud;
+  (void)run;
+  if (ob_run_detached_pending(rn->run) == 0) {
+    uv_stop(rn->e->loop);
+  } else if (!rn->drain_started) {
+    rn->drain_started = 1;
+    uv_timer_start(&rn->drain, drain_expired, rn->o->drain_ms, 0);
+  }
+}
+
+static void on_event(void *ud, const ob_event *ev) {
+  ob_runner *rn = ud;
+  ob_progress_event(rn->o->pg, ev);
+  if (rn->events) {
+    ob_value *o = ob_object();
+    o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
+    o = ob_object_set(o, "event", 5, ob_cstring(ob_event_name(ev->type)));
+    if (ev->call) {
+      o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
+      o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));
+    }
+    if (ev->reason)
+      o = ob_object_set(o, "reason", 6, ob_cstring(ev->reason));
+    char *text = ob_json_print(o, OB_JSON_COMPACT, NULL);
+    fprintf(rn->events, "%s\n", text);
+    fflush(rn->events);
+    free(text);
+    ob_unref(o);
+  }
+  /* a fire-and-forget call that ends after the run is done may be the last */
+  if (rn->run && (ev->type == OB_EV_DONE || ev->type == OB_EV_FAILED) && rn->drain_started &&
+      ob_run_detached_pending(rn->run) == 0)
+    uv_stop(rn->e->loop);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  ob_runner *rn = s->data;
+  rn->signum = signum;
+  ob_run_cancel(rn->run);
+  uv_stop(rn->e->loop);
+}
+
+/* Opens what a run writes to (journal, events) and the handles that drive it. */
+int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **journal) {
+  memset(rn, 0, sizeof *rn);
+  rn->o = o;
+  rn->e = e;
+  *journal = NULL;
+  ob_error err;
+  if (o->journal &&
+      !(*journal = ob_wal_open(e->loop, o->journal, OB_WAL_CREATE, o->fsync, &err))) {
+    fprintf(stderr, "obelus %s: cannot write the journal: %s\n", o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  if (o->events)
+    rn->events = strcmp(o->events, "-") ? fopen(o->events, "w") : stderr;
+  if (o->events && !rn->events) {
+    fprintf(stderr, "obelus %s: cannot write the events to %s\n", o->cmd, o->events);
+    return OB_EXIT_USAGE;
+  }
+  uv_timer_init(e->loop, &rn->drain);
+  rn->drain.data = rn;
+  uv_signal_init(e->loop, &rn->sigint);
+  uv_signal_init(e->loop, &rn->sigterm);
+  rn->sigint.data = rn->sigterm.data = rn;
+  uv_signal_start(&rn->sigint, on_signal, SIGINT);
+  uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
+  uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
+  uv_unref((uv_handle_t *)&rn->sigterm);
+  ob_progress_start(o->pg, e->loop);
+  rn->open = 1;
+  return OB_EXIT_OK;
+}
+
+/* Closes the journal (its last lines made durable as --fsync says): 1 when it
+ * failed (said on stderr), the run's record then incomplete. */
+int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd) {
+  ob_error err;
+  if (*journal)
+    ob_run_detach_journal(e, *journal);
+  int failed = *journal && ob_wal_close(*journal, &err) != OB_OK;
+  if (failed)
+    fprintf(stderr, "obelus %s: the journal is incomplete: %s\n", cmd, err.msg);
+  *journal = NULL;
+  return failed;
+}
+
+void ob_runner_close(ob_runner *rn, ob_wal **journal) {
+  if (*journal)
+    ob_runner_journal_close(rn->e, journal, rn->o->cmd);
+  if (rn->open) {
+    uv_close((uv_handle_t *)&rn->drain, NULL);
+    uv_close((uv_handle_t *)&rn->sigint, NULL);
+    uv_close((uv_handle_t *)&rn->sigterm, NULL);
+    ob_progress_close_timer(rn->o->pg);
+    uv_run(rn->e->loop, UV_RUN_NOWAIT);
+  }
+  if (rn->events && rn->events != stderr)
+    fclose(rn->events);
+}
+
+/* Runs r until every awaited call has settled and the fire-and-forget ones are
+ * drained (or the drain timeout passes). Returns 0, or 128 + the signal that
+ * interrupted it. */
+int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
+  rn->run = r;
+  rn->drain_started = rn->drained = 0;
+  ob_progress_set_run(rn->o->pg, r, ncalls);
+  ob_run_start(r);
+  for (;;) {
+    if (!ob_run_finished(r) || ob_run_detached_pending(r))
+      uv_run(rn->e->loop, UV_RUN_DEFAULT);
+    if (rn->signum || rn->drained)
+      break;
+    if (ob_run_finished(r) && !ob_run_detached_pending(r))
+      break;
+    /* the loop has nothing left to do, yet calls wait: they never will finish */
+    if (!uv_loop_alive(rn->e->loop) && ob_run_fail_stalled(r) == 0)
+      break;
+  }
+  uv_timer_stop(&rn->drain);
+  ob_progress_end_run(rn->o->pg);
+  if (rn->drained)
+    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
+                    "abandoned\n",
+            rn->o->cmd, ob_run_detached_pending(r), ob_run_detached_pending(r) == 1 ? "" : "s",
+            rn->o->drain_ms);
+  ob_run_cancel(r);
+  if (rn->signum) {
+    fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
+            rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    return 128 + rn->signum;
+  }
+  return 0;
+}
+
+/* The options of a run started from the command line (log: a shared log, or NULL). */
+ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_wal *journal,
+                                     ob_log *log) {
+  ob_run_options ro = {.concurrency = o->concurrency,
+                       .max_depth = o->max_depth,
+                       .approve_tty = o->approve,
+                       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+                       .max_output = o->max_output_kb << 10,
+                       .max_slice_ms = (unsigned)o->max_slice_ms,
+                       .max_calls = o->max_calls,
+                       .calls_used = &rn->calls_used,
+                       .journal = journal,
+                       .log = log,
+                       .plans_root = o->root,
+                       .on_event = on_event,
+                       .on_done = on_done,
+                       .ud = rn};
+  return ro;
+}
+
+void ob_cmd_print_json(const ob_value *v) {
+  char *text = ob_json_print(v, OB_JSON_PRETTY, NULL);
+  puts(text);
+  free(text);
+}

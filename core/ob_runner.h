@@ -1,0 +1,93 @@
+/* ob_runner.h -- what `obelus run`, `check`, `resume` and `loop` share: their
+ * options and how they are parsed, the engine and plan they start with, and
+ * the runner that drives a run on the loop (journal, --events, signals,
+ * drain, the progress line). Internal to those commands; ob_runner.c tells
+ * how. */
+#ifndef OB_RUNNER_H
+#define OB_RUNNER_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "ob_cli.h"
+#include "ob_engine.h"
+#include "ob_progress.h"
+#include "ob_run.h"
+#include "ob_wal.h"
+
+typedef struct ob_cmd_options {
+  const char *cmd, *plan, *journal, *events, *planner;
+  const char *plans_root; /* --plans-root as given, or NULL */
+  char *root;             /* the plans root resolved (ob_cmd_plans_root), or NULL before */
+  size_t max_steps;
+  const char *tools[64], *latent[16];
+  int ntools, nlatent;
+  ob_value *inputs; /* array */
+  size_t concurrency, drain_ms, call_timeout_ms;
+  size_t max_memory_mb, max_output_kb, max_calls; /* limits (0: none) */
+  size_t max_slice_ms; /* the watchdog's (0: its default) */
+  int max_depth;
+  int approve, force;
+  ob_fsync fsync;  /* the journal's durability (--fsync) */
+  ob_progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
+} ob_cmd_options;
+
+/* Parses argv (argv[0] the command: run, check, resume or loop; --force is
+ * resume's, --planner and --max-steps loop's) into o, which then holds
+ * o->inputs (to unref) whatever the outcome. Returns 0 to go on, -1 when the
+ * help was printed (exit 0), or OB_EXIT_USAGE said on stderr. */
+int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help);
+
+/* The plans root (--plans-root, or PLAN's folder) as a real path in o->root:
+ * OB_EXIT_OK, or 2 said on stderr. */
+int ob_cmd_plans_root(ob_cmd_options *o);
+
+/* What run, check and loop start with: the arguments, the progress line (not
+ * for check), then the engine, tools, latent scripts and plan, every problem
+ * printed. Returns -1 to go on (then ob_cmd_cleanup at the end), or the exit
+ * status (everything freed). */
+int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_engine **e,
+                 ob_plan **p, ob_value **pv);
+
+/* Frees the engine (its runs first), the plan and its value, the inputs and
+ * the root, then removes the progress line. Any may be NULL. */
+void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_value);
+
+/* Prints v as pretty JSON and a newline on stdout: a command's output. */
+void ob_cmd_print_json(const ob_value *v);
+
+/* Drives runs on the engine's loop, one after another (a loop's steps). */
+typedef struct ob_runner {
+  ob_cmd_options *o;
+  ob_engine *e;
+  ob_run *run;
+  FILE *events;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t drain;
+  int signum, drain_started, drained, open;
+  size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
+} ob_runner;
+
+/* Opens what a run writes to (o->journal into *journal, --events) and the
+ * handles that drive it: OB_EXIT_OK, or 2 said on stderr. ob_runner_close
+ * either way. */
+int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **journal);
+
+/* The options of a run started from the command line (log: a shared log, or NULL). */
+ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_wal *journal,
+                                     ob_log *log);
+
+/* Starts r and runs the loop until every awaited call has settled and the
+ * fire-and-forget ones are drained (or --drain-timeout passes). Returns 0, or
+ * 128 + the signal (SIGINT, SIGTERM) that interrupted it. */
+int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls);
+
+/* Closes *journal, if open, and the runner's handles and --events file. */
+void ob_runner_close(ob_runner *rn, ob_wal **journal);
+
+/* Closes the journal (its last lines made durable as --fsync says): 1 when it
+ * failed (said on stderr as cmd's), the run's record then incomplete. */
+int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd);
+
+#endif
