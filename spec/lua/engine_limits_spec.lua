@@ -3,10 +3,12 @@
 -- call_timeout_ms, max_output_kb and max_calls; each fails the call at fault (its
 -- reason in the failed event), the run goes on; bad values are errors of the call made.
 local obelus = require "obelus"
+local _ = require "luv" -- as a host does: luv first (the engines run on its loop)
 local fs = require "support.fs"
 
 local TOOLS = [[
 local obelus = require "obelus"
+local _ = require "luv" -- as a host does: luv first (the engines run on its loop)
 return {
   { name = "hog", run = function()
       local t = {}
@@ -31,7 +33,11 @@ setup(function()
   f:close()
 end)
 
-teardown(function() os.execute("rm -rf " .. dir) end)
+teardown(function()
+  os.execute("rm -rf " .. dir)
+  collectgarbage()
+  collectgarbage()
+end)
 
 -- runs plan with opts; returns the status, the output and the failed calls' reasons by id
 local function run(engine, plan, opts)
