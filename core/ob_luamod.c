@@ -720,10 +720,19 @@ static int core_engine(lua_State *L) {
                           luaL_tolstring(L, -1, NULL));
     }
   }
-  /* luv first: its loop is the engine's, and it must be finalized after the engine */
+  /* luv first: its loop is the engine's, and it must be finalized after the
+   * engine. Its loop lives as long as its module does, so the first luv module
+   * is held here for good: a host that drops luv (package.loaded.luv = nil, as
+   * busted does between spec files) and requires it again must not take the
+   * loop from under the engines on it */
   lua_getglobal(L, "require");
   lua_pushliteral(L, "luv");
-  lua_call(L, 1, 0);
+  lua_call(L, 1, 1);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "obelus.luv") == LUA_TNIL) {
+    lua_pushvalue(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, "obelus.luv");
+  }
+  lua_pop(L, 2);
   uv_loop_t *loop = luv_loop(L);
   if (!loop)
     return luaL_error(L, "obelus.engine: luv has no loop");
