@@ -478,6 +478,7 @@ static int unmap(ob_wal *w) {
   if (w->map)
     munmap(w->map, w->map_len);
   w->map = NULL;
+  w->map_len = 0;
   w->mappable = 0;
   if (w->alloc > w->end && ftruncate(w->fd, (off_t)w->end) < 0)
     return fail(w, errno, "cannot write the journal");
@@ -539,9 +540,20 @@ int ob_wal_flush(ob_wal *w) {
     return w->code;
   if (w->mappable && grow(w, w->buf.len) != OB_OK)
     return w->code;
-  if (w->map) { /* in the page cache once copied: a SIGKILL cannot take it back */
+  if (w->mappable) { /* in the page cache once copied: a SIGKILL cannot take it back */
     memcpy(w->map + (w->end - w->map_off), w->buf.data, w->buf.len);
     w->end += w->buf.len;
+    /* the pages behind the lines' end are done with: unmapped (their data stays in
+     * the page cache, dirty until written back), so that neither the process's
+     * memory nor its address space grows with the journal */
+    uint64_t keep = w->end / page_size() * page_size();
+    size_t done = (size_t)(keep - w->map_off);
+    if (done >= FIRST_CHUNK && done < w->map_len) {
+      munmap(w->map, done);
+      w->map += done;
+      w->map_len -= done;
+      w->map_off = keep;
+    }
   } else if (write_all(w) != OB_OK) {
     return w->code;
   }
