@@ -13,9 +13,9 @@
  * fallocate is not supported or a mapping cannot be made (address space limits),
  * the wal cuts the zeros off and goes on with write(2), for good.
  *
- * Who owns what. The loop thread alone touches the buffer, the counters of lines
- * added and flushed (seq, flushed), the waiters, and the wal's error. The syncer
- * touches only the fd, which outlives it (set before it starts, closed after it is
+ * Who owns what. The loop thread alone touches the buffer, the mapping (and grows,
+ * cuts and unmaps the file), the counters of lines added and flushed (seq,
+ * flushed), the waiters, and the wal's error. The syncer touches only the fd, which outlives it (set before it starts, closed after it is
  * joined). What they share -- the last line handed to the kernel (written), the
  * last one an fsync has taken on (taken), the last one on disk (durable), the
  * window's start, the fsync count and error, stop, idle and the notifier -- is read
