@@ -27,19 +27,21 @@
 #include "test.h"
 
 /* The length of the lines in the file open as fd, size bytes long: size without
- * its tail of NUL bytes (size itself when fd cannot be read). */
+ * its tail of NUL bytes (size itself when fd cannot be read). A line holds no NUL,
+ * so that is where the first NUL is: found by bisection, a byte read at a time. */
 static inline long long fd_lines_size(int fd, long long size) {
-  char chunk[4096];
-  while (size > 0) {
-    size_t n = size < (long long)sizeof chunk ? (size_t)size : sizeof chunk;
-    if (pread(fd, chunk, n, (off_t)(size - (long long)n)) != (ssize_t)n)
+  long long lo = 0, hi = size; /* the first NUL is in [lo, hi] (hi: none) */
+  while (lo < hi) {
+    long long mid = lo + (hi - lo) / 2;
+    char c;
+    if (pread(fd, &c, 1, (off_t)mid) != 1)
       return size;
-    while (n && !chunk[n - 1])
-      n--, size--;
-    if (n)
-      break;
+    if (c)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  return size;
+  return lo;
 }
 
 static atomic_int sync_calls, sync_done, sync_in_flight, sync_on_main;
