@@ -20,9 +20,11 @@
  * ignores a tail of NUL bytes (ob_journal_len) and OB_WAL_APPEND cuts it. A file
  * that is not regular, or cannot be opened for reading, mapped or fallocated (a
  * file system without fallocate), is written with one write(2) a flush instead
- * (more only after a short write). The copy makes a chain's journal 1.6x faster
- * than write(2) did (OBELUS_BENCH_JOURNAL=batch obelus-bench chain 100000, paired
- * medians: a write(2) was ~1.5 us a call, the copy and its faults ~0.2 us).
+ * (more only after a short write). Measured against write(2), paired medians of
+ * OBELUS_BENCH_JOURNAL=batch obelus-bench chain|fanout 100000 (a flush a call on
+ * chain): chain 1.64x the calls a second (3.2 us a call -> 1.9 us: the write(2)
+ * cost ~1.5 us, the copy with its share of page faults and growth ~0.3 us),
+ * fanout 1.50x.
  * Surviving a power cut takes an
  * fsync, which costs a disk round trip (0.5 ms on average on an SSD-backed VM disk,
  * 18 ms at worst, measured; tens of ms on a spinning disk), so the loop thread never
