@@ -15,12 +15,13 @@
  *
  * Who owns what. The loop thread alone touches the buffer, the mapping (and grows,
  * cuts and unmaps the file), the counters of lines added and flushed (seq,
- * flushed), the waiters, and the wal's error. The syncer touches only the fd, which outlives it (set before it starts, closed after it is
- * joined). What they share -- the last line handed to the kernel (written), the
- * last one an fsync has taken on (taken), the last one on disk (durable), the
- * window's start, the fsync count and error, stop, idle and the notifier -- is read
- * and written under mu, and nowhere else: one lock, no atomics to reason about,
- * which is also what lets ThreadSanitizer check it.
+ * flushed), the waiters, and the wal's error. The syncer touches only the fd,
+ * which outlives it (set before it starts, closed after it is joined). What they
+ * share -- the last line handed to the kernel (written), the last one an fsync has
+ * taken on (taken), the last one on disk (durable), the window's start, the fsync
+ * count and error, stop, idle and the notifier -- is read and written under mu,
+ * and nowhere else: one lock, no atomics to reason about, which is also what lets
+ * ThreadSanitizer check it.
  *
  * The syncer's loop: sleep while everything written has been taken on; in BATCH,
  * then sleep until the window that the first un-synced flush opened ends (a close
