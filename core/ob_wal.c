@@ -474,17 +474,24 @@ uint64_t ob_wal_line_end(ob_wal *w) {
   return ++w->seq;
 }
 
-/* Gives the mapping up for write(2), for good: the zeros past the lines are cut. */
-static int unmap(ob_wal *w) {
+/* Unmaps the file and cuts the zeros past the lines; the next growth maps it again
+ * from the lines' end. */
+static int cut_back(ob_wal *w) {
   if (w->map)
     munmap(w->map, w->map_len);
   w->map = NULL;
   w->map_len = 0;
-  w->mappable = 0;
+  w->map_off = w->end / page_size() * page_size();
   if (w->alloc > w->end && ftruncate(w->fd, (off_t)w->end) < 0)
     return fail(w, errno, "cannot write the journal");
   w->alloc = w->end;
   return OB_OK;
+}
+
+/* Gives the mapping up for write(2), for good. */
+static int unmap(ob_wal *w) {
+  w->mappable = 0;
+  return cut_back(w);
 }
 
 /* Makes room in the mapping for n more bytes after the lines: OB_OK (w->map may now
@@ -576,6 +583,12 @@ int ob_wal_flush(ob_wal *w) {
   int e = w->sync_errno;
   pthread_mutex_unlock(&w->mu);
   return adopt_sync_error(w, e);
+}
+
+int ob_wal_trim(ob_wal *w) {
+  if (ob_wal_flush(w) == OB_OK && w->map)
+    cut_back(w);
+  return w->code;
 }
 
 /* --- closing ------------------------------------------------------------------------------ */

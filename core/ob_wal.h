@@ -133,6 +133,12 @@ uint64_t ob_wal_line_end(ob_wal *w);
  * last line, which readers ignore and OB_WAL_APPEND cuts. */
 int ob_wal_flush(ob_wal *w);
 
+/* Flushes, then cuts the file back to its lines now rather than at close: for a
+ * journal that is complete (its end record added), so that it reads as it will
+ * once closed (no zeros after its lines) while its run is still open. A later flush grows
+ * the file again. OB_OK, or the wal's failure. */
+int ob_wal_trim(ob_wal *w);
+
 /* Calls cb(ud, status) once, on the loop thread, from the loop (never from within
  * this or another ob_wal function), when line seq is durable: status OB_OK. That is,
  *  - ALWAYS and BATCH: an fsync that started after the line was flushed completed
