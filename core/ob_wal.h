@@ -15,7 +15,7 @@
  * (a system call or two per chunk, and a page fault per 4 KB page written). Pages
  * behind the lines are unmapped as the lines pass them (every 1 MB), so the
  * process's memory and address space do not grow with the journal. So, until
- * ob_wal_close cuts it back to its lines, the file is longer than they are:
+ * ob_wal_close (or ob_wal_trim) cuts it back to its lines, the file is longer than they are:
  * zeros follow them, and after a crash they still do; every reader of a journal
  * ignores a tail of NUL bytes (ob_journal_len) and OB_WAL_APPEND cuts it. A file
  * that is not regular, or cannot be opened for reading, mapped or fallocated (a
