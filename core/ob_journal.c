@@ -50,10 +50,16 @@ static int is_blank(const char *p, const char *stop) {
   return p == stop;
 }
 
+size_t ob_journal_len(const char *text, size_t len) {
+  while (len && !text[len - 1])
+    len--;
+  return len;
+}
+
 static int read_lines(const char *path, const ob_buf *b, ob_journal_each each, void *ud,
                       ob_journal_info *info, ob_error *err) {
-  const char *p = b->data, *end = b->data + b->len;
-  if (b->len && end[-1] != '\n') { /* torn: known before any line is handed over */
+  const char *p = b->data, *end = b->data + ob_journal_len(b->data, b->len);
+  if (end > p && end[-1] != '\n') { /* torn: known before any line is handed over */
     const char *last = end;
     while (last > p && last[-1] != '\n')
       last--;
@@ -123,6 +129,7 @@ int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_err
   int rc = ob_read_file(path, &b, err);
   if (rc == OB_OK) {
     size_t i = 0;
+    b.len = ob_journal_len(b.data, b.len);
     while (i < b.len && strchr(" \t\r\n", b.data[i]))
       i++;
     loading ld = {log, path};

@@ -14,6 +14,9 @@
  * writing it. It is ignored, whether or not it happens to parse, and reported
  * through ob_journal_info (the commands say so on stderr, ob_journal_report_torn).
  * Any other line that is not JSON is an error naming the file and line.
+ * NUL bytes at the end of the file are not there: ob_wal grows a journal ahead of
+ * its lines, zeros until written, and a run still going, or killed, leaves them
+ * (ob_journal_len; a line never holds a NUL: JSON escapes it).
  *
  * Costs: the file is read whole into memory, then parsed a line at a time, each
  * line's value handed over and released before the next: O(file) memory for the
@@ -63,6 +66,11 @@ int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal
  * negative code with err naming the file, the line (JSON Lines) or message index
  * (array), and the reason; the messages before the bad one stay appended. */
 int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err);
+
+/* How much of a journal's text of len bytes counts: len without its tail of NUL
+ * bytes (the zeros a writer reserved and has not written yet). Every reader of a
+ * journal cuts its text there first. */
+size_t ob_journal_len(const char *text, size_t len);
 
 /* Says to out, when info tells of a torn last line:
  * "WHO: PATH:LINE: the last line is torn (the process died while writing it); ignored" */

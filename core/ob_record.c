@@ -206,5 +206,5 @@ void ob_run_journal_end(ob_run *r, int exit_status) {
   char line[48];
   int n = snprintf(line, sizeof line, "{\"journal\":\"end\",\"exit\":%d}", exit_status);
   ob_wal_add(r->opt.journal, line, (size_t)n);
-  ob_wal_flush(r->opt.journal);
+  ob_wal_trim(r->opt.journal); /* complete: no zeros after it, closed or not */
 }

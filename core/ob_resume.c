@@ -9,7 +9,8 @@
  *     last record belong to a call that never settled (the process died
  *     between them) and are dropped, and the file is cut back to the end of
  *     the last record so that the lines appended next follow a whole run;
- *   - a torn last line (no newline, not JSON) is reported and cut too;
+ *   - a torn last line (no newline, not JSON) is reported and cut too, and so
+ *     are the zeros a killed run's writer left after its lines (ob_journal_len);
  *   - "settled" records say which calls are done, failed or skipped: they
  *     are never run again; "start" records without a "settled" one are the
  *     calls that were in flight: they run again (at least once: a tool may
@@ -236,7 +237,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   ob_buf key;
   ob_buf_init(&key);
   int ok = 1;
-  const char *p = b.data, *end = b.data + b.len;
+  const char *p = b.data, *end = b.data + ob_journal_len(b.data, b.len);
   size_t line = 0;
   while (ok && p < end) {
     line++;

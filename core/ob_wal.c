@@ -1,15 +1,27 @@
-/* ob_wal.c -- the journal writer: lines buffered on the loop thread, written with
- * one write(2) a flush, fsynced by a thread of the wal's own (design and costs in
+/* ob_wal.c -- the journal writer: lines buffered on the loop thread, copied by each
+ * flush into a shared mapping of the file (or written with one write(2) where the
+ * file cannot be mapped), fsynced by a thread of the wal's own (design and costs in
  * ob_wal.h).
  *
- * Who owns what. The loop thread alone touches the buffer, the counters of lines
- * added and flushed (seq, flushed), the waiters, and the wal's error. The syncer
- * touches only the fd, which outlives it (set before it starts, closed after it is
- * joined). What they share -- the last line handed to the kernel (written), the
- * last one an fsync has taken on (taken), the last one on disk (durable), the
- * window's start, the fsync count and error, stop, idle and the notifier -- is read
- * and written under mu, and nowhere else: one lock, no atomics to reason about,
- * which is also what lets ThreadSanitizer check it.
+ * The mapping. A regular file is grown ahead of its lines in chunks (1 MB, doubling
+ * up to 64 MB): fallocate reserves the blocks first (a full disk or a size limit
+ * fails the wal there, with the chunk retried at the exact size needed, and never
+ * shows as a SIGBUS from a store into a hole), then the new part is mapped (one
+ * mapping, grown with mremap). The file is then longer than its lines: zeros
+ * follow them until ob_wal_close cuts the file back to its lines, and a reader of
+ * a live or killed run's journal ignores that NUL tail (ob_journal_len). Where
+ * fallocate is not supported or a mapping cannot be made (address space limits),
+ * the wal cuts the zeros off and goes on with write(2), for good.
+ *
+ * Who owns what. The loop thread alone touches the buffer, the mapping (and grows,
+ * cuts and unmaps the file), the counters of lines added and flushed (seq,
+ * flushed), the waiters, and the wal's error. The syncer touches only the fd,
+ * which outlives it (set before it starts, closed after it is joined). What they
+ * share -- the last line handed to the kernel (written), the last one an fsync has
+ * taken on (taken), the last one on disk (durable), the window's start, the fsync
+ * count and error, stop, idle and the notifier -- is read and written under mu,
+ * and nowhere else: one lock, no atomics to reason about, which is also what lets
+ * ThreadSanitizer check it.
  *
  * The syncer's loop: sleep while everything written has been taken on; in BATCH,
  * then sleep until the window that the first un-synced flush opened ends (a close
@@ -22,6 +34,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +44,10 @@
 
 /* A buffer grown past this by a burst is given back after its flush. */
 #define KEEP_BUFFER (1u << 20)
+/* The file grows ahead of its lines by FIRST_CHUNK, then by twice the last growth,
+ * up to MAX_CHUNK at a time. */
+#define FIRST_CHUNK (1u << 20)
+#define MAX_CHUNK (64u << 20)
 
 typedef struct waiter {
   uint64_t seq;
@@ -56,6 +73,12 @@ struct ob_wal {
   /* the loop thread's */
   ob_buf buf;
   uint64_t seq, flushed;
+  /* the mapping (map NULL: write(2)): the file's bytes [map_off, map_off + map_len)
+   * are at map; lines end at `end`, the file (its reserved blocks) at `alloc` */
+  char *map;
+  size_t map_len, chunk;
+  uint64_t map_off, end, alloc;
+  int mappable; /* a regular file opened for reading too: try the mapping */
   int code; /* OB_OK, or the failure, for good */
   char error[640];
   int torn;
@@ -264,6 +287,13 @@ int ob_wal_when_durable(ob_wal *w, uint64_t seq, ob_wal_durable_cb cb, void *ud)
 
 /* --- opening ------------------------------------------------------------------------- */
 
+static size_t page_size(void) {
+  static size_t page;
+  if (!page)
+    page = (size_t)sysconf(_SC_PAGESIZE);
+  return page;
+}
+
 static int read_at(int fd, char *b, size_t n, uint64_t off) {
   while (n) {
     ssize_t got = pread(fd, b, n, (off_t)off);
@@ -323,6 +353,27 @@ static int cut_torn(ob_wal *w, uint64_t size) {
   return OB_OK;
 }
 
+/* OB_WAL_APPEND: the file's length without the zeros a mapped writer that died left
+ * after its lines (read backwards, a block at a time: usually one). */
+static int nul_tail(ob_wal *w, uint64_t size, uint64_t *data) {
+  char chunk[65536];
+  uint64_t end = size;
+  while (end > 0) {
+    size_t n = end < sizeof chunk ? (size_t)end : sizeof chunk;
+    int e = read_at(w->fd, chunk, n, end - n);
+    if (e)
+      return fail(w, e, "cannot read the journal");
+    while (n && !chunk[n - 1])
+      n--, end--;
+    if (n)
+      break;
+  }
+  *data = end;
+  if (end < size && ftruncate(w->fd, (off_t)end) < 0)
+    return fail(w, errno, "cannot cut the zeros off the journal's end");
+  return OB_OK;
+}
+
 /* The folder holding path, opened to be fsynced (-1 when it cannot be: then only
  * the file's content is made durable, as before this wal). */
 static int open_dir(const char *path) {
@@ -340,8 +391,17 @@ ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode,
     return NULL;
   }
   int append = flags == OB_WAL_APPEND;
-  int fd = open(path, O_APPEND | O_CLOEXEC | (append ? O_RDWR : O_WRONLY | O_CREAT | O_TRUNC), 0666);
+  /* a regular file (or a new one) is opened for reading too, as a mapping needs;
+   * anything else, or a file we may only write, as before: written with write(2)
+   * (a pipe opened for reading would never see its reader go) */
   struct stat st;
+  int base = O_APPEND | O_CLOEXEC | (append ? 0 : O_CREAT | O_TRUNC), fd = -1, rdwr = 0;
+  if (stat(path, &st) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT && !append) {
+    fd = open(path, base | O_RDWR, 0666);
+    rdwr = fd >= 0;
+  }
+  if (fd < 0)
+    fd = open(path, base | (append ? O_RDWR : O_WRONLY), 0666);
   if (fd < 0 || fstat(fd, &st) < 0) {
     ob_error_set(err, OB_EIO, 0, "%s: cannot open the journal: %s", path, strerror(errno));
     if (fd >= 0)
@@ -366,11 +426,15 @@ ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode,
   pthread_cond_init(&w->wake, &ca);
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&w->mu, NULL);
-  if (append && cut_torn(w, (uint64_t)st.st_size) != OB_OK) {
+  uint64_t size = (uint64_t)st.st_size;
+  if (append && (nul_tail(w, size, &size) != OB_OK || cut_torn(w, size) != OB_OK)) {
     ob_error_set(err, OB_EIO, 0, "%s", w->error);
     ob_wal_close(w, NULL);
     return NULL;
   }
+  w->mappable = rdwr && S_ISREG(st.st_mode);
+  w->end = w->alloc = append ? (w->torn ? w->cut.offset : size) : 0;
+  w->map_off = w->end / page_size() * page_size();
   if (w->mode != OB_FSYNC_NEVER) {
     if (!append)
       w->dir_fd = open_dir(path);
@@ -410,9 +474,63 @@ uint64_t ob_wal_line_end(ob_wal *w) {
   return ++w->seq;
 }
 
-int ob_wal_flush(ob_wal *w) {
-  if (w->code || !w->buf.len)
-    return w->code;
+/* Unmaps the file and cuts the zeros past the lines; the next growth maps it again
+ * from the lines' end. */
+static int cut_back(ob_wal *w) {
+  if (w->map)
+    munmap(w->map, w->map_len);
+  w->map = NULL;
+  w->map_len = 0;
+  w->map_off = w->end / page_size() * page_size();
+  if (w->alloc > w->end && ftruncate(w->fd, (off_t)w->end) < 0)
+    return fail(w, errno, "cannot write the journal");
+  w->alloc = w->end;
+  return OB_OK;
+}
+
+/* Gives the mapping up for write(2), for good. */
+static int unmap(ob_wal *w) {
+  w->mappable = 0;
+  return cut_back(w);
+}
+
+/* Makes room in the mapping for n more bytes after the lines: OB_OK (w->map may now
+ * be NULL: write(2) from here on), or the wal's failure. */
+static int grow(ob_wal *w, size_t n) {
+  uint64_t want = w->end + n;
+  if (want <= w->alloc)
+    return OB_OK;
+  if (!w->chunk)
+    w->chunk = FIRST_CHUNK;
+  uint64_t to = w->alloc + w->chunk > want ? w->alloc + w->chunk : want;
+  int e;
+  while ((e = fallocate(w->fd, 0, (off_t)w->alloc, (off_t)(to - w->alloc)) < 0 ? errno : 0) &&
+         (e == EINTR || ((e == ENOSPC || e == EFBIG || e == EDQUOT) && to > want)))
+    if (e != EINTR)
+      to = want; /* no room for a chunk: maybe for these lines */
+  if (e == EOPNOTSUPP || e == ENOSYS || e == ENODEV)
+    return unmap(w);
+  if (e)
+    return fail(w, e, "cannot write the journal");
+  w->alloc = to;
+  if (w->chunk < MAX_CHUNK)
+    w->chunk *= 2;
+  size_t page = page_size();
+  size_t len = (size_t)((to - w->map_off + page - 1) / page * page);
+  if (len <= w->map_len)
+    return OB_OK;
+  void *m = w->map ? mremap(w->map, w->map_len, len, MREMAP_MAYMOVE)
+                   : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, (off_t)w->map_off);
+  if (m == MAP_FAILED)
+    return unmap(w);
+  if (!w->map)
+    madvise(m, len, MADV_DONTFORK); /* a child spawned for a tool need not copy it */
+  w->map = m;
+  w->map_len = len;
+  return OB_OK;
+}
+
+static int write_all(ob_wal *w) {
   for (size_t off = 0; off < w->buf.len;) {
     ssize_t n = write(w->fd, w->buf.data + off, w->buf.len - off);
     if (n < 0 && errno == EINTR)
@@ -420,6 +538,32 @@ int ob_wal_flush(ob_wal *w) {
     if (n <= 0)
       return fail(w, n < 0 ? errno : EIO, "cannot write the journal");
     off += (size_t)n;
+  }
+  w->end += w->buf.len;
+  return OB_OK;
+}
+
+int ob_wal_flush(ob_wal *w) {
+  if (w->code || !w->buf.len)
+    return w->code;
+  if (w->mappable && grow(w, w->buf.len) != OB_OK)
+    return w->code;
+  if (w->mappable) { /* in the page cache once copied: a SIGKILL cannot take it back */
+    memcpy(w->map + (w->end - w->map_off), w->buf.data, w->buf.len);
+    w->end += w->buf.len;
+    /* the pages behind the lines' end are done with: unmapped (their data stays in
+     * the page cache, dirty until written back), so that neither the process's
+     * memory nor its address space grows with the journal */
+    uint64_t keep = w->end / page_size() * page_size();
+    size_t done = (size_t)(keep - w->map_off);
+    if (done >= FIRST_CHUNK && done < w->map_len) {
+      munmap(w->map, done);
+      w->map += done;
+      w->map_len -= done;
+      w->map_off = keep;
+    }
+  } else if (write_all(w) != OB_OK) {
+    return w->code;
   }
   if (w->buf.cap > KEEP_BUFFER)
     ob_buf_free(&w->buf);
@@ -441,12 +585,20 @@ int ob_wal_flush(ob_wal *w) {
   return adopt_sync_error(w, e);
 }
 
+int ob_wal_trim(ob_wal *w) {
+  if (ob_wal_flush(w) == OB_OK && w->map)
+    cut_back(w);
+  return w->code;
+}
+
 /* --- closing ------------------------------------------------------------------------------ */
 
 int ob_wal_close(ob_wal *w, ob_error *err) {
   if (!w)
     return OB_OK;
   ob_wal_flush(w);
+  if (w->map) /* the zeros past the lines are cut before the last fsync */
+    unmap(w);
   if (w->has_syncer) { /* it makes the last fsync, after the one in flight */
     pthread_mutex_lock(&w->mu);
     w->stop = 1;

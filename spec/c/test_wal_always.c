@@ -45,7 +45,7 @@ static void on_tick(uv_timer_t *t) {
   CHECK_INT(ob_wal_flush(F.w), OB_OK);
   rec *r = &F.recs[seq];
   r->seq = seq;
-  r->end = file_size(ob_wal_path(F.w));
+  r->end = lines_size(ob_wal_path(F.w));
   CHECK_INT(ob_wal_when_durable(F.w, seq, on_durable, r), OB_OK);
   F.inside_wal = 0;
   if (++F.added == LINES)
@@ -171,7 +171,7 @@ TEST(never_calls_back_on_the_turn_after_the_flush_and_batch_after_its_fsync) {
   w = ob_wal_open(&loop, in_scratch("batch.jsonl"), OB_WAL_CREATE, OB_FSYNC_BATCH, &err);
   uint64_t seq = ob_wal_add(w, "{}", 2);
   ob_wal_flush(w);
-  long long end = file_size(ob_wal_path(w));
+  long long end = lines_size(ob_wal_path(w));
   double t0 = now_ms();
   CHECK_INT(ob_wal_when_durable(w, seq, count_call, &status), OB_OK);
   uv_run(&loop, UV_RUN_DEFAULT);

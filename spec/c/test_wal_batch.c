@@ -55,7 +55,7 @@ TEST(flushes_never_wait_for_a_slow_fsync) {
   CHECK(syncs <= elapsed / (200 + OB_WAL_BATCH_MS) + 2);
   CHECK(ob_wal_durable(w) > 0);
   CHECK_INT(ob_wal_close(w, &err), OB_OK); /* the one in flight, then the last */
-  CHECK_INT(atomic_load(&sync_covered), file_size(path));
+  CHECK_INT(atomic_load(&sync_covered), file_size(path)); /* closed: no NUL tail */
   CHECK_INT(atomic_load(&sync_on_main), 0);
   atomic_store(&sync_delay_ms, 0);
   printf("# %d lines over %.0f ms with 200 ms fsyncs: %d fsyncs, slowest flush %.3f ms\n", i,

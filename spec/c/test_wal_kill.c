@@ -3,7 +3,10 @@
  * library's gets a chance to run). A child process adds and flushes lines, adds
  * more without flushing, and kills itself; the parent finds exactly the flushed
  * lines in the file, each complete, in each fsync mode (no fsync is needed for
- * this: the kernel has the lines). */
+ * this: the kernel has the lines, copied into its page cache through the wal's
+ * mapping of the file). The file goes on past them with the zeros the wal reserved
+ * ahead of its lines: readers ignore them, and OB_WAL_APPEND (as resume opens the
+ * journal) cuts them and adds its lines right after the last one. */
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -59,8 +62,58 @@ static void killed_after_flush(ob_fsync mode) {
   CHECK_INT(info.torn, 0);
   size_t len = 0;
   char *text = slurp(path, &len);
-  CHECK(len > 0 && text[len - 1] == '\n');
+  size_t lines = ob_journal_len(text, len);
+  CHECK(lines > 0 && text[lines - 1] == '\n');
+  CHECK(len > lines); /* the NUL tail a killed writer leaves */
   free(text);
+
+  /* taken up again: the zeros are cut, the new lines follow the old ones */
+  ob_wal *w = ob_wal_open(NULL, path, OB_WAL_APPEND, mode, &err);
+  CHECK(w != NULL);
+  CHECK_INT(ob_wal_torn(w, NULL), 0); /* zeros are not a torn line */
+  CHECK_INT(file_size(path), (long long)lines);
+  char line[64];
+  for (int i = N + 1; i <= N + 3000; i++) { /* past the first chunk: the mapping grows */
+    int n = snprintf(line, sizeof line, "{\"type\":\"state\",\"data\":{\"i\":%d}}", i);
+    ob_wal_add(w, line, (size_t)n);
+    if (i % 7 == 0)
+      CHECK_INT(ob_wal_flush(w), OB_OK);
+  }
+  CHECK_INT(ob_wal_close(w, &err), OB_OK);
+  next = 1;
+  CHECK_INT(ob_journal_read(path, count_i, &next, &info, &err), OB_OK);
+  CHECK_INT(next - 1, N + 3000);
+  CHECK_INT(info.torn, 0);
+  text = slurp(path, &len);
+  CHECK(len > 0 && ob_journal_len(text, len) == len); /* closed: cut back to its lines */
+  free(text);
+}
+
+/* A torn line before the zeros (a reader may see one while a flush is being copied)
+ * is reported and cut as any torn line, the zeros not counted in it. */
+TEST(a_torn_line_before_the_zeros_is_cut) {
+  const char *path = in_scratch("torn-zeros.jsonl");
+  char text[4096] = "{\"a\":1}\n{\"b\":";
+  spit(path, text, sizeof text);
+  ob_journal_info info;
+  ob_error err;
+  int next = 1;
+  CHECK_INT(ob_journal_read(path, count_i, &next, &info, &err), OB_EINVAL); /* {"a":1} */
+  CHECK_INT(info.torn, 1);
+  CHECK_INT(info.torn_line, 2);
+  CHECK_INT(info.torn_offset, 8);
+  CHECK_INT(info.torn_bytes, 5);
+  ob_wal *w = ob_wal_open(NULL, path, OB_WAL_APPEND, OB_FSYNC_NEVER, &err);
+  ob_wal_cut cut;
+  CHECK_INT(ob_wal_torn(w, &cut), 1);
+  CHECK_INT(cut.line, 2);
+  CHECK_INT(cut.offset, 8);
+  CHECK_INT(cut.bytes, 5);
+  ob_wal_add(w, "{\"c\":3}", 7);
+  CHECK_INT(ob_wal_close(w, &err), OB_OK);
+  char *now = slurp(path, NULL);
+  CHECK_STR(now, "{\"a\":1}\n{\"c\":3}\n");
+  free(now);
 }
 
 TEST(flushed_lines_survive_sigkill_never) { killed_after_flush(OB_FSYNC_NEVER); }
@@ -73,6 +126,7 @@ int main(void) {
   RUN(flushed_lines_survive_sigkill_never);
   RUN(flushed_lines_survive_sigkill_batch);
   RUN(flushed_lines_survive_sigkill_always);
+  RUN(a_torn_line_before_the_zeros_is_cut);
   scratch_remove();
   return TEST_END();
 }

@@ -67,7 +67,8 @@ TEST(a_flush_writes_the_buffer_and_empties_it) {
   CHECK_INT(file_size(path), 0);    /* adding makes no system call */
   CHECK_INT(ob_wal_flush(w), OB_OK);
   CHECK_INT(ob_wal_pending(w), 0);
-  CHECK_INT(file_size(path), 16);
+  CHECK_INT(lines_size(path), 16);
+  CHECK(file_size(path) >= 16); /* a regular file is grown ahead of its lines */
   CHECK_INT(ob_wal_flush(w), OB_OK); /* nothing to do */
   CHECK_INT(ob_wal_durable(w), 2);   /* NEVER: flushed is as durable as it gets */
   CHECK_INT(ob_wal_fsyncs(w), 0);

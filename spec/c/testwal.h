@@ -4,7 +4,8 @@
  * The replacement: the wal's fdatasync calls bind at link time to this definition
  * (a program's own symbol wins over the C library's), which makes the real system
  * call and notes what the tests assert on: how many fsyncs ran, whether one ran on
- * the main (loop) thread, how much of the file the completed ones covered, whether
+ * the main (loop) thread, how much of the file's lines the completed ones covered
+ * (its length without the NUL tail the wal reserves ahead of its lines), whether
  * one is in flight. A test can make it slow (to catch a caller that waits for it)
  * or fail (to see the error reach the wal's users). Counters are C11 atomics: the
  * syncer thread writes them, the test reads them. */
@@ -13,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -24,6 +26,24 @@
 #include "ob_wal.h"
 #include "test.h"
 
+/* The length of the lines in the file open as fd, size bytes long: size without
+ * its tail of NUL bytes (size itself when fd cannot be read). A line holds no NUL,
+ * so that is where the first NUL is: found by bisection, a byte read at a time. */
+static inline long long fd_lines_size(int fd, long long size) {
+  long long lo = 0, hi = size; /* the first NUL is in [lo, hi] (hi: none) */
+  while (lo < hi) {
+    long long mid = lo + (hi - lo) / 2;
+    char c;
+    if (pread(fd, &c, 1, (off_t)mid) != 1)
+      return size;
+    if (c)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 static atomic_int sync_calls, sync_done, sync_in_flight, sync_on_main;
 static atomic_int sync_delay_ms, sync_fail_errno;
 static atomic_llong sync_covered; /* the largest file size a successful fsync started on */
@@ -34,7 +54,7 @@ int fdatasync(int fd) {
   if (pthread_equal(pthread_self(), main_thread))
     atomic_store(&sync_on_main, 1);
   struct stat st;
-  long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+  long long size = fstat(fd, &st) == 0 ? fd_lines_size(fd, (long long)st.st_size) : -1;
   atomic_store(&sync_in_flight, 1);
   int ms = atomic_load(&sync_delay_ms);
   if (ms)
@@ -128,6 +148,16 @@ static inline void spit(const char *path, const char *text, size_t len) {
 static inline long long file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* The file's length without its NUL tail: where its lines end (-1: no file). */
+static inline long long lines_size(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  long long size = fd >= 0 && fstat(fd, &st) == 0 ? fd_lines_size(fd, (long long)st.st_size) : -1;
+  if (fd >= 0)
+    close(fd);
+  return size;
 }
 
 #endif
