@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "ob_mem.h"
+#include "ob_http.h"
 #include "ob_pool.h"
 #include "ob_engine.h"
 #include "ob_lua.h"
@@ -252,6 +253,8 @@ void ob_engine_free(ob_engine *e) {
    * is closed first, so that its callback comes after theirs (libuv runs the
    * handles closed before a turn's close phase last-closed first): then the
    * state goes in the loop's next turn. */
+  ob_http_free(e->http); /* every transfer ends, and no callback of one comes */
+  e->http = NULL;
   ob_engine_free_begin(e);
   ob_runtime_close(e); /* the runs first: their calls hold tools' references */
   if (e->reaper) {

@@ -46,6 +46,8 @@ typedef struct ob_engine {
   size_t live_calls; /* call coroutines in use (running or waiting) */
   int gc_incremental; /* Lua's collector switched to incremental (see ob_run.c) */
   int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
+  struct ob_http *http;   /* obelus.http's transfers (ob_http.h): made at the first
+                             request, NULL before (and once the engine is freed) */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
   /* obelus.sleep: one timer for the whole engine and the calls asleep, by

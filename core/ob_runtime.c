@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ob_http_lua.h"
 #include "ob_lua.h"
 #include "ob_runtime.h"
 #include "ob_sched.h"
@@ -47,6 +48,9 @@ static int open_runtime(lua_State *L) {
   lua_pushlightuserdata(L, e);
   lua_pushcclosure(L, ob_sleep_lua, 1);
   lua_setfield(L, -2, "sleep");
+  lua_pushlightuserdata(L, e);
+  lua_pushcclosure(L, ob_http_lua_start, 1);
+  lua_setfield(L, -2, "http_start");
   lua_pushcfunction(L, ob_co_lua_is_call);
   lua_setfield(L, -2, "is_call");
   lua_pushcfunction(L, ob_co_lua_attempt);

@@ -96,6 +96,77 @@ function obelus.await(fn)
   return table.unpack(results, 1, results.n)
 end
 
+-- obelus.http: requests on the engine's loop (libcurl's multi interface,
+-- ob_http.c). The calling call waits; every other call goes on. A transfer
+-- is kept by the call's attempt like a luv handle: when the attempt is
+-- abandoned (_timeout, a cancelled run) it is stopped and never answers.
+-- A transport failure raises "METHOD URL: why"; an HTTP status is data.
+local http = {}
+obelus.http = http
+
+local function transfer(opts, level)
+  if type(opts) ~= "table" then
+    error("obelus.http.request expects a table {url = ..., method = ..., ...}", level)
+  end
+  local res, err = obelus.await(function(resume)
+    keep(prim.http_start(opts, resume))
+  end)
+  if not res then error(err, level) end
+  return res
+end
+
+--- request{url=, method="GET", headers={}, body=, timeout_ms=, follow=true,
+--- max_bytes=, ca_file=} -> {status=, headers= (lower-case names), body=, url=}
+function http.request(opts) return transfer(opts, 3) end
+
+local function with(opts, extra)
+  local t = {}
+  for k, v in pairs(opts or {}) do t[k] = v end
+  for k, v in pairs(extra) do t[k] = v end
+  return t
+end
+
+function http.get(url, opts) return transfer(with(opts, { url = url, method = "GET" }), 3) end
+
+function http.post(url, body, opts)
+  return transfer(with(opts, { url = url, method = "POST", body = body }), 3)
+end
+
+--- json{url=, method= ("POST" with a body, else "GET"), body = a Lua value, ...}:
+--- sends the value as JSON, and answers with body = the decoded answer (nil
+--- when empty) and text = the answer as received.
+function http.json(opts)
+  if type(opts) ~= "table" then error("obelus.http.json expects a table {url = ..., body = ...}", 2) end
+  local headers = { ["accept"] = "application/json" }
+  for k, v in pairs(opts.headers or {}) do headers[k] = v end
+  local extra = { headers = headers }
+  if opts.body ~= nil then
+    extra.body = prim.encode(opts.body)
+    headers["content-type"] = headers["content-type"] or "application/json"
+    extra.method = opts.method or "POST"
+  end
+  local res = transfer(with(opts, extra), 3)
+  res.text = res.body
+  if res.body == "" then
+    res.body = nil
+  else
+    local ok, v = pcall(prim.decode, res.body)
+    if not ok then
+      error(("%s %s: the answer (status %d) is not JSON: %s"):format(extra.method or opts.method or "GET",
+            opts.url, res.status, tostring(v)), 2)
+    end
+    res.body = v
+  end
+  return res
+end
+
+--- download(url, path, opts): streams the answer into the file path;
+--- answers {status=, headers=, bytes=, url=} (no body).
+function http.download(url, path, opts)
+  if type(path) ~= "string" then error("obelus.http.download expects a file path", 2) end
+  return transfer(with(opts, { url = url, download = path }), 3)
+end
+
 local branch_mt = prim.branch_mt
 local message_mt = prim.message_mt
 

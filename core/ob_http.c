@@ -1,0 +1,465 @@
+/* ob_http.c -- HTTP transfers: libcurl's multi interface on the engine's
+ * libuv loop (design and costs in ob_http.h).
+ *
+ * libcurl tells us what to watch: the socket callback asks for a socket to
+ * be polled for reading, writing, both, or no more, and the timer callback
+ * for when to call it back if nothing happens on any socket. Each watched
+ * socket gets a uv_poll_t (its `sock` record, given to libcurl with
+ * curl_multi_assign so that the next callback for that socket finds it);
+ * the multi handle's one timeout is a uv_timer_t. When either fires,
+ * curl_multi_socket_action does the work, then every finished transfer is
+ * taken off the multi handle and its callback called.
+ *
+ * libcurl's callbacks never call libcurl again: the timer callback with 0 ms
+ * only arms the uv timer (libcurl documents that calling socket_action from
+ * inside it is not allowed). A transfer's callback may start and cancel
+ * transfers: the finished ones are collected first, then called back one by
+ * one, each taken off the list before its callback runs.
+ *
+ * A uv handle is closed asynchronously: a `sock` record goes in its close
+ * callback, and the timer likewise, so ob_http_free returns at once and the
+ * memory goes on the loop's next turn. */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "ob_http.h"
+#include "ob_mem.h"
+
+struct ob_http {
+  uv_loop_t *loop;
+  CURLM *multi;
+  CURLSH *share;
+  uv_timer_t *timer;
+  ob_http_xfer *xfers; /* in flight, a list through next/prevp */
+  size_t active;
+  struct sock *socks;  /* watched, a list through next/prevp */
+};
+
+struct ob_http_xfer {
+  ob_http *h;
+  CURL *easy;
+  struct curl_slist *headers;
+  ob_http_cb cb;
+  void *ud;
+  char *method, *url;
+  FILE *file;           /* a download's */
+  size_t max_bytes, got;
+  int too_big;          /* the body passed max_bytes: the transfer was stopped */
+  int state;            /* IN_FLIGHT, then DONE (its callback to come), CANCELLED
+                           (cancelled meanwhile: no callback), CALLING (in its callback) */
+  ob_buf body;
+  ob_buf head;          /* the last answer's header lines, "name\0value\0" */
+  size_t nheaders;
+  char errbuf[CURL_ERROR_SIZE];
+  ob_http_xfer *next, **prevp;
+};
+
+enum { IN_FLIGHT, DONE, CANCELLED, CALLING };
+
+static void free_closed_sock(uv_handle_t *u);
+
+typedef struct sock {
+  uv_poll_t poll;
+  ob_http *h;
+  curl_socket_t fd;
+  struct sock *next, **prevp;
+} sock;
+
+static void sock_close(sock *s) {
+  *s->prevp = s->next;
+  if (s->next)
+    s->next->prevp = s->prevp;
+  uv_poll_stop(&s->poll);
+  s->poll.data = s;
+  uv_close((uv_handle_t *)&s->poll, free_closed_sock);
+}
+
+static void free_closed_sock(uv_handle_t *u) { free(u->data); }
+static void free_closed_timer(uv_handle_t *u) { free(u); }
+
+/* --- the process's part ------------------------------------------------- */
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void) {
+  global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+  struct rlimit rl; /* thousands of transfers at once: a socket each */
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+      fprintf(stderr, "obelus: http: cannot raise the open files limit from %llu (%s): at most "
+                      "that many transfers at once\n", (unsigned long long)was, strerror(errno));
+  }
+}
+
+/* --- the loop's side -------------------------------------------------------- */
+
+static void check_done(ob_http *h);
+
+
+static void on_poll(uv_poll_t *p, int status, int events) {
+  sock *s = p->data;
+  ob_http *h = s->h;
+  int flags = 0;
+  if (status < 0)
+    flags = CURL_CSELECT_ERR;
+  if (events & UV_READABLE)
+    flags |= CURL_CSELECT_IN;
+  if (events & UV_WRITABLE)
+    flags |= CURL_CSELECT_OUT;
+  int running;
+  curl_multi_socket_action(h->multi, s->fd, flags, &running);
+  check_done(h);
+}
+
+static void on_timer(uv_timer_t *t) {
+  ob_http *h = t->data;
+  int running;
+  curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  check_done(h);
+}
+
+static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
+  (void)easy;
+  ob_http *h = userp;
+  sock *s = socketp;
+  if (what == CURL_POLL_REMOVE) {
+    if (s) {
+      sock_close(s);
+      curl_multi_assign(h->multi, fd, NULL);
+    }
+    return 0;
+  }
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (!s)
+      return -1;
+    s->h = h;
+    s->fd = fd;
+    if (uv_poll_init_socket(h->loop, &s->poll, fd) != 0) {
+      free(s);
+      return -1;
+    }
+    s->poll.data = s;
+    s->next = h->socks;
+    if (h->socks)
+      h->socks->prevp = &s->next;
+    s->prevp = &h->socks;
+    h->socks = s;
+    curl_multi_assign(h->multi, fd, s);
+  }
+  int events = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
+  uv_poll_start(&s->poll, events, on_poll);
+  return 0;
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
+  (void)multi;
+  ob_http *h = userp;
+  if (timeout_ms < 0)
+    uv_timer_stop(h->timer);
+  else
+    uv_timer_start(h->timer, on_timer, (uint64_t)timeout_ms, 0);
+  return 0;
+}
+
+/* --- transfers ----------------------------------------------------------------- */
+
+static void unlink_xfer(ob_http_xfer *x) {
+  if (!x->prevp)
+    return;
+  *x->prevp = x->next;
+  if (x->next)
+    x->next->prevp = x->prevp;
+  x->prevp = NULL;
+  x->next = NULL;
+  x->h->active--;
+}
+
+static void free_xfer(ob_http_xfer *x) {
+  unlink_xfer(x);
+  if (x->easy) {
+    curl_multi_remove_handle(x->h->multi, x->easy);
+    curl_easy_cleanup(x->easy);
+  }
+  curl_slist_free_all(x->headers);
+  if (x->file)
+    fclose(x->file);
+  ob_buf_free(&x->body);
+  ob_buf_free(&x->head);
+  free(x->method);
+  free(x->url);
+  free(x);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud) {
+  ob_http_xfer *x = ud;
+  size_t len = size * n;
+  if (x->max_bytes && x->got + len > x->max_bytes) {
+    x->too_big = 1;
+    return 0; /* libcurl stops the transfer: CURLE_WRITE_ERROR */
+  }
+  x->got += len;
+  if (x->file)
+    return fwrite(data, 1, len, x->file);
+  ob_buf_add(&x->body, data, len);
+  return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud) {
+  ob_http_xfer *x = ud;
+  size_t len = size * n;
+  if (len >= 5 && !memcmp(data, "HTTP/", 5)) { /* a new answer (after a redirect, a 100) */
+    x->head.len = 0;
+    x->nheaders = 0;
+    return len;
+  }
+  const char *colon = memchr(data, ':', len);
+  if (!colon)
+    return len; /* the blank line at the end, or nothing we keep */
+  const char *v = colon + 1, *end = data + len;
+  while (v < end && (*v == ' ' || *v == '\t'))
+    v++;
+  while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+    end--;
+  for (const char *c = data; c < colon; c++)
+    ob_buf_addc(&x->head, (char)tolower((unsigned char)*c));
+  ob_buf_addc(&x->head, '\0');
+  ob_buf_add(&x->head, v, (size_t)(end - v));
+  ob_buf_addc(&x->head, '\0');
+  x->nheaders++;
+  return len;
+}
+
+static void finish(ob_http_xfer *x, CURLcode rc) {
+  ob_http_response res = {0};
+  char why[CURL_ERROR_SIZE + 160];
+  const char **names = NULL, **values = NULL;
+  if (x->too_big) {
+    snprintf(why, sizeof why, "%s %s: the answer is larger than max_bytes (%zu)", x->method,
+             x->url, x->max_bytes);
+    res.error = why;
+  } else if (rc != CURLE_OK) {
+    snprintf(why, sizeof why, "%s %s: %s", x->method, x->url,
+             x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc));
+    res.error = why;
+  } else if (x->file && fflush(x->file) != 0) {
+    snprintf(why, sizeof why, "%s %s: writing the download: %s", x->method, x->url,
+             strerror(errno));
+    res.error = why;
+  }
+  if (!res.error) {
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &res.status);
+    char *eff = NULL;
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &eff);
+    res.url = eff ? eff : x->url;
+    names = ob_xcalloc(x->nheaders + 1, sizeof *names);
+    values = ob_xcalloc(x->nheaders + 1, sizeof *values);
+    const char *p = x->head.data;
+    for (size_t i = 0; i < x->nheaders; i++) {
+      names[i] = p;
+      p += strlen(p) + 1;
+      values[i] = p;
+      p += strlen(p) + 1;
+    }
+    res.nheaders = x->nheaders;
+    res.names = names;
+    res.values = values;
+    res.body = x->file ? NULL : (x->body.data ? x->body.data : "");
+    res.body_len = x->got;
+  }
+  x->cb(x->ud, &res);
+  free(names);
+  free(values);
+}
+
+static void check_done(ob_http *h) {
+  /* the finished ones first: a callback may start or cancel others */
+  ob_http_xfer *done = NULL, **tail = &done;
+  CURLcode codes[64];
+  size_t n = 0;
+  CURLMsg *m;
+  int left;
+  while ((m = curl_multi_info_read(h->multi, &left))) {
+    if (m->msg != CURLMSG_DONE)
+      continue;
+    ob_http_xfer *x = NULL;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+    CURLcode rc = m->data.result;
+    unlink_xfer(x);
+    curl_multi_remove_handle(h->multi, x->easy);
+    x->state = DONE;
+    if (n < sizeof codes / sizeof *codes) {
+      codes[n++] = rc;
+      *tail = x;
+      tail = &x->next;
+      *tail = NULL;
+    } else { /* more than a batch: call it back now (m is not used after) */
+      x->state = CALLING;
+      finish(x, rc);
+      free_xfer(x);
+    }
+  }
+  for (size_t i = 0; done; i++) {
+    ob_http_xfer *x = done;
+    done = x->next;
+    x->next = NULL;
+    if (x->state == DONE) { /* not cancelled by an earlier one's callback */
+      x->state = CALLING;
+      finish(x, codes[i]);
+    }
+    free_xfer(x);
+  }
+}
+
+ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
+  pthread_once(&global_once, global_init);
+  if (global_rc != CURLE_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "http: libcurl cannot start: %s",
+                 curl_easy_strerror(global_rc));
+    return NULL;
+  }
+  ob_http *h = ob_xcalloc(1, sizeof *h);
+  h->loop = loop;
+  h->multi = curl_multi_init();
+  h->share = curl_share_init();
+  h->timer = malloc(sizeof *h->timer);
+  if (!h->multi || !h->share || !h->timer) {
+    if (h->multi)
+      curl_multi_cleanup(h->multi);
+    if (h->share)
+      curl_share_cleanup(h->share);
+    free(h->timer);
+    free(h);
+    ob_error_set(err, OB_ENOMEM, 0, "http: out of memory");
+    return NULL;
+  }
+  curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  uv_timer_init(loop, h->timer);
+  h->timer->data = h;
+  uv_unref((uv_handle_t *)h->timer); /* transfers keep the loop alive through their sockets */
+  curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+  curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+  curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+  curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+  return h;
+}
+
+void ob_http_free(ob_http *h) {
+  if (!h)
+    return;
+  while (h->xfers)
+    free_xfer(h->xfers); /* removing a handle may close its socket: socket_cb */
+  curl_multi_cleanup(h->multi);
+  curl_share_cleanup(h->share);
+  while (h->socks) /* connections libcurl kept, should it not have said so */
+    sock_close(h->socks);
+  uv_timer_stop(h->timer);
+  uv_close((uv_handle_t *)h->timer, free_closed_timer);
+  free(h);
+}
+
+size_t ob_http_active(const ob_http *h) { return h ? h->active : 0; }
+
+void ob_http_cancel(ob_http_xfer *x) {
+  if (!x || x->state == CALLING || x->state == CANCELLED)
+    return; /* in its own callback: freed after it */
+  if (x->state == DONE)
+    x->state = CANCELLED; /* waiting for its callback in check_done: freed there */
+  else
+    free_xfer(x);
+}
+
+ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb, void *ud,
+                            ob_error *err) {
+  const char *method = rq->method ? rq->method : "GET";
+  if (!rq->url || !*rq->url) {
+    ob_error_set(err, OB_EINVAL, 0, "%s: no url", method);
+    return NULL;
+  }
+  ob_http_xfer *x = ob_xcalloc(1, sizeof *x);
+  x->h = h;
+  x->cb = cb;
+  x->ud = ud;
+  x->method = ob_xstrdup(method);
+  x->url = ob_xstrdup(rq->url);
+  x->max_bytes = rq->max_bytes;
+  ob_buf_init(&x->body);
+  ob_buf_init(&x->head);
+  if (rq->download && !(x->file = fopen(rq->download, "wb"))) {
+    ob_error_set(err, OB_EIO, 0, "%s %s: cannot write %s: %s", method, rq->url, rq->download,
+                 strerror(errno));
+    free_xfer(x);
+    return NULL;
+  }
+  CURL *e = x->easy = curl_easy_init();
+  if (!e) {
+    ob_error_set(err, OB_ENOMEM, 0, "%s %s: out of memory", method, rq->url);
+    free_xfer(x);
+    return NULL;
+  }
+  CURLcode rc = curl_easy_setopt(e, CURLOPT_URL, rq->url);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_SHARE, h->share);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every decoding libcurl has */
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, rq->follow ? 1L : 0L);
+  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 20L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  if (rq->timeout_ms)
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)rq->timeout_ms);
+  if (rq->ca_file)
+    curl_easy_setopt(e, CURLOPT_CAINFO, rq->ca_file);
+  if (!strcmp(method, "HEAD"))
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  else if (strcmp(method, "GET") || rq->has_body)
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+  if (rq->has_body) {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, rq->body ? rq->body : "");
+  }
+  for (size_t i = 0; i < rq->nheaders; i++) {
+    struct curl_slist *l = curl_slist_append(x->headers, rq->headers[i]);
+    if (!l) {
+      rc = CURLE_OUT_OF_MEMORY;
+      break;
+    }
+    x->headers = l;
+  }
+  if (x->headers)
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+  if (rc != CURLE_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "%s %s: %s", method, rq->url, curl_easy_strerror(rc));
+    free_xfer(x);
+    return NULL;
+  }
+  x->next = h->xfers;
+  if (h->xfers)
+    h->xfers->prevp = &x->next;
+  x->prevp = &h->xfers;
+  h->xfers = x;
+  h->active++;
+  CURLMcode mc = curl_multi_add_handle(h->multi, e);
+  if (mc != CURLM_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "%s %s: %s", method, rq->url, curl_multi_strerror(mc));
+    free_xfer(x);
+    return NULL;
+  }
+  return x;
+}
