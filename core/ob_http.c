@@ -173,6 +173,16 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 
 /* --- transfers ----------------------------------------------------------------- */
 
+/* The timer keeps the loop alive while transfers run (before libcurl has
+ * a socket to watch, it is all there is of them on the loop), and not after:
+ * libcurl may leave a timeout set for its connection cache. */
+static void hold(ob_http *h) {
+  if (h->active)
+    uv_ref((uv_handle_t *)h->timer);
+  else
+    uv_unref((uv_handle_t *)h->timer);
+}
+
 static void unlink_xfer(ob_http_xfer *x) {
   if (!x->prevp)
     return;
@@ -182,6 +192,7 @@ static void unlink_xfer(ob_http_xfer *x) {
   x->prevp = NULL;
   x->next = NULL;
   x->h->active--;
+  hold(x->h);
 }
 
 static void free_xfer(ob_http_xfer *x) {
@@ -346,7 +357,7 @@ ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
   curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   uv_timer_init(loop, h->timer);
   h->timer->data = h;
-  uv_unref((uv_handle_t *)h->timer); /* transfers keep the loop alive through their sockets */
+  uv_unref((uv_handle_t *)h->timer); /* referenced while transfers run (hold) */
   curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
   curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
   curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
@@ -455,6 +466,7 @@ ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb
   x->prevp = &h->xfers;
   h->xfers = x;
   h->active++;
+  hold(h);
   CURLMcode mc = curl_multi_add_handle(h->multi, e);
   if (mc != CURLM_OK) {
     ob_error_set(err, OB_EINVAL, 0, "%s %s: %s", method, rq->url, curl_multi_strerror(mc));
