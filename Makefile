@@ -233,6 +233,13 @@ demo: bin/obelus
 	  dot -Tsvg build/demo/weather.dot -o build/demo/weather.svg && \
 	  echo "demo: build/demo/weather.svg (done green, skipped grey)"; \
 	else echo "demo: no SVG, Graphviz's dot is not installed (make deps installs it)"; fi
+	@rm -f build/demo/http.port; lua5.4 plans/http/server.lua build/demo/http.port & echo $$! > build/demo/http.pid; \
+	 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
+	   [ -f build/demo/http.port ] && break; sleep 0.1; done; \
+	 base="http://127.0.0.1:$$(cat build/demo/http.port)"; \
+	 echo "\$$ obelus run plans/http/plan.json --tools plans/http/tools --input '{\"base\":\"$$base\"}'  # a weather API the demo serves"; \
+	 bin/obelus run plans/http/plan.json --tools plans/http/tools --input "{\"base\":\"$$base\"}"; rc=$$?; \
+	 kill $$(cat build/demo/http.pid) 2>/dev/null; exit $$rc
 
 # libFuzzer targets (clang, ASan+UBSan): reference parser, log, plans, schemas.
 # Not part of make test; FUZZ_SECONDS per target (default 60).

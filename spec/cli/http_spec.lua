@@ -146,6 +146,26 @@ describe("obelus.http against the tests' own server", function()
   end)
 end)
 
+describe("plans/http", function()
+  it("fans out to a weather API it serves itself and joins the answers into a summary", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir .. " && (lua5.4 plans/http/server.lua " .. dir .. "/port & echo $! > " .. dir .. "/pid)")
+    for _ = 1, 100 do
+      if io.open(dir .. "/port") then break end
+      os.execute("sleep 0.05")
+    end
+    local base = "http://127.0.0.1:" .. cli.slurp(dir .. "/port")
+    local r = cli.run { "run", "plans/http/plan.json", "--tools", "plans/http/tools", "--input",
+                        cjson.encode { base = base } }
+    os.execute("kill $(cat " .. dir .. "/pid); rm -rf " .. dir)
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    assert.are.equal("cairo clear 31°C; lisbon sunny 24°C; london rainy 12°C; oslo snow -3°C", out.summary)
+    assert.are.same({ city = "oslo", sky = "snow", temp = -3 }, out.weather.oslo)
+  end)
+end)
+
 describe("obelus.http against nginx", function()
   local s, why
   setup(function()
