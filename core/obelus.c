@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 
 #include "ob_engine.h"
+#include "ob_http.h"
 #include "ob_resume.h"
 #include "ob_run.h"
 #include "ob_wal.h"
@@ -100,6 +101,7 @@ struct obelus_engine {
   char *msg;                     /* the latest error ("" when none) */
   size_t nproblems;
   char **problems;
+  struct obelus_http *https;     /* the host's transfers in flight (obelus_http_start) */
 };
 
 struct obelus_run {
@@ -394,6 +396,8 @@ void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
     ob_engine_set_max_memory(E->e, mb << 20);
 }
 
+static void http_forget_all(obelus_engine *E);
+
 void obelus_engine_free(obelus_engine *E) {
   if (!E)
     return;
@@ -408,7 +412,8 @@ void obelus_engine_free(obelus_engine *E) {
   /* closed before the engine frees its own loop, whose last turns release it */
   if (E->idle && !uv_is_closing((uv_handle_t *)E->idle)) /* a host's uv_walk may have */
     uv_close((uv_handle_t *)E->idle, free_idle);
-  ob_engine_free(E->e);
+  ob_engine_free(E->e); /* ends every transfer, without a callback */
+  http_forget_all(E);
   for (ctool *t = E->tools, *next; t; t = next) {
     next = t->next;
     free(t);
@@ -955,4 +960,81 @@ char *obelus_run_message(obelus_run *R, size_t i) {
 
 size_t obelus_run_fail_stalled(obelus_run *R) {
   return R->cancelled || R->zombie ? 0 : ob_run_fail_stalled(R->r);
+}
+
+/* --- HTTP ---------------------------------------------------------------------- */
+
+/* A transfer of the host's: what to call back, in the engine's list so that
+ * freeing the engine frees the ones left. */
+struct obelus_http {
+  ob_http_xfer *x;
+  obelus_http_cb cb;
+  void *data;
+  obelus_http *next, **prevp;
+};
+
+static void http_unlink(obelus_http *t) {
+  *t->prevp = t->next;
+  if (t->next)
+    t->next->prevp = t->prevp;
+}
+
+static void http_done(void *ud, const ob_http_response *res) {
+  obelus_http *t = ud;
+  http_unlink(t);
+  obelus_http_response r = {res->error, res->status, res->nheaders, res->names, res->values,
+                            res->body, res->body_len, res->url};
+  obelus_http_cb cb = t->cb;
+  void *data = t->data;
+  free(t);
+  cb(&r, data);
+}
+
+int obelus_http_start(obelus_engine *E, const obelus_http_request *rq, obelus_http_cb cb,
+                      void *data, obelus_http **out) {
+  if (out)
+    *out = NULL;
+  clear_error(E);
+  if (!rq || !cb)
+    return set_error(E, OBELUS_EINVAL, "obelus_http_start: needs a request and a callback");
+  ob_error err;
+  if (!E->e->http && !(E->e->http = ob_http_new(E->e->loop, &err)))
+    return set_error(E, OBELUS_EINVAL, "%s", err.msg);
+  ob_http_request q = {rq->method, rq->url, rq->headers, rq->nheaders, rq->body, rq->body_len,
+                       rq->body != NULL, rq->timeout_ms, !rq->no_follow, rq->max_bytes,
+                       rq->ca_file, rq->download};
+  obelus_http *t = calloc(1, sizeof *t);
+  if (!t)
+    abort();
+  t->cb = cb;
+  t->data = data;
+  if (!(t->x = ob_http_start(E->e->http, &q, http_done, t, &err))) {
+    free(t);
+    return set_error(E, OBELUS_EINVAL, "%s", err.msg);
+  }
+  t->next = E->https;
+  if (E->https)
+    E->https->prevp = &t->next;
+  t->prevp = &E->https;
+  E->https = t;
+  if (out)
+    *out = t;
+  return OBELUS_OK;
+}
+
+void obelus_http_cancel(obelus_http *t) {
+  if (!t)
+    return;
+  http_unlink(t);
+  ob_http_cancel(t->x);
+  free(t);
+}
+
+/* The engine goes: its transfers end with it (ob_engine_free cancels them). */
+static void http_forget_all(obelus_engine *E) {
+  while (E->https) {
+    obelus_http *t = E->https;
+    http_unlink(t);
+    free(t);
+  }
 }

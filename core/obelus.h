@@ -257,6 +257,53 @@ void obelus_call_fail(obelus_call *call, const char *message);
 const char *obelus_call_id(const obelus_call *call);
 const char *obelus_call_tool(const obelus_call *call);
 
+/* ==== HTTP =========================================================================== */
+
+/* Requests on the engine's loop (libcurl's multi interface, as Lua tools'
+ * obelus.http): for a C tool that calls an API and completes its call from
+ * the answer, or for the host itself. Connections are reused across
+ * requests. Zero-initialise and set what you need. */
+typedef struct obelus_http_request {
+  const char *method;         /* NULL: "GET" */
+  const char *url;
+  const char *const *headers; /* "Name: value" lines */
+  size_t nheaders;
+  const char *body;           /* sent when not NULL (body_len bytes) */
+  size_t body_len;
+  unsigned long timeout_ms;   /* the whole transfer; 0: none */
+  int no_follow;              /* non-zero: do not follow redirects */
+  size_t max_bytes;           /* the largest answer body taken; 0: no limit */
+  const char *ca_file;        /* trust these CAs (PEM) instead of the system's */
+  const char *download;       /* write the body to this file instead */
+} obelus_http_request;
+
+typedef struct obelus_http_response {
+  const char *error;          /* NULL, or the transport failure: "METHOD URL: why" (an
+                                 HTTP status is not a failure) */
+  long status;
+  size_t nheaders;            /* the answer's headers, names in lower case */
+  const char *const *names, *const *values;
+  const char *body;           /* NULL for a download */
+  size_t body_len;
+  const char *url;            /* after redirects */
+} obelus_http_response;
+
+typedef struct obelus_http obelus_http;
+
+/* Called once, from the loop, when the transfer ends (unless cancelled
+ * first); the response is valid during the call only. */
+typedef void (*obelus_http_cb)(const obelus_http_response *res, void *data);
+
+/* Starts a request; *out (may be NULL) is the transfer, for
+ * obelus_http_cancel until its callback has been called. OBELUS_OK, or
+ * OBELUS_EINVAL with the message on the engine (no url, a bad option, a
+ * download file that cannot be made). Freeing the engine cancels the
+ * transfers left. */
+int obelus_http_start(obelus_engine *e, const obelus_http_request *rq, obelus_http_cb cb,
+                      void *data, obelus_http **out);
+/* Stops a transfer whose callback has not been called: it never is. */
+void obelus_http_cancel(obelus_http *x);
+
 /* ==== Runs ========================================================================== */
 
 typedef struct obelus_run obelus_run;
