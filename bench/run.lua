@@ -1,5 +1,6 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
--- `lua5.4 run.lua journal` runs the journal section alone.
+-- `lua5.4 run.lua journal` runs the journal section alone; `lua5.4 run.lua http` the
+-- HTTP one (bench/http.lua).
 local cjson = require "cjson"
 
 local function run(args, env)
@@ -74,6 +75,10 @@ end
 
 if arg[1] == "journal" then
   journal_section()
+  return
+end
+if arg[1] == "http" then
+  dofile("http.lua")
   return
 end
 
@@ -173,3 +178,6 @@ end
 print(string.format("a tool computing for ~0.3 s, in a run / bare: %.2fx", median(ratio)))
 
 journal_section()
+
+print("")
+dofile("http.lua")

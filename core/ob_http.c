@@ -31,6 +31,18 @@
 #include "ob_http.h"
 #include "ob_mem.h"
 
+/* Connections open to one host at once, at most (see ob_http_new). */
+#ifndef OB_HTTP_HOST_CONNECTIONS
+#define OB_HTTP_HOST_CONNECTIONS 256
+#endif
+/* Transfers handed to libcurl at once; the others wait in our queue, in
+ * order. libcurl's own queue (of transfers waiting for a connection) is
+ * scanned whenever one ends: 10,000 in it made every transfer cost 5 times
+ * what it does with a short one. */
+#ifndef OB_HTTP_RUNNING
+#define OB_HTTP_RUNNING 64
+#endif
+
 struct ob_http {
   uv_loop_t *loop;
   CURLM *multi;
@@ -39,6 +51,11 @@ struct ob_http {
   ob_http_xfer *xfers; /* in flight, a list through next/prevp */
   size_t active;
   struct sock *socks;  /* watched, a list through next/prevp */
+  size_t running;      /* handed to libcurl */
+  ob_http_xfer *qhead, **qtail; /* waiting for their turn, through qnext */
+  ob_http_xfer *failed; /* could not be handed over: called back from the loop */
+  CURL *idle[OB_HTTP_RUNNING]; /* easy handles of ended transfers, for the next ones */
+  size_t nidle;
 };
 
 struct ob_http_xfer {
@@ -58,6 +75,14 @@ struct ob_http_xfer {
   size_t nheaders;
   char errbuf[CURL_ERROR_SIZE];
   ob_http_xfer *next, **prevp;
+  unsigned long timeout_ms;
+  int follow, has_body;
+  char *ca_file, *download;
+  ob_buf send;          /* the request body */
+  CURLcode fail_rc;     /* on h->failed: why */
+  int in_multi;         /* handed to libcurl */
+  int queued;           /* waiting in h's queue */
+  ob_http_xfer *qnext;
 };
 
 enum { IN_FLIGHT, DONE, CANCELLED, CALLING };
@@ -195,12 +220,48 @@ static void unlink_xfer(ob_http_xfer *x) {
   hold(x->h);
 }
 
+static void dequeue(ob_http_xfer *x) {
+  ob_http *h = x->h;
+  ob_http_xfer **pp = &h->qhead; /* cancelling a queued transfer: rare, a scan */
+  while (*pp && *pp != x)
+    pp = &(*pp)->qnext;
+  if (*pp)
+    *pp = x->qnext;
+  if (h->qtail == &x->qnext)
+    h->qtail = pp;
+  x->queued = 0;
+  x->qnext = NULL;
+}
+
+static void off_multi(ob_http_xfer *x) {
+  if (!x->in_multi)
+    return;
+  curl_multi_remove_handle(x->h->multi, x->easy);
+  x->in_multi = 0;
+  x->h->running--;
+}
+
 static void free_xfer(ob_http_xfer *x) {
   unlink_xfer(x);
-  if (x->easy) {
-    curl_multi_remove_handle(x->h->multi, x->easy);
+  if (x->queued)
+    dequeue(x);
+  if (x->fail_rc) { /* on h->failed (cancelled before its callback came) */
+    ob_http_xfer **pp = &x->h->failed;
+    while (*pp && *pp != x)
+      pp = &(*pp)->qnext;
+    if (*pp)
+      *pp = x->qnext;
+  }
+  off_multi(x);
+  if (x->easy && x->h->nidle < OB_HTTP_RUNNING) {
+    curl_easy_reset(x->easy); /* kept for a later transfer: no new handle to set up */
+    x->h->idle[x->h->nidle++] = x->easy;
+  } else if (x->easy) {
     curl_easy_cleanup(x->easy);
   }
+  free(x->ca_file);
+  free(x->download);
+  ob_buf_free(&x->send);
   curl_slist_free_all(x->headers);
   if (x->file)
     fclose(x->file);
@@ -292,7 +353,39 @@ static void finish(ob_http_xfer *x, CURLcode rc) {
   free(values);
 }
 
+static CURLcode setup_easy(ob_http_xfer *x);
+
+/* Hands queued transfers to libcurl while there is room. One that cannot
+ * be set up fails, called back from the loop (never from inside start). */
+static void pump(ob_http *h) {
+  while (h->running < OB_HTTP_RUNNING && h->qhead) {
+    ob_http_xfer *x = h->qhead;
+    dequeue(x);
+    CURLcode rc = setup_easy(x);
+    if (rc == CURLE_OK && curl_multi_add_handle(h->multi, x->easy) == CURLM_OK) {
+      x->in_multi = 1;
+      h->running++;
+    } else {
+      x->fail_rc = rc != CURLE_OK ? rc : CURLE_OUT_OF_MEMORY;
+      x->qnext = h->failed;
+      h->failed = x;
+      uv_timer_start(h->timer, on_timer, 0, 0);
+    }
+  }
+}
+
 static void check_done(ob_http *h) {
+  while (h->failed) { /* those that could not be handed over */
+    ob_http_xfer *x = h->failed;
+    h->failed = x->qnext;
+    x->qnext = NULL;
+    CURLcode rc = x->fail_rc;
+    x->fail_rc = CURLE_OK;
+    unlink_xfer(x);
+    x->state = CALLING;
+    finish(x, rc);
+    free_xfer(x);
+  }
   /* the finished ones first: a callback may start or cancel others */
   ob_http_xfer *done = NULL, **tail = &done;
   CURLcode codes[64];
@@ -306,7 +399,7 @@ static void check_done(ob_http *h) {
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
     CURLcode rc = m->data.result;
     unlink_xfer(x);
-    curl_multi_remove_handle(h->multi, x->easy);
+    off_multi(x);
     x->state = DONE;
     if (n < sizeof codes / sizeof *codes) {
       codes[n++] = rc;
@@ -329,6 +422,7 @@ static void check_done(ob_http *h) {
     }
     free_xfer(x);
   }
+  pump(h);
 }
 
 ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
@@ -360,16 +454,24 @@ ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
   uv_unref((uv_handle_t *)h->timer); /* referenced while transfers run (hold) */
   curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
   curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+  h->qtail = &h->qhead;
   curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
   curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+  /* thousands of transfers to one host share a pool of connections rather
+   * than opening one each: libcurl queues the others until one is free */
+  curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)OB_HTTP_HOST_CONNECTIONS);
+  curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)OB_HTTP_HOST_CONNECTIONS * 4);
   return h;
 }
 
 void ob_http_free(ob_http *h) {
   if (!h)
     return;
+  h->failed = NULL; /* on the xfers list too */
   while (h->xfers)
     free_xfer(h->xfers); /* removing a handle may close its socket: socket_cb */
+  while (h->nidle)
+    curl_easy_cleanup(h->idle[--h->nidle]);
   curl_multi_cleanup(h->multi);
   curl_share_cleanup(h->share);
   while (h->socks) /* connections libcurl kept, should it not have said so */
@@ -384,10 +486,58 @@ size_t ob_http_active(const ob_http *h) { return h ? h->active : 0; }
 void ob_http_cancel(ob_http_xfer *x) {
   if (!x || x->state == CALLING || x->state == CANCELLED)
     return; /* in its own callback: freed after it */
-  if (x->state == DONE)
+  if (x->state == DONE) {
     x->state = CANCELLED; /* waiting for its callback in check_done: freed there */
-  else
-    free_xfer(x);
+    return;
+  }
+  ob_http *h = x->h;
+  free_xfer(x);
+  pump(h);
+}
+
+/* The transfer's easy handle, made as it is handed to libcurl (a queued
+ * transfer holds only its request): one reused from an ended transfer when
+ * there is one. OB_OK, or the failure in x->errbuf. */
+static CURLcode setup_easy(ob_http_xfer *x) {
+  ob_http *h = x->h;
+  if (x->download && !(x->file = fopen(x->download, "wb"))) {
+    snprintf(x->errbuf, sizeof x->errbuf, "cannot write %s: %s", x->download, strerror(errno));
+    return CURLE_WRITE_ERROR;
+  }
+  CURL *e = h->nidle ? h->idle[--h->nidle] : curl_easy_init();
+  if (!e)
+    return CURLE_OUT_OF_MEMORY;
+  x->easy = e;
+  CURLcode rc = curl_easy_setopt(e, CURLOPT_URL, x->url);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_SHARE, h->share);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every decoding libcurl has */
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, x->follow ? 1L : 0L);
+  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 20L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  if (x->timeout_ms)
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)x->timeout_ms);
+  if (x->ca_file)
+    curl_easy_setopt(e, CURLOPT_CAINFO, x->ca_file);
+  if (!strcmp(x->method, "HEAD"))
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  else if (strcmp(x->method, "GET") || x->has_body)
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x->method);
+  if (x->has_body) {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->send.len);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->send.data ? x->send.data : "");
+  }
+  if (x->headers)
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+  return rc;
 }
 
 ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb, void *ud,
@@ -404,61 +554,24 @@ ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb
   x->method = ob_xstrdup(method);
   x->url = ob_xstrdup(rq->url);
   x->max_bytes = rq->max_bytes;
+  x->timeout_ms = rq->timeout_ms;
+  x->follow = rq->follow;
+  x->has_body = rq->has_body;
+  x->ca_file = rq->ca_file ? ob_xstrdup(rq->ca_file) : NULL;
+  x->download = rq->download ? ob_xstrdup(rq->download) : NULL;
   ob_buf_init(&x->body);
   ob_buf_init(&x->head);
-  if (rq->download && !(x->file = fopen(rq->download, "wb"))) {
-    ob_error_set(err, OB_EIO, 0, "%s %s: cannot write %s: %s", method, rq->url, rq->download,
-                 strerror(errno));
-    free_xfer(x);
-    return NULL;
-  }
-  CURL *e = x->easy = curl_easy_init();
-  if (!e) {
-    ob_error_set(err, OB_ENOMEM, 0, "%s %s: out of memory", method, rq->url);
-    free_xfer(x);
-    return NULL;
-  }
-  CURLcode rc = curl_easy_setopt(e, CURLOPT_URL, rq->url);
-  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_SHARE, h->share);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every decoding libcurl has */
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, rq->follow ? 1L : 0L);
-  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 20L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  if (rq->timeout_ms)
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)rq->timeout_ms);
-  if (rq->ca_file)
-    curl_easy_setopt(e, CURLOPT_CAINFO, rq->ca_file);
-  if (!strcmp(method, "HEAD"))
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  else if (strcmp(method, "GET") || rq->has_body)
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-  if (rq->has_body) {
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
-    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, rq->body ? rq->body : "");
-  }
+  ob_buf_init(&x->send);
+  if (rq->has_body)
+    ob_buf_add(&x->send, rq->body ? rq->body : "", rq->body_len);
   for (size_t i = 0; i < rq->nheaders; i++) {
     struct curl_slist *l = curl_slist_append(x->headers, rq->headers[i]);
     if (!l) {
-      rc = CURLE_OUT_OF_MEMORY;
-      break;
+      ob_error_set(err, OB_ENOMEM, 0, "%s %s: out of memory", method, rq->url);
+      free_xfer(x);
+      return NULL;
     }
     x->headers = l;
-  }
-  if (x->headers)
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
-  if (rc != CURLE_OK) {
-    ob_error_set(err, OB_EINVAL, 0, "%s %s: %s", method, rq->url, curl_easy_strerror(rc));
-    free_xfer(x);
-    return NULL;
   }
   x->next = h->xfers;
   if (h->xfers)
@@ -467,11 +580,9 @@ ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb
   h->xfers = x;
   h->active++;
   hold(h);
-  CURLMcode mc = curl_multi_add_handle(h->multi, e);
-  if (mc != CURLM_OK) {
-    ob_error_set(err, OB_EINVAL, 0, "%s %s: %s", method, rq->url, curl_multi_strerror(mc));
-    free_xfer(x);
-    return NULL;
-  }
+  x->queued = 1; /* in order behind those waiting already */
+  *h->qtail = x;
+  h->qtail = &x->qnext;
+  pump(h);
   return x;
 }

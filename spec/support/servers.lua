@@ -61,7 +61,8 @@ function M.httpd()
   return s
 end
 
-function M.nginx()
+-- opts: { gzip = false } serves without compression (for the benchmark)
+function M.nginx(opts)
   local bin = io.popen("command -v nginx || ls /usr/sbin/nginx 2>/dev/null"):read("l")
   if not bin or bin == "" then return nil, "nginx is not installed (make deps)" end
   local dir = tmpdir()
@@ -79,19 +80,22 @@ worker_processes 1;
 daemon on;
 pid %s/nginx.pid;
 error_log %s/error.log;
-events { worker_connections 16384; }
+worker_rlimit_nofile 40000;
+events { worker_connections 30000; }
 http {
   access_log off;
   client_body_temp_path %s/tmp/body; proxy_temp_path %s/tmp/proxy;
   fastcgi_temp_path %s/tmp/fcgi; uwsgi_temp_path %s/tmp/uwsgi; scgi_temp_path %s/tmp/scgi;
   default_type text/plain;
-  gzip on; gzip_min_length 0; gzip_types text/plain application/json;
+  %s
   keepalive_requests 100000;
   server { listen 127.0.0.1:%d; root %s/www; }
   server { listen 127.0.0.1:%d ssl; http2 on; ssl_certificate %s/cert.pem;
            ssl_certificate_key %s/key.pem; root %s/www; }
 }
-]]):format(root and "user root;" or "", dir, dir, dir, dir, dir, dir, dir, port, dir, tls, dir, dir, dir)
+]]):format(root and "user root;" or "", dir, dir, dir, dir, dir, dir, dir,
+    (opts or {}).gzip == false and "gzip off;" or "gzip on; gzip_min_length 0; gzip_types text/plain application/json;",
+    port, dir, tls, dir, dir, dir)
   -- nginx 1.22 takes "http2" on the listen line, not as a directive
   conf = conf:gsub("ssl; http2 on;", "ssl http2;")
   local f = assert(io.open(dir .. "/nginx.conf", "w"))

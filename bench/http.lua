@@ -1,0 +1,83 @@
+-- bench/http.lua -- the HTTP benchmark (`make bench` ends with it; `sh bench/run http`
+-- runs it alone): 10,000 GETs of a 1 KB file from a local nginx (started here, no
+-- compression, keep-alive), made three ways, each a whole process timed by GNU time:
+--   obelus  a plan of 10,000 calls (a fan-out: all start at once), each tool call a GET
+--           through obelus.http, through `bin/obelus run`
+--   node    Node's built-in fetch, the 10,000 in a Promise.all
+--   curl    curl --parallel --parallel-max 1000 over the 10,000 URLs
+-- interleaved (obelus, node, curl, obelus, ...) for 5 rounds; medians of requests/s and
+-- peak RSS, and the ratios of each round (goal: obelus >= 2x node, curl <= 1.5x obelus).
+package.path = "../spec/?.lua;" .. package.path
+local cjson = require "cjson"
+local servers = require "support.servers"
+
+local N, ROUNDS = tonumber(os.getenv("OBELUS_HTTP_N") or "10000"), 5
+
+local function median(xs)
+  local t = {}
+  for i, x in ipairs(xs) do t[i] = x end
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+-- runs cmd under GNU time: seconds and peak RSS (KB), and whether it exited 0
+local function timed(cmd)
+  local tf = os.tmpname()
+  local ok = os.execute(("/usr/bin/time -f '%%e %%M' -o %s sh -c %q >/dev/null 2>%s.err"):format(tf, cmd, tf))
+  local f = assert(io.open(tf))
+  local secs, kb = f:read("a"):match("([%d.]+) (%d+)%s*$")
+  f:close()
+  local ef = io.open(tf .. ".err")
+  local err = ef and ef:read("a") or ""
+  if ef then ef:close() end
+  os.remove(tf)
+  os.remove(tf .. ".err")
+  if not ok or not secs then error(cmd .. " failed: " .. err) end
+  return tonumber(secs), tonumber(kb)
+end
+
+local s = assert(servers.nginx { gzip = false })
+s.file("1k.bin", ("0123456789abcdef"):rep(64))
+local url = s.url("/1k.bin")
+local dir = s.dir
+
+local plan = {}
+for i = 1, N do plan[i] = { _tool = "fetch", url = url, _outputPath = "†state.n" .. i } end
+local pf = assert(io.open(dir .. "/plan.json", "w"))
+pf:write(cjson.encode { plan = plan, output = "†state.n" .. N })
+pf:close()
+local cf = assert(io.open(dir .. "/urls.cfg", "w"))
+for _ = 1, N do cf:write(('url = "%s"\noutput = "/dev/null"\n'):format(url)) end
+cf:close()
+
+local peers = {
+  { name = "obelus", cmd = ("../bin/obelus run %s/plan.json --tools http_tools.lua"):format(dir) },
+  { name = "node", cmd = ("node http_fetch.mjs %s %d"):format(url, N) },
+  { name = "curl", cmd = ("curl -s --parallel --parallel-max 1000 -K %s/urls.cfg"):format(dir) },
+}
+local rps, rss = {}, {}
+for _, p in ipairs(peers) do rps[p.name], rss[p.name] = {}, {} end
+local vs_node, curl_vs = {}, {}
+for round = 1, ROUNDS do
+  local this = {}
+  for _, p in ipairs(peers) do
+    local secs, kb = timed(p.cmd)
+    this[p.name] = N / secs
+    table.insert(rps[p.name], N / secs)
+    table.insert(rss[p.name], kb)
+    print(cjson.encode { bench = "http", round = round, client = p.name, n = N,
+                         requests_per_s = math.floor(N / secs), peak_rss_kb = kb })
+  end
+  table.insert(vs_node, this.obelus / this.node)
+  table.insert(curl_vs, this.curl / this.obelus)
+end
+s.stop()
+
+print("")
+print(("http: %d GETs of 1 KB from a local nginx, whole process, %d rounds interleaved"):format(N, ROUNDS))
+print(("%-8s %16s %18s"):format("client", "requests/s (med)", "peak RSS MB (med)"))
+for _, p in ipairs(peers) do
+  print(("%-8s %16.0f %18.1f"):format(p.name, median(rps[p.name]), median(rss[p.name]) / 1024))
+end
+print(("obelus / node: %.2fx (goal >= 2x); curl / obelus: %.2fx (goal <= 1.5x)"):format(
+  median(vs_node), median(curl_vs)))
