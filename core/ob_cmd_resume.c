@@ -76,6 +76,7 @@ int ob_cmd_resume(int argc, char **argv) {
     goto done;
   }
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
+  e->http_max = o.http_max;
   const ob_value *then = ob_resume_tool_files(rs);
   for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
     ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);

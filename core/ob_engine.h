@@ -48,6 +48,7 @@ typedef struct ob_engine {
   int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
   struct ob_http *http;   /* obelus.http's transfers (ob_http.h): made at the first
                              request, NULL before (and once the engine is freed) */
+  size_t http_max;        /* transfers at once (ob_http_set_max; 0: its default) */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
   /* obelus.sleep: one timer for the whole engine and the calls asleep, by

@@ -31,17 +31,8 @@
 #include "ob_http.h"
 #include "ob_mem.h"
 
-/* Connections open to one host at once, at most (see ob_http_new). */
-#ifndef OB_HTTP_HOST_CONNECTIONS
-#define OB_HTTP_HOST_CONNECTIONS 256
-#endif
-/* Transfers handed to libcurl at once; the others wait in our queue, in
- * order. libcurl's own queue (of transfers waiting for a connection) is
- * scanned whenever one ends: 10,000 in it made every transfer cost 5 times
- * what it does with a short one. */
-#ifndef OB_HTTP_RUNNING
-#define OB_HTTP_RUNNING 64
-#endif
+/* Easy handles of ended transfers kept for the next ones, at most. */
+#define KEEP_EASY 1024
 
 struct ob_http {
   uv_loop_t *loop;
@@ -54,7 +45,8 @@ struct ob_http {
   size_t running;      /* handed to libcurl */
   ob_http_xfer *qhead, **qtail; /* waiting for their turn, through qnext */
   ob_http_xfer *failed; /* could not be handed over: called back from the loop */
-  CURL *idle[OB_HTTP_RUNNING]; /* easy handles of ended transfers, for the next ones */
+  size_t max;          /* handed to libcurl at once, at most (ob_http_set_max) */
+  CURL *idle[KEEP_EASY]; /* easy handles of ended transfers, for the next ones */
   size_t nidle;
 };
 
@@ -253,7 +245,7 @@ static void free_xfer(ob_http_xfer *x) {
       *pp = x->qnext;
   }
   off_multi(x);
-  if (x->easy && x->h->nidle < OB_HTTP_RUNNING) {
+  if (x->easy && x->h->nidle < KEEP_EASY) {
     curl_easy_reset(x->easy); /* kept for a later transfer: no new handle to set up */
     x->h->idle[x->h->nidle++] = x->easy;
   } else if (x->easy) {
@@ -358,7 +350,7 @@ static CURLcode setup_easy(ob_http_xfer *x);
 /* Hands queued transfers to libcurl while there is room. One that cannot
  * be set up fails, called back from the loop (never from inside start). */
 static void pump(ob_http *h) {
-  while (h->running < OB_HTTP_RUNNING && h->qhead) {
+  while (h->running < h->max && h->qhead) {
     ob_http_xfer *x = h->qhead;
     dequeue(x);
     CURLcode rc = setup_easy(x);
@@ -457,10 +449,8 @@ ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
   h->qtail = &h->qhead;
   curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
   curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
-  /* thousands of transfers to one host share a pool of connections rather
-   * than opening one each: libcurl queues the others until one is free */
-  curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)OB_HTTP_HOST_CONNECTIONS);
-  curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)OB_HTTP_HOST_CONNECTIONS * 4);
+  h->max = OB_HTTP_MAX_DEFAULT;
+  curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)KEEP_EASY);
   return h;
 }
 
@@ -482,6 +472,11 @@ void ob_http_free(ob_http *h) {
 }
 
 size_t ob_http_active(const ob_http *h) { return h ? h->active : 0; }
+
+void ob_http_set_max(ob_http *h, size_t max) {
+  h->max = max ? max : OB_HTTP_MAX_DEFAULT;
+  pump(h);
+}
 
 void ob_http_cancel(ob_http_xfer *x) {
   if (!x || x->state == CALLING || x->state == CANCELLED)

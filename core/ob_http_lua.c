@@ -178,6 +178,7 @@ int ob_http_lua_start(lua_State *L) {
     ob_buf_free(&lines);
     return luaL_error(L, "obelus.http: %s", err.msg);
   }
+  ob_http_set_max(e->http, e->http_max);
   lxfer *lx = lua_newuserdatauv(L, sizeof *lx, 0);
   lx->x = NULL;
   lx->e = e;

@@ -97,6 +97,10 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
     } else if (!strcmp(a, "--max-calls") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->max_calls) || !o->max_calls)
         return ob_cli_usage_error(o->cmd, "--max-calls needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--http-max") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->http_max) || !o->http_max || o->http_max > 1000000)
+        return ob_cli_usage_error(o->cmd, "--http-max needs a number of transfers, from 1 to "
+                                          "1000000");
     } else if (!strcmp(a, "--max-slice") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
           o->max_slice_ms > 86400000)
@@ -157,6 +161,7 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
     return OB_EXIT_USAGE;
   }
   ob_engine_set_max_memory(e, o->max_memory_mb << 20);
+  e->http_max = o->http_max;
   for (int i = 0; i < o->ntools; i++)
     if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
       fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);

@@ -135,6 +135,27 @@ describe("obelus.http against the tests' own server", function()
     os.remove(log)
   end)
 
+  it("holds 10,000 requests in flight at once with --http-max 10000; 1,000 by default", function()
+    local function peak(tag)
+      local p = run({ plan = { { _tool = "get", url = s.url("/peak?tag=" .. tag), _outputPath = "†state.p" } },
+                      output = "†state.p.body" })
+      return cjson.decode(p.output).peak
+    end
+    local function slow(tag, n, ...)
+      local plan = {}
+      for i = 1, n do
+        plan[i] = { _tool = "size", url = s.url("/slow?ms=1500&tag=" .. tag), _outputPath = "†state.n" .. i }
+      end
+      local r = run({ plan = plan, output = "†state.n" .. n }, ...)
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal(4, r.output) -- #"slow"
+    end
+    slow("all", 10000, "--http-max", "10000")
+    assert.are.equal(10000, peak("all"))
+    slow("default", 2500)
+    assert.are.equal(1000, peak("default"))
+  end)
+
   it("fans out 300 requests at once, all answered", function()
     local plan = {}
     for i = 1, 300 do

@@ -9,6 +9,7 @@
 --   /big?n=N          N bytes of "x"
 --   /broken           promises 100 bytes, sends 10, closes
 --   /json             200 {"ok":true,"n":42}
+--   /peak?tag=T       200 {"peak":N}: the most /slow?...&tag=T requests waiting at once
 -- One request a connection (Connection: close).
 local uv = require "luv"
 local cjson = require "cjson"
@@ -26,6 +27,8 @@ local function query(path, key)
   return path:match("[?&]" .. key .. "=([^&]*)")
 end
 
+local waiting, peak = {}, {} -- by tag
+
 local function serve(client, req)
   local method, path = req.method, req.path
   local route = path:match("^[^?]*")
@@ -37,11 +40,18 @@ local function serve(client, req)
   elseif route == "/json" then
     answer(client, 200, '{"ok":true,"n":42}', { ["Content-Type"] = "application/json" })
   elseif route == "/slow" then
+    local tag = query(path, "tag") or ""
+    waiting[tag] = (waiting[tag] or 0) + 1
+    if waiting[tag] > (peak[tag] or 0) then peak[tag] = waiting[tag] end
     local t = uv.new_timer()
     t:start(tonumber(query(path, "ms")) or 1000, 0, function()
       t:close()
+      waiting[tag] = waiting[tag] - 1
       if not client:is_closing() then answer(client, 200, "slow") end
     end)
+  elseif route == "/peak" then
+    answer(client, 200, cjson.encode { peak = peak[query(path, "tag") or ""] or 0 },
+           { ["Content-Type"] = "application/json" })
   elseif route:match("^/status/%d+$") then
     local n = tonumber(route:match("%d+"))
     answer(client, n, "status " .. n)
@@ -65,7 +75,7 @@ f:write(server:getsockname().port)
 f:close()
 os.rename(portfile .. ".tmp", portfile)
 
-server:listen(1024, function()
+server:listen(16384, function()
   local client = uv.new_tcp()
   server:accept(client)
   local data = ""
