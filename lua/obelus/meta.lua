@@ -68,6 +68,52 @@ function obelus.sleep(ms) end
 ---@return any ...
 function obelus.await(fn) end
 
+---@class obelus.http_request
+---@field url string
+---@field method? string "GET" by default ("POST" for http.json with a body)
+---@field headers? table<string, string>
+---@field body? string (http.json: any JSON value)
+---@field timeout_ms? integer the whole transfer (from its turn: see --http-max)
+---@field follow? boolean follow redirects (default true)
+---@field max_bytes? integer a larger answer body is a transport failure
+---@field ca_file? string trust these CAs (PEM) instead of the system's
+
+---@class obelus.http_response
+---@field status integer the HTTP status (data, never an error)
+---@field headers table<string, string> names in lower case; repeated ones joined with ", "
+---@field body? string the answer (http.json: the decoded value; nil for a download)
+---@field text? string http.json: the answer as received
+---@field bytes integer the answer's length
+---@field url string where the answer came from (after redirects)
+
+---HTTP on the engine's loop (libcurl): the calling call waits, every other call goes on.
+---A transport failure (refused, DNS, TLS, timeout, max_bytes) raises "METHOD URL: why".
+---Tools only. HTTPS with the system's CA store, HTTP/2, gzip/deflate/br/zstd decoding,
+---redirects, proxies from http_proxy/https_proxy/no_proxy.
+obelus.http = {}
+---@param opts obelus.http_request
+---@return obelus.http_response
+function obelus.http.request(opts) end
+---@param url string
+---@param opts? obelus.http_request
+---@return obelus.http_response
+function obelus.http.get(url, opts) end
+---@param url string
+---@param body string
+---@param opts? obelus.http_request
+---@return obelus.http_response
+function obelus.http.post(url, body, opts) end
+---Sends `opts.body` (a Lua value) as JSON; answers with `body` decoded (nil when empty).
+---@param opts obelus.http_request
+---@return obelus.http_response
+function obelus.http.json(opts) end
+---Streams the answer into the file `path`; the response has no body.
+---@param url string
+---@param path string
+---@param opts? obelus.http_request
+---@return obelus.http_response
+function obelus.http.download(url, path, opts) end
+
 ---A result that picks an `||` alternative of the call's `_outputPath`, by 1-based
 ---position or by the alternative as written (`"†state.failed"`). Return it from `run`.
 ---@param which integer|string
