@@ -325,6 +325,10 @@ static void finish(ob_http_xfer *x, CURLcode rc) {
     char *eff = NULL;
     curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &eff);
     res.url = eff ? eff : x->url;
+    long v = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &v);
+    res.version = v == CURL_HTTP_VERSION_2_0 ? "2" : v == CURL_HTTP_VERSION_3 ? "3"
+                  : v == CURL_HTTP_VERSION_1_0 ? "1.0" : "1.1";
     names = ob_xcalloc(x->nheaders + 1, sizeof *names);
     values = ob_xcalloc(x->nheaders + 1, sizeof *values);
     const char *p = x->head.data;

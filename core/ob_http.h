@@ -50,6 +50,7 @@ typedef struct ob_http_response {
   const char *body;       /* NULL for a download */
   size_t body_len;        /* bytes received (written to the file, for a download) */
   const char *url;        /* where the answer came from (after redirects) */
+  const char *version;    /* the HTTP version it came in: "1.0", "1.1", "2", "3" */
 } ob_http_response;
 
 /* Called once per transfer that is not cancelled, from the loop. The

@@ -73,6 +73,8 @@ static void on_done(void *ud, const ob_http_response *res) {
     lua_setfield(L, -2, "bytes");
     lua_pushstring(L, res->url);
     lua_setfield(L, -2, "url");
+    lua_pushstring(L, res->version);
+    lua_setfield(L, -2, "version");
   }
   release(L, lx);
   if (ob_engine_pcall(L, nargs, 0) != LUA_OK) {

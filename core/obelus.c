@@ -982,8 +982,9 @@ static void http_unlink(obelus_http *t) {
 static void http_done(void *ud, const ob_http_response *res) {
   obelus_http *t = ud;
   http_unlink(t);
-  obelus_http_response r = {res->error, res->status, res->nheaders, res->names, res->values,
-                            res->body, res->body_len, res->url};
+  obelus_http_response r = {res->error,    res->status,   res->nheaders,
+                            res->names,    res->values,   res->body,
+                            res->body_len, res->url,      res->version};
   obelus_http_cb cb = t->cb;
   void *data = t->data;
   free(t);

@@ -286,6 +286,7 @@ typedef struct obelus_http_response {
   const char *body;           /* NULL for a download */
   size_t body_len;
   const char *url;            /* after redirects */
+  const char *version;        /* the HTTP version it came in: "1.1", "2", ... */
 } obelus_http_response;
 
 typedef struct obelus_http obelus_http;

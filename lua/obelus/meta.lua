@@ -85,6 +85,7 @@ function obelus.await(fn) end
 ---@field text? string http.json: the answer as received
 ---@field bytes integer the answer's length
 ---@field url string where the answer came from (after redirects)
+---@field version string the HTTP version it came in: "1.1", "2", ...
 
 ---HTTP on the engine's loop (libcurl): the calling call waits, every other call goes on.
 ---A transport failure (refused, DNS, TLS, timeout, max_bytes) raises "METHOD URL: why".

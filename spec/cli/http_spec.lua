@@ -34,8 +34,8 @@ describe("obelus.http against the tests' own server", function()
   it("GETs: status, lower-case headers, body, the final URL", function()
     local r = one { _tool = "get", url = s.url("/hello") }
     assert.are.equal(0, r.code, r.err)
-    assert.are.same({ status = 200, body = "hello", type = "text/plain", url = s.url("/hello") },
-                    r.output.r)
+    assert.are.same({ status = 200, body = "hello", type = "text/plain", url = s.url("/hello"),
+                      version = "1.1" }, r.output.r)
   end)
 
   it("an HTTP status is data, not an error", function()
@@ -104,6 +104,21 @@ describe("obelus.http against the tests' own server", function()
     assert.are.equal("hello", r.output)
     assert.matches("call slow (get) failed (runtime): timeout after 200 ms", r.err, 1, true)
     assert.is_true(r.seconds <= 2, "the process waited for the slow answer")
+  end)
+
+  it("goes through the proxy http_proxy names", function()
+    local file = cli.tmpfile(cjson.encode { plan = {
+      { _tool = "get", url = "http://example.invalid/hello", _outputPath = "†state.r" } },
+      output = "†state.r" }, ".json")
+    local out = os.tmpname()
+    local _, _, code = os.execute(("http_proxy=%s %s run %s --tools %s >%s 2>&1")
+      :format(s.url(""), cli.quote(cli.bin), file, TOOLS, out))
+    local got = cli.slurp(out)
+    assert.are.equal(0, code, got)
+    -- the test server got "GET http://example.invalid/hello": a proxy's request line
+    assert.are.same({ 404, "not here" }, { cjson.decode(got).status, cjson.decode(got).body })
+    os.remove(file)
+    os.remove(out)
   end)
 
   it("SIGINT ends a run with transfers in flight: exit 130, no crash", function()
@@ -225,6 +240,7 @@ describe("obelus.http against nginx", function()
     local r = one { _tool = "get", url = s.tls_url("/small.txt"), ca_file = s.ca_file }
     assert.are.equal(0, r.code, r.err)
     assert.are.equal(200, r.output.r.status)
+    assert.are.equal("2", r.output.r.version) -- HTTP/2, negotiated over TLS
     r = one { _tool = "get", url = s.tls_url("/small.txt") }
     assert.matches("GET https://localhost:%d+/small%.txt: .*certificate", r.output.err.error)
   end)
