@@ -1,0 +1,60 @@
+-- engine_http_spec.lua -- obelus.http from the Lua module on luv's loop: a run's requests
+-- answered; run:cancel() and engine:close() with transfers in flight stop them at once
+-- (no callback into a closed state, nothing left on the loop).
+local obelus = require "obelus"
+local uv = require "luv"
+local fs = require "support.fs"
+local servers = require "support.servers"
+
+local TOOLS = [[
+local http = require("obelus").http
+return { { name = "get", run = function(call) return http.get(call.url).body end } }
+]]
+
+describe("obelus.http in the Lua module", function()
+  local s, dir, tools
+  setup(function()
+    s = assert(servers.httpd())
+    dir = fs.tmpdir()
+    tools = dir .. "/tools.lua"
+    fs.write(tools, TOOLS)
+  end)
+  teardown(function()
+    s.stop()
+    os.execute("rm -rf " .. dir)
+    collectgarbage()
+    collectgarbage()
+  end)
+
+  it("answers a run's requests on luv's loop", function()
+    local engine = obelus.engine { tools = tools }
+    local run = engine:run({ plan = {
+      { _tool = "get", url = s.url("/hello"), _outputPath = "†state.a" },
+      { _tool = "get", url = s.url("/json"), _outputPath = "†state.b" } } })
+    assert.are.equal(0, run:wait())
+    assert.are.same({ a = "hello", b = '{"ok":true,"n":42}' }, run:output())
+    engine:close()
+  end)
+
+  it("run:cancel() stops its transfers: the loop has nothing left to wait for", function()
+    local engine = obelus.engine { tools = tools }
+    local run = engine:run({ { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "x" } })
+    uv.run("nowait")
+    run:cancel()
+    local t0 = uv.hrtime()
+    uv.run()
+    assert.is_true(uv.hrtime() - t0 < 2e9, "the loop waited for the cancelled transfer")
+    engine:close()
+  end)
+
+  it("engine:close() with transfers in flight stops them; no callback comes", function()
+    local engine = obelus.engine { tools = tools }
+    local run = engine:run({ { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "x" } })
+    uv.run("nowait")
+    engine:close()
+    local t0 = uv.hrtime()
+    uv.run()
+    assert.is_true(uv.hrtime() - t0 < 2e9, "the loop waited for a transfer of a closed engine")
+    assert.is_nil((run:status()))
+  end)
+end)
