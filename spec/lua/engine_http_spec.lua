@@ -47,6 +47,40 @@ describe("obelus.http in the Lua module", function()
     engine:close()
   end)
 
+  it("leaks nothing and reads nothing freed under valgrind: an answer, a cancel, a close mid-transfer",
+     function()
+    if os.execute("command -v valgrind >/dev/null 2>&1") ~= true then
+      return pending("valgrind is not installed")
+    end
+    local script = dir .. "/host.lua"
+    fs.write(script, ([[
+      package.cpath = "lib/?.so;" .. package.cpath
+      package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+      local obelus = require "obelus"
+      local uv = require "luv"
+      local engine = obelus.engine { tools = %q }
+      local done = engine:run { plan = { { _tool = "get", url = %q, _outputPath = "a" } } }
+      local status = done:wait()
+      local cancelled = engine:run { plan = { { _tool = "get", url = %q, _outputPath = "a" } } }
+      uv.run("nowait")
+      cancelled:cancel()
+      engine:run { plan = { { _tool = "get", url = %q, _outputPath = "a" } } }
+      uv.run("nowait")
+      engine:close()
+      uv.run()
+      io.write(status, "\n")
+    ]]):format(tools, s.url("/hello"), s.url("/slow?ms=3000"), s.url("/slow?ms=3000")))
+    local log, out = os.tmpname(), os.tmpname()
+    local _, _, code = os.execute(("valgrind -q --leak-check=full --show-leak-kinds=definite,indirect " ..
+      "--errors-for-leak-kinds=definite,indirect --error-exitcode=99 --log-file=%s lua5.4 %s >%s 2>/dev/null")
+      :format(log, script, out))
+    assert.are.equal("", fs.slurp(log))
+    assert.are.equal(0, code)
+    assert.are.equal("0\n", fs.slurp(out))
+    os.remove(log)
+    os.remove(out)
+  end)
+
   it("engine:close() with transfers in flight stops them; no callback comes", function()
     local engine = obelus.engine { tools = tools }
     local run = engine:run({ { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "x" } })
