@@ -714,9 +714,9 @@ static int core_engine(lua_State *L) {
       lua_pop(L, 1);
       if (lua_type(L, -1) != LUA_TSTRING ||
           (strcmp(lua_tostring(L, -1), "tools") && strcmp(lua_tostring(L, -1), "scripts") &&
-           strcmp(lua_tostring(L, -1), "max_memory_mb")))
+           strcmp(lua_tostring(L, -1), "max_memory_mb") && strcmp(lua_tostring(L, -1), "http_max")))
         return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts, "
-                             "max_memory_mb)",
+                             "max_memory_mb, http_max)",
                           luaL_tolstring(L, -1, NULL));
     }
   }
@@ -765,6 +765,7 @@ static int core_engine(lua_State *L) {
     int idx = lua_gettop(L);
     lua_Integer mb = opt_count(L, 1, "obelus.engine", "max_memory_mb", 1, 1048576);
     ob_engine_set_max_memory(eng->e, (size_t)mb << 20);
+    eng->e->http_max = (size_t)opt_count(L, 1, "obelus.engine", "http_max", 1, 1000000);
     load_each(L, idx, 1, "tools", engine_load_tools);
     load_each(L, idx, 1, "scripts", engine_load_script);
   }

@@ -391,6 +391,14 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop) {
 
 static void free_idle(uv_handle_t *h) { free(h); }
 
+void obelus_engine_set_http_max(obelus_engine *E, size_t n) {
+  if (!E)
+    return;
+  E->e->http_max = n;
+  if (E->e->http)
+    ob_http_set_max(E->e->http, n);
+}
+
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
   if (E)
     ob_engine_set_max_memory(E->e, mb << 20);

@@ -163,6 +163,11 @@ void obelus_engine_free(obelus_engine *e);
  * on (`obelus run --max-memory`). 0: no limit (the default). */
 void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
 
+/* The most HTTP transfers (obelus.http, obelus_http_start) the engine runs
+ * at once; the others wait their turn in order (`obelus run --http-max`).
+ * 0: the default, 1000. */
+void obelus_engine_set_http_max(obelus_engine *e, size_t n);
+
 /* The loop the engine runs on (the host's, or its own). */
 uv_loop_t *obelus_engine_loop(obelus_engine *e);
 

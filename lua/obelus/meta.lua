@@ -200,7 +200,7 @@ function log:resolve(expr, opts) end
 function log:close() end
 
 ---A new engine on luv's loop, with its own Lua state for the tools. Scripts only.
----@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer }
+---@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer, http_max?: integer }
 ---@return obelus.engine
 function obelus.engine(opts) end
 

@@ -167,6 +167,32 @@ TEST(a_host_requests_cancels_and_frees_with_transfers_in_flight) {
   CHECK_INT(answers, 2);
 }
 
+static char last_body[128];
+static void body_answered(const obelus_http_response *res, void *data) {
+  (void)data;
+  answers++;
+  snprintf(last_body, sizeof last_body, "%.*s", (int)res->body_len, res->body ? res->body : "");
+}
+
+TEST(http_max_holds_the_transfers_at_once) {
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  obelus_engine_set_http_max(e, 1);
+  char url[128];
+  obelus_http_request rq = {0};
+  rq.url = url;
+  answers = 0;
+  snprintf(url, sizeof url, "%s/slow?ms=50&tag=c1", base);
+  for (int i = 0; i < 3; i++)
+    CHECK_INT(obelus_http_start(e, &rq, body_answered, NULL, NULL), OBELUS_OK);
+  turn_until(e, 3);
+  snprintf(url, sizeof url, "%s/peak?tag=c1", base);
+  CHECK_INT(obelus_http_start(e, &rq, body_answered, NULL, NULL), OBELUS_OK);
+  turn_until(e, 4);
+  CHECK_STR(last_body, "{\"peak\":1}");
+  obelus_engine_free(e);
+}
+
 int main(void) {
   start_server();
   if (!base[0]) {
@@ -175,6 +201,7 @@ int main(void) {
   }
   RUN(a_c_tool_calls_an_api_and_completes_from_the_answer);
   RUN(a_host_requests_cancels_and_frees_with_transfers_in_flight);
+  RUN(http_max_holds_the_transfers_at_once);
   kill(server, SIGTERM);
   return TEST_END();
 }

@@ -36,6 +36,19 @@ describe("obelus.http in the Lua module", function()
     engine:close()
   end)
 
+  it("http_max holds the transfers at once: the others wait their turn", function()
+    local engine = obelus.engine { tools = tools, http_max = 2 }
+    local plan = {}
+    for i = 1, 6 do
+      plan[i] = { _tool = "get", url = s.url("/slow?ms=100&tag=lua2"), _outputPath = "†state.n" .. i }
+    end
+    assert.are.equal(0, engine:run({ plan = plan }):wait())
+    local peak = engine:run({ { _tool = "get", url = s.url("/peak?tag=lua2"), _outputPath = "†state.p" } })
+    assert.are.equal(0, peak:wait())
+    assert.are.same({ peak = 2 }, obelus.decode(peak:output().p))
+    engine:close()
+  end)
+
   it("run:cancel() stops its transfers: the loop has nothing left to wait for", function()
     local engine = obelus.engine { tools = tools }
     local run = engine:run({ { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "x" } })
