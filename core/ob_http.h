@@ -1,20 +1,23 @@
 /* ob_http.h -- HTTP transfers on an engine's loop: libcurl's multi interface
  * driven by libuv (ob_http.c).
  *
- * One ob_http per engine, made at its first request: one CURLM whose sockets
- * libuv polls (a uv_poll_t per socket libcurl asks to watch) and whose
- * timeouts a single uv_timer_t keeps, so that thousands of transfers wait at
- * once on the loop that runs everything else, and no thread of ours blocks.
- * Connections (and with them TLS sessions) are kept by the multi handle and
- * reused by later transfers to the same host; DNS answers and TLS session
- * tickets are shared through a CURLSH.
+ * One ob_http per engine, made at its first request: multi handles (CURLM,
+ * 64 transfers each, made as more run at once) whose sockets libuv polls (a
+ * uv_poll_t per socket libcurl asks to watch) and whose timeouts a
+ * uv_timer_t each keeps, so that thousands of transfers wait at once on the
+ * loop that runs everything else, and no thread of ours blocks. At most
+ * ob_http_set_max transfers are handed to libcurl at once; the others wait
+ * in order. Connections are kept by each multi handle and reused by later
+ * transfers to the same host; DNS answers and TLS session tickets are
+ * shared through a CURLSH; ended transfers' easy handles are reused.
  *
  * A transfer ends once: its callback is called from the loop with the
  * response (or the transport failure), or it is cancelled first and its
  * callback is never called. Freeing the ob_http cancels every transfer left.
  *
- * Costs: nothing for an engine that never makes a request; per transfer, an
- * easy handle and the answer's bytes; per socket, a uv_poll_t. */
+ * Costs: nothing for an engine that never makes a request; per transfer
+ * waiting its turn, its request; per transfer handed over, an easy handle
+ * and the answer's bytes; per socket, a uv_poll_t. */
 #ifndef OB_HTTP_H
 #define OB_HTTP_H
 
