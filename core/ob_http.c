@@ -12,7 +12,7 @@
  * for when to call it back if nothing happens on any socket. Each watched
  * socket gets a uv_poll_t (its `sock` record, given to libcurl with
  * curl_multi_assign so that the next callback for that socket finds it);
- * the multi handle's one timeout is a uv_timer_t. When either fires,
+ * each multi handle's one timeout is a uv_timer_t. When either fires,
  * curl_multi_socket_action does the work, then every finished transfer is
  * taken off the multi handle and its callback called.
  *
