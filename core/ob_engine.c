@@ -63,6 +63,12 @@ static int tool_exit(lua_State *L) {
 
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes) { e->lua_pool->max = bytes; }
 
+ob_http *ob_engine_http(ob_engine *e, ob_error *err) {
+  if (!e->http && (e->http = ob_http_new(e->loop, err)))
+    ob_http_set_max(e->http, e->http_max);
+  return e->http;
+}
+
 ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   ob_engine *e = calloc(1, sizeof *e);
   if (!e)

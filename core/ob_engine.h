@@ -84,6 +84,9 @@ void ob_engine_free(ob_engine *e);
  * (0: no limit). The allocation that would pass it fails, and so does the
  * call that asked for it, with "memory limit of N MB reached"; the run goes
  * on. Between calls (the scheduler's own work) nothing is refused. */
+/* The engine's HTTP client (obelus.http, obelus_http_start), made at the
+ * first request with http_max; NULL with err when libcurl cannot start. */
+struct ob_http *ob_engine_http(ob_engine *e, ob_error *err);
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes);
 
 /* The libuv handles and requests the engine's tools opened through luv that

@@ -90,6 +90,7 @@ struct ob_http_xfer {
   char *ca_file, *download;
   ob_buf send;          /* the request body */
   CURLcode fail_rc;     /* on h->failed: why */
+  CURLcode result;      /* DONE: how libcurl ended it */
   int in_multi;         /* handed to libcurl */
   int queued;           /* waiting in h's queue */
   ob_http_xfer *qnext;
@@ -428,8 +429,6 @@ static void check_done(shard *sh) {
   }
   /* the finished ones first: a callback may start or cancel others */
   ob_http_xfer *done = NULL, **tail = &done;
-  CURLcode codes[64];
-  size_t n = 0;
   CURLMsg *m;
   int left;
   while ((m = curl_multi_info_read(sh->multi, &left))) {
@@ -437,28 +436,21 @@ static void check_done(shard *sh) {
       continue;
     ob_http_xfer *x = NULL;
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-    CURLcode rc = m->data.result;
+    x->result = m->data.result;
     unlink_xfer(x);
     off_multi(x);
     x->state = DONE;
-    if (n < sizeof codes / sizeof *codes) {
-      codes[n++] = rc;
-      *tail = x;
-      tail = &x->next;
-      *tail = NULL;
-    } else { /* more than a batch: call it back now (m is not used after) */
-      x->state = CALLING;
-      finish(x, rc);
-      free_xfer(x);
-    }
+    *tail = x;
+    tail = &x->next;
+    *tail = NULL;
   }
-  for (size_t i = 0; done; i++) {
+  while (done) {
     ob_http_xfer *x = done;
     done = x->next;
     x->next = NULL;
     if (x->state == DONE) { /* not cancelled by an earlier one's callback */
       x->state = CALLING;
-      finish(x, codes[i]);
+      finish(x, x->result);
     }
     free_xfer(x);
   }

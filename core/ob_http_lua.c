@@ -140,9 +140,7 @@ int ob_http_lua_start(lua_State *L) {
     rq.has_body = 1;
   } else if (!lua_isnil(L, -1)) {
     return luaL_error(L, "obelus.http: body must be a string (http.json sends a value)");
-  }
-  int body_idx = lua_gettop(L); /* keeps the body alive until started (libcurl copies it) */
-  (void)body_idx;
+  } /* left on the stack: the body lives until the transfer has copied it */
   ob_buf lines; /* "Name: value\0" each */
   ob_buf_init(&lines);
   size_t n = 0;
@@ -175,12 +173,11 @@ int ob_http_lua_start(lua_State *L) {
   rq.headers = hv;
   rq.nheaders = n;
   ob_error err;
-  if (!e->http && !(e->http = ob_http_new(e->loop, &err))) {
+  if (!ob_engine_http(e, &err)) {
     free(hv);
     ob_buf_free(&lines);
     return luaL_error(L, "obelus.http: %s", err.msg);
   }
-  ob_http_set_max(e->http, e->http_max);
   lxfer *lx = lua_newuserdatauv(L, sizeof *lx, 0);
   lx->x = NULL;
   lx->e = e;

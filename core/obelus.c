@@ -1007,9 +1007,8 @@ int obelus_http_start(obelus_engine *E, const obelus_http_request *rq, obelus_ht
   if (!rq || !cb)
     return set_error(E, OBELUS_EINVAL, "obelus_http_start: needs a request and a callback");
   ob_error err;
-  if (!E->e->http && !(E->e->http = ob_http_new(E->e->loop, &err)))
+  if (!ob_engine_http(E->e, &err))
     return set_error(E, OBELUS_EINVAL, "%s", err.msg);
-  ob_http_set_max(E->e->http, E->e->http_max);
   ob_http_request q = {rq->method, rq->url, rq->headers, rq->nheaders, rq->body, rq->body_len,
                        rq->body != NULL, rq->timeout_ms, !rq->no_follow, rq->max_bytes,
                        rq->ca_file, rq->download};
