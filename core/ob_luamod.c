@@ -859,16 +859,21 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
         (!strcmp(lua_tostring(L, -1), "input") || !strcmp(lua_tostring(L, -1), "journal")))
       luaL_error(L, "%s: \"%s\" is the run's: it appends to the journal it resumes and reads "
                     "its inputs from it", fn, lua_tostring(L, -1));
-    if (!ok && resume)
-      luaL_error(L, "%s: unknown option %s (known: name, fsync, force, concurrency, max_depth, "
-                    "time_travel, on_event, on_done, plans_root, call_timeout_ms, max_output_kb, "
-                    "max_calls)",
-                 fn, luaL_tolstring(L, -1, NULL));
-    if (!ok)
-      luaL_error(L, "%s: unknown option %s (known: input, name, journal, fsync, concurrency, "
-                    "max_depth, time_travel, on_event, on_done, plans_root, call_timeout_ms, "
-                    "max_output_kb, max_calls)",
-                 fn, luaL_tolstring(L, -1, NULL));
+    if (!ok) { /* "fn: unknown option X (known: a, b, ...)", the list from known */
+      luaL_Buffer b;
+      const char *name = luaL_tolstring(L, -1, NULL);
+      luaL_buffinit(L, &b);
+      lua_pushfstring(L, "%s: unknown option %s (known: ", fn, name);
+      luaL_addvalue(&b);
+      for (int i = 0; known[i]; i++) {
+        if (i)
+          luaL_addstring(&b, ", ");
+        luaL_addstring(&b, known[i]);
+      }
+      luaL_addchar(&b, ')');
+      luaL_pushresult(&b);
+      lua_error(L);
+    }
   }
   o->name = opt_string(L, opts, fn, "name", NULL);
   o->journal = opt_string(L, opts, fn, "journal", NULL);
