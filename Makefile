@@ -2,11 +2,12 @@
 # `make deps` once on a fresh Debian machine, then `make test` (it builds what it needs).
 
 CC      ?= cc
-PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv libcurl
+PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv libcurl hiredis
 DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
             libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
             json-schema-test-suite valgrind graphviz lua-check man-db \
-            libcurl4-openssl-dev nginx-light openssl curl nodejs time
+            libcurl4-openssl-dev nginx-light openssl curl nodejs time \
+            redis-server libhiredis-dev
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -2,7 +2,8 @@
 -- runs it alone): 10,000 GETs of a 1 KB file from a local nginx (started here, no
 -- compression, keep-alive), made three ways, each a whole process timed by GNU time:
 --   obelus  a plan of 10,000 calls (a fan-out: all start at once), each tool call a GET
---           through obelus.http, through `bin/obelus run`
+--           through obelus.http, through `bin/obelus run` (at most 100 transfers at once,
+--           the default; obelus-1000 is the same at --http-max 1000, curl's parallelism)
 --   node    Node's built-in fetch, the 10,000 in a Promise.all
 --   curl    curl --parallel --parallel-max 1000 over the 10,000 URLs
 -- interleaved (obelus, node, curl, obelus, ...) for 5 rounds; medians of requests/s and
@@ -52,12 +53,14 @@ cf:close()
 
 local peers = {
   { name = "obelus", cmd = ("../bin/obelus run %s/plan.json --tools http_tools.lua"):format(dir) },
+  { name = "obelus-1000",
+    cmd = ("../bin/obelus run %s/plan.json --tools http_tools.lua --http-max 1000"):format(dir) },
   { name = "node", cmd = ("node http_fetch.mjs %s %d"):format(url, N) },
   { name = "curl", cmd = ("curl -s --parallel --parallel-max 1000 -K %s/urls.cfg"):format(dir) },
 }
 local rps, rss = {}, {}
 for _, p in ipairs(peers) do rps[p.name], rss[p.name] = {}, {} end
-local vs_node, curl_vs = {}, {}
+local vs_node, curl_vs, curl_vs_1000 = {}, {}, {}
 for round = 1, ROUNDS do
   local this = {}
   for _, p in ipairs(peers) do
@@ -70,14 +73,15 @@ for round = 1, ROUNDS do
   end
   table.insert(vs_node, this.obelus / this.node)
   table.insert(curl_vs, this.curl / this.obelus)
+  table.insert(curl_vs_1000, this.curl / this["obelus-1000"])
 end
 s.stop()
 
 print("")
 print(("http: %d GETs of 1 KB from a local nginx, whole process, %d rounds interleaved"):format(N, ROUNDS))
-print(("%-8s %16s %18s"):format("client", "requests/s (med)", "peak RSS MB (med)"))
+print(("%-12s %16s %18s"):format("client", "requests/s (med)", "peak RSS MB (med)"))
 for _, p in ipairs(peers) do
-  print(("%-8s %16.0f %18.1f"):format(p.name, median(rps[p.name]), median(rss[p.name]) / 1024))
+  print(("%-12s %16.0f %18.1f"):format(p.name, median(rps[p.name]), median(rss[p.name]) / 1024))
 end
-print(("obelus / node: %.2fx (goal >= 2x); curl / obelus: %.2fx (goal <= 1.5x)"):format(
-  median(vs_node), median(curl_vs)))
+print(("obelus / node: %.2fx (goal >= 2x); curl / obelus: %.2fx (goal <= 1.5x); "
+  .. "curl / obelus-1000: %.2fx"):format(median(vs_node), median(curl_vs), median(curl_vs_1000)))

@@ -44,7 +44,7 @@ static const char run_help[] =
     "  --max-calls N       the most calls in all: instances, delegated plans, loop steps\n"
     "  --max-slice MS      how long a tool may run without yielding (default 30000)\n"
     "  --http-max N        obelus.http transfers at once; the others wait their turn\n"
-    "                      (default 1000)\n"
+    "                      (default 100)\n"
     "  --plans-root DIR    the folder every _delegate path must lead into (default:\n"
     "                      PLAN's folder; the current directory for -)\n"
     "  --approver FILE     a Lua file that sets an approver (obelus.set_approver)\n"

@@ -81,10 +81,14 @@ size_t ob_http_active(const ob_http *h);
 /* Transfers handed to libcurl at once, at most; the others wait their turn
  * in the order they were started (their timeout_ms counts from their turn).
  * Every transfer in flight holds a connection (a socket) until libcurl can
- * reuse one, and libcurl's work per event grows with how many it holds: at
- * 1,000, 10,000 GETs of a local file run 3 times faster than all at once.
+ * reuse one, and libcurl's work per event grows with how many it holds:
+ * 10,000 GETs of a 1 KB file from a local nginx (bench/http.lua, medians of 5
+ * interleaved rounds in one run) make 12,200 requests/s at 1,000 at once,
+ * 15,200 at 200, 16,700 at 100 and 17,900 at 50; all at once is 3 times slower
+ * than 1,000. 100, as aiohttp's connector: near the best for one fast host,
+ * and a polite ceiling for a remote API (raise it for slow ones).
  * 0: the default. `obelus run --http-max N`. */
-#define OB_HTTP_MAX_DEFAULT 1000
+#define OB_HTTP_MAX_DEFAULT 100
 void ob_http_set_max(ob_http *h, size_t max);
 
 #endif

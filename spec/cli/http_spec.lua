@@ -152,7 +152,7 @@ describe("obelus.http against the tests' own server", function()
     os.remove(log)
   end)
 
-  it("holds 10,000 requests in flight at once with --http-max 10000; 1,000 by default", function()
+  it("holds 10,000 requests in flight at once with --http-max 10000; 100 by default", function()
     local function peak(tag)
       local p = run({ plan = { { _tool = "get", url = s.url("/peak?tag=" .. tag), _outputPath = "†state.p" } },
                       output = "†state.p.body" })
@@ -169,8 +169,8 @@ describe("obelus.http against the tests' own server", function()
     end
     slow("all", 10000, "--http-max", "10000")
     assert.are.equal(10000, peak("all"))
-    slow("default", 2500)
-    assert.are.equal(1000, peak("default"))
+    slow("default", 300)
+    assert.are.equal(100, peak("default"))
   end)
 
   it("fans out 300 requests at once, all answered", function()
