@@ -24,6 +24,13 @@ static const char main_help[] =
     "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
     "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
     "\n"
+    "many machines (a job queue in Redis):\n"
+    "  submit PLAN --redis URL [--batch FILE]      queue a plan (or a batch of inputs) as jobs\n"
+    "  worker --redis URL --tools PATH...          take jobs from the queue and run them\n"
+    "  wait --redis URL JOB...                     block until jobs finish, print their outputs\n"
+    "  status --redis URL                          queued, running, done, failed; the workers\n"
+    "  log --redis URL JOB                         a job's journal, as log prints it\n"
+    "\n"
     "`obelus COMMAND --help` tells more about each.\n";
 
 typedef struct command {
@@ -40,6 +47,10 @@ static const command commands[] = {
     {"schema", ob_cmd_schema},
     {"log", ob_cmd_log},
     {"resume", ob_cmd_resume},
+    {"submit", ob_cmd_submit},
+    {"worker", ob_cmd_worker},
+    {"wait", ob_cmd_wait},
+    {"status", ob_cmd_status},
 };
 
 

@@ -6,7 +6,9 @@
 #include <stddef.h>
 
 /* Exit statuses (SPEC 8). */
-enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2 };
+enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2,
+       OB_EXIT_UNAVAILABLE = 3, /* the queue's Redis cannot be reached */
+       OB_EXIT_TIMEOUT = 4 };   /* `wait --timeout` passed before every job finished */
 
 /* Each takes argv with argv[0] the command's name and returns an exit status. */
 int ob_cmd_resolve(int argc, char **argv);
@@ -17,6 +19,12 @@ int ob_cmd_loop(int argc, char **argv);
 int ob_cmd_graph(int argc, char **argv);
 int ob_cmd_log(int argc, char **argv);
 int ob_cmd_resume(int argc, char **argv);
+int ob_cmd_submit(int argc, char **argv);
+int ob_cmd_worker(int argc, char **argv);
+int ob_cmd_wait(int argc, char **argv);
+int ob_cmd_status(int argc, char **argv);
+/* `obelus log --redis URL JOB`: the job's journal fetched, then printed by ob_cmd_log. */
+int ob_cmd_log_redis(int argc, char **argv);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...)

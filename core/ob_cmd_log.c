@@ -570,6 +570,9 @@ static size_t terminal_width(int fd) {
 }
 
 int ob_cmd_log(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--redis"))
+      return ob_cmd_log_redis(argc, argv);
   const char *file = NULL;
   size_t at = OB_LOG_NOW;
   for (int i = 1; i < argc; i++) {

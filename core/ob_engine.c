@@ -24,6 +24,7 @@
 #include "ob_http.h"
 #include "ob_pool.h"
 #include "ob_engine.h"
+#include "ob_hash.h"
 #include "ob_lua.h"
 #include "ob_runtime.h"
 
@@ -272,17 +273,6 @@ void ob_engine_free(ob_engine *e) {
 
 int ob_engine_has_latent(const ob_engine *e) { return e->latent_ref != LUA_NOREF; }
 
-/* FNV-1a, 64 bits: a change detector for tool files, not a defence against
- * someone forging one. */
-static uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 static int by_string(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -296,7 +286,7 @@ ob_value *ob_file_identity(const char *path) {
   free(abs);
   if (ob_read_file(path, &b, &err) == OB_OK) {
     char hex[17];
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(b.data, b.len));
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)ob_fnv1a64(b.data, b.len));
     o = ob_object_set(o, "size", 4, ob_int((int64_t)b.len));
     o = ob_object_set(o, "hash", 4, ob_cstring(hex));
   }

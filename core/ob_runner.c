@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "ob_mem.h"
+#include "ob_queue.h"
 #include "ob_runner.h"
 
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
@@ -42,6 +43,9 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   o->fsync = OB_FSYNC_BATCH;
   o->max_steps = 10;
   o->inputs = ob_array();
+  o->grace_ms = 30000;
+  int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
+  int fleet = submit || worker;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -108,6 +112,36 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
     } else if (!strcmp(a, "--drain-timeout") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
         return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
+    } else if (fleet && !strcmp(a, "--redis") && val) {
+      o->redis = argv[++i];
+    } else if (fleet && !strcmp(a, "--queue") && val) {
+      if (!ob_queue_name_ok(o->queue = argv[++i]))
+        return ob_cli_usage_error(o->cmd, "--queue: a name of 1 to 64 letters, digits, _ . -, "
+                                          "not \"%s\"", o->queue);
+    } else if (submit && !strcmp(a, "--batch") && val) {
+      o->batch = argv[++i];
+    } else if (submit && !strcmp(a, "--shard") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->shard) || !o->shard)
+        return ob_cli_usage_error(o->cmd, "--shard needs a number of instances, 1 or more");
+    } else if (worker && !strcmp(a, "--jobs") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->jobs) || !o->jobs || o->jobs > 100000)
+        return ob_cli_usage_error(o->cmd, "--jobs needs a number from 1 to 100000");
+    } else if (worker && !strcmp(a, "--claim-idle") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->claim_idle_ms) || o->claim_idle_ms < 10)
+        return ob_cli_usage_error(o->cmd, "--claim-idle needs milliseconds, 10 or more");
+    } else if (worker && !strcmp(a, "--max-deliveries") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_deliveries) || !o->max_deliveries ||
+          o->max_deliveries > 1000000)
+        return ob_cli_usage_error(o->cmd, "--max-deliveries needs a number from 1 to 1000000");
+    } else if (worker && !strcmp(a, "--grace") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->grace_ms))
+        return ob_cli_usage_error(o->cmd, "--grace needs milliseconds");
+    } else if (worker && !strcmp(a, "--drain")) {
+      o->drain = 1;
+    } else if (worker && !strcmp(a, "--name") && val) {
+      o->name = argv[++i];
+    } else if (worker && !strcmp(a, "--dir") && val) {
+      o->dir = argv[++i];
     } else if (!strcmp(a, "--input") && val) {
       ob_error err;
       const char *in = argv[++i];
@@ -121,14 +155,18 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
                                                                      "lacks its value"
                                                                    : "%s",
                                 a);
-    } else if (!o->plan) {
+    } else if (!o->plan && !worker) {
       o->plan = a;
     } else {
       return ob_cli_usage_error(o->cmd, "unexpected argument \"%s\"", a);
     }
   }
-  if (!o->plan)
+  if (!o->plan && !worker)
     return ob_cli_usage_error(o->cmd, "needs a PLAN file");
+  if (fleet && !o->redis)
+    return ob_cli_usage_error(o->cmd, "needs --redis URL (redis://HOST:PORT)");
+  if (worker && !o->ntools)
+    return ob_cli_usage_error(o->cmd, "needs --tools PATH: the tool files its jobs call");
   if (!strcmp(o->cmd, "loop") && !o->planner)
     return ob_cli_usage_error(o->cmd, "needs --planner FILE.lua");
   return 0;

@@ -31,6 +31,10 @@ typedef struct ob_cmd_options {
   int max_depth;
   int approve, force;
   ob_fsync fsync;  /* the journal's durability (--fsync) */
+  /* submit and worker (ob_cmd_submit.c, ob_cmd_worker.c) */
+  const char *redis, *queue, *batch, *name, *dir;
+  size_t shard, jobs, claim_idle_ms, max_deliveries, grace_ms;
+  int drain;
   ob_progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
 } ob_cmd_options;
 

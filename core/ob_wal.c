@@ -83,6 +83,8 @@ struct ob_wal {
   char error[640];
   int torn;
   ob_wal_cut cut;
+  ob_wal_tee_fn tee;
+  void *tee_ud;
   waiter *waiters;
   size_t nwaiters, capwaiters;
 
@@ -565,6 +567,8 @@ int ob_wal_flush(ob_wal *w) {
   } else if (write_all(w) != OB_OK) {
     return w->code;
   }
+  if (w->tee)
+    w->tee(w->tee_ud, w->buf.data, w->buf.len);
   if (w->buf.cap > KEEP_BUFFER)
     ob_buf_free(&w->buf);
   w->buf.len = 0;
@@ -583,6 +587,11 @@ int ob_wal_flush(ob_wal *w) {
   int e = w->sync_errno;
   pthread_mutex_unlock(&w->mu);
   return adopt_sync_error(w, e);
+}
+
+void ob_wal_set_tee(ob_wal *w, ob_wal_tee_fn fn, void *ud) {
+  w->tee = fn;
+  w->tee_ud = ud;
 }
 
 int ob_wal_trim(ob_wal *w) {

@@ -133,6 +133,13 @@ uint64_t ob_wal_line_end(ob_wal *w);
  * last line, which readers ignore and OB_WAL_APPEND cuts. */
 int ob_wal_flush(ob_wal *w);
 
+/* A copy of every flush: fn(ud, bytes, len) is called by each ob_wal_flush that
+ * hands lines to the kernel, after it did, with exactly those bytes (whole lines,
+ * each with its '\n'), on the loop's thread. `obelus worker` ships its jobs'
+ * journals to Redis this way. fn NULL: none. */
+typedef void (*ob_wal_tee_fn)(void *ud, const char *bytes, size_t len);
+void ob_wal_set_tee(ob_wal *w, ob_wal_tee_fn fn, void *ud);
+
 /* Flushes, then cuts the file back to its lines now rather than at close: for a
  * journal that is complete (its end record added), so that it reads as it will
  * once closed (no zeros after its lines) while its run is still open. A later flush grows

@@ -5,6 +5,10 @@
 --   M.nginx()  Debian's nginx with a generated config: static files under its www folder
 --              (gzip on for text), plain HTTP and HTTPS with a certificate made by openssl
 --              now (its CA file is s.ca_file; the name is localhost and 127.0.0.1)
+--   M.redis()  Debian's redis-server (never the system's service): AOF on (appendfsync
+--              always: a restart loses nothing), its files in the temporary folder;
+--              s.url, s.port, s.stop(), s.kill() (SIGKILL), s.restart() (the same port
+--              and files: what was written survives), s.cli(args) (redis-cli's output)
 -- Each returns a table with url(path), port, dir and stop(); nil and why when the server
 -- cannot start here (nginx not installed).
 local M = {}
@@ -117,6 +121,55 @@ http {
   end
   function s.stop()
     sh(("kill $(cat %s/nginx.pid) 2>/dev/null; sleep 0.1; rm -rf %s"):format(dir, dir))
+  end
+  return s
+end
+
+function M.redis()
+  if not sh("command -v redis-server >/dev/null 2>&1") then return nil, "redis-server is not installed" end
+  local dir, port = tmpdir(), M.free_port()
+  local conf = dir .. "/redis.conf"
+  local f = assert(io.open(conf, "w"))
+  f:write(("port %d\nbind 127.0.0.1\ndir %s\nappendonly yes\nappendfsync always\nsave \"\"\n" ..
+           "daemonize yes\npidfile %s/redis.pid\nlogfile %s/redis.log\n"):format(port, dir, dir, dir))
+  f:close()
+  local s = { dir = dir, port = port, url = ("redis://127.0.0.1:%d"):format(port) }
+  function s.cli(args)
+    local p = assert(io.popen(("redis-cli -p %d %s 2>&1"):format(port, args)))
+    local out = p:read("a")
+    p:close()
+    return out
+  end
+  function s.start()
+    os.remove(dir .. "/redis.pid")
+    if not sh("redis-server " .. conf .. " >/dev/null 2>&1") then return false end
+    for _ = 1, 250 do
+      if s.cli("ping"):match("PONG") then return true end
+      os.execute("sleep 0.02")
+    end
+    return false
+  end
+  local function pid() return (slurp(dir .. "/redis.pid") or ""):gsub("%s", "") end
+  function s.kill()
+    local p = pid()
+    if p ~= "" then sh("kill -9 " .. p .. " 2>/dev/null") end
+    for _ = 1, 250 do
+      if not s.cli("ping"):match("PONG") then break end
+      os.execute("sleep 0.02")
+    end
+  end
+  function s.restart()
+    s.kill()
+    return s.start()
+  end
+  function s.stop()
+    s.kill()
+    sh("rm -rf " .. dir)
+  end
+  if not s.start() then
+    local why = slurp(dir .. "/redis.log") or ""
+    sh("rm -rf " .. dir)
+    return nil, "redis-server did not start: " .. why
   end
   return s
 end
