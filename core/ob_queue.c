@@ -116,6 +116,7 @@ struct ob_queue_submit {
   char *tools_json;
   ob_queue_submit_cb cb;
   void *ud;
+  size_t nparents; /* jobs that are not parts: the ids INCRBY gave */
   size_t waiting; /* replies still to come in the current round */
   char *why;      /* the first failure */
   char **ids;
@@ -154,7 +155,7 @@ static void on_job_queued(void *ud, redisReply *rp, const char *why) {
 }
 
 static void queue_jobs(ob_queue_submit *s, long long last) {
-  long long first = last - (long long)s->n + 1;
+  long long first = last - (long long)s->nparents + 1;
   s->ids = ob_xcalloc(s->n, sizeof *s->ids);
   /* a part's id is its parent's with .k */
   long long next = first;
@@ -291,6 +292,7 @@ int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, 
     free(pk);
   }
   char count[32];
+  s->nparents = njobs;
   snprintf(count, sizeof count, "%zu", njobs);
   char *seq = ob_queue_key(q, "seq", NULL);
   int rc = ob_redis_send(r, on_ids, s, 3, (const char *[]){"INCRBY", seq, count}, NULL);
@@ -364,7 +366,7 @@ static void emit_ready(ob_queue_wait *w, int all) {
   while (w->emitted < w->n && !w->ended) {
     slot *s = &w->slots[w->emitted];
     int done = s->missing || (s->resolved && s->nparts > 0);
-    for (size_t k = 0; done && k < s->nparts; k++)
+    for (size_t k = 0; done && !s->missing && k < s->nparts; k++)
       done = s->parts[k].finished;
     if (!done && !all)
       return;

@@ -8,6 +8,14 @@
  * there (r->ac = NULL); hiredis has by then called back every command pending on
  * it with a NULL reply, which our trampoline hands on with the reason.
  *
+ * The socket is watched by our own glue for hiredis's event hooks (watch_*), not
+ * by <hiredis/adapters/libuv.h>: the adapter of Debian 12's hiredis (0.14.1)
+ * returns from its poll callback when libuv reports an error (POLLERR: a refused
+ * connect, a reset), and libuv has stopped the poll by then, so the connection
+ * is never seen to fail and the client hangs (upstream fixed this in 1.0). Ours
+ * hands an error to hiredis as the events it was waiting for: its read or write
+ * then meets the socket's error and it disconnects with the reason.
+ *
  * States: ac NULL and the timer armed (down, waiting for the next attempt); ac set
  * and !up (connecting, then AUTH / SELECT / PING in flight); ac set and up. */
 #include <stdarg.h>
@@ -16,7 +24,6 @@
 #include <string.h>
 
 #include <hiredis/async.h>
-#include <hiredis/adapters/libuv.h>
 
 #include "ob_mem.h"
 #include "ob_redis.h"
@@ -88,6 +95,66 @@ int ob_redis_url_parse(const char *url, ob_redis_addr *out, ob_error *err) {
 }
 
 static void attempt(uv_timer_t *t);
+
+/* --- hiredis's event hooks on a uv_poll_t ----------------------------------------------------- */
+
+typedef struct watch {
+  uv_poll_t poll;
+  redisAsyncContext *ac; /* NULL once hiredis let go of it */
+  int events;            /* what hiredis waits for */
+} watch;
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  watch *wt = h->data;
+  int ev = status < 0 ? wt->events : events; /* an error: let a read or write meet it */
+  if (wt->ac && (ev & UV_READABLE))
+    redisAsyncHandleRead(wt->ac);
+  if (wt->ac && (ev & UV_WRITABLE))
+    redisAsyncHandleWrite(wt->ac);
+  if (status < 0 && wt->ac && wt->events) /* libuv stopped the poll; hiredis still waits */
+    uv_poll_start(&wt->poll, wt->events, on_poll);
+}
+
+static void watch_set(void *privdata, int add, int what) {
+  watch *wt = privdata;
+  wt->events = add ? wt->events | what : wt->events & ~what;
+  if (wt->events)
+    uv_poll_start(&wt->poll, wt->events, on_poll);
+  else
+    uv_poll_stop(&wt->poll);
+}
+
+static void watch_add_read(void *p) { watch_set(p, 1, UV_READABLE); }
+static void watch_del_read(void *p) { watch_set(p, 0, UV_READABLE); }
+static void watch_add_write(void *p) { watch_set(p, 1, UV_WRITABLE); }
+static void watch_del_write(void *p) { watch_set(p, 0, UV_WRITABLE); }
+
+static void watch_free(uv_handle_t *h) { free(h->data); }
+
+static void watch_cleanup(void *privdata) {
+  watch *wt = privdata;
+  wt->ac = NULL;
+  uv_close((uv_handle_t *)&wt->poll, watch_free);
+}
+
+static int watch_attach(redisAsyncContext *ac, uv_loop_t *loop) {
+  watch *wt = calloc(1, sizeof *wt);
+  if (!wt)
+    return -1;
+  if (uv_poll_init(loop, &wt->poll, ac->c.fd) != 0) {
+    free(wt);
+    return -1;
+  }
+  wt->poll.data = wt;
+  wt->ac = ac;
+  ac->ev.data = wt;
+  ac->ev.addRead = watch_add_read;
+  ac->ev.delRead = watch_del_read;
+  ac->ev.addWrite = watch_add_write;
+  ac->ev.delWrite = watch_del_write;
+  ac->ev.cleanup = watch_cleanup;
+  return 0;
+}
 
 static void schedule(ob_redis *r) {
   if (r->closing)
@@ -178,12 +245,17 @@ static int send_raw(ob_redis *r, ob_redis_cb cb, void *ud, int argc, const char 
 static void on_connect(const redisAsyncContext *ac, int status) {
   ob_redis *r = ac->data;
   if (status != REDIS_OK) {
-    /* hiredis frees the context after this returns; on_disconnect is not called */
+    /* hiredis frees the context after this returns (the handshake's commands are
+     * called back first); on_disconnect is not called */
     r->ac = NULL;
     snprintf(r->why, sizeof r->why, "%s", ac->c.errstr[0] ? ac->c.errstr : "cannot connect");
     went_down(r, r->why);
-    return;
   }
+}
+
+/* AUTH, SELECT, PING: queued at once, sent when the socket connects (hiredis
+ * watches a connecting socket only once it has something to write). */
+static void handshake(ob_redis *r) {
   char db[16];
   snprintf(db, sizeof db, "%d", r->u.db);
   if (r->u.password[0]) {
@@ -214,7 +286,7 @@ static void attempt(uv_timer_t *t) {
     return;
   }
   ac->data = r;
-  if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
+  if (watch_attach(ac, r->loop) != 0) {
     redisAsyncFree(ac);
     went_down(r, "cannot watch the socket");
     return;
@@ -222,6 +294,7 @@ static void attempt(uv_timer_t *t) {
   r->ac = ac;
   redisAsyncSetConnectCallback(ac, on_connect);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
+  handshake(r);
 }
 
 ob_redis *ob_redis_open(uv_loop_t *loop, const char *url, const ob_redis_handlers *h,

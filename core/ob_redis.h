@@ -1,7 +1,8 @@
 /* ob_redis.h -- one connection to Redis on a libuv loop: hiredis's async API
- * through its libuv adapter (every byte moves on the loop that runs the
- * engine; no thread of ours blocks), plus what hiredis leaves to its user: a
- * URL, AUTH and SELECT at connect, and reconnecting with backoff.
+ * with its socket watched by a uv_poll_t (every byte moves on the loop that runs
+ * the engine; no thread of ours blocks; why not hiredis's own libuv adapter:
+ * ob_redis.c), plus what hiredis leaves to its user: a URL, AUTH and SELECT at
+ * connect, and reconnecting with backoff.
  *
  * Design
  * ------
