@@ -104,7 +104,7 @@ static char *part_text(const ob_value *plan, char **ids, size_t from, size_t to,
   ob_value *key, *val;
   ob_object_iter_init(&it, plan);
   while (ob_object_iter_next(&it, &key, &val))
-    copy = ob_object_setv(copy, ob_ref(key), ob_ref(val));
+    copy = ob_object_setv(copy, key, ob_ref(val));
   copy = ob_object_set(copy, "instances", 9, ob_ref(inst));
   char *text = ob_json_print(copy, OB_JSON_COMPACT, NULL);
   ob_unref(copy);

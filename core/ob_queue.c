@@ -402,7 +402,7 @@ static void emit_ready(ob_queue_wait *w, int all) {
           ob_value *key, *val;
           ob_object_iter_init(&it, o);
           while (ob_object_iter_next(&it, &key, &val))
-            out = ob_object_setv(out, ob_ref(key), ob_ref(val));
+            out = ob_object_setv(out, key, ob_ref(val));
         }
         ob_unref(o);
       }
