@@ -196,6 +196,8 @@ static int set_error(obelus_engine *E, int code, const char *fmt, ...) {
 
 const char *obelus_engine_errmsg(const obelus_engine *e) { return e && e->msg ? e->msg : ""; }
 
+ob_engine *ob_api_engine(obelus_engine *E) { return E ? E->e : NULL; }
+
 size_t obelus_engine_nproblems(const obelus_engine *e) { return e ? e->nproblems : 0; }
 
 const char *obelus_engine_problem(const obelus_engine *e, size_t i) {

@@ -91,6 +91,7 @@
 #define OBELUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <uv.h>
@@ -309,6 +310,57 @@ int obelus_http_start(obelus_engine *e, const obelus_http_request *rq, obelus_ht
                       void *data, obelus_http **out);
 /* Stops a transfer whose callback has not been called: it never is. */
 void obelus_http_cancel(obelus_http *x);
+
+/* ==== A job queue in Redis (`obelus submit`, `worker`, `wait`) ======================== */
+
+/* A host's handle on a queue of plan runs in Redis, which `obelus worker`s run:
+ * submit plans and wait for their results from the host's loop (the engine's,
+ * or the host's own), without the command line. */
+typedef struct obelus_queue obelus_queue;
+
+/* Connects, in the background, to the queue `name` (NULL: "obelus") of the Redis at
+ * redis_url (redis://[:PASSWORD@]HOST[:PORT][/DB]) on loop. OBELUS_OK with *out
+ * set, or OBELUS_EINVAL for a bad URL or name (*out NULL). An unreachable
+ * server is told to the submissions and waits that need it. */
+int obelus_queue_new(obelus_queue **out, uv_loop_t *loop, const char *redis_url,
+                     const char *name);
+
+/* A submission's answer: the job's id, or job NULL and why it failed (Redis
+ * unreachable: "cannot reach Redis at URL: ..."). From the loop. */
+typedef void (*obelus_submit_cb)(obelus_queue *q, const char *job, const char *error,
+                                 void *data);
+
+/* Queues plan_json (either form of SPEC 5) as one job, with the input document
+ * input_json (NULL: none). e (may be NULL): the plan is validated against e's
+ * tools, and only workers with the same tool files take the job; without e, what
+ * can be checked without tools is (the worker checks the rest: a job invalid
+ * there ends with exit 2, its problems as its output). name: the plan's name in
+ * messages (NULL: "plan"). Returns OBELUS_OK (cb will be called), OBELUS_EJSON
+ * when input_json does not parse, or OBELUS_EINVAL for an invalid plan
+ * (obelus_queue_errmsg lists every problem; cb will not be called). */
+int obelus_queue_submit(obelus_queue *q, obelus_engine *e, const char *plan_json,
+                        const char *input_json, const char *name, obelus_submit_cb cb,
+                        void *data);
+
+/* A job's end: exit 0, 1 or 2 as `obelus run` would give, output_json its result;
+ * error, when set, why it ended without one (a poison job), or why the wait did
+ * (exit -1: "timeout", "no such job", Redis unreachable). From the loop. */
+typedef void (*obelus_job_cb)(obelus_queue *q, const char *job, int exit,
+                              const char *output_json, const char *error, void *data);
+
+/* Calls cb once job has finished, or timeout_ms (0: none) has passed. Blocking
+ * reads on a connection of the wait's own (no polling), through reconnections.
+ * OBELUS_OK, or OBELUS_EINVAL for a NULL argument. */
+int obelus_queue_wait(obelus_queue *q, const char *job, uint64_t timeout_ms, obelus_job_cb cb,
+                      void *data);
+
+/* The problems of the last refused submission, one a line ("" when none). */
+const char *obelus_queue_errmsg(const obelus_queue *q);
+
+/* Drops the queue's connections: submissions and waits in progress are abandoned,
+ * their callbacks never called. Its handles close on the loop's next turn. NULL is
+ * allowed. */
+void obelus_queue_free(obelus_queue *q);
 
 /* ==== Runs ========================================================================== */
 
