@@ -15,6 +15,7 @@
 #include "ob_engine.h"
 #include "ob_log.h"
 #include "ob_lua.h"
+#include "ob_luamod.h"
 #include "ob_resume.h"
 #include "ob_run.h"
 #include "ob_wal.h"
@@ -653,6 +654,16 @@ static lua_engine *check_engine(lua_State *L, int idx) {
   if (!eng->e || eng->close_pending)
     luaL_error(L, "the engine is closed");
   return eng;
+}
+
+ob_engine *ob_luamod_check_engine(lua_State *L, int idx) { return check_engine(L, idx)->e; }
+
+int ob_luamod_busy(lua_State *L) {
+  int busy = 0;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY) == LUA_TUSERDATA)
+    busy = ((host *)lua_touserdata(L, -1))->busy;
+  lua_pop(L, 1);
+  return busy;
 }
 
 static int engine_load_tools(lua_State *L) {
@@ -1346,5 +1357,6 @@ int luaopen_obelus_core(lua_State *L) {
   lua_setfield(L, -2, "null");
   ob_lua_push_array_mt(L);
   lua_setfield(L, -2, "array_mt");
+  ob_luamod_queue_open(L);
   return 1;
 }

@@ -82,6 +82,8 @@ local obelus = {
   encode = core.encode,     -- encode(value [, pretty]): Lua value -> JSON text
   log = core.log,           -- log(): a new, empty message log
   engine = core.engine,     -- engine([opts]): a new engine on luv's loop (above)
+  queue = core.queue,       -- queue{redis = URL, queue = NAME}: a job queue in Redis for
+                            -- `obelus worker`s: q:submit(plan, opts), q:wait(id, opts)
 }
 
 -- Whether t is a JSON array (a table carrying obelus.array_mt).

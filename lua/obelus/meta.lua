@@ -259,6 +259,36 @@ function engine:run(plan, opts) end
 function engine:resume(journal, opts) end
 function engine:close() end
 
+---A job queue in Redis, run by `obelus worker`s (README "Many machines"). Connects in
+---the background; submit and wait turn luv's loop until they have their answer (not
+---from inside the loop), or, given on_done, return at once and call it from the loop.
+---@param opts { redis: string, queue?: string } redis://[:PASSWORD@]HOST[:PORT][/DB]; queue default "obelus"
+---@return obelus.queue
+function obelus.queue(opts) end
+
+---@class obelus.queue_result
+---@field job string
+---@field exit? integer 0, 1 or 2, as `obelus run` gives; nil when not finished
+---@field output? obelus.json the run's result
+---@field error? string why it ended without a result (poison), or why the wait did ("timeout", "no such job", Redis unreachable)
+---@field state? string queued, running, done or failed
+
+---@class obelus.queue
+local queue = {}
+---Validates the plan (against opts.engine's tools when given: only workers with the same
+---tool files then take the job; raises with every problem) and queues it as one job.
+---@param plan string|table a plan file, or a plan as a table
+---@param opts? { input?: obelus.json, engine?: obelus.engine, name?: string, on_done?: fun(job: string|nil, err: string|nil) }
+---@return string|nil job the job's id (nil with on_done)
+function queue:submit(plan, opts) end
+---Waits for a job to finish (blocking reads in Redis, no polling).
+---@param job string
+---@param opts? { timeout_ms?: integer, on_done?: fun(res: obelus.queue_result) }
+---@return obelus.queue_result|nil res nil with on_done
+function queue:wait(job, opts) end
+---Drops the connections: submissions and waits in progress never call back.
+function queue:close() end
+
 ---@class obelus.run
 local run = {}
 ---@return integer|nil status 0 done, 1 some call failed
