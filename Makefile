@@ -38,7 +38,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: fuzz torture all deps test test-c test-lua bench demo clean
+.PHONY: fuzz torture all deps test test-c test-lua bench demo demo-cluster clean
 .DELETE_ON_ERROR:
 
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
@@ -216,6 +216,10 @@ clean:
 # The weather plan, once per branch: a branch taken, the other skipped, a join;
 # then the London run's journal as a timeline, and its graph coloured by outcome
 # as SVG when Graphviz's dot is there.
+# A batch on two workers and a redis-server of its own; one worker is killed halfway.
+demo-cluster: bin/obelus
+	@sh plans/cluster/demo.sh
+
 demo: bin/obelus
 	@echo '$$ obelus check plans/weather/plan.json --tools plans/weather/tools'
 	@bin/obelus check plans/weather/plan.json --tools plans/weather/tools
@@ -247,12 +251,14 @@ demo: bin/obelus
 fuzz:
 	sh fuzz/run $(or $(FUZZ_SECONDS),60)
 
-# The kill harness at 200 random SIGKILL points per plan shape (make test runs
-# 20): spec/cli/resume_spec.lua against bin/obelus. Not part of make test.
+# The kill harnesses: spec/cli/resume_spec.lua at 200 random SIGKILL points per plan
+# shape (make test runs 20), and the fleet's, spec/cli/fleet_kill_spec.lua, at 100
+# (make test runs 6), against bin/obelus. Not part of make test.
 torture: all
 	@mkdir -p build/results
-	@OBELUS_KILL_POINTS=$(or $(KILL_POINTS),200) OBELUS_BIN=$(CURDIR)/bin/obelus \
+	@OBELUS_KILL_POINTS=$(or $(KILL_POINTS),200) OBELUS_FLEET_KILL_POINTS=$(or $(FLEET_KILL_POINTS),100) \
+	  OBELUS_BIN=$(CURDIR)/bin/obelus \
 	  $(BUSTED) --output=TAP --cpath='lib/?.so' --lpath='lua/?.lua;lua/?/init.lua;spec/?.lua' \
-	  spec/cli/resume_spec.lua > build/results/torture.txt 2>&1; rc=$$?; \
+	  spec/cli/resume_spec.lua spec/cli/fleet_kill_spec.lua > build/results/torture.txt 2>&1; rc=$$?; \
 	  echo "torture: $$(grep -c '^ok ' build/results/torture.txt) passed," \
 	    "$$(grep -c '^not ok ' build/results/torture.txt) failed"; exit $$rc

@@ -1,6 +1,6 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
 -- `lua5.4 run.lua journal` runs the journal section alone; `lua5.4 run.lua http` the
--- HTTP one (bench/http.lua).
+-- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua).
 local cjson = require "cjson"
 
 local function run(args, env)
@@ -79,6 +79,10 @@ if arg[1] == "journal" then
 end
 if arg[1] == "http" then
   dofile("http.lua")
+  return
+end
+if arg[1] == "fleet" then
+  dofile("fleet.lua")
   return
 end
 
@@ -181,3 +185,6 @@ journal_section()
 
 print("")
 dofile("http.lua")
+
+print("")
+dofile("fleet.lua")

@@ -288,8 +288,14 @@ static const char status_help[] =
     "live worker has. --json prints it as one JSON object.\n"
     "Exit 0; 2: usage; 3: Redis unreachable.\n";
 
-/* A worker is live when it announced itself this recently (it does every few s). */
-#define LIVE_MS 15000
+/* A worker is live when it announced itself within three of its ticks (it says how
+ * often it does: every_ms), and at least a second. */
+static int is_live(const ob_value *info, uint64_t now) {
+  long long seen = vint(ob_object_get(info, "seen", 4), 0);
+  long long every = vint(ob_object_get(info, "every_ms", 8), 5000);
+  uint64_t window = every * 3 > 1000 ? (uint64_t)every * 3 : 1000;
+  return seen > 0 && (uint64_t)seen + window >= now;
+}
 
 int ob_cmd_status(int argc, char **argv) {
   queue_args a;
@@ -379,8 +385,7 @@ int ob_cmd_status(int argc, char **argv) {
         const char *js = vstr(ob_array_get(workers, k + 1));
         ob_value *info = js ? ob_json_parse(js, strlen(js), NULL) : NULL;
         const char *wt = vstr(info ? ob_object_get(info, "tools_id", 8) : NULL);
-        long long seen = info ? vint(ob_object_get(info, "seen", 4), 0) : 0;
-        served |= wt && !strcmp(wt, tid) && (uint64_t)seen + LIVE_MS >= now;
+        served |= wt && !strcmp(wt, tid) && is_live(info, now);
         ob_unref(info);
       }
       if (!served) {
@@ -410,7 +415,7 @@ int ob_cmd_status(int argc, char **argv) {
     const ob_value *pw = ob_object_get(per_worker, name, strlen(name));
     info = ob_object_set(info, "name", 4, ob_cstring(name));
     info = ob_object_set(info, "pending", 7, ob_int(pw ? ob_int_value(pw) : 0));
-    info = ob_object_set(info, "live", 4, ob_bool((uint64_t)seen + LIVE_MS >= now));
+    info = ob_object_set(info, "live", 4, ob_bool(is_live(info, now)));
     info = ob_object_set(info, "seen_ms_ago", 11, ob_int((long long)now - seen));
     wlist = ob_array_push(wlist, info);
   }
@@ -459,12 +464,14 @@ int ob_cmd_status(int argc, char **argv) {
       const ob_value *wi = ob_array_get(wlist, k);
       const char *name = vstr(ob_object_get(wi, "name", 4));
       long long pend = vint(ob_object_get(wi, "pending", 7), 0);
-      if (ob_object_get(wi, "seen", 4))
-        printf("    %s: running %lld of %lld, %s (seen %.1f s ago), tools %s\n", name, pend,
-               vint(ob_object_get(wi, "jobs", 4), 0),
-               ob_typeof(ob_object_get(wi, "live", 4)) == OB_TRUE ? "live" : "silent",
-               (double)vint(ob_object_get(wi, "seen_ms_ago", 11), 0) / 1000.0,
-               vstr(ob_object_get(wi, "tools_id", 8)));
+      int live = ob_typeof(ob_object_get(wi, "live", 4)) == OB_TRUE;
+      double ago = (double)vint(ob_object_get(wi, "seen_ms_ago", 11), 0) / 1000.0;
+      if (ob_object_get(wi, "seen", 4) && live)
+        printf("    %s: running %lld of %lld (seen %.1f s ago), tools %s\n", name, pend,
+               vint(ob_object_get(wi, "jobs", 4), 0), ago, vstr(ob_object_get(wi, "tools_id", 8)));
+      else if (ob_object_get(wi, "seen", 4))
+        printf("    %s: silent for %.1f s, holding %lld (taken over after --claim-idle)\n", name,
+               ago, pend);
       else
         printf("    %s: holding %lld, gone (its jobs are taken over after --claim-idle)\n", name,
                pend);

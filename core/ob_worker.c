@@ -50,7 +50,7 @@
 #include "ob_worker.h"
 
 #define READ_BLOCK_MS 2000
-#define DRAIN_BLOCK_MS 200
+#define DRAIN_BLOCK_MS 50
 #define PLAN_CACHE 64
 
 typedef enum { J_FETCH, J_RESUME, J_RUN, J_RAN, J_FINISH, J_DONE } jstate;
@@ -68,6 +68,7 @@ typedef struct wjob {
   ob_run *run;
   ob_wal *wal;
   ob_resume *rs;
+  ob_buf jbuf;         /* the journal as Redis holds it (what was shipped) */
   int exit;            /* the result */
   char *output, *error;
   int finish_sent;     /* the MULTI is out; 0 again when it was lost */
@@ -82,7 +83,7 @@ struct ob_worker {
   ob_engine *e;
   uv_loop_t *loop;
   ob_worker_options o;
-  char *queue, *me, *dir, *plans_root;
+  char *queue, *me, *dir, *plans_root, *root; /* root: plans_root as a real path */
   int own_dir;
   ob_redis *cmd, *rd;
   char tools_id[17];
@@ -101,6 +102,7 @@ struct ob_worker {
   ob_worker_stats stats;
   void (*on_end)(void *ud, const char *why);
   void *ud;
+  uint64_t tick_ms;  /* how often the tick runs (and the worker announces itself) */
   int drain_checks; /* XPENDING replies awaited by a drain check */
   uint64_t drain_pending;
   char why[512];
@@ -207,10 +209,12 @@ static void job_free(wjob *j) {
   free(j->path);
   free(j->output);
   free(j->error);
+  ob_buf_free(&j->jbuf);
   free(j);
 }
 
 static void run_finish(wjob *j);
+static void send_finishes(ob_worker *w);
 
 static void reap(uv_timer_t *t) {
   ob_worker *w = t->data;
@@ -226,6 +230,7 @@ static void reap(uv_timer_t *t) {
       pp = &j->next;
     }
   }
+  send_finishes(w);
   maybe_end(w);
   read_more(w);
 }
@@ -243,68 +248,122 @@ static void job_done(wjob *j) {
   schedule_reap(j->w);
 }
 
-/* The result stored and the job acknowledged, in one MULTI. */
+/* Results are stored in batches: every job that ended since the last loop turn, in
+ * one MULTI (per job an HSET and an XADD; one XACK per stream for all; the counters
+ * once), sent from the reaper. Its EXEC's answer ends them all; a connection lost
+ * before it leaves them to be sent again once it is back. */
+#define FINISH_BATCH 256
+
+typedef struct finish_batch {
+  ob_worker *w;
+  size_t n;
+  wjob *jobs[FINISH_BATCH];
+} finish_batch;
+
 static void on_exec(void *ud, redisReply *rp, const char *why) {
-  wjob *j = ud;
+  finish_batch *fb = ud;
   (void)why;
-  if (!rp) { /* lost with the connection: sent again after it comes back */
-    j->finish_sent = 0;
-    return;
+  for (size_t i = 0; i < fb->n; i++) {
+    wjob *j = fb->jobs[i];
+    if (!rp || rp->type == REDIS_REPLY_ERROR || rp->type == REDIS_REPLY_NIL) {
+      j->finish_sent = 0; /* sent again: at the next reap, or once reconnected */
+      continue;
+    }
+    if (j->exit == 0)
+      fb->w->stats.done++;
+    else
+      fb->w->stats.failed++;
+    job_done(j);
   }
-  if (rp->type == REDIS_REPLY_ERROR) {
-    say(j->w, "job %s: storing its result failed: %s", j->id, rp->str);
-    j->finish_sent = 0;
-    return;
-  }
-  if (j->exit == 0)
-    j->w->stats.done++;
-  else
-    j->w->stats.failed++;
-  job_done(j);
+  if (rp && rp->type == REDIS_REPLY_ERROR)
+    say(fb->w, "storing results failed: %s", rp->str);
+  free(fb);
 }
 
-static void send_finish(wjob *j) {
-  ob_worker *w = j->w;
-  if (j->finish_sent || !ob_redis_is_up(w->cmd))
+static int cmd(ob_worker *w, int argc, const char **argv) {
+  return ob_redis_send(w->cmd, ignore_reply, NULL, argc, argv, NULL) == OB_OK;
+}
+
+/* Sends the results of every job that has one and has not sent it. */
+static void send_finishes(ob_worker *w) {
+  if (!ob_redis_is_up(w->cmd))
     return;
-  char *jk = ob_queue_key(w->queue, "job", j->id), *done = ob_queue_key(w->queue, "done", NULL),
-       *stats = ob_queue_key(w->queue, "stats", NULL);
-  uint64_t now = ob_queue_now_ms();
-  char nowms[32], sec[32], exit[8], keep[32];
-  snprintf(nowms, sizeof nowms, "%" PRIu64, now);
-  snprintf(sec, sizeof sec, "%" PRIu64, now / 1000);
-  snprintf(exit, sizeof exit, "%d", j->exit);
-  snprintf(keep, sizeof keep, "%d", OB_QUEUE_DONE_KEEP);
-  char *rate = ob_queue_key(w->queue, "rate", sec);
-  const char *state = j->exit ? "failed" : "done";
-  int ok = ob_redis_send(w->cmd, ignore_reply, NULL, 1, (const char *[]){"MULTI"}, NULL) == OB_OK;
-  const char *h[16] = {"HSET", jk, "state", state, "exit", exit, "output",
-                       j->output ? j->output : "null", "finished", nowms, "worker", w->me};
-  int hc = 12;
-  if (j->error) {
-    h[hc++] = "error";
-    h[hc++] = j->error;
+  for (;;) {
+    finish_batch *fb = ob_xmalloc(sizeof *fb);
+    fb->w = w;
+    fb->n = 0;
+    for (wjob *j = w->jobs; j && fb->n < FINISH_BATCH; j = j->next)
+      if (j->state == J_FINISH && !j->finish_sent)
+        fb->jobs[fb->n++] = j;
+    if (!fb->n) {
+      free(fb);
+      return;
+    }
+    char *done = ob_queue_key(w->queue, "done", NULL), *stats = ob_queue_key(w->queue, "stats", NULL);
+    uint64_t now = ob_queue_now_ms();
+    char nowms[32], sec[32], keep[32], ndone[32], nfailed[32];
+    snprintf(nowms, sizeof nowms, "%" PRIu64, now);
+    snprintf(sec, sizeof sec, "%" PRIu64, now / 1000);
+    snprintf(keep, sizeof keep, "%d", OB_QUEUE_DONE_KEEP);
+    char *rate = ob_queue_key(w->queue, "rate", sec);
+    int ok = cmd(w, 1, (const char *[]){"MULTI"});
+    size_t failed = 0;
+    for (size_t i = 0; ok && i < fb->n; i++) {
+      wjob *j = fb->jobs[i];
+      char exit[8];
+      snprintf(exit, sizeof exit, "%d", j->exit);
+      failed += j->exit != 0;
+      char *jk = ob_queue_key(w->queue, "job", j->id);
+      const char *h[16] = {"HSET", jk, "state", j->exit ? "failed" : "done", "exit", exit,
+                           "output", j->output ? j->output : "null", "finished", nowms,
+                           "worker", w->me};
+      int hc = 12;
+      if (j->error) {
+        h[hc++] = "error";
+        h[hc++] = j->error;
+      }
+      ok = cmd(w, hc, h) &&
+           cmd(w, 10, (const char *[]){"XADD", done, "MAXLEN", "~", keep, "*", "job", j->id, "exit",
+                                        exit});
+      free(jk);
+    }
+    for (int s = 0; ok && s < w->nstreams; s++) { /* one XACK per stream */
+      const char **argv = ob_xmalloc((fb->n + 3) * sizeof *argv);
+      int argc = 0;
+      argv[argc++] = "XACK";
+      argv[argc++] = w->streams[s];
+      argv[argc++] = OB_QUEUE_GROUP;
+      for (size_t i = 0; i < fb->n; i++)
+        if (!strcmp(fb->jobs[i]->stream, w->streams[s]))
+          argv[argc++] = fb->jobs[i]->entry;
+      if (argc > 3)
+        ok = cmd(w, argc, argv);
+      free(argv);
+    }
+    char nall[32];
+    snprintf(ndone, sizeof ndone, "%zu", fb->n - failed);
+    snprintf(nfailed, sizeof nfailed, "%zu", failed);
+    snprintf(nall, sizeof nall, "%zu", fb->n);
+    ok = ok && cmd(w, 4, (const char *[]){"HINCRBY", stats, "done", ndone}) &&
+         cmd(w, 4, (const char *[]){"HINCRBY", stats, "failed", nfailed}) &&
+         cmd(w, 3, (const char *[]){"INCRBY", rate, nall}) &&
+         cmd(w, 3, (const char *[]){"EXPIRE", rate, "120"});
+    free(done);
+    free(stats);
+    free(rate);
+    if (!ok) { /* the connection went: on_up sends them again */
+      free(fb);
+      return;
+    }
+    for (size_t i = 0; i < fb->n; i++)
+      fb->jobs[i]->finish_sent = 1;
+    if (ob_redis_send(w->cmd, on_exec, fb, 1, (const char *[]){"EXEC"}, NULL) != OB_OK) {
+      for (size_t i = 0; i < fb->n; i++)
+        fb->jobs[i]->finish_sent = 0;
+      free(fb);
+      return;
+    }
   }
-  ok = ok && ob_redis_send(w->cmd, ignore_reply, NULL, hc, h, NULL) == OB_OK;
-  ok = ok && ob_redis_send(w->cmd, ignore_reply, NULL, 10,
-                           (const char *[]){"XADD", done, "MAXLEN", "~", keep, "*", "job", j->id,
-                                            "exit", exit},
-                           NULL) == OB_OK;
-  ok = ok && ob_redis_send(w->cmd, ignore_reply, NULL, 4,
-                           (const char *[]){"XACK", j->stream, OB_QUEUE_GROUP, j->entry},
-                           NULL) == OB_OK;
-  ok = ok && ob_redis_send(w->cmd, ignore_reply, NULL, 4,
-                           (const char *[]){"HINCRBY", stats, state, "1"}, NULL) == OB_OK;
-  ok = ok && ob_redis_send(w->cmd, ignore_reply, NULL, 2, (const char *[]){"INCR", rate}, NULL) ==
-                 OB_OK;
-  ok = ok && ob_redis_send(w->cmd, ignore_reply, NULL, 3,
-                           (const char *[]){"EXPIRE", rate, "120"}, NULL) == OB_OK;
-  ok = ok && ob_redis_send(w->cmd, on_exec, j, 1, (const char *[]){"EXEC"}, NULL) == OB_OK;
-  j->finish_sent = ok; /* else: the connection went; on_up sends it again */
-  free(jk);
-  free(done);
-  free(stats);
-  free(rate);
 }
 
 /* Ends a job with a result that no run made (invalid plan, poison). */
@@ -315,7 +374,7 @@ static void job_result(wjob *j, int exit, const char *output, const char *error)
   j->output = output ? ob_xstrdup(output) : NULL;
   j->error = error ? ob_xstrdup(error) : NULL;
   j->state = J_FINISH;
-  send_finish(j);
+  schedule_reap(j->w); /* sent with the others that end in this turn of the loop */
 }
 
 static void on_tee_reply(void *ud, redisReply *rp, const char *why) {
@@ -327,24 +386,18 @@ static void on_tee_reply(void *ud, redisReply *rp, const char *why) {
 static void ship(void *ud, const char *bytes, size_t len) {
   wjob *j = ud;
   ob_worker *w = j->w;
+  ob_buf_add(&j->jbuf, bytes, len);
   ob_redis_send(w->cmd, on_tee_reply, NULL, 3, (const char *[]){"APPEND", j->jkey, bytes},
                 (const size_t[]){6, strlen(j->jkey), len});
 }
 
-/* The local journal as it stands (its NUL tail cut), SET whole in Redis. */
+/* The journal SET whole in Redis, from the job's copy of it. */
 static void resync_journal(wjob *j) {
-  ob_buf b;
-  ob_buf_init(&b);
-  ob_error err;
   if (j->wal)
-    ob_wal_flush(j->wal);
-  if (ob_read_file(j->path, &b, &err) == OB_OK) {
-    size_t len = ob_journal_len(b.data ? b.data : "", b.len);
-    ob_redis_send(j->w->cmd, on_tee_reply, NULL, 3,
-                  (const char *[]){"SET", j->jkey, b.data ? b.data : ""},
-                  (const size_t[]){3, strlen(j->jkey), len});
-  }
-  ob_buf_free(&b);
+    ob_wal_flush(j->wal); /* ships what is buffered, to the copy too */
+  ob_redis_send(j->w->cmd, on_tee_reply, NULL, 3,
+                (const char *[]){"SET", j->jkey, j->jbuf.data ? j->jbuf.data : ""},
+                (const size_t[]){3, strlen(j->jkey), j->jbuf.len});
 }
 
 /* The run has settled: its journal ended and closed, its result stored. From the
@@ -403,8 +456,7 @@ static void job_run(wjob *j) {
   ob_worker *w = j->w;
   ob_plan *p = j->plan = ob_plan_from_value(j->plan_value, j->name);
   ob_error err;
-  if (!(p->root = ob_plans_root(w->plans_root, &err)))
-    ob_plan_error(p, NULL, "%s", err.msg);
+  p->root = ob_xstrdup(w->root);
   ob_plan_check_tools(p, &w->e->tools, ob_engine_has_latent(w->e));
   ob_run_check_messages(p, j->inputs, "--input", 1);
   ob_run_options ro = job_run_options(j);
@@ -414,13 +466,15 @@ static void job_run(wjob *j) {
     job_invalid(j, p, NULL);
     return;
   }
-  if (!(j->wal = ob_wal_open(w->loop, j->path, OB_WAL_CREATE, OB_FSYNC_NEVER, &err))) {
+  /* a fresh job's journal lives in Redis and in j->jbuf: no file (the wal writes to
+   * /dev/null, and ships each flush) */
+  if (!(j->wal = ob_wal_open(w->loop, "/dev/null", OB_WAL_CREATE, OB_FSYNC_NEVER, &err))) {
     job_invalid(j, NULL, err.msg);
     return;
   }
   ob_wal_set_tee(j->wal, ship, j);
-  /* a job run again from scratch (claimed without a journal) starts its journal over */
-  ob_redis_send(w->cmd, on_tee_reply, NULL, 2, (const char *[]){"DEL", j->jkey}, NULL);
+  if (j->claimed) /* run again from scratch (taken over without a journal): a new one */
+    ob_redis_send(w->cmd, on_tee_reply, NULL, 2, (const char *[]){"DEL", j->jkey}, NULL);
   ro.journal = j->wal;
   j->state = J_RUN;
   if (!(j->run = ob_run_new(w->e, p, j->plan_value, j->inputs, &ro, &err))) {
@@ -466,6 +520,11 @@ static void job_resume(wjob *j, const char *text, size_t len) {
     return;
   }
   if (j->wal) { /* Redis's copy as resume cut it, then the appends */
+    ob_buf cut;
+    ob_buf_init(&cut);
+    if (ob_read_file(j->path, &cut, &err) == OB_OK)
+      ob_buf_add(&j->jbuf, cut.data ? cut.data : "", ob_journal_len(cut.data ? cut.data : "", cut.len));
+    ob_buf_free(&cut);
     resync_journal(j);
     ob_wal_set_tee(j->wal, ship, j);
   }
@@ -537,15 +596,18 @@ static void job_take(wjob *j) {
   char *jk = ob_queue_key(w->queue, "job", j->id);
   char now[32];
   snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
-  const char *argv[10] = {"HSET", jk, "state", "running", "worker", w->me, "started", now};
-  int argc = 8;
+  if (!j->deliveries)
+    j->deliveries = 1; /* a first delivery (XREADGROUP >) */
+  char dl[32];
+  snprintf(dl, sizeof dl, "%lld", j->deliveries);
+  const char *argv[12] = {"HSET", jk, "state", "running", "worker", w->me, "started", now,
+                          "deliveries", dl};
+  int argc = 10;
   if (j->claimed) {
     argv[argc++] = "claimed";
     argv[argc++] = "1";
   }
   ob_redis_send(w->cmd, ignore_reply, NULL, argc, argv, NULL);
-  ob_redis_send(w->cmd, ignore_reply, NULL, 4, (const char *[]){"HINCRBY", jk, "deliveries", "1"},
-                NULL);
   free(jk);
   if (j->deliveries > (long long)w->o.max_deliveries) {
     char why[256];
@@ -585,6 +647,8 @@ static size_t free_slots(const ob_worker *w) {
   return busy >= w->o.jobs ? 0 : w->o.jobs - busy;
 }
 
+static void drain_check(ob_worker *w);
+
 static void on_read(void *ud, redisReply *rp, const char *why) {
   ob_worker *w = ud;
   (void)why;
@@ -607,7 +671,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
       }
     }
   } else if (w->o.drain && rp->type == REDIS_REPLY_NIL) {
-    maybe_end(w);
+    drain_check(w); /* nothing new: is anything pending anywhere? */
   }
   read_more(w);
 }
@@ -793,10 +857,10 @@ static void announce(ob_worker *w) {
   ob_buf_addf(&b, "{\"host\":");
   ob_json_write_string(&b, host, strlen(host));
   ob_buf_addf(&b, ",\"pid\":%ld,\"tools_id\":\"%s\",\"tools\":%s,\"jobs\":%zu,\"running\":%zu,"
-                  "\"seen\":%" PRIu64 ",\"done\":%" PRIu64 ",\"failed\":%" PRIu64
-                  ",\"claimed\":%" PRIu64 "}",
+                  "\"seen\":%" PRIu64 ",\"every_ms\":%" PRIu64 ",\"done\":%" PRIu64
+                  ",\"failed\":%" PRIu64 ",\"claimed\":%" PRIu64 "}",
               (long)getpid(), w->tools_id, w->tools_json, w->o.jobs, w->running,
-              ob_queue_now_ms(), w->stats.done, w->stats.failed, w->stats.claimed);
+              ob_queue_now_ms(), w->tick_ms, w->stats.done, w->stats.failed, w->stats.claimed);
   ob_redis_send(w->cmd, ignore_reply, NULL, 4, (const char *[]){"HSET", key, w->me, b.data}, NULL);
   ob_buf_free(&b);
   free(key);
@@ -849,12 +913,10 @@ static void cmd_up(void *ud) {
   w->ever_up = 1;
   if (!w->groups_ready)
     create_groups(w);
-  for (wjob *j = w->jobs; j; j = j->next) {
+  for (wjob *j = w->jobs; j; j = j->next)
     if (j->state == J_RUN && j->wal)
       resync_journal(j);
-    else if (j->state == J_FINISH)
-      send_finish(j);
-  }
+  send_finishes(w);
   announce(w);
   read_more(w);
 }
@@ -967,6 +1029,8 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
     w->me = b.data;
   }
   w->plans_root = ob_xstrdup(o->plans_root ? o->plans_root : ".");
+  if (!(w->root = ob_plans_root(w->plans_root, err)))
+    goto fail;
   if (o->dir) {
     w->dir = ob_xstrdup(o->dir);
     if (mkdir(w->dir, 0700) != 0 && errno != EEXIST) {
@@ -1008,6 +1072,7 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
     every = 20;
   if (every > 5000)
     every = 5000;
+  w->tick_ms = every;
   uv_timer_start(&w->tick, on_tick, every, every);
   return w;
 fail:
@@ -1015,6 +1080,7 @@ fail:
   free(w->queue);
   free(w->me);
   free(w->plans_root);
+  free(w->root);
   if (w->dir && w->own_dir)
     rmdir(w->dir);
   free(w->dir);
@@ -1051,6 +1117,7 @@ void ob_worker_free(ob_worker *w) {
   free(w->queue);
   free(w->me);
   free(w->plans_root);
+  free(w->root);
   for (int i = 0; i < w->nstreams; i++)
     free(w->streams[i]);
   free(w->tools_json);

@@ -51,7 +51,7 @@ local function position(events, event, call)
   error("no event " .. event .. " for " .. tostring(call))
 end
 
-local PLANS = { "user-status", "weather", "refund", "translate", "fanout-summary", "notify" }
+local PLANS = { "user-status", "weather", "refund", "translate", "fanout-summary", "notify", "cluster" }
 
 describe("example plans", function()
   it("all pass obelus check", function()

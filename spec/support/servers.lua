@@ -5,8 +5,8 @@
 --   M.nginx()  Debian's nginx with a generated config: static files under its www folder
 --              (gzip on for text), plain HTTP and HTTPS with a certificate made by openssl
 --              now (its CA file is s.ca_file; the name is localhost and 127.0.0.1)
---   M.redis()  Debian's redis-server (never the system's service): AOF on (appendfsync
---              always: a restart loses nothing), its files in the temporary folder;
+--   M.redis{fsync=}  Debian's redis-server (never the system's service): AOF on
+--              (appendfsync always unless fsync says: a restart loses nothing), its files in the temporary folder;
 --              s.url, s.port, s.stop(), s.kill() (SIGKILL), s.restart() (the same port
 --              and files: what was written survives), s.cli(args) (redis-cli's output)
 -- Each returns a table with url(path), port, dir and stop(); nil and why when the server
@@ -125,13 +125,14 @@ http {
   return s
 end
 
-function M.redis()
+function M.redis(opts)
+  local fsync = opts and opts.fsync or "always"
   if not sh("command -v redis-server >/dev/null 2>&1") then return nil, "redis-server is not installed" end
   local dir, port = tmpdir(), M.free_port()
   local conf = dir .. "/redis.conf"
   local f = assert(io.open(conf, "w"))
-  f:write(("port %d\nbind 127.0.0.1\ndir %s\nappendonly yes\nappendfsync always\nsave \"\"\n" ..
-           "daemonize yes\npidfile %s/redis.pid\nlogfile %s/redis.log\n"):format(port, dir, dir, dir))
+  f:write(("port %d\nbind 127.0.0.1\ndir %s\nappendonly yes\nappendfsync %s\nsave \"\"\n" ..
+           "daemonize yes\npidfile %s/redis.pid\nlogfile %s/redis.log\n"):format(port, dir, fsync, dir, dir))
   f:close()
   local s = { dir = dir, port = port, url = ("redis://127.0.0.1:%d"):format(port) }
   function s.cli(args)
