@@ -5,7 +5,7 @@
 --               `obelus worker --drain --jobs 256` takes them all: its wall time
 --   queue cost  the same N calls as instances of one plan in one local `obelus run`:
 --               (worker time - run time) / N is what the queue adds per job
---   cpu 1 vs 2  M jobs that each compute for ~40 ms (one call), drained by one worker,
+--   cpu 1 vs 2  M jobs that each compute for ~25 ms (one call), drained by one worker,
 --               then by two at once (each --jobs 1): the speed-up on this 2-core machine
 -- 3 rounds of each, interleaved; medians. Goals: >= 5,000 jobs/s; 2 workers >= 1.7x.
 package.path = "../spec/?.lua;" .. package.path
@@ -114,4 +114,4 @@ print(("fleet: %d trivial 1-call jobs through Redis Streams, one worker (--jobs 
 print(("  jobs/s (med): %.0f (goal >= 5,000)"):format(median(rate)))
 print(("  the queue's cost per job against the same calls as instances of one local run: %.0f us (med)")
   :format(median(per_job)))
-print(("  %d CPU-bound jobs (~40 ms each): 2 workers / 1 worker: %.2fx (goal >= 1.7x)"):format(M, median(speedup)))
+print(("  %d CPU-bound jobs (~25 ms each): 2 workers / 1 worker: %.2fx (goal >= 1.7x)"):format(M, median(speedup)))
