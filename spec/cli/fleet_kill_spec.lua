@@ -4,7 +4,7 @@
 -- over), then a last worker drains the queue. Every job must end with the output a
 -- plain `obelus run` gives, and every call must have run once, or twice when it was
 -- in flight at a kill (a call's run is a line in a marks file).
--- OBELUS_FLEET_KILL_POINTS kill points (default 6; `make torture` runs 100).
+-- OBELUS_FLEET_KILL_POINTS kill points (default 4; `make torture` runs 100).
 local cjson = require "cjson"
 local cli = require "support.cli"
 local fs = require "support.fs"
@@ -12,7 +12,7 @@ local servers = require "support.servers"
 
 local q = cli.quote
 local bin = cli.bin
-local POINTS = tonumber(os.getenv("OBELUS_FLEET_KILL_POINTS") or "6")
+local POINTS = tonumber(os.getenv("OBELUS_FLEET_KILL_POINTS") or "4")
 
 local TOOLS = [[
 local obelus = require "obelus"

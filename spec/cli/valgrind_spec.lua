@@ -73,3 +73,50 @@ describe("valgrind on the example plans", function()
     end)
   end
 end)
+
+-- the fleet's commands against a real redis-server, each under valgrind
+describe("valgrind on the fleet's commands", function()
+  local servers = require "support.servers"
+  local redis
+  local function vg(want, args)
+    local quoted = {}
+    for i, a in ipairs(args) do quoted[i] = cli.quote(a) end
+    local log, out = os.tmpname(), os.tmpname()
+    local cmd = string.format(
+      "timeout 120 valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible " ..
+      "--errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --log-file=%s %s %s >%s 2>&1",
+      log, cli.quote(cli.bin), table.concat(quoted, " "), out)
+    local _, _, code = os.execute(cmd)
+    local report = cli.slurp(log)
+    local text = cli.slurp(out)
+    os.remove(log)
+    os.remove(out)
+    assert.are.equal("", report)
+    assert.are.equal(want, code, text)
+    return text
+  end
+  setup(function() redis = servers.redis() end)
+  teardown(function() if redis then redis.stop() end end)
+
+  it("submit, worker --drain, wait, status, log --redis; an unreachable Redis", function()
+    if not have_valgrind() or not redis then
+      pending("valgrind or redis-server is not installed")
+      return
+    end
+    local batch = os.tmpname()
+    local f = assert(io.open(batch, "w"))
+    f:write('{"city":"Lisbon"}\n{"city":"London"}\n')
+    f:close()
+    local ids = vg(0, { "submit", "plans/weather/plan.json", "--tools", "plans/weather/tools",
+                        "--redis", redis.url, "--queue", "vg", "--batch", batch })
+    os.remove(batch)
+    local a, b = ids:match("(%S+)\n(%S+)")
+    assert.is_string(b)
+    vg(0, { "worker", "--redis", redis.url, "--queue", "vg", "--tools", "plans/weather/tools", "--drain", "--jobs", "2" })
+    local lines = vg(0, { "wait", "--redis", redis.url, "--queue", "vg", a, b })
+    assert.truthy(lines:match('"exit":0'))
+    vg(0, { "status", "--redis", redis.url, "--queue", "vg" })
+    vg(0, { "log", "--redis", redis.url, "--queue", "vg", a })
+    vg(3, { "status", "--redis", "redis://127.0.0.1:" .. servers.free_port() })
+  end)
+end)
