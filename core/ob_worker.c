@@ -62,6 +62,7 @@ typedef struct wjob {
   ob_value *inputs;
   jstate state;
   int claimed, handed_back;
+  int fetching, awaits_plan; /* its GET of the plan is out; another job's GET will do */
   long long deliveries;
   ob_value *plan_value;
   ob_plan *plan;
@@ -567,27 +568,44 @@ static void job_begin(wjob *j) {
   job_run(j);
 }
 
-static void on_plan(void *ud, redisReply *rp, const char *why) {
-  wjob *j = ud;
+/* The plan's text for j and every job that waits for the same plan. */
+static void plan_arrived(wjob *j, redisReply *rp) {
   if (!rp) {
     j->handed_back = 1; /* the connection went: the job stays pending, for later */
     job_done(j);
-    (void)why;
     return;
   }
   if (rp->type != REDIS_REPLY_STRING) {
     job_invalid(j, NULL, "the job's plan is gone from Redis");
     return;
   }
+  ob_value *v = cache_get(j->w, j->plan_hash);
   ob_error err;
-  ob_value *v = ob_json_parse(rp->str, rp->len, &err);
-  if (!v) {
+  if (!v && !(v = ob_json_parse(rp->str, rp->len, &err))) {
     job_invalid(j, NULL, err.msg);
     return;
   }
-  cache_put(j->w, j->plan_hash, v);
-  j->plan_value = v;
+  if (!cache_get(j->w, j->plan_hash)) {
+    cache_put(j->w, j->plan_hash, v);
+    ob_unref(v);
+  }
+  j->plan_value = ob_ref(v);
   job_begin(j);
+}
+
+static void on_plan(void *ud, redisReply *rp, const char *why) {
+  wjob *j = ud;
+  ob_worker *w = j->w;
+  (void)why;
+  j->fetching = 0;
+  char hash[17];
+  snprintf(hash, sizeof hash, "%s", j->plan_hash);
+  plan_arrived(j, rp);
+  for (wjob *o = w->jobs; o; o = o->next)
+    if (o->awaits_plan && o->state == J_FETCH && !strcmp(o->plan_hash, hash)) {
+      o->awaits_plan = 0;
+      plan_arrived(o, rp);
+    }
 }
 
 /* A job delivered to this worker: marked running, then its plan, then run. */
@@ -632,10 +650,17 @@ static void job_take(wjob *j) {
     job_invalid(j, NULL, "the job names no plan");
     return;
   }
+  for (wjob *o = w->jobs; o; o = o->next)
+    if (o->fetching && !strcmp(o->plan_hash, j->plan_hash)) { /* one GET a plan */
+      j->awaits_plan = 1;
+      return;
+    }
   char *pk = ob_queue_key(w->queue, "plan", j->plan_hash);
   if (ob_redis_send(w->cmd, on_plan, j, 2, (const char *[]){"GET", pk}, NULL) != OB_OK) {
     j->handed_back = 1;
     job_done(j);
+  } else {
+    j->fetching = 1;
   }
   free(pk);
 }
