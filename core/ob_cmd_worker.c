@@ -110,6 +110,7 @@ int ob_cmd_worker(int argc, char **argv) {
               .max_slice_ms = (unsigned)o.max_slice_ms,
               .max_calls = o.max_calls},
       .say = stderr,
+      .progress = isatty(2),
   };
   worker_cli c = {.grace_ms = o.grace_ms};
   if (!(c.w = ob_worker_start(e, &wo, on_end, &c, &err))) {

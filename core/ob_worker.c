@@ -104,6 +104,8 @@ struct ob_worker {
   void (*on_end)(void *ud, const char *why);
   void *ud;
   uint64_t tick_ms;  /* how often the tick runs (and the worker announces itself) */
+  int drawn;         /* the live line is on the terminal */
+  uint64_t drawn_at;
   int drain_checks; /* XPENDING replies awaited by a drain check */
   uint64_t drain_pending;
   char why[512];
@@ -117,9 +119,36 @@ static void say(ob_worker *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The live line (o.progress: a terminal): what runs and what has ended, redrawn at
+ * most every PROGRESS_MS and after each note, erased before each note and at the end. */
+#define PROGRESS_MS 100
+
+static void erase(ob_worker *w) {
+  if (w->drawn)
+    fputs("\r\033[K", w->o.say);
+  w->drawn = 0;
+}
+
+static void draw(ob_worker *w, int force) {
+  if (!w->o.progress || !w->o.say || w->ended)
+    return;
+  uint64_t now = uv_now(w->loop);
+  if (!force && w->drawn && now - w->drawn_at < PROGRESS_MS)
+    return;
+  fprintf(w->o.say,
+          "\r\033[K%s: %zu running · %" PRIu64 " done · %" PRIu64 " failed · %" PRIu64
+          " taken over%s",
+          w->me, w->running, w->stats.done, w->stats.failed, w->stats.claimed,
+          ob_redis_is_up(w->cmd) ? "" : " · reconnecting");
+  fflush(w->o.say);
+  w->drawn = 1;
+  w->drawn_at = now;
+}
+
 static void say(ob_worker *w, const char *fmt, ...) {
   if (!w->o.say)
     return;
+  erase(w);
   va_list ap;
   va_start(ap, fmt);
   fprintf(w->o.say, "obelus worker %s: ", w->me);
@@ -127,6 +156,7 @@ static void say(ob_worker *w, const char *fmt, ...) {
   fputc('\n', w->o.say);
   fflush(w->o.say);
   va_end(ap);
+  draw(w, 1);
 }
 
 static void ignore_reply(void *ud, redisReply *rp, const char *why) {
@@ -276,6 +306,7 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
       fb->w->stats.failed++;
     job_done(j);
   }
+  draw(fb->w, 0);
   if (rp && rp->type == REDIS_REPLY_ERROR)
     say(fb->w, "storing results failed: %s", rp->str);
   free(fb);
@@ -925,6 +956,7 @@ static void on_tick(uv_timer_t *t) {
     return;
   keep_claims(w);
   announce(w);
+  draw(w, 0);
   claim_dead(w);
   drain_check(w);
 }
@@ -1003,6 +1035,8 @@ static void on_last_reply(void *ud, redisReply *rp, const char *why) {
   ob_worker *w = ud;
   (void)rp;
   (void)why;
+  if (w->o.say)
+    erase(w);
   w->ended = 1;
   if (w->on_end)
     w->on_end(w->ud, w->why[0] ? w->why : NULL);

@@ -52,10 +52,11 @@
  *
  * Nouns: an ENGINE (long-lived: a Lua state with the tools loaded, bound to
  * one libuv loop), a RUN (one execution of one plan on an engine), a CALL
- * (one running call of a C tool: the handle it completes). Verbs follow:
+ * (one running call of a C tool: the handle it completes), a QUEUE (jobs in
+ * Redis that `obelus worker`s run). Verbs follow:
  * obelus_engine_new / obelus_engine_free, obelus_run_new / _start / _cancel /
  * _free, obelus_resume (a run taken up again from its journal),
- * obelus_call_complete.
+ * obelus_call_complete, obelus_queue_new / _submit / _wait / _free.
  *
  * Rules that hold everywhere:
  *
