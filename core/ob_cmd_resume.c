@@ -85,16 +85,8 @@ int ob_cmd_resume(int argc, char **argv) {
       goto done;
     }
   }
-  for (int i = 0; i < o.ntools; i++)
-    if (ob_engine_load_tools(e, o.tools[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus resume: %s\n", err.msg);
-      goto done;
-    }
-  for (int i = 0; i < o.nlatent; i++)
-    if (ob_engine_load_script(e, o.latent[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus resume: %s\n", err.msg);
-      goto done;
-    }
+  if (ob_cmd_load(&o, e) != OB_EXIT_OK)
+    goto done;
   ob_buf why;
   ob_buf_init(&why);
   size_t changes;

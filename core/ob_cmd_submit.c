@@ -120,16 +120,8 @@ int ob_cmd_submit(int argc, char **argv) {
       fprintf(stderr, "obelus submit: %s\n", err.msg);
       goto done;
     }
-    for (int i = 0; i < o.ntools; i++)
-      if (ob_engine_load_tools(e, o.tools[i], &err) != OB_OK) {
-        fprintf(stderr, "obelus submit: %s\n", err.msg);
-        goto done;
-      }
-    for (int i = 0; i < o.nlatent; i++)
-      if (ob_engine_load_script(e, o.latent[i], &err) != OB_OK) {
-        fprintf(stderr, "obelus submit: %s\n", err.msg);
-        goto done;
-      }
+    if (ob_cmd_load(&o, e) != OB_EXIT_OK)
+      goto done;
   }
   if (o.batch && !(lines = read_batch(o.batch)))
     goto done;

@@ -83,16 +83,8 @@ int ob_cmd_worker(int argc, char **argv) {
   rc = OB_EXIT_USAGE;
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
   e->http_max = o.http_max;
-  for (int i = 0; i < o.ntools; i++)
-    if (ob_engine_load_tools(e, o.tools[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus worker: %s\n", err.msg);
-      goto done;
-    }
-  for (int i = 0; i < o.nlatent; i++)
-    if (ob_engine_load_script(e, o.latent[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus worker: %s\n", err.msg);
-      goto done;
-    }
+  if (ob_cmd_load(&o, e) != OB_EXIT_OK)
+    goto done;
   ob_worker_options wo = {
       .redis = o.redis,
       .queue = o.queue,

@@ -1325,8 +1325,8 @@ static const luaL_Reg core_functions[] = {
     {"log", core_log},       {"engine", core_engine}, {NULL, NULL}};
 
 /* Makes the metatable `name`: methods as __index, and __gc, __close, __tostring. */
-static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
-                      lua_CFunction close, lua_CFunction tostring) {
+void ob_luamod_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
+                         lua_CFunction gc, lua_CFunction close, lua_CFunction tostring) {
   if (luaL_newmetatable(L, name)) {
     lua_newtable(L);
     luaL_setfuncs(L, methods, 0);
@@ -1349,9 +1349,9 @@ int luaopen_obelus_core(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
   }
   lua_pop(L, 1);
-  new_class(L, LOG_MT, log_methods, log_close, log_close, log_tostring);
-  new_class(L, ENGINE_MT, engine_methods, engine_gc, engine_close, engine_tostring);
-  new_class(L, RUN_MT, run_methods, run_gc, run_close, run_tostring);
+  ob_luamod_new_class(L, LOG_MT, log_methods, log_close, log_close, log_tostring);
+  ob_luamod_new_class(L, ENGINE_MT, engine_methods, engine_gc, engine_close, engine_tostring);
+  ob_luamod_new_class(L, RUN_MT, run_methods, run_gc, run_close, run_tostring);
   luaL_newlib(L, core_functions);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");

@@ -3,6 +3,7 @@
 #ifndef OB_LUAMOD_H
 #define OB_LUAMOD_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "ob_engine.h"
@@ -12,6 +13,9 @@ ob_engine *ob_luamod_check_engine(lua_State *L, int idx);
 /* Non-zero while a callback of one of this state's engines runs (the loop is on the
  * C stack: turning it again is not allowed). */
 int ob_luamod_busy(lua_State *L);
+/* Makes the metatable `name`: methods as __index, and __gc, __close, __tostring. */
+void ob_luamod_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
+                         lua_CFunction gc, lua_CFunction close, lua_CFunction tostring);
 /* Adds `queue` to the module table at the top of the stack, and its class. */
 void ob_luamod_queue_open(lua_State *L);
 

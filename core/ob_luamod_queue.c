@@ -327,18 +327,7 @@ static const luaL_Reg queue_methods[] = {
     {"submit", queue_submit}, {"wait", queue_wait}, {"close", queue_close}, {NULL, NULL}};
 
 void ob_luamod_queue_open(lua_State *L) {
-  if (luaL_newmetatable(L, QUEUE_MT)) {
-    lua_newtable(L);
-    luaL_setfuncs(L, queue_methods, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, queue_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, queue_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, queue_tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
-  lua_pop(L, 1);
+  ob_luamod_new_class(L, QUEUE_MT, queue_methods, queue_close, queue_close, queue_tostring);
   lua_pushcfunction(L, core_queue);
   lua_setfield(L, -2, "queue");
 }

@@ -186,6 +186,21 @@ int ob_cmd_plans_root(ob_cmd_options *o) {
   return OB_EXIT_USAGE;
 }
 
+int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
+  ob_error err;
+  for (int i = 0; i < o->ntools; i++)
+    if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+      return OB_EXIT_USAGE;
+    }
+  for (int i = 0; i < o->nlatent; i++)
+    if (ob_engine_load_script(e, o->latent[i], &err) != OB_OK) {
+      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+      return OB_EXIT_USAGE;
+    }
+  return OB_EXIT_OK;
+}
+
 /* Engine, tools, latent scripts, plan: everything `check` and `run` share.
  * Prints the problems and returns 2 when something is invalid. */
 static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {
@@ -200,16 +215,8 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
   }
   ob_engine_set_max_memory(e, o->max_memory_mb << 20);
   e->http_max = o->http_max;
-  for (int i = 0; i < o->ntools; i++)
-    if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
-      return OB_EXIT_USAGE;
-    }
-  for (int i = 0; i < o->nlatent; i++)
-    if (ob_engine_load_script(e, o->latent[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
-      return OB_EXIT_USAGE;
-    }
+  if (ob_cmd_load(o, e) != OB_EXIT_OK)
+    return OB_EXIT_USAGE;
   ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
   if (!v) {
     fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);

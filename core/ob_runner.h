@@ -48,6 +48,10 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
  * OB_EXIT_OK, or 2 said on stderr. */
 int ob_cmd_plans_root(ob_cmd_options *o);
 
+/* Loads --tools and then --latent/--approver files into e, in order: OB_EXIT_OK, or
+ * 2 with the first failure said on stderr ("obelus CMD: ..."). */
+int ob_cmd_load(const ob_cmd_options *o, ob_engine *e);
+
 /* What run, check and loop start with: the arguments, the progress line (not
  * for check), then the engine, tools, latent scripts and plan, every problem
  * printed. Returns -1 to go on (then ob_cmd_cleanup at the end), or the exit

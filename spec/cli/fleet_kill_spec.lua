@@ -77,17 +77,7 @@ describe("the fleet's kill harness (a real redis-server, workers SIGKILLed)", fu
     return { plan = plan, output = "†state.sum" }
   end
 
-  local function obelus(args, secs)
-    local parts = {}
-    for i, a in ipairs(args) do parts[i] = q(a) end
-    local out, err = os.tmpname(), os.tmpname()
-    local _, how, code = os.execute(("timeout -s KILL %d %s %s >%s 2>%s"):format(
-      secs or 60, q(bin), table.concat(parts, " "), out, err))
-    local r = { code = how == "exit" and code or 128 + code, out = fs.slurp(out) or "", err = fs.slurp(err) or "" }
-    os.remove(out)
-    os.remove(err)
-    return r
-  end
+  local function obelus(args, secs) return cli.run_for(secs, args) end
 
   -- a worker killed after ms (it may have finished by then: then it drained)
   local function killed_worker(queue, ms, jobs)

@@ -77,18 +77,7 @@ describe("obelus submit / worker / wait (a real redis-server)", function()
     return path
   end
 
-  -- Runs obelus with args under a time limit.
-  local function obelus(args, secs)
-    local parts = {}
-    for i, a in ipairs(args) do parts[i] = q(a) end
-    local out, err = os.tmpname(), os.tmpname()
-    local _, how, code = os.execute(("timeout -s KILL %d %s %s >%s 2>%s"):format(
-      secs or 30, q(bin), table.concat(parts, " "), out, err))
-    local r = { code = how == "exit" and code or 128 + code, out = fs.slurp(out) or "", err = fs.slurp(err) or "" }
-    os.remove(out)
-    os.remove(err)
-    return r
-  end
+  local function obelus(args, secs) return cli.run_for(secs, args) end
 
   -- Starts a worker in the background: its pid and log file.
   local function start_worker(queue, args)

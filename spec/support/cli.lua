@@ -38,6 +38,20 @@ function M.run(args)
   return r
 end
 
+-- The same under `timeout -s KILL secs` (default 30), for commands that could hang:
+-- a command killed by it shows as 137.
+function M.run_for(secs, args)
+  local parts = {}
+  for i, a in ipairs(args) do parts[i] = shell_quote(a) end
+  local out, err = os.tmpname(), os.tmpname()
+  local _, how, code = os.execute(("timeout -s KILL %d %s %s >%s 2>%s"):format(
+    secs or 30, shell_quote(M.bin), table.concat(parts, " "), out, err))
+  local r = { code = how == "exit" and code or 128 + code, out = slurp(out), err = slurp(err) }
+  os.remove(out)
+  os.remove(err)
+  return r
+end
+
 -- Writes text to a fresh temporary file and returns its name.
 function M.tmpfile(text, suffix)
   local name = os.tmpname() .. (suffix or "")
