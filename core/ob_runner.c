@@ -46,6 +46,7 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   o->grace_ms = 30000;
   int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
   int fleet = submit || worker;
+  int tools = !strcmp(o->cmd, "tools");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -142,6 +143,10 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
       o->name = argv[++i];
     } else if (worker && !strcmp(a, "--dir") && val) {
       o->dir = argv[++i];
+    } else if (tools && !strcmp(a, "--format") && val) {
+      o->format = argv[++i];
+    } else if (tools && !strcmp(a, "--plan-schema")) {
+      o->plan_schema = 1;
     } else if (!strcmp(a, "--input") && val) {
       ob_error err;
       const char *in = argv[++i];
@@ -155,13 +160,13 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
                                                                      "lacks its value"
                                                                    : "%s",
                                 a);
-    } else if (!o->plan && !worker) {
+    } else if (!o->plan && !worker && !tools) {
       o->plan = a;
     } else {
       return ob_cli_usage_error(o->cmd, "unexpected argument \"%s\"", a);
     }
   }
-  if (!o->plan && !worker)
+  if (!o->plan && !worker && !tools)
     return ob_cli_usage_error(o->cmd, "needs a PLAN file");
   if (fleet && !o->redis)
     return ob_cli_usage_error(o->cmd, "needs --redis URL (redis://HOST:PORT)");

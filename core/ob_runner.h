@@ -35,6 +35,9 @@ typedef struct ob_cmd_options {
   const char *redis, *queue, *batch, *name, *dir;
   size_t shard, jobs, claim_idle_ms, max_deliveries, grace_ms;
   int drain;
+  /* tools (ob_cmd_tools.c) */
+  const char *format;
+  int plan_schema;
   ob_progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
 } ob_cmd_options;
 
