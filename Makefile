@@ -115,7 +115,9 @@ build/test/tsan/%: spec/c/%.c $(wildcard spec/c/*.h) build/tsan/libobelus.a
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -Ispec/c -o $@ $< build/tsan/libobelus.a $(LDLIBS)
 
 # Each run's last line counts in the summary; TSan fails a test on its first report.
-test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%) $(TSAN_CTESTS:%=build/test/tsan/%)
+# bin/obelus too: test_api_queue runs a real worker.
+test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%) $(TSAN_CTESTS:%=build/test/tsan/%) \
+        bin/obelus
 	@mkdir -p build/results
 	@sh spec/run-c build/test/rel $(CTESTS) > build/results/c-rel.txt; cat build/results/c-rel.txt | tail -n 1
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

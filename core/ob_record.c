@@ -13,14 +13,17 @@
  *   {"journal":"step","step":N[,"problems":K]}   a loop's step N that ran no
  *        plan (the planner gave no calls, or calls with K problems)
  *   {"journal":"resume"}                       `obelus resume` took the run up
- *   {"journal":"start","id":I,"attempt":N}     the call's tool starts
- *   {"journal":"retry","id":I,"attempt":N,"error":E,"delay_ms":D}
+ *   {"journal":"start","id":I,"attempt":N,"t":T}     the call's tool starts
+ *   {"journal":"retry","id":I,"attempt":N,"error":E,"delay_ms":D,"t":T}
  *                                              attempt N failed; another comes
- *   {"journal":"settled","id":I,"state":"done"|"failed"|"skipped"}
+ *   {"journal":"settled","id":I,"state":"done"|"failed"|"skipped","t":T}
  *        the call settled: its output or error messages are the lines just
  *        before (a fire-and-forget call or a thought: none)
  *   {"journal":"end","exit":X[,"output":V]}    the run (or loop, with the
  *        planner's output) ended with exit status X
+ *
+ * T is when it happened, in microseconds since the Unix epoch (the clock of the
+ * messages' _date): what `log --format trace|otlp` draws attempts with.
  *
  * A delegated plan's run writes into the same journal: its records carry
  * "scope" (the delegating call's id, "#1/#0" when nested) and its messages,
@@ -42,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ob_sched.h"
 
@@ -56,6 +60,14 @@ static void add_uint(ob_buf *b, uint64_t n) {
 }
 
 static void add_lit(ob_buf *b, const char *s) { ob_buf_add(b, s, strlen(s)); }
+
+/* ,"t":<microseconds since the Unix epoch> */
+static void add_time(ob_buf *b) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ob_buf_add(b, ",\"t\":", 5);
+  add_uint(b, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
+}
 /* A string literal, its length known when compiling. */
 #define ADD_LIT(b, s) ob_buf_add((b), (s), sizeof(s) - 1)
 
@@ -134,6 +146,7 @@ void ob_record_start(ob_crun *c) {
   ob_json_write_string(b, c->call->id, strlen(c->call->id));
   ADD_LIT(b, ",\"attempt\":");
   add_uint(b, c->attempt);
+  add_time(b);
   line_end(r, b);
 }
 
@@ -146,6 +159,7 @@ void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms) {
   ob_buf_addf(b, ",\"attempt\":%u", (unsigned)c->attempt);
   add_string(b, "error", error);
   ob_buf_addf(b, ",\"delay_ms\":%llu", (unsigned long long)delay_ms);
+  add_time(b);
   line_end(r, b);
 }
 
@@ -158,7 +172,9 @@ void ob_record_settled(ob_crun *c) {
   ob_json_write_string(b, c->call->id, strlen(c->call->id));
   ADD_LIT(b, ",\"state\":\""); /* done, failed, skipped: nothing to escape */
   add_lit(b, ob_call_state_name(c->state));
-  ADD_LIT(b, "\"}");
+  ob_buf_addc(b, '"');
+  add_time(b);
+  ob_buf_addc(b, '}');
   ob_wal_line_end(r->opt.journal);
 }
 
