@@ -22,6 +22,7 @@
 #include "ob_journal.h"
 #include "ob_map.h"
 #include "ob_plan.h"
+#include "ob_trace.h"
 
 static const char log_help[] =
     "usage: obelus log JOURNAL [--at N]\n"
@@ -37,6 +38,11 @@ static const char log_help[] =
     "Values are cut to the terminal's width (60 characters when piped). Colours\n"
     "only on a terminal, and never when NO_COLOR is set.\n"
     "\n"
+    "  --format trace   the Chrome Trace Event format instead (Perfetto, chrome://tracing):\n"
+    "           an X event per call attempt, a process per instance, flow arrows from\n"
+    "           each call to the calls that read its output\n"
+    "  --format otlp    OpenTelemetry spans in OTLP/JSON: a trace per run, a span per call\n"
+    "           attempt, delegated sub-plans' spans under their call's\n"
     "  --at N   print instead the documents as they were after the first N\n"
     "           messages, as JSON: {\"at\": N, \"documents\": {kind: document},\n"
     "           \"instances\": {instance: {kind: its view}}} (instances only when\n"
@@ -573,13 +579,18 @@ int ob_cmd_log(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--redis"))
       return ob_cmd_log_redis(argc, argv);
-  const char *file = NULL;
+  const char *file = NULL, *format = NULL;
   size_t at = OB_LOG_NOW;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(log_help, stdout);
       return OB_EXIT_OK;
+    } else if (!strcmp(a, "--format")) {
+      if (++i == argc || (strcmp(argv[i], "text") && strcmp(argv[i], "trace") &&
+                          strcmp(argv[i], "otlp")))
+        return ob_cli_usage_error("log", "--format is text, trace or otlp");
+      format = argv[i];
     } else if (!strcmp(a, "--at")) {
       if (++i == argc || !ob_cli_parse_count(argv[i], &at))
         return ob_cli_usage_error("log", "--at needs a message count (0 or more)");
@@ -593,6 +604,22 @@ int ob_cmd_log(int argc, char **argv) {
   }
   if (!file)
     return ob_cli_usage_error("log", "needs a JOURNAL file");
+  if (format && strcmp(format, "text")) {
+    if (at != OB_LOG_NOW)
+      return ob_cli_usage_error("log", "--at goes with the text timeline only");
+    ob_error terr;
+    ob_value *v = ob_trace_build(file, strcmp(format, "otlp") ? OB_TRACE_CHROME : OB_TRACE_OTLP,
+                                 &terr);
+    if (!v) {
+      fprintf(stderr, "obelus log: %s\n", terr.msg);
+      return OB_EXIT_USAGE;
+    }
+    char *text = ob_json_print(v, OB_JSON_COMPACT, NULL);
+    puts(text);
+    free(text);
+    ob_unref(v);
+    return OB_EXIT_OK;
+  }
 
   ob_log *log = ob_log_new();
   ob_error err;

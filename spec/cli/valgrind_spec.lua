@@ -39,6 +39,8 @@ local runs = {
   { 0, "run", "plans/weather/plan.json", "--tools", "plans/weather/tools", "--input", '{"city":"London"}',
     "--journal", J1, "--fsync", "always" },
   { 0, "resume", J1, before = cut_after_first_settled(J1) },
+  { 0, "log", J1, "--format", "trace" },
+  { 0, "log", J1, "--format", "otlp" },
   { 0, "run", "plans/fanout-summary/plan.json", "--tools", "plans/fanout-summary/tools", "--input",
     '{"topic":"Harbour City"}', "--journal", J2, "--fsync", "batch" },
   { 0, "resume", J2, before = cut_after_first_settled(J2) },
