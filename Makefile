@@ -7,7 +7,7 @@ DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
             libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
             json-schema-test-suite valgrind graphviz lua-check man-db \
             libcurl4-openssl-dev nginx-light openssl curl nodejs time \
-            redis-server libhiredis-dev
+            redis-server libhiredis-dev zsh bash-completion
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -177,6 +177,9 @@ install: all core/obelus.h obelus.pc.in doc/obelus.1
 	install -m 755 lib/obelus/core.so $(DESTDIR)$(LUA_CDIR)/obelus/core.so
 	install -m 644 $(LUA_FILES) $(DESTDIR)$(LUA_LDIR)/obelus/
 	install -m 644 doc/obelus.1 $(DESTDIR)$(MANDIR)/man1/obelus.1
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 644 completions/obelus.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/obelus
+	install -m 644 completions/_obelus $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_obelus
 	@# the dynamic linker's cache learns the new soname: only for a real root install
 	@# into a folder the linker searches (other prefixes: rpath or LD_LIBRARY_PATH)
 	@case "$(DESTDIR):$(LIBDIR)" in :/usr/lib|:/usr/local/lib) \
@@ -188,7 +191,9 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/libobelus.so $(DESTDIR)$(LIBDIR)/libobelus.so.$(SO_MAJOR) \
 	  $(DESTDIR)$(LIBDIR)/libobelus.so.$(SO_VERSION) $(DESTDIR)$(INCLUDEDIR)/obelus.h \
 	  $(DESTDIR)$(PKGCONFIGDIR)/obelus.pc $(DESTDIR)$(LUA_CDIR)/obelus/core.so \
-	  $(LUA_FILES:lua/obelus/%=$(DESTDIR)$(LUA_LDIR)/obelus/%) $(DESTDIR)$(MANDIR)/man1/obelus.1
+	  $(LUA_FILES:lua/obelus/%=$(DESTDIR)$(LUA_LDIR)/obelus/%) $(DESTDIR)$(MANDIR)/man1/obelus.1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/obelus \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_obelus
 	rmdir $(DESTDIR)$(LUA_CDIR)/obelus $(DESTDIR)$(LUA_LDIR)/obelus 2>/dev/null || true
 
 # --- example hosts (examples/*.c): built against the public header only ---

@@ -21,6 +21,7 @@ static const char main_help[] =
     "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
     "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
     "  tools --tools PATH... [--format F]          the tools for LLM APIs and MCP, or --plan-schema\n"
+    "  init DIR                                    a new project: a plan, a tool and a test\n"
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
     "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
     "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
@@ -49,6 +50,7 @@ static const command commands[] = {
     {"log", ob_cmd_log},
     {"resume", ob_cmd_resume},
     {"tools", ob_cmd_tools},
+    {"init", ob_cmd_init},
     {"submit", ob_cmd_submit},
     {"worker", ob_cmd_worker},
     {"wait", ob_cmd_wait},
