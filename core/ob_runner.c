@@ -46,7 +46,7 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   o->grace_ms = 30000;
   int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
   int fleet = submit || worker;
-  int tools = !strcmp(o->cmd, "tools");
+  int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;

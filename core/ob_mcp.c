@@ -1,0 +1,466 @@
+/* ob_mcp.c -- the Model Context Protocol server (ob_mcp.h).
+ *
+ * Messages are JSON-RPC 2.0 objects. Requests handled: initialize (the client's
+ * protocol version when we speak it, else our newest), ping, tools/list (the
+ * engine's tools as ob_catalog gives them for MCP, and run_plan), tools/call.
+ * Notifications: notifications/initialized (nothing to do), notifications/cancelled
+ * (the request's run is cancelled and no answer is sent). Anything else: -32601; a
+ * line that is not JSON: -32700 with id null; not a request: -32600.
+ *
+ * tools/call runs a plan: run_plan's own, or for a tool T the one-call plan
+ * {"plan": [{"_tool": T, ...arguments, "_outputPath": "†state.result"}], "output":
+ * "†state.result"}, whose strings beginning with † are escaped (††) so that they
+ * stay strings. It is validated first (problems: a result with isError), then run
+ * on the engine's loop. Runs end in the reaper (a zero timer), out of the
+ * scheduler's callbacks: the answer carries the output as JSON text in content
+ * and, with the exit status and the error messages, in structuredContent. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_catalog.h"
+#include "ob_mcp.h"
+#include "ob_mem.h"
+#include "ob_plan.h"
+#include "ob_run.h"
+
+static const char *const VERSIONS[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+#define DAGGER "\xE2\x80\xA0"
+
+typedef struct req {
+  ob_mcp *m;
+  struct req *next;
+  ob_value *id;       /* the request's id */
+  ob_value *token;    /* _meta.progressToken, or NULL */
+  ob_value *plan_value;
+  ob_plan *plan;
+  ob_run *run;
+  int is_tool;        /* a tool's call (its output alone), not run_plan */
+  int finished, cancelled;
+  size_t settled;
+} req;
+
+struct ob_mcp {
+  ob_engine *e;
+  ob_mcp_send_fn send;
+  void *ud;
+  req *reqs;
+  uv_timer_t *reaper;
+  int reaping;
+};
+
+static void send_value(ob_mcp *m, ob_value *v) {
+  size_t len;
+  char *text = ob_json_print(v, OB_JSON_COMPACT, &len);
+  m->send(m->ud, text, len);
+  free(text);
+  ob_unref(v);
+}
+
+static ob_value *envelope(const ob_value *id) {
+  ob_value *o = ob_object_set(ob_object(), "jsonrpc", 7, ob_cstring("2.0"));
+  return ob_object_set(o, "id", 2, id ? ob_ref((ob_value *)id) : ob_null());
+}
+
+static void reply(ob_mcp *m, const ob_value *id, ob_value *result) {
+  send_value(m, ob_object_set(envelope(id), "result", 6, result));
+}
+
+static void reply_error(ob_mcp *m, const ob_value *id, int code, const char *msg) {
+  ob_value *e = ob_object_set(ob_object(), "code", 4, ob_int(code));
+  e = ob_object_set(e, "message", 7, ob_cstring(msg));
+  send_value(m, ob_object_set(envelope(id), "error", 5, e));
+}
+
+static ob_value *text_content(const char *text) {
+  ob_value *c = ob_object_set(ob_object(), "type", 4, ob_cstring("text"));
+  return ob_object_set(c, "text", 4, ob_cstring(text));
+}
+
+/* A tools/call result: content (texts), structuredContent, isError. */
+static ob_value *call_result(ob_value *texts, ob_value *structured, int is_error) {
+  ob_value *r = ob_object_set(ob_object(), "content", 7, texts);
+  if (structured)
+    r = ob_object_set(r, "structuredContent", 17, structured);
+  return ob_object_set(r, "isError", 7, ob_bool(is_error));
+}
+
+/* --- runs ----------------------------------------------------------------------------------- */
+
+static void req_free(req *q) {
+  if (q->run)
+    ob_run_free(q->run);
+  ob_plan_free(q->plan);
+  ob_unref(q->plan_value);
+  ob_unref(q->id);
+  ob_unref(q->token);
+  free(q);
+}
+
+static void finish(req *q) {
+  ob_mcp *m = q->m;
+  ob_run *r = q->run;
+  int exit = ob_run_failed(r) ? 1 : 0;
+  ob_value *out = ob_run_output(r);
+  ob_value *errors = ob_array();
+  ob_log *log = ob_run_log(r);
+  for (size_t i = 0; i < ob_log_len(log); i++) {
+    ob_value *msg = ob_log_message(log, i);
+    const ob_value *kind = ob_object_get(msg, "kind", 4), *data = ob_object_get(msg, "data", 4);
+    if (kind && ob_typeof(kind) == OB_STRING && !strcmp(ob_string_ptr(kind), "error") && data) {
+      const ob_value *id = ob_object_get(data, "id", 2), *err = ob_object_get(data, "error", 5);
+      char line[1200];
+      snprintf(line, sizeof line, "call %s: %s", id && ob_typeof(id) == OB_STRING ? ob_string_ptr(id) : "?",
+               err && ob_typeof(err) == OB_STRING ? ob_string_ptr(err) : "failed");
+      errors = ob_array_push(errors, ob_cstring(line));
+    }
+    ob_unref(msg);
+  }
+  char *text = ob_json_print(out, OB_JSON_COMPACT, NULL);
+  ob_value *texts = ob_array_push(ob_array(), text_content(text));
+  free(text);
+  if (exit) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "exit %d", exit);
+    for (size_t i = 0; i < ob_array_len(errors); i++)
+      ob_buf_addf(&b, "\n%s", ob_string_ptr(ob_array_get(errors, i)));
+    texts = ob_array_push(texts, text_content(b.data));
+    ob_buf_free(&b);
+  }
+  ob_value *st = ob_object_set(ob_object(), "output", 6, out);
+  st = ob_object_set(st, "exit", 4, ob_int(exit));
+  st = ob_object_set(st, "errors", 6, errors);
+  reply(m, q->id, call_result(texts, st, exit != 0));
+}
+
+static void reap(uv_timer_t *t) {
+  ob_mcp *m = t->data;
+  m->reaping = 0;
+  for (req **pp = &m->reqs; *pp;) {
+    req *q = *pp;
+    if (q->finished || q->cancelled) {
+      if (q->finished && !q->cancelled)
+        finish(q);
+      *pp = q->next;
+      req_free(q);
+    } else {
+      pp = &q->next;
+    }
+  }
+}
+
+static void schedule_reap(ob_mcp *m) {
+  if (!m->reaping) {
+    m->reaping = 1;
+    uv_timer_start(m->reaper, reap, 0, 0);
+  }
+}
+
+static void on_done(ob_run *r, void *ud) {
+  req *q = ud;
+  (void)r;
+  q->finished = 1;
+  schedule_reap(q->m);
+}
+
+static void on_event(void *ud, const ob_event *ev) {
+  req *q = ud;
+  if (ev->type != OB_EV_DONE && ev->type != OB_EV_FAILED && ev->type != OB_EV_SKIPPED)
+    return;
+  q->settled++;
+  if (!q->token || q->cancelled)
+    return;
+  ob_value *p = ob_object_set(ob_object(), "progressToken", 13, ob_ref(q->token));
+  p = ob_object_set(p, "progress", 8, ob_int((int64_t)q->settled));
+  p = ob_object_set(p, "total", 5, ob_int((int64_t)q->plan->ncalls));
+  char msg[300];
+  snprintf(msg, sizeof msg, "%s %s", ev->call ? ev->call->id : "?", ob_event_name(ev->type));
+  p = ob_object_set(p, "message", 7, ob_cstring(msg));
+  ob_value *n = ob_object_set(ob_object(), "jsonrpc", 7, ob_cstring("2.0"));
+  n = ob_object_set(n, "method", 6, ob_cstring("notifications/progress"));
+  send_value(q->m, ob_object_set(n, "params", 6, p));
+}
+
+/* Strings beginning with † escaped (††), at any depth: a tool's arguments are values. */
+static ob_value *escape_refs(const ob_value *v) {
+  switch (ob_typeof(v)) {
+  case OB_STRING:
+    if (!strncmp(ob_string_ptr(v), DAGGER, 3)) {
+      ob_buf b;
+      ob_buf_init(&b);
+      ob_buf_add(&b, DAGGER, 3);
+      ob_buf_add(&b, ob_string_ptr(v), ob_string_len(v));
+      ob_value *s = ob_string(b.data, b.len);
+      ob_buf_free(&b);
+      return s;
+    }
+    return ob_ref((ob_value *)v);
+  case OB_ARRAY: {
+    ob_value *a = ob_array();
+    for (size_t i = 0; i < ob_array_len(v); i++)
+      a = ob_array_push(a, escape_refs(ob_array_get(v, i)));
+    return a;
+  }
+  case OB_OBJECT: {
+    ob_value *o = ob_object();
+    ob_object_iter it;
+    ob_value *k, *x;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x))
+      o = ob_object_setv(o, k, escape_refs(x));
+    return o;
+  }
+  default:
+    return ob_ref((ob_value *)v);
+  }
+}
+
+/* tools/call: a plan made, validated and started. */
+static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
+  const ob_value *name = params ? ob_object_get(params, "name", 4) : NULL;
+  const ob_value *args = params ? ob_object_get(params, "arguments", 9) : NULL;
+  if (!name || ob_typeof(name) != OB_STRING) {
+    reply_error(m, id, -32602, "tools/call needs params.name");
+    return;
+  }
+  if (args && ob_typeof(args) != OB_OBJECT) {
+    reply_error(m, id, -32602, "tools/call: arguments must be an object");
+    return;
+  }
+  const char *tool = ob_string_ptr(name);
+  req *q = ob_xcalloc(1, sizeof *q);
+  q->m = m;
+  q->id = ob_ref((ob_value *)id);
+  const ob_value *meta = ob_object_get(params, "_meta", 5);
+  const ob_value *token = meta && ob_typeof(meta) == OB_OBJECT ? ob_object_get(meta, "progressToken", 13) : NULL;
+  q->token = token ? ob_ref((ob_value *)token) : NULL;
+  ob_value *inputs = NULL;
+  if (!strcmp(tool, "run_plan")) {
+    const ob_value *plan = args ? ob_object_get(args, "plan", 4) : NULL;
+    const ob_value *input = args ? ob_object_get(args, "input", 5) : NULL;
+    if (!plan || (ob_typeof(plan) != OB_OBJECT && ob_typeof(plan) != OB_ARRAY)) {
+      reply(m, id, call_result(ob_array_push(ob_array(), text_content("run_plan needs arguments.plan, "
+                                                                        "a plan (an object or an array of calls)")),
+                               NULL, 1));
+      req_free(q);
+      return;
+    }
+    q->plan_value = ob_ref((ob_value *)plan);
+    if (input)
+      inputs = ob_array_push(ob_array(), ob_ref((ob_value *)input));
+  } else {
+    const ob_tool *t = ob_map_get(&m->e->tools, tool, strlen(tool));
+    if (!t) {
+      char msg[300];
+      snprintf(msg, sizeof msg, "unknown tool: %s", tool);
+      reply_error(m, id, -32602, msg);
+      req_free(q);
+      return;
+    }
+    /* where the result goes: the path the tool's schema demands, if it does (a branching
+     * tool's "†state.a || †state.b"), else †state.result; the output reads the same */
+    const char *out = DAGGER "state.result";
+    const ob_value *props = t->schema_value && ob_typeof(t->schema_value) == OB_OBJECT
+                                ? ob_object_get(t->schema_value, "properties", 10) : NULL;
+    const ob_value *op = props && ob_typeof(props) == OB_OBJECT ? ob_object_get(props, "_outputPath", 11) : NULL;
+    const ob_value *c = op && ob_typeof(op) == OB_OBJECT ? ob_object_get(op, "const", 5) : NULL;
+    const ob_value *en = op && ob_typeof(op) == OB_OBJECT ? ob_object_get(op, "enum", 4) : NULL;
+    if (c && ob_typeof(c) == OB_STRING)
+      out = ob_string_ptr(c);
+    else if (en && ob_typeof(en) == OB_ARRAY && ob_array_len(en) &&
+             ob_typeof(ob_array_get(en, 0)) == OB_STRING)
+      out = ob_string_ptr(ob_array_get(en, 0));
+    ob_value *call = args ? escape_refs(args) : ob_object();
+    call = ob_object_set(call, "_tool", 5, ob_cstring(tool));
+    call = ob_object_set(call, "_outputPath", 11, ob_cstring(out));
+    ob_value *pv = ob_object_set(ob_object(), "plan", 4, ob_array_push(ob_array(), call));
+    q->plan_value = ob_object_set(pv, "output", 6, ob_cstring(out));
+    q->is_tool = 1;
+  }
+  ob_plan *p = q->plan = ob_plan_from_value(q->plan_value, q->is_tool ? tool : "run_plan");
+  ob_error err;
+  char *cwd = ob_plan_default_root("plan.json");
+  if (!(p->root = ob_plans_root(cwd, &err)))
+    ob_plan_error(p, NULL, "%s", err.msg);
+  free(cwd);
+  ob_plan_check_tools(p, &m->e->tools, ob_engine_has_latent(m->e));
+  ob_run_check_messages(p, inputs, "input", 0);
+  if (p->nerrors) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "%zu problem%s, nothing ran:", p->nerrors, p->nerrors == 1 ? "" : "s");
+    for (size_t i = 0; i < p->nerrors; i++)
+      ob_buf_addf(&b, "\n%s", p->errors[i]);
+    ob_value *errs = ob_array();
+    for (size_t i = 0; i < p->nerrors; i++)
+      errs = ob_array_push(errs, ob_cstring(p->errors[i]));
+    ob_value *st = ob_object_set(ob_object_set(ob_object(), "exit", 4, ob_int(2)), "errors", 6, errs);
+    reply(m, id, call_result(ob_array_push(ob_array(), text_content(b.data)), st, 1));
+    ob_buf_free(&b);
+    ob_unref(inputs);
+    req_free(q);
+    return;
+  }
+  ob_run_options ro = {.on_done = on_done, .on_event = on_event, .ud = q};
+  if (!(q->run = ob_run_new(m->e, p, q->plan_value, inputs, &ro, &err))) {
+    reply(m, id, call_result(ob_array_push(ob_array(), text_content(err.msg)), NULL, 1));
+    ob_unref(inputs);
+    req_free(q);
+    return;
+  }
+  ob_unref(inputs);
+  q->next = m->reqs;
+  m->reqs = q;
+  ob_run_start(q->run);
+}
+
+/* --- messages ------------------------------------------------------------------------------- */
+
+static void initialize(ob_mcp *m, const ob_value *id, const ob_value *params) {
+  const ob_value *want = params ? ob_object_get(params, "protocolVersion", 15) : NULL;
+  const char *version = VERSIONS[0];
+  for (size_t i = 0; want && ob_typeof(want) == OB_STRING && i < sizeof VERSIONS / sizeof *VERSIONS; i++)
+    if (!strcmp(ob_string_ptr(want), VERSIONS[i]))
+      version = VERSIONS[i];
+  ob_value *caps = ob_object_set(ob_object(), "tools", 5,
+                                 ob_object_set(ob_object(), "listChanged", 11, ob_false()));
+  ob_value *info = ob_object_set(ob_object(), "name", 4, ob_cstring("obelus"));
+  info = ob_object_set(info, "version", 7, ob_cstring("0.1.0"));
+  ob_value *r = ob_object_set(ob_object(), "protocolVersion", 15, ob_cstring(version));
+  r = ob_object_set(r, "capabilities", 12, caps);
+  r = ob_object_set(r, "serverInfo", 10, info);
+  r = ob_object_set(r, "instructions", 12,
+                    ob_cstring("Each tool runs as a one-call obelus plan; run_plan runs a whole plan "
+                               "(SPEC: calls wired together through references like "
+                               DAGGER "state.x) and returns its final output."));
+  reply(m, id, r);
+}
+
+static void tools_list(ob_mcp *m, const ob_value *id) {
+  ob_value *list = ob_catalog_tools(m->e, OB_CATALOG_MCP);
+  ob_value *tools = ob_ref(ob_object_get(list, "tools", 5));
+  ob_unref(list);
+  ob_value *props = ob_object();
+  props = ob_object_set(props, "plan", 4,
+                        ob_object_set(ob_object_set(ob_object(), "type", 4,
+                                                    ob_array_push(ob_array_push(ob_array(), ob_cstring("object")),
+                                                                  ob_cstring("array"))),
+                                      "description", 11,
+                                      ob_cstring("the plan: {\"plan\": [calls], \"context\", \"output\", "
+                                                 "\"instances\"}, or an array of calls")));
+  props = ob_object_set(props, "input", 5,
+                        ob_object_set(ob_object(), "description", 11,
+                                      ob_cstring("an input document the plan reads as " DAGGER "input")));
+  ob_value *schema = ob_object_set(ob_object(), "type", 4, ob_cstring("object"));
+  schema = ob_object_set(schema, "properties", 10, props);
+  schema = ob_object_set(schema, "required", 8, ob_array_push(ob_array(), ob_cstring("plan")));
+  ob_value *rp = ob_object_set(ob_object(), "name", 4, ob_cstring("run_plan"));
+  rp = ob_object_set(rp, "description", 11,
+                     ob_cstring("Runs an obelus plan on this server's tools, calls concurrently as "
+                                "their inputs exist; returns the final output as JSON text, the exit "
+                                "status and the error messages."));
+  rp = ob_object_set(rp, "inputSchema", 11, schema);
+  tools = ob_array_push(tools, rp);
+  reply(m, id, ob_object_set(ob_object(), "tools", 5, tools));
+}
+
+static void cancelled(ob_mcp *m, const ob_value *params) {
+  const ob_value *rid = params ? ob_object_get(params, "requestId", 9) : NULL;
+  for (req *q = m->reqs; rid && q; q = q->next)
+    if (!q->cancelled && ob_equal(q->id, rid)) {
+      q->cancelled = 1;
+      ob_run_cancel(q->run);
+      schedule_reap(m);
+    }
+}
+
+void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
+  size_t k = 0;
+  while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
+    k++;
+  if (k == len)
+    return; /* a blank line */
+  ob_error err;
+  ob_value *msg = ob_json_parse(line, len, &err);
+  if (!msg) {
+    char text[600];
+    snprintf(text, sizeof text, "Parse error: %s", err.msg);
+    reply_error(m, NULL, -32700, text);
+    return;
+  }
+  const ob_value *id = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "id", 2) : NULL;
+  const ob_value *method = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "method", 6) : NULL;
+  const ob_value *jv = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "jsonrpc", 7) : NULL;
+  if (id && ob_typeof(id) != OB_STRING && ob_typeof(id) != OB_INT)
+    id = NULL;
+  if (ob_typeof(msg) != OB_OBJECT || !jv || ob_typeof(jv) != OB_STRING || strcmp(ob_string_ptr(jv), "2.0")) {
+    reply_error(m, id, -32600, "Invalid Request: a JSON-RPC 2.0 object is expected");
+    ob_unref(msg);
+    return;
+  }
+  if (!method) { /* a response to us: we send no requests */
+    ob_unref(msg);
+    return;
+  }
+  if (ob_typeof(method) != OB_STRING) {
+    reply_error(m, id, -32600, "Invalid Request: method must be a string");
+    ob_unref(msg);
+    return;
+  }
+  const char *mt = ob_string_ptr(method);
+  const ob_value *params = ob_object_get(msg, "params", 6);
+  if (params && ob_typeof(params) != OB_OBJECT)
+    params = NULL;
+  if (!strncmp(mt, "notifications/", 14)) {
+    if (!strcmp(mt, "notifications/cancelled"))
+      cancelled(m, params);
+  } else if (!id) {
+    reply_error(m, NULL, -32600, "Invalid Request: a request needs an id");
+  } else if (!strcmp(mt, "initialize")) {
+    initialize(m, id, params);
+  } else if (!strcmp(mt, "ping")) {
+    reply(m, id, ob_object());
+  } else if (!strcmp(mt, "tools/list")) {
+    tools_list(m, id);
+  } else if (!strcmp(mt, "tools/call")) {
+    tools_call(m, id, params);
+  } else {
+    char text[300];
+    snprintf(text, sizeof text, "Method not found: %s", mt);
+    reply_error(m, id, -32601, text);
+  }
+  ob_unref(msg);
+}
+
+ob_mcp *ob_mcp_new(ob_engine *e, ob_mcp_send_fn send, void *ud) {
+  ob_mcp *m = ob_xcalloc(1, sizeof *m);
+  m->e = e;
+  m->send = send;
+  m->ud = ud;
+  m->reaper = ob_xmalloc(sizeof *m->reaper);
+  uv_timer_init(e->loop, m->reaper);
+  m->reaper->data = m;
+  return m;
+}
+
+size_t ob_mcp_pending(const ob_mcp *m) {
+  size_t n = 0;
+  for (const req *q = m->reqs; q; q = q->next)
+    n++;
+  return n;
+}
+
+static void free_timer(uv_handle_t *h) { free(h); }
+
+void ob_mcp_free(ob_mcp *m) {
+  if (!m)
+    return;
+  while (m->reqs) {
+    req *q = m->reqs;
+    m->reqs = q->next;
+    req_free(q);
+  }
+  uv_close((uv_handle_t *)m->reaper, free_timer);
+  free(m);
+}

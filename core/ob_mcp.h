@@ -1,0 +1,33 @@
+/* ob_mcp.h -- a Model Context Protocol server over an engine (ob_mcp.c): JSON-RPC 2.0
+ * messages in, one per line, answers and notifications out through a callback. The
+ * transport is the caller's (`obelus mcp`: standard input and output on the engine's
+ * loop, ob_cmd_mcp.c).
+ *
+ * It offers the engine's tools and run_plan (arguments: plan, the plan object, and an
+ * optional input document) through tools/list and tools/call; every call runs as a
+ * plan on the engine's loop, so requests run concurrently and are answered as they
+ * finish, with progress notifications when the request asks for them
+ * (_meta.progressToken) and cancellation (notifications/cancelled). A plan that fails
+ * validation, or a run that fails, is a result with isError: true; malformed JSON-RPC
+ * gets an error response, never a crash.
+ *
+ * Costs: per request in progress, a plan, a run and its log. */
+#ifndef OB_MCP_H
+#define OB_MCP_H
+
+#include "ob_engine.h"
+
+typedef struct ob_mcp ob_mcp;
+
+/* Called with each message to send (one JSON text, no newline). */
+typedef void (*ob_mcp_send_fn)(void *ud, const char *json, size_t len);
+
+ob_mcp *ob_mcp_new(ob_engine *e, ob_mcp_send_fn send, void *ud);
+/* One line from the client. */
+void ob_mcp_handle(ob_mcp *m, const char *line, size_t len);
+/* Requests still running. */
+size_t ob_mcp_pending(const ob_mcp *m);
+/* Cancels what runs (nothing more is sent) and frees m. */
+void ob_mcp_free(ob_mcp *m);
+
+#endif
