@@ -7,7 +7,7 @@ DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
             libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
             json-schema-test-suite valgrind graphviz lua-check man-db \
             libcurl4-openssl-dev nginx-light openssl curl nodejs time \
-            redis-server libhiredis-dev zsh bash-completion
+            redis-server libhiredis-dev zsh bash-completion chromium
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -23,6 +23,7 @@ static const char main_help[] =
     "  tools --tools PATH... [--format F]          the tools for LLM APIs and MCP, or --plan-schema\n"
     "  init DIR                                    a new project: a plan, a tool and a test\n"
     "  mcp --tools PATH...                         serve the tools and plans over MCP (stdio)\n"
+    "  report JOURNAL -o FILE.html                 a run to look at: graph, timeline, calls\n"
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
     "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
     "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
@@ -53,6 +54,7 @@ static const command commands[] = {
     {"tools", ob_cmd_tools},
     {"init", ob_cmd_init},
     {"mcp", ob_cmd_mcp},
+    {"report", ob_cmd_report},
     {"submit", ob_cmd_submit},
     {"worker", ob_cmd_worker},
     {"wait", ob_cmd_wait},

@@ -22,6 +22,7 @@ int ob_cmd_resume(int argc, char **argv);
 int ob_cmd_tools(int argc, char **argv);
 int ob_cmd_init(int argc, char **argv);
 int ob_cmd_mcp(int argc, char **argv);
+int ob_cmd_report(int argc, char **argv);
 int ob_cmd_submit(int argc, char **argv);
 int ob_cmd_worker(int argc, char **argv);
 int ob_cmd_wait(int argc, char **argv);

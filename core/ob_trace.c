@@ -574,6 +574,52 @@ static ob_value *otlp(trace *t) {
   return ob_object_set(ob_object(), "resourceSpans", 13, ob_array_push(ob_array(), rs));
 }
 
+/* --- the run, for the report ---------------------------------------------------------------- */
+
+static ob_value *run_data(trace *t) {
+  ob_value *calls = ob_array();
+  for (size_t i = 0; i < t->ncalls; i++) {
+    tcall *c = &t->calls[i];
+    ob_value *o = ob_object_set(ob_object(), "id", 2, ob_cstring(c->id));
+    o = ob_object_set(o, "scope", 5, ob_cstring(c->scope));
+    o = ob_object_set(o, "tool", 4, ob_cstring(c->tool ? c->tool : "?"));
+    o = ob_object_set(o, "instance", 8, c->instance ? ob_cstring(c->instance) : ob_null());
+    o = ob_object_set(o, "state", 5, ob_cstring(c->state));
+    ob_value *at = ob_array();
+    for (size_t k = 0; k < c->nat; k++) {
+      attempt *a = &c->at[k];
+      ob_value *x = ob_array_push(ob_array(), ob_int((int64_t)rel(t, a->start)));
+      x = ob_array_push(x, ob_int((int64_t)rel(t, a->end ? a->end : t->t1)));
+      x = ob_array_push(x, a->error ? ob_cstring(a->error) : ob_null());
+      at = ob_array_push(at, x);
+    }
+    o = ob_object_set(o, "attempts", 8, at);
+    o = ob_object_set(o, "settled", 7, ob_int((int64_t)rel(t, c->settled)));
+    o = ob_object_set(o, "params", 6, c->params ? ob_ref((ob_value *)c->params) : ob_null());
+    o = ob_object_set(o, "output", 6, ob_array_len(c->outputs) ? outputs_value(c) : ob_null());
+    o = ob_object_set(o, "error", 5, c->error ? ob_cstring(c->error) : ob_null());
+    ob_value *deps = ob_array();
+    if (t->plan && c->plan_index >= 0) {
+      const ob_call *pc = &t->plan->calls[c->plan_index];
+      for (size_t d = 0; d < pc->ndeps; d++) {
+        const char *wid = t->plan->calls[pc->deps[d]].id;
+        char *k = key_of("", wid);
+        size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
+        free(k);
+        if (idx)
+          deps = ob_array_push(deps, ob_int((int64_t)idx - 1));
+      }
+    }
+    o = ob_object_set(o, "deps", 4, deps);
+    calls = ob_array_push(calls, o);
+  }
+  const char *file = str_of(t->plan_msg, "file");
+  ob_value *r = ob_object_set(ob_object(), "plan", 4, ob_cstring(file ? file : ""));
+  r = ob_object_set(r, "exit", 4, t->exit >= 0 ? ob_int(t->exit) : ob_null());
+  r = ob_object_set(r, "duration_us", 11, ob_int((int64_t)rel(t, t->t1)));
+  return ob_object_set(r, "calls", 5, calls);
+}
+
 ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_error *err) {
   trace t;
   memset(&t, 0, sizeof t);
@@ -599,7 +645,15 @@ ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_error *err
         t.calls[i].plan_index = pc ? (long)pc->index : -1;
       }
   }
-  ob_value *out = format == OB_TRACE_OTLP ? otlp(&t) : chrome(&t);
+  /* calls never started nor settled (an interrupted run): the plan's, as never ran */
+  if (t.plan)
+    for (size_t i = 0; i < t.plan->ncalls; i++) {
+      tcall *c = call_of(&t, "", t.plan->calls[i].id);
+      c->plan_index = (long)i;
+      if (!c->nat && !c->settled)
+        c->state = "never ran";
+    }
+  ob_value *out = format == OB_TRACE_OTLP ? otlp(&t) : format == OB_TRACE_RUN ? run_data(&t) : chrome(&t);
   trace_free(&t);
   return out;
 }

@@ -15,7 +15,14 @@
 #include "ob_error.h"
 #include "ob_value.h"
 
-typedef enum ob_trace_format { OB_TRACE_CHROME, OB_TRACE_OTLP } ob_trace_format;
+typedef enum ob_trace_format {
+  OB_TRACE_CHROME, /* the Chrome Trace Event format */
+  OB_TRACE_OTLP,   /* OTLP/JSON */
+  OB_TRACE_RUN     /* what `obelus report` draws: {"plan", "exit", "calls": [{"id", "scope",
+                      "tool", "instance", "state", "attempts": [[start_us, end_us, error]],
+                      "params", "output", "error", "deps": [indices into calls]}]},
+                      times from the run's first start */
+} ob_trace_format;
 
 /* The journal at path as a trace: {"traceEvents": [...]} (one complete "X" event per
  * call attempt, a process per instance, a thread per call, flow arrows from each
