@@ -1,13 +1,17 @@
 # obelus -- build, deps, test, bench, demo, clean.
-# `make deps` once on a fresh Debian machine, then `make test` (it builds what it needs).
+# On a fresh Debian machine `make demo` and `make test` each install what they miss
+# first (the check is one dpkg-query, a few ms when all is there), then build what they
+# need: a recursive make, so that pkg-config's flags are read after the install.
 
 CC      ?= cc
 PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv libcurl hiredis
-DEB_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
-            libuv1-dev lua-luv lua-luv-dev lua-busted libjansson-dev libpcre2-dev \
-            json-schema-test-suite valgrind graphviz lua-check man-db \
-            libcurl4-openssl-dev nginx-light openssl curl nodejs time \
-            redis-server libhiredis-dev zsh bash-completion chromium
+# what building and `make demo` need (the embedded default: no Redis server, no browser)
+BUILD_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
+              libuv1-dev lua-luv lua-luv-dev libjansson-dev libpcre2-dev \
+              libcurl4-openssl-dev libhiredis-dev graphviz
+# and what the tests and benchmarks drive
+DEB_PKGS := $(BUILD_PKGS) lua-busted json-schema-test-suite valgrind lua-check man-db \
+            nginx-light openssl curl nodejs time redis-server zsh bash-completion chromium
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -38,20 +42,28 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: fuzz torture all deps test test-c test-lua bench demo demo-cluster clean
+.PHONY: fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua bench demo demo-run demo-cluster clean
 .DELETE_ON_ERROR:
 
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
 
-# --- dependencies: installs only what is missing; safe to run again ---
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -z "$$missing" ]; then echo "deps: everything is installed"; exit 0; fi; \
+# --- dependencies: installs only what is missing (one dpkg-query); safe to run again ---
+define install_missing
+	@installed=" $$(dpkg-query -W -f='$${Package} $${Status}\n' $(1) 2>/dev/null | \
+	  awk '$$NF == "installed" { print $$1 }' | tr '\n' ' ')"; missing=""; \
+	for p in $(1); do case "$$installed" in *" $$p "*) ;; *) missing="$$missing $$p";; esac; done; \
+	if [ -z "$$missing" ]; then $(2); exit 0; fi; \
 	SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	echo "deps: installing$$missing"; \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing
+endef
+
+deps:
+	$(call install_missing,$(DEB_PKGS),echo "deps: everything is installed")
+deps-build:
+	$(call install_missing,$(BUILD_PKGS),true)
+deps-quiet:
+	$(call install_missing,$(DEB_PKGS),true)
 
 # --- the library, the CLI, the Lua module ---
 build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel
@@ -140,7 +152,12 @@ test-luacheck:
 	 p=$$(grep -c '^ok ' build/results/luacheck.txt); f=$$(grep -c '^not ok ' build/results/luacheck.txt); \
 	 echo "luacheck: $$p passed, $$f failed" | tee -a build/results/luacheck.txt; [ $$f = 0 ]
 
+# `make test`: what is missing installed, then everything built and run
 test:
+	@$(MAKE) --no-print-directory deps-quiet
+	@$(MAKE) --no-print-directory test-run
+
+test-run:
 	@rm -rf build/results
 	@$(MAKE) --no-print-directory test-c; c=$$?; \
 	 $(MAKE) --no-print-directory test-lua; l=$$?; \
@@ -227,7 +244,12 @@ clean:
 demo-cluster: bin/obelus
 	@sh plans/cluster/demo.sh
 
-demo: bin/obelus
+# `make demo`: what building needs installed, then the weather plan (and plans/http)
+demo:
+	@$(MAKE) --no-print-directory deps-build
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: bin/obelus
 	@echo '$$ obelus check plans/weather/plan.json --tools plans/weather/tools'
 	@bin/obelus check plans/weather/plan.json --tools plans/weather/tools
 	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"Lisbon"}'"'"
