@@ -19,7 +19,7 @@ end
 -- the journal's lines, the dates taken out (they differ from run to run)
 local function lines(path)
   local t = {}
-  for line in io.lines(path) do t[#t + 1] = (line:gsub('"_date":"[^"]*"', '"_date":""')) end
+  for line in io.lines(path) do t[#t + 1] = (line:gsub('"_date":"[^"]*"', '"_date":""'):gsub(',"t":%d+', ',"t":0')) end
   return t
 end
 
