@@ -575,16 +575,21 @@ static void look_all(ob_queue_wait *w) {
   }
 }
 
-static void on_read(void *ud, redisReply *rp, const char *why) {
-  wreq *q = ud;
-  ob_queue_wait *w = reply_of(q, rp);
-  ob_queue_wait *ow = q->w;
+/* The same for a reply that needs nothing of its request: the request freed, and the
+ * wait too when it was freed meanwhile. */
+static ob_queue_wait *take_reply(wreq *q, redisReply *rp) {
+  ob_queue_wait *w = reply_of(q, rp), *ow = q->w;
   free(q);
-  (void)why;
-  if (!w) {
+  if (!w)
     maybe_free(ow);
+  return w;
+}
+
+static void on_read(void *ud, redisReply *rp, const char *why) {
+  ob_queue_wait *w = take_reply(ud, rp);
+  (void)why;
+  if (!w)
     return;
-  }
   w->reading = 0;
   if (rp->type == REDIS_REPLY_ERROR) {
     wait_end(w, rp->str);
@@ -653,15 +658,10 @@ static void wait_read(ob_queue_wait *w) {
 }
 
 static void on_last(void *ud, redisReply *rp, const char *why) {
-  wreq *q = ud;
-  ob_queue_wait *w = reply_of(q, rp);
-  ob_queue_wait *ow = q->w;
-  free(q);
+  ob_queue_wait *w = take_reply(ud, rp);
   (void)why;
-  if (!w) {
-    maybe_free(ow);
+  if (!w)
     return;
-  }
   /* XREVRANGE done + - COUNT 1: [[id, fields]] or [] */
   if (rp->type == REDIS_REPLY_ARRAY && rp->elements == 1 && rp->element[0]->elements == 2)
     snprintf(w->last, sizeof w->last, "%s", rp->element[0]->element[0]->str);

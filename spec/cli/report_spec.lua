@@ -18,13 +18,7 @@ local function chromium(args, url)
 end
 
 local function report_of(args)
-  local j, html = os.tmpname(), os.tmpname() .. ".html"
-  local full = { "run" }
-  for _, a in ipairs(args) do full[#full + 1] = a end
-  full[#full + 1] = "--journal"
-  full[#full + 1] = j
-  local r = cli.run(full)
-  assert.is_true(r.code == 0 or r.code == 1, r.err)
+  local j, html = cli.journal_of(args), os.tmpname() .. ".html"
   local rep = cli.run { "report", j, "-o", html }
   assert.are.equal(0, rep.code, rep.err)
   os.remove(j)

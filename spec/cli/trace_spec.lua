@@ -84,16 +84,7 @@ local OTLP = cli.tmpfile(cjson.encode {
             } } } } } } } } } },
 }, ".json")
 
-local function journal_of(args)
-  local j = os.tmpname()
-  local full = { "run" }
-  for _, a in ipairs(args) do full[#full + 1] = a end
-  full[#full + 1] = "--journal"
-  full[#full + 1] = j
-  local r = cli.run(full)
-  assert.is_true(r.code == 0 or r.code == 1, r.err)
-  return j
-end
+local journal_of = cli.journal_of
 
 local function as(format, journal)
   local r = cli.run { "log", journal, "--format", format }

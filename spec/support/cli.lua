@@ -52,6 +52,18 @@ function M.run_for(secs, args)
   return r
 end
 
+-- Runs `obelus run ARGS... --journal J` (exit 0 or 1 expected) and returns J's name.
+function M.journal_of(args)
+  local j = os.tmpname()
+  local full = { "run" }
+  for _, a in ipairs(args) do full[#full + 1] = a end
+  full[#full + 1] = "--journal"
+  full[#full + 1] = j
+  local r = M.run(full)
+  assert(r.code == 0 or r.code == 1, r.err)
+  return j
+end
+
 -- Writes text to a fresh temporary file and returns its name.
 function M.tmpfile(text, suffix)
   local name = os.tmpname() .. (suffix or "")
