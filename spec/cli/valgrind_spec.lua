@@ -41,6 +41,10 @@ local runs = {
   { 0, "resume", J1, before = cut_after_first_settled(J1) },
   { 0, "log", J1, "--format", "trace" },
   { 0, "log", J1, "--format", "otlp" },
+  { 0, "report", J1, "-o", os.tmpname() .. ".html" },
+  { 0, "run", "plans/cluster/plan.json", "--tools", "plans/cluster/tools", "--input", '{"customer":"c1"}' },
+  { 0, "tools", "--tools", "plans/weather/tools", "--plan-schema" },
+  { 0, "tools", "--tools", "plans/weather/tools", "--format", "openai" },
   { 0, "run", "plans/fanout-summary/plan.json", "--tools", "plans/fanout-summary/tools", "--input",
     '{"topic":"Harbour City"}', "--journal", J2, "--fsync", "batch" },
   { 0, "resume", J2, before = cut_after_first_settled(J2) },
@@ -120,5 +124,40 @@ describe("valgrind on the fleet's commands", function()
     vg(0, { "status", "--redis", redis.url, "--queue", "vg" })
     vg(0, { "log", "--redis", redis.url, "--queue", "vg", a })
     vg(3, { "status", "--redis", "redis://127.0.0.1:" .. servers.free_port() })
+  end)
+end)
+
+describe("valgrind on obelus mcp", function()
+  it("answers a session of requests, malformed lines included, with nothing leaked", function()
+    if not have_valgrind() then
+      pending("valgrind is not installed")
+      return
+    end
+    local input = cli.tmpfile(table.concat({
+      '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}',
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+      '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"checkWeather","arguments":{"city":"Oslo"}}}',
+      '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"run_plan",' ..
+        '"arguments":{"plan":[{"_tool":"checkWeather","city":"†input.city","_outputPath":"†state.sunny || †state.rainy"}],' ..
+        '"input":{"city":"Lisbon"}}}}',
+      '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_plan","arguments":{"plan":[{"_tool":"nope"}]}}}',
+      "not json",
+      '{"jsonrpc":"2.0","id":6,"method":"nope"}',
+    }, "\n") .. "\n")
+    local log, out = os.tmpname(), os.tmpname()
+    local _, _, code = os.execute(string.format(
+      "timeout 120 valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible " ..
+      "--errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --log-file=%s %s mcp " ..
+      "--tools plans/weather/tools <%s >%s 2>/dev/null", log, cli.quote(cli.bin), input, out))
+    local report, answers = cli.slurp(log), cli.slurp(out)
+    os.remove(log)
+    os.remove(out)
+    os.remove(input)
+    assert.are.equal("", report)
+    assert.are.equal(0, code)
+    local n = 0
+    for _ in answers:gmatch('"id":') do n = n + 1 end
+    assert.is_true(n >= 7, answers) -- 6 answers with ids, and the parse error's null id
   end)
 end)
