@@ -42,7 +42,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua bench demo demo-run demo-cluster clean
+.PHONY: fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua bench bench-peers demo demo-run demo-cluster clean
 .DELETE_ON_ERROR:
 
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
@@ -240,6 +240,11 @@ clean:
 # The weather plan, once per branch: a branch taken, the other skipped, a join;
 # then the London run's journal as a timeline, and its graph coloured by outcome
 # as SVG when Graphviz's dot is there.
+# obelus against LangGraph.js and async.auto (npm-installed into bench/peers/node_modules).
+bench-peers: bin/obelus
+	@cd bench/peers && [ -d node_modules/@langchain/langgraph ] || npm install --no-audit --no-fund --silent
+	@cd bench && lua5.4 peers.lua
+
 # A batch on two workers and a redis-server of its own; one worker is killed halfway.
 demo-cluster: bin/obelus
 	@sh plans/cluster/demo.sh

@@ -85,6 +85,10 @@ if arg[1] == "fleet" then
   dofile("fleet.lua")
   return
 end
+if arg[1] == "peers" then
+  dofile("peers.lua")
+  return
+end
 
 local sizes = { 1000, 10000, 100000, 1000000 }
 local reps = 3
