@@ -70,7 +70,9 @@ describe("obelus report", function()
     os.remove(html)
   end)
 
-  it("stays usable for 10,000 calls (table whole, graph left out with a note)", function()
+  -- a 10,000-call run under ASan is slow and adds nothing the small ones do not check
+  local big_it = cli.bin:match("/asan/") and pending or it
+  big_it("stays usable for 10,000 calls (table whole, graph left out with a note)", function()
     if not have_chromium() then return pending("chromium is not installed (make deps installs it)") end
     local calls = {}
     for i = 1, 10000 do calls[i] = { _id = "c" .. i, _tool = "echo", value = i, _outputPath = "†state.n" .. i } end
