@@ -17,30 +17,16 @@ local M = tonumber(os.getenv("OBELUS_FLEET_CPU_JOBS") or "100")
 local ROUNDS = 3
 local BIN = "../bin/obelus"
 
-local function median(xs)
-  local t = {}
-  for i, x in ipairs(xs) do t[i] = x end
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
-
-local function now()
-  local p = io.popen("date +%s.%N")
-  local t = tonumber(p:read("l"))
-  p:close()
-  return t
-end
+local measure = dofile("measure.lua")
+local median = measure.median
 
 local function sh(cmd)
   local ok = os.execute(cmd)
   if not (ok == true or ok == 0) then error(cmd .. " failed") end
 end
 
-local function timed(cmd)
-  local t0 = now()
-  sh(cmd)
-  return now() - t0
-end
+-- a command's wall seconds (GNU time's, to 10 ms: these runs take seconds)
+local function timed(cmd) return (measure.timed(cmd)) end
 
 local r = assert(servers.redis { fsync = "everysec" })
 local dir = r.dir

@@ -14,28 +14,8 @@ local servers = require "support.servers"
 
 local N, ROUNDS = tonumber(os.getenv("OBELUS_HTTP_N") or "10000"), 5
 
-local function median(xs)
-  local t = {}
-  for i, x in ipairs(xs) do t[i] = x end
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
-
--- runs cmd under GNU time: seconds and peak RSS (KB), and whether it exited 0
-local function timed(cmd)
-  local tf = os.tmpname()
-  local ok = os.execute(("/usr/bin/time -f '%%e %%M' -o %s sh -c %q >/dev/null 2>%s.err"):format(tf, cmd, tf))
-  local f = assert(io.open(tf))
-  local secs, kb = f:read("a"):match("([%d.]+) (%d+)%s*$")
-  f:close()
-  local ef = io.open(tf .. ".err")
-  local err = ef and ef:read("a") or ""
-  if ef then ef:close() end
-  os.remove(tf)
-  os.remove(tf .. ".err")
-  if not ok or not secs then error(cmd .. " failed: " .. err) end
-  return tonumber(secs), tonumber(kb)
-end
+local measure = dofile("measure.lua")
+local median, timed = measure.median, measure.timed
 
 local s = assert(servers.nginx { gzip = false })
 s.file("1k.bin", ("0123456789abcdef"):rep(64))

@@ -17,32 +17,12 @@ local dir = os.tmpname()
 os.remove(dir)
 os.execute("mkdir -p " .. dir)
 
-local function median(xs)
-  local t = {}
-  for i, x in ipairs(xs) do t[i] = x end
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
-
--- runs cmd under GNU time: seconds, peak RSS (KB) and stdout's first line
-local function timed(cmd)
-  local tf, of = os.tmpname(), os.tmpname()
-  local ok = os.execute(("/usr/bin/time -f '%%e %%M' -o %s sh -c %q >%s 2>/dev/null"):format(tf, cmd, of))
-  local f = assert(io.open(tf))
-  local secs, kb = f:read("a"):match("([%d.]+) (%d+)%s*$")
-  f:close()
-  local o = io.open(of)
-  local out = o and o:read("l") or ""
-  if o then o:close() end
-  os.remove(tf)
-  os.remove(of)
-  if not ok or not secs then error(cmd .. " failed") end
-  return tonumber(secs), tonumber(kb), out
-end
+local measure = dofile("measure.lua")
+local median, timed = measure.median, measure.timed
 
 local D = "\u{2020}"
 local function plan_file(work, n)
-  local plan, out = {}, nil
+  local plan, out = {}
   if work == "chain" then
     for i = 1, n do
       plan[i] = { _id = "n" .. i, _tool = "inc", v = i > 1 and (D .. "state.n" .. (i - 1)) or 0,

@@ -1,0 +1,31 @@
+-- bench/measure.lua -- what the whole-process benchmarks (http.lua, fleet.lua, peers.lua)
+-- share: local m = dofile("measure.lua") from bench/.
+local M = {}
+
+-- The median of xs (the upper one of an even count); xs is left as it was.
+function M.median(xs)
+  local t = {}
+  for i, x in ipairs(xs) do t[i] = x end
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+-- Runs cmd (a shell command) under GNU time: its wall seconds, peak RSS (KB) and the
+-- first line of its stdout; raises, with its stderr, when it fails.
+function M.timed(cmd)
+  local tf, of, ef = os.tmpname(), os.tmpname(), os.tmpname()
+  local ok = os.execute(("/usr/bin/time -f '%%e %%M' -o %s sh -c %q >%s 2>%s"):format(tf, cmd, of, ef))
+  local function slurp(path, how)
+    local f = io.open(path)
+    local s = f and f:read(how) or ""
+    if f then f:close() end
+    os.remove(path)
+    return s or ""
+  end
+  local secs, kb = slurp(tf, "a"):match("([%d.]+) (%d+)%s*$")
+  local out, err = slurp(of, "l"), slurp(ef, "a")
+  if not ok or not secs then error(cmd .. " failed: " .. err) end
+  return tonumber(secs), tonumber(kb), out
+end
+
+return M
