@@ -98,6 +98,26 @@ static const ob_value *find_call(const ob_value *plan_msg, const char *id) {
   return NULL;
 }
 
+/* The call known by scope and id, or NULL: never made here. */
+static tcall *find_call_of(const trace *t, const char *scope, const char *id) {
+  char *k = key_of(scope, id);
+  size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
+  free(k);
+  return idx ? &t->calls[idx - 1] : NULL;
+}
+
+/* The call that delegated the plan of scope ("a/b": call b of the plan call a
+ * delegated), or NULL. */
+static tcall *delegating_call(const trace *t, const char *scope) {
+  char ps[256];
+  snprintf(ps, sizeof ps, "%s", scope);
+  char *slash = strrchr(ps, '/');
+  if (!slash)
+    return find_call_of(t, "", ps);
+  *slash = '\0';
+  return find_call_of(t, ps, slash + 1);
+}
+
 static tcall *call_of(trace *t, const char *scope, const char *id) {
   char *k = key_of(scope, id);
   size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
@@ -317,10 +337,8 @@ static ob_value *chrome(trace *t) {
       char root[256];
       snprintf(root, sizeof root, "%s", c->scope);
       root[strcspn(root, "/")] = '\0';
-      char *k = key_of("", root);
-      size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
-      free(k);
-      inst = idx ? t->calls[idx - 1].instance : NULL;
+      const tcall *top = find_call_of(t, "", root);
+      inst = top ? top->instance : NULL;
     }
     const char *pk = inst ? inst : "";
     int pid = (int)(uintptr_t)ob_map_get(&pids, pk, strlen(pk));
@@ -398,13 +416,9 @@ static ob_value *chrome(trace *t) {
       continue;
     const ob_call *pc = &t->plan->calls[r->plan_index];
     for (size_t d = 0; d < pc->ndeps; d++) {
-      const char *wid = t->plan->calls[pc->deps[d]].id;
-      char *k = key_of("", wid);
-      size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
-      free(k);
-      if (!idx || !t->calls[idx - 1].nat)
+      tcall *w = find_call_of(t, "", t->plan->calls[pc->deps[d]].id);
+      if (!w || !w->nat)
         continue;
-      tcall *w = &t->calls[idx - 1];
       attempt *wa = &w->at[w->nat - 1];
       uint64_t wend = rel(t, wa->end ? wa->end : t->t1);
       uint64_t wts = wend > rel(t, wa->start) ? wend - 1 : rel(t, wa->start);
@@ -506,21 +520,9 @@ static ob_value *otlp(trace *t) {
     tcall *c = &t->calls[i];
     ob_value *parent = ob_ref(run_id);
     if (*c->scope) { /* the delegating call's last attempt */
-      char ps[256];
-      snprintf(ps, sizeof ps, "%s", c->scope);
-      char *slash = strrchr(ps, '/');
-      char *k; /* the scope "a/b" is the call b of the plan that call a delegated */
-      if (slash) {
-        *slash = '\0';
-        k = key_of(ps, slash + 1);
-      } else {
-        k = key_of("", ps);
-      }
-      size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
-      free(k);
-      if (idx) {
+      const tcall *pc = delegating_call(t, c->scope);
+      if (pc) {
         ob_unref(parent);
-        tcall *pc = &t->calls[idx - 1];
         parent = span_id(t, pc->scope, pc->id, pc->nat ? pc->nat : 1);
       }
     }
@@ -602,12 +604,9 @@ static ob_value *run_data(trace *t) {
     if (t->plan && c->plan_index >= 0) {
       const ob_call *pc = &t->plan->calls[c->plan_index];
       for (size_t d = 0; d < pc->ndeps; d++) {
-        const char *wid = t->plan->calls[pc->deps[d]].id;
-        char *k = key_of("", wid);
-        size_t idx = (size_t)(uintptr_t)ob_map_get(&t->by_key, k, strlen(k));
-        free(k);
-        if (idx)
-          deps = ob_array_push(deps, ob_int((int64_t)idx - 1));
+        const tcall *w = find_call_of(t, "", t->plan->calls[pc->deps[d]].id);
+        if (w)
+          deps = ob_array_push(deps, ob_int((int64_t)(w - t->calls)));
       }
     }
     o = ob_object_set(o, "deps", 4, deps);
