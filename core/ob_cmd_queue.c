@@ -342,6 +342,21 @@ int ob_cmd_status(int argc, char **argv) {
   for (size_t i = 0; i < ob_array_len(rates); i++)
     last_minute += vint(ob_array_get(rates, i), 0);
 
+  /* the workers' entries, parsed once (null for one that is not an object), and the
+   * tool files of the live ones */
+  ob_value *infos = ob_array(), *live_tools = ob_object();
+  for (size_t k = 0; ob_typeof(workers) == OB_ARRAY && k + 1 < ob_array_len(workers); k += 2) {
+    const char *js = vstr(ob_array_get(workers, k + 1));
+    ob_value *info = js ? ob_json_parse(js, strlen(js), NULL) : NULL;
+    if (!info || ob_typeof(info) != OB_OBJECT) {
+      ob_unref(info);
+      info = ob_null();
+    }
+    const char *wt = ob_typeof(info) == OB_OBJECT ? vstr(ob_object_get(info, "tools_id", 8)) : NULL;
+    if (wt && is_live(info, now))
+      live_tools = ob_object_set(live_tools, wt, strlen(wt), ob_true());
+    infos = ob_array_push(infos, info);
+  }
   long long queued = 0, running = 0;
   ob_value *per_worker = ob_object(), *waiting = ob_array();
   for (size_t i = 0; ob_typeof(streams) == OB_ARRAY && i < ob_array_len(streams); i++) {
@@ -379,35 +394,23 @@ int ob_cmd_status(int argc, char **argv) {
     /* a stream of jobs for tool files no live worker has */
     const char *tid = strrchr(st, ':');
     tid = tid && strlen(tid + 1) == 16 && strstr(st, ":jobs:") ? tid + 1 : NULL;
-    if (tid && lag > 0) {
-      int served = 0;
-      for (size_t k = 0; ob_typeof(workers) == OB_ARRAY && k + 1 < ob_array_len(workers); k += 2) {
-        const char *js = vstr(ob_array_get(workers, k + 1));
-        ob_value *info = js ? ob_json_parse(js, strlen(js), NULL) : NULL;
-        const char *wt = vstr(info ? ob_object_get(info, "tools_id", 8) : NULL);
-        served |= wt && !strcmp(wt, tid) && is_live(info, now);
-        ob_unref(info);
-      }
-      if (!served) {
-        const char *names = vstr(field(toolsets, tid));
-        ob_value *o = ob_object();
-        o = ob_object_set(o, "tools_id", 8, ob_cstring(tid));
-        o = ob_object_set(o, "jobs", 4, ob_int(lag));
-        o = ob_object_set(o, "tools", 5,
-                          names ? ob_json_parse(names, strlen(names), NULL) : ob_null());
-        waiting = ob_array_push(waiting, o);
-      }
+    if (tid && lag > 0 && !ob_object_get(live_tools, tid, strlen(tid))) {
+      const char *names = vstr(field(toolsets, tid));
+      ob_value *o = ob_object();
+      o = ob_object_set(o, "tools_id", 8, ob_cstring(tid));
+      o = ob_object_set(o, "jobs", 4, ob_int(lag));
+      o = ob_object_set(o, "tools", 5, names ? ob_json_parse(names, strlen(names), NULL) : ob_null());
+      waiting = ob_array_push(waiting, o);
     }
     ob_unref(groups);
     ob_unref(pend);
     ob_unref(len);
   }
   ob_value *wlist = ob_array();
-  for (size_t k = 0; ob_typeof(workers) == OB_ARRAY && k + 1 < ob_array_len(workers); k += 2) {
-    const char *name = vstr(ob_array_get(workers, k));
-    const char *js = vstr(ob_array_get(workers, k + 1));
-    ob_value *info = js ? ob_json_parse(js, strlen(js), NULL) : NULL;
-    if (!info || ob_typeof(info) != OB_OBJECT) {
+  for (size_t k = 0; k < ob_array_len(infos); k++) {
+    const char *name = vstr(ob_array_get(workers, 2 * k));
+    ob_value *info = ob_ref(ob_array_get(infos, k));
+    if (ob_typeof(info) != OB_OBJECT) {
       ob_unref(info);
       continue;
     }
@@ -447,6 +450,8 @@ int ob_cmd_status(int argc, char **argv) {
   report = ob_object_set(report, "workers", 7, wlist);
   report = ob_object_set(report, "waiting_for_tools", 17, waiting);
   ob_unref(per_worker);
+  ob_unref(infos);
+  ob_unref(live_tools);
   if (a.json) {
     char *text = ob_json_print(report, OB_JSON_COMPACT, NULL);
     puts(text);
