@@ -14,6 +14,7 @@
 
 #include "ob_cli.h"
 #include "ob_runner.h"
+#include "ob_shard.h"
 
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
@@ -21,6 +22,7 @@ static const char run_help[] =
     "                  [--max-depth N] [--plans-root DIR] [--approver FILE] [--approve]\n"
     "                  [--call-timeout MS] [--fsync never|batch|always] [--max-memory MB]\n"
     "                  [--max-output KB] [--max-calls N] [--max-slice MS] [--http-max N]\n"
+    "                  [--threads N]\n"
     "\n"
     "Validates PLAN (a file, or - for standard input) against the tools, then\n"
     "runs every call as soon as its inputs exist, concurrently, and prints the\n"
@@ -35,6 +37,8 @@ static const char run_help[] =
     "                      within 50 ms) or always (a result on disk before its readers)\n"
     "  --events FILE|-     scheduler events as JSON Lines (- for stderr)\n"
     "  --concurrency N     at most N calls running at once (default: unlimited)\n"
+    "  --threads N         a plan with \"instances\": its instances shared out over N\n"
+    "                      threads, an engine each (default: one per core)\n"
     "  --drain-timeout MS  how long to wait for fire-and-forget calls (default 5000)\n"
     "  --call-timeout MS   a _timeout for every call that has none (per attempt)\n"
     "  --latent FILE       a Lua file that sets the latent handler (obelus.set_latent)\n"
@@ -83,6 +87,26 @@ int ob_cmd_check(int argc, char **argv) {
   return OB_EXIT_OK;
 }
 
+/* run on threads: the same ending as on one engine (exit status, journal, output) */
+static int run_threads(ob_cmd_options *o, ob_runner *rn, const ob_run_options *ro, ob_engine *e,
+                       ob_plan *p, ob_value *pv, ob_wal **journal, size_t threads) {
+  ob_shards *s;
+  int rc = ob_runner_drive_shards(rn, ro, p, pv, threads, &s);
+  if (!s)
+    return rc;
+  if (!rc) {
+    rc = ob_shards_failed(s) ? OB_EXIT_FAIL : OB_EXIT_OK;
+    ob_shards_journal_end(s, rc);
+    if (ob_runner_journal_close(e, journal, o->cmd) && rc == OB_EXIT_OK)
+      rc = OB_EXIT_FAIL;
+    ob_value *out = ob_shards_output(s);
+    ob_cmd_print_json(out);
+    ob_unref(out);
+  }
+  ob_shards_free(s);
+  return rc;
+}
+
 int ob_cmd_run(int argc, char **argv) {
   ob_cmd_options o;
   ob_engine *e;
@@ -96,8 +120,11 @@ int ob_cmd_run(int argc, char **argv) {
   if ((rc = ob_runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
     ob_run_options ro = ob_runner_run_options(&o, &rn, journal, NULL);
     ob_error err;
-    ob_run *r = ob_run_new(e, p, pv, o.inputs, &ro, &err);
-    if (!r) { /* prepare() tried the context already: this is unexpected */
+    size_t threads = ob_shard_threads(p, o.threads, &ro);
+    ob_run *r = threads > 1 ? NULL : ob_run_new(e, p, pv, o.inputs, &ro, &err);
+    if (threads > 1) {
+      rc = run_threads(&o, &rn, &ro, e, p, pv, &journal, threads);
+    } else if (!r) { /* prepare() tried the context already: this is unexpected */
       fprintf(stderr, "obelus run: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {

@@ -49,7 +49,26 @@ struct ob_progress {
   const ob_run *run;         /* the run drawn, or NULL between runs */
   size_t ncalls;
   size_t base[6];            /* by ob_call_state: the counts of loop steps already run */
+  ob_progress_counts_fn counts; /* or the counts come from here (a run on threads) */
+  void *counts_ud;
 };
+
+/* The counts drawn: the base plus the run's calls, or what counts says. */
+static int progress_counts(ob_progress *pg, size_t n[6]) {
+  memcpy(n, pg->base, 6 * sizeof *n);
+  if (pg->counts) {
+    size_t c[6];
+    pg->counts(pg->counts_ud, c);
+    for (int i = 0; i < 6; i++)
+      n[i] += c[i];
+    return 1;
+  }
+  if (!pg->run)
+    return 0;
+  for (size_t i = 0; i < pg->ncalls; i++)
+    n[ob_run_call_state(pg->run, i)]++;
+  return 1;
+}
 
 static int write_all(int fd, const char *s, size_t n) {
   while (n) {
@@ -136,12 +155,9 @@ void ob_progress_remove(ob_progress *pg) {
 }
 
 static void progress_draw(ob_progress *pg) {
-  if (!pg->run || !pg->at_line_start)
-    return;
   size_t n[6];
-  memcpy(n, pg->base, sizeof n);
-  for (size_t i = 0; i < pg->ncalls; i++)
-    n[ob_run_call_state(pg->run, i)]++;
+  if (!pg->at_line_start || !progress_counts(pg, n))
+    return;
   uint64_t now = uv_hrtime();
   const char *red = pg->color && n[OB_CALL_FAILED] ? "\033[31m" : "";
   const char *off = *red ? "\033[0m" : "";
@@ -212,13 +228,22 @@ void ob_progress_set_run(ob_progress *pg, const ob_run *run, size_t ncalls) {
   }
 }
 
+void ob_progress_set_counts(ob_progress *pg, ob_progress_counts_fn fn, void *ud) {
+  if (pg) {
+    pg->counts = fn;
+    pg->counts_ud = ud;
+  }
+}
+
 /* A run ends: its counts join the base (loop runs several), the line goes. */
 void ob_progress_end_run(ob_progress *pg) {
   if (!pg)
     return;
-  for (size_t i = 0; pg->run && i < pg->ncalls; i++)
-    pg->base[ob_run_call_state(pg->run, i)]++;
+  size_t n[6];
+  if (progress_counts(pg, n))
+    memcpy(pg->base, n, sizeof n);
   pg->base[OB_CALL_RUNNING] = pg->base[OB_CALL_WAITING] = pg->base[OB_CALL_READY] = 0;
   pg->run = NULL;
+  pg->counts = NULL;
   progress_erase(pg);
 }

@@ -31,6 +31,11 @@ void ob_progress_close_timer(ob_progress *pg);
 /* The run drawn from now on, with its ncalls calls. */
 void ob_progress_set_run(ob_progress *pg, const ob_run *run, size_t ncalls);
 
+/* The line drawn from fn's counts (by ob_call_state) instead of a run's calls:
+ * a run on threads (ob_shard.h). fn is called on the loop's thread only. */
+typedef void (*ob_progress_counts_fn)(void *ud, size_t n[6]);
+void ob_progress_set_counts(ob_progress *pg, ob_progress_counts_fn fn, void *ud);
+
 /* A scheduler event of the run: redraws at most ten times a second, always on run_done. */
 void ob_progress_event(ob_progress *pg, const ob_event *ev);
 

@@ -35,6 +35,7 @@
 #include "ob_mem.h"
 #include "ob_queue.h"
 #include "ob_runner.h"
+#include "ob_shard.h"
 
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
   memset(o, 0, sizeof *o);
@@ -75,6 +76,9 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
     } else if (!strcmp(a, "--concurrency") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->concurrency) || !o->concurrency)
         return ob_cli_usage_error(o->cmd, "--concurrency needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--threads") && val && !strcmp(o->cmd, "run")) {
+      if (!ob_cli_parse_count(argv[++i], &o->threads) || !o->threads || o->threads > 1024)
+        return ob_cli_usage_error(o->cmd, "--threads needs a number from 1 to 1024");
     } else if (!strcmp(a, "--planner") && val && !strcmp(o->cmd, "loop")) {
       o->planner = argv[++i];
     } else if (!strcmp(a, "--max-steps") && val && !strcmp(o->cmd, "loop")) {
@@ -294,7 +298,8 @@ static void on_done(ob_run *run, void *ud) {
 
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
-  ob_progress_event(rn->o->pg, ev);
+  if (!rn->threaded) /* on threads, the line is drawn by its timer on the loop's thread */
+    ob_progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();
     o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
@@ -320,7 +325,10 @@ static void on_event(void *ud, const ob_event *ev) {
 static void on_signal(uv_signal_t *s, int signum) {
   ob_runner *rn = s->data;
   rn->signum = signum;
-  ob_run_cancel(rn->run);
+  if (rn->shards)
+    ob_shards_cancel(rn->shards);
+  else
+    ob_run_cancel(rn->run);
   uv_stop(rn->e->loop);
 }
 
@@ -410,6 +418,58 @@ int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
             rn->o->cmd, ob_run_detached_pending(r), ob_run_detached_pending(r) == 1 ? "" : "s",
             rn->o->drain_ms);
   ob_run_cancel(r);
+  if (rn->signum) {
+    fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
+            rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    return 128 + rn->signum;
+  }
+  return 0;
+}
+
+static void shard_counts(void *ud, size_t n[6]) { ob_shards_counts(ud, n); }
+
+/* Loads a part's engine as prepare() loads the command's (on the part's thread). */
+static int shard_setup(void *ud, ob_engine *e, ob_error *err) {
+  const ob_cmd_options *o = ud;
+  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
+  e->http_max = o->http_max;
+  if (ob_cmd_load(o, e) == OB_EXIT_OK)
+    return 0;
+  ob_error_set(err, OB_EINVAL, 0, "(said above)");
+  return -1;
+}
+
+int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, ob_value *pv,
+                           size_t threads, ob_shards **out) {
+  ob_shard_config cfg = {.threads = threads,
+                         .e = rn->e,
+                         .plan = p,
+                         .plan_value = pv,
+                         .inputs = rn->o->inputs,
+                         .opt = *ro,
+                         .setup = shard_setup,
+                         .setup_ud = rn->o,
+                         .drain_ms = rn->o->drain_ms};
+  cfg.opt.on_done = NULL;
+  rn->threaded = 1;
+  ob_error err;
+  ob_shards *s = *out = ob_shards_start(&cfg, &err);
+  if (!s) {
+    fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  rn->shards = s;
+  ob_progress_set_counts(rn->o->pg, shard_counts, s);
+  ob_shards_wait(s);
+  ob_progress_end_run(rn->o->pg);
+  rn->shards = NULL;
+  size_t abandoned = ob_shards_abandoned(s);
+  if (abandoned)
+    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
+                    "abandoned\n",
+            rn->o->cmd, abandoned, abandoned == 1 ? "" : "s", rn->o->drain_ms);
+  if (ob_shards_error(s))
+    fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, ob_shards_error(s));
   if (rn->signum) {
     fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
             rn->signum == SIGINT ? "SIGINT" : "SIGTERM");

@@ -33,6 +33,7 @@ typedef struct ob_cmd_options {
   ob_fsync fsync;  /* the journal's durability (--fsync) */
   /* submit and worker (ob_cmd_submit.c, ob_cmd_worker.c) */
   const char *redis, *queue, *batch, *name, *dir;
+  size_t threads; /* run --threads (0: the default) */
   size_t shard, jobs, claim_idle_ms, max_deliveries, grace_ms;
   int drain;
   /* tools (ob_cmd_tools.c) */
@@ -79,6 +80,8 @@ typedef struct ob_runner {
   uv_timer_t drain;
   int signum, drain_started, drained, open;
   size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
+  struct ob_shards *shards; /* a run on threads, while it runs (signals cancel it) */
+  int threaded;             /* events come from the parts' threads */
 } ob_runner;
 
 /* Opens what a run writes to (o->journal into *journal, --events) and the
@@ -94,6 +97,14 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
  * fire-and-forget ones are drained (or --drain-timeout passes). Returns 0, or
  * 128 + the signal (SIGINT, SIGTERM) that interrupted it. */
 int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls);
+
+/* Runs plan p (value pv) on `threads` threads as ob_shard.h tells, with the
+ * options ro (ob_runner_run_options'), until every part has ended: 0, 128 + the
+ * signal that interrupted it, or 2 (said) when it could not start. *out: the
+ * shards, to read and free (NULL when it could not start). */
+struct ob_shards;
+int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, ob_value *pv,
+                           size_t threads, struct ob_shards **out);
 
 /* Closes *journal, if open, and the runner's handles and --events file. */
 void ob_runner_close(ob_runner *rn, ob_wal **journal);

@@ -1,0 +1,493 @@
+/* ob_shard.c -- a plan with instances run on several threads (ob_shard.h).
+ *
+ * Design
+ * ------
+ * Instances never depend on one another (SPEC 6: a copy reads the global
+ * documents and its own scope, and writes its own scope only), so a plan with
+ * instances splits into parts that share nothing: part k is the plan with
+ * "instances" cut to the k-th of N equal runs of its list ("auto" already
+ * resolved). Each part runs on a thread of its own, on an engine of its own:
+ * its own loop, Lua state, tools loaded again from the same files (cfg->setup),
+ * log and scheduler. Nothing crosses threads while they run but text: the part
+ * is handed over as JSON and parsed on its thread, its journal lines come back
+ * as bytes, so no ob_value is ever shared (their counts are not atomic). What a
+ * part leaves (its output, its failure) is read once its thread has been joined.
+ *
+ * The journal is the host's, written on the host's loop only. Its first lines
+ * are what one engine writes first: a run of the whole plan is made on the
+ * host's engine and never started, which appends the plan, the context, the
+ * input and the "run" record. Each part's run writes its own journal to
+ * /dev/null, its first lines (its plan, context, input, run) dropped, and the
+ * rest copied at every flush (ob_wal_set_tee) into a buffer the host's loop
+ * takes under a lock and adds to the journal line by line: each call's lines in
+ * the order its engine wrote them, parts' lines in the order they were flushed.
+ * That is the order one engine writes when calls settle at those times; the
+ * lines of one instance are in exactly the order one engine gives them, since
+ * one engine runs each instance. Then "end", written after every part ended.
+ * `obelus resume`, `log`, `report` read it as one engine's journal.
+ *
+ * What a run on threads shares out: --concurrency (N split into parts that add
+ * up to N; never more threads than N), --max-calls (each part may use the limit
+ * less the other parts' plan calls). What each engine has of its own: tool
+ * globals, obelus.http's transfers, the memory limit (per Lua state), the
+ * fire-and-forget drain (each part waits for its own). Scheduler events reach
+ * cfg->opt.on_event from the parts' threads, one at a time under a lock.
+ *
+ * Costs: per part, a thread, an engine with its tools loaded (a few ms), the
+ * part's JSON printed and parsed once; per journal flush of a part, one copy
+ * of its bytes, a lock and a uv_async_send; per call, nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ob_mem.h"
+#include "ob_shard.h"
+#include "ob_wal.h"
+
+typedef struct shard {
+  ob_shards *all;
+  size_t k;
+  uv_thread_t thread;
+  char *plan_text, *inputs_text; /* made by the host, read by the part's thread */
+  size_t plan_len, inputs_len;
+  size_t concurrency, max_calls, calls_used;
+  /* the part's thread, while it runs */
+  ob_engine *e;
+  ob_run *run;
+  uv_async_t wake; /* the host asks the part to cancel */
+  uv_timer_t drain;
+  int wake_open, drain_started, drained;
+  /* under all->lock */
+  ob_buf lines;           /* journal bytes not yet taken by the host */
+  size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
+  /* read after the join */
+  ob_value *output;
+  int failed, ended;
+  size_t abandoned;
+  char *error;
+} shard;
+
+struct ob_shards {
+  ob_shard_config cfg;
+  ob_run *head;          /* the run of the whole plan that wrote the journal's first lines */
+  shard *parts;
+  size_t n;
+  uv_mutex_t lock;
+  uv_async_t note;       /* on the host's loop: journal bytes, or a part ended */
+  size_t ended;          /* parts ended (under lock) */
+  int cancelled;         /* under lock */
+  int finished, done_told, joined;
+};
+
+size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt) {
+  size_t concurrency = opt->concurrency;
+  if (!threads)
+    threads = plan->ninstances ? (size_t)uv_available_parallelism() : 1;
+  if (threads > plan->ninstances)
+    threads = plan->ninstances;
+  if (concurrency && threads > concurrency)
+    threads = concurrency;
+  for (size_t i = 0; i < plan->ncalls && threads > 1; i++)
+    if (ob_object_get(plan->calls[i].raw, "_instance", 9))
+      threads = 1; /* its scope would need a part of its own: one engine does it all */
+  if (opt->approve_tty || (opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS))
+    return 1;
+  return threads < 2 ? 1 : threads;
+}
+
+/* --- what the host's loop does ------------------------------------------------ */
+
+/* Adds the lines of b (whole lines, each with its '\n') to the journal. */
+static void journal_add(ob_wal *w, const ob_buf *b) {
+  const char *p = b->data, *end = b->data + b->len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl)
+      break;
+    ob_wal_add(w, p, (size_t)(nl - p));
+    p = nl + 1;
+  }
+}
+
+static void on_note(uv_async_t *h) {
+  ob_shards *s = h->data;
+  ob_buf take;
+  ob_buf_init(&take);
+  uv_mutex_lock(&s->lock);
+  for (size_t k = 0; k < s->n; k++) {
+    ob_buf *b = &s->parts[k].lines;
+    if (b->len)
+      ob_buf_add(&take, b->data, b->len);
+    b->len = 0;
+  }
+  int all_ended = s->ended == s->n;
+  uv_mutex_unlock(&s->lock);
+  if (take.len && s->cfg.opt.journal) {
+    journal_add(s->cfg.opt.journal, &take);
+    ob_wal_flush(s->cfg.opt.journal);
+  }
+  ob_buf_free(&take);
+  if (all_ended && !s->finished) {
+    s->finished = 1;
+    if (s->cfg.opt.on_done && !s->done_told) {
+      s->done_told = 1;
+      s->cfg.opt.on_done(NULL, s->cfg.opt.ud);
+    }
+    uv_stop(s->cfg.e->loop);
+  }
+}
+
+/* --- what a part's thread does ------------------------------------------------ */
+
+static void journal_tee(void *ud, const char *bytes, size_t len) {
+  shard *sh = ud;
+  uv_mutex_lock(&sh->all->lock);
+  ob_buf_add(&sh->lines, bytes, len);
+  uv_mutex_unlock(&sh->all->lock);
+  uv_async_send(&sh->all->note);
+}
+
+static void part_event(void *ud, const ob_event *ev) {
+  shard *sh = ud;
+  ob_shards *s = sh->all;
+  uv_mutex_lock(&s->lock);
+  sh->counts[ev->type]++;
+  if (s->cfg.opt.on_event)
+    s->cfg.opt.on_event(s->cfg.opt.ud, ev);
+  uv_mutex_unlock(&s->lock);
+  /* a fire-and-forget call that ends while the part drains may be its last */
+  if (sh->run && sh->drain_started && ob_run_finished(sh->run) &&
+      !ob_run_detached_pending(sh->run))
+    uv_stop(sh->e->loop);
+}
+
+static void part_drain_expired(uv_timer_t *t) {
+  shard *sh = t->data;
+  sh->drained = 1;
+  uv_stop(sh->e->loop);
+}
+
+static void part_done(ob_run *run, void *ud) {
+  shard *sh = ud;
+  if (!ob_run_detached_pending(run)) {
+    uv_stop(sh->e->loop);
+  } else if (!sh->drain_started) {
+    sh->drain_started = 1;
+    uv_timer_start(&sh->drain, part_drain_expired, sh->all->cfg.drain_ms, 0);
+  }
+}
+
+static int part_cancelled(shard *sh) {
+  uv_mutex_lock(&sh->all->lock);
+  int c = sh->all->cancelled;
+  uv_mutex_unlock(&sh->all->lock);
+  return c;
+}
+
+static void part_wake(uv_async_t *h) {
+  shard *sh = h->data;
+  if (part_cancelled(sh) && sh->run)
+    ob_run_cancel(sh->run);
+  uv_stop(sh->e->loop);
+}
+
+static void part_fail(shard *sh, const char *what, const char *why) {
+  size_t n = strlen(what) + strlen(why) + 64;
+  sh->error = ob_xmalloc(n);
+  snprintf(sh->error, n, "thread %zu: %s: %s", sh->k + 1, what, why);
+  sh->failed = 1;
+}
+
+/* Runs the part's loop until its awaited calls have settled and its
+ * fire-and-forget ones are drained, it is cancelled, or nothing can go on. */
+static void part_drive(shard *sh) {
+  ob_run *r = sh->run;
+  for (;;) {
+    if (!ob_run_finished(r) || ob_run_detached_pending(r))
+      uv_run(sh->e->loop, UV_RUN_DEFAULT);
+    if (part_cancelled(sh) || sh->drained)
+      break;
+    if (ob_run_finished(r) && !ob_run_detached_pending(r))
+      break;
+    if (!uv_loop_alive(sh->e->loop) && ob_run_fail_stalled(r) == 0)
+      break;
+  }
+  uv_timer_stop(&sh->drain);
+  if (sh->drained)
+    sh->abandoned = ob_run_detached_pending(r);
+  ob_run_cancel(r);
+}
+
+static void part_main(void *arg) {
+  shard *sh = arg;
+  ob_shards *s = sh->all;
+  ob_error err;
+  ob_value *pv = NULL, *inputs = NULL;
+  ob_plan *p = NULL;
+  ob_wal *wal = NULL;
+  ob_engine *e = sh->e = ob_engine_new(NULL, &err);
+  if (!e) {
+    part_fail(sh, "cannot make an engine", err.msg);
+    goto out;
+  }
+  if (s->cfg.setup && s->cfg.setup(s->cfg.setup_ud, e, &err)) {
+    part_fail(sh, "cannot load the tools again", err.msg);
+    goto out;
+  }
+  pv = ob_json_parse(sh->plan_text, sh->plan_len, &err);
+  inputs = sh->inputs_text ? ob_json_parse(sh->inputs_text, sh->inputs_len, &err) : NULL;
+  if (!pv || (sh->inputs_text && !inputs)) {
+    part_fail(sh, "cannot read its part of the plan", err.msg);
+    goto out;
+  }
+  p = ob_plan_from_value(pv, s->cfg.plan->file);
+  p->root = s->cfg.plan->root ? ob_xstrdup(s->cfg.plan->root) : NULL;
+  if (!p->nerrors)
+    ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
+  if (p->nerrors) {
+    part_fail(sh, "its part of the plan is not valid", p->errors[0]);
+    goto out;
+  }
+  if (s->cfg.opt.journal &&
+      !(wal = ob_wal_open(e->loop, "/dev/null", OB_WAL_CREATE, OB_FSYNC_NEVER, &err))) {
+    part_fail(sh, "cannot open its journal", err.msg);
+    goto out;
+  }
+  uv_timer_init(e->loop, &sh->drain);
+  sh->drain.data = sh;
+  ob_run_options ro = s->cfg.opt;
+  ro.journal = wal;
+  ro.concurrency = sh->concurrency;
+  ro.max_calls = sh->max_calls;
+  ro.calls_used = &sh->calls_used;
+  ro.on_event = part_event;
+  ro.on_done = part_done;
+  ro.ud = sh;
+  ro.approve_tty = 0;
+  if (!(sh->run = ob_run_new(e, p, pv, inputs, &ro, &err))) {
+    part_fail(sh, "cannot start", err.msg);
+    uv_close((uv_handle_t *)&sh->drain, NULL);
+    goto out;
+  }
+  if (wal) { /* its first lines are the host's journal's already */
+    ob_wal_flush(wal);
+    ob_wal_set_tee(wal, journal_tee, sh);
+  }
+  uv_mutex_lock(&s->lock);
+  uv_async_init(e->loop, &sh->wake, part_wake);
+  sh->wake.data = sh;
+  uv_unref((uv_handle_t *)&sh->wake);
+  sh->wake_open = 1;
+  int cancelled = s->cancelled;
+  uv_mutex_unlock(&s->lock);
+  if (!cancelled) {
+    ob_run_start(sh->run);
+    part_drive(sh);
+  }
+  if (wal)
+    ob_run_detach_journal(e, wal); /* its last lines go through the tee */
+  sh->output = ob_run_output(sh->run);
+  sh->failed = ob_run_failed(sh->run);
+  uv_mutex_lock(&s->lock);
+  sh->wake_open = 0;
+  uv_mutex_unlock(&s->lock);
+  uv_close((uv_handle_t *)&sh->wake, NULL);
+  uv_close((uv_handle_t *)&sh->drain, NULL);
+out:
+  if (wal)
+    ob_wal_close(wal, &err);
+  ob_engine_free(e); /* its runs first */
+  sh->e = NULL;
+  sh->run = NULL;
+  ob_plan_free(p);
+  ob_unref(pv);
+  ob_unref(inputs);
+  uv_mutex_lock(&s->lock);
+  sh->ended = 1;
+  s->ended++;
+  uv_mutex_unlock(&s->lock);
+  uv_async_send(&s->note);
+}
+
+/* --- the parts ---------------------------------------------------------------- */
+
+/* The plan value with "instances" set to ids[from, to), as compact JSON. */
+static char *part_text(const ob_value *plan, char *const *ids, size_t from, size_t to,
+                       size_t *len) {
+  ob_value *inst = ob_array();
+  for (size_t i = from; i < to; i++)
+    inst = ob_array_push(inst, ob_cstring(ids[i]));
+  ob_value *copy = ob_object();
+  ob_object_iter it;
+  ob_value *key, *val;
+  ob_object_iter_init(&it, plan);
+  while (ob_object_iter_next(&it, &key, &val))
+    copy = ob_object_setv(copy, key, ob_ref(val));
+  copy = ob_object_set(copy, "instances", 9, inst);
+  char *text = ob_json_print(copy, OB_JSON_COMPACT, len);
+  ob_unref(copy);
+  return text;
+}
+
+/* The calls part k runs: its instances' copies. */
+static size_t part_calls(const ob_plan *p, size_t from, size_t to) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->ncalls; i++)
+    for (size_t k = from; k < to; k++)
+      if (p->calls[i].instance && !strcmp(p->calls[i].instance, p->instances[k])) {
+        n++;
+        break;
+      }
+  return n;
+}
+
+ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
+  ob_plan *p = cfg->plan;
+  size_t n = ob_shard_threads(p, cfg->threads, &cfg->opt);
+  ob_shards *s = ob_xcalloc(1, sizeof *s);
+  s->cfg = *cfg;
+  s->n = n;
+  ob_run_options head = cfg->opt;
+  head.on_event = NULL;
+  head.on_done = NULL;
+  if (!(s->head = ob_run_new(cfg->e, p, cfg->plan_value, cfg->inputs, &head, err))) {
+    free(s);
+    return NULL;
+  }
+  if (cfg->opt.journal)
+    ob_wal_flush(cfg->opt.journal);
+  uv_mutex_init(&s->lock);
+  uv_async_init(cfg->e->loop, &s->note, on_note);
+  s->note.data = s;
+  s->parts = ob_xcalloc(n, sizeof *s->parts);
+  size_t inputs_len = 0;
+  char *inputs_text = cfg->inputs ? ob_json_print(cfg->inputs, OB_JSON_COMPACT, &inputs_len) : NULL;
+  size_t ncalls_all = p->ncalls;
+  for (size_t k = 0; k < n; k++) {
+    shard *sh = &s->parts[k];
+    size_t from = p->ninstances * k / n, to = p->ninstances * (k + 1) / n;
+    sh->all = s;
+    sh->k = k;
+    ob_buf_init(&sh->lines);
+    sh->plan_text = part_text(cfg->plan_value, p->instances, from, to, &sh->plan_len);
+    if (inputs_text) {
+      sh->inputs_text = ob_xstrndup(inputs_text, inputs_len);
+      sh->inputs_len = inputs_len;
+    }
+    if (cfg->opt.concurrency)
+      sh->concurrency = cfg->opt.concurrency * (k + 1) / n - cfg->opt.concurrency * k / n;
+    if (cfg->opt.max_calls) { /* the limit less the other parts' plan calls */
+      size_t others = ncalls_all - part_calls(p, from, to);
+      sh->max_calls = cfg->opt.max_calls > others ? cfg->opt.max_calls - others : 1;
+    }
+  }
+  free(inputs_text);
+  for (size_t k = 0; k < n; k++)
+    if (uv_thread_create(&s->parts[k].thread, part_main, &s->parts[k])) {
+      fprintf(stderr, "obelus: cannot start a thread\n");
+      abort();
+    }
+  return s;
+}
+
+int ob_shards_finished(const ob_shards *s) { return s->finished; }
+
+void ob_shards_counts(ob_shards *s, size_t n[6]) {
+  size_t ev[6] = {0};
+  uv_mutex_lock(&s->lock);
+  for (size_t k = 0; k < s->n; k++)
+    for (int t = 0; t < 6; t++)
+      ev[t] += s->parts[k].counts[t];
+  uv_mutex_unlock(&s->lock);
+  memset(n, 0, 6 * sizeof *n);
+  n[OB_CALL_DONE] = ev[OB_EV_DONE];
+  n[OB_CALL_FAILED] = ev[OB_EV_FAILED];
+  n[OB_CALL_SKIPPED] = ev[OB_EV_SKIPPED];
+  size_t ended = ev[OB_EV_DONE] + ev[OB_EV_FAILED];
+  n[OB_CALL_RUNNING] = ev[OB_EV_STARTED] > ended ? ev[OB_EV_STARTED] - ended : 0;
+  size_t all = s->cfg.plan->ncalls, gone = ended + n[OB_CALL_SKIPPED] + n[OB_CALL_RUNNING];
+  n[OB_CALL_WAITING] = all > gone ? all - gone : 0;
+}
+
+void ob_shards_cancel(ob_shards *s) {
+  uv_mutex_lock(&s->lock);
+  s->cancelled = 1;
+  for (size_t k = 0; k < s->n; k++)
+    if (s->parts[k].wake_open)
+      uv_async_send(&s->parts[k].wake);
+  uv_mutex_unlock(&s->lock);
+}
+
+static void join(ob_shards *s) {
+  if (s->joined)
+    return;
+  for (size_t k = 0; k < s->n; k++)
+    uv_thread_join(&s->parts[k].thread);
+  s->joined = 1;
+}
+
+void ob_shards_wait(ob_shards *s) {
+  while (!s->finished)
+    uv_run(s->cfg.e->loop, UV_RUN_DEFAULT);
+  join(s);
+}
+
+int ob_shards_failed(const ob_shards *s) {
+  for (size_t k = 0; k < s->n; k++)
+    if (s->parts[k].failed)
+      return 1;
+  return 0;
+}
+
+const char *ob_shards_error(const ob_shards *s) {
+  for (size_t k = 0; k < s->n; k++)
+    if (s->parts[k].error)
+      return s->parts[k].error;
+  return NULL;
+}
+
+size_t ob_shards_abandoned(const ob_shards *s) {
+  size_t n = 0;
+  for (size_t k = 0; k < s->n; k++)
+    n += s->parts[k].abandoned;
+  return n;
+}
+
+ob_value *ob_shards_output(ob_shards *s) {
+  join(s);
+  ob_value *o = ob_object();
+  for (size_t k = 0; k < s->n; k++) {
+    const ob_value *part = s->parts[k].output;
+    size_t from = s->cfg.plan->ninstances * k / s->n, to = s->cfg.plan->ninstances * (k + 1) / s->n;
+    for (size_t i = from; i < to; i++) {
+      const char *inst = s->cfg.plan->instances[i];
+      const ob_value *v = part ? ob_object_get(part, inst, strlen(inst)) : NULL;
+      o = ob_object_set(o, inst, strlen(inst), ob_ref((ob_value *)(v ? v : ob_null())));
+    }
+  }
+  return o;
+}
+
+void ob_shards_journal_end(ob_shards *s, int exit_status) {
+  ob_run_journal_end(s->head, exit_status);
+}
+
+void ob_shards_free(ob_shards *s) {
+  if (!s)
+    return;
+  ob_shards_wait(s);
+  uv_close((uv_handle_t *)&s->note, NULL);
+  uv_run(s->cfg.e->loop, UV_RUN_NOWAIT);
+  for (size_t k = 0; k < s->n; k++) {
+    shard *sh = &s->parts[k];
+    free(sh->plan_text);
+    free(sh->inputs_text);
+    ob_buf_free(&sh->lines);
+    ob_unref(sh->output);
+    free(sh->error);
+  }
+  free(s->parts);
+  uv_mutex_destroy(&s->lock);
+  ob_run_free(s->head);
+  free(s);
+}
