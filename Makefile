@@ -95,6 +95,8 @@ bin/obelus: build/rel/main.o lib/libobelus.a | bin
 	$(CC) $(CFLAGS) $(REL_LTO) -o $@ $^ $(LDLIBS)
 build/asan/obelus: build/asan/main.o build/asan/libobelus.a
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
+build/tsan/obelus: build/tsan/main.o build/tsan/libobelus.a
+	$(CC) $(TSAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 # The Lua C module `obelus.core`, loadable from stock lua5.4 (and busted).
 lib/obelus/core.so: $(REL_OBJ)
@@ -137,10 +139,13 @@ test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%) $(TSAN_CTESTS
 	@TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 	  sh spec/run-c build/test/tsan $(TSAN_CTESTS) > build/results/c-tsan.txt; tail -n 1 build/results/c-tsan.txt
 
-test-lua: all build/asan/obelus
+test-lua: all build/asan/obelus build/tsan/obelus
 	@mkdir -p build/results
 	@OBELUS_BIN=$(CURDIR)/bin/obelus sh spec/run-busted "$(BUSTED)" > build/results/lua-rel.txt; tail -n 1 build/results/lua-rel.txt
 	@OBELUS_BIN=$(CURDIR)/build/asan/obelus OBELUS_ONLY_CLI=1 sh spec/run-busted "$(BUSTED)" > build/results/lua-asan.txt; tail -n 1 build/results/lua-asan.txt
+	@OBELUS_BIN=$(CURDIR)/build/tsan/obelus OBELUS_SPECS=spec/cli/threads_spec.lua \
+	  TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/spec/tsan.supp" sh spec/run-busted "$(BUSTED)" > build/results/lua-tsan.txt; \
+	  tail -n 1 build/results/lua-tsan.txt
 
 # luacheck on the Lua modules and the example plans' tools (.luacheckrc): "ok" for each
 # clean file, "not ok" for each warning, then "luacheck: N passed, M failed".

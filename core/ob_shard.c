@@ -48,15 +48,18 @@ typedef struct shard {
   ob_shards *all;
   size_t k;
   uv_thread_t thread;
-  char *plan_text, *inputs_text; /* made by the host, read by the part's thread */
-  size_t plan_len, inputs_len;
+  char *plan_text; /* its part of the plan */
+  size_t plan_len;
   size_t concurrency, max_calls, calls_used;
-  /* the part's thread, while it runs */
+  /* made and freed on the host's thread, used by the part's while it runs */
   ob_engine *e;
+  ob_value *pv, *inputs;
+  ob_plan *plan;
+  ob_wal *wal;
   ob_run *run;
   uv_async_t wake; /* the host asks the part to cancel */
   uv_timer_t drain;
-  int wake_open, drain_started, drained;
+  int handles, wake_open, drain_started, drained;
   /* under all->lock */
   ob_buf lines;           /* journal bytes not yet taken by the host */
   size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
@@ -76,7 +79,7 @@ struct ob_shards {
   uv_async_t note;       /* on the host's loop: journal bytes, or a part ended */
   size_t ended;          /* parts ended (under lock) */
   int cancelled;         /* under lock */
-  int finished, done_told, joined;
+  int finished, done_told, joined, note_open;
 };
 
 size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt) {
@@ -218,45 +221,63 @@ static void part_drive(shard *sh) {
   ob_run_cancel(r);
 }
 
+/* The part's thread: its run, from start to end, on its own loop. Everything
+ * else of the part is made before the thread starts and freed after it is
+ * joined, on the host's thread: libuv closes descriptors with a raw system
+ * call, and a loop made while another thread's loop closes would reuse its
+ * numbers in a way ThreadSanitizer cannot follow. */
 static void part_main(void *arg) {
   shard *sh = arg;
   ob_shards *s = sh->all;
+  if (!part_cancelled(sh)) {
+    ob_run_start(sh->run);
+    part_drive(sh);
+  }
+  if (sh->wal)
+    ob_run_detach_journal(sh->e, sh->wal); /* its last lines go through the tee */
+  sh->output = ob_run_output(sh->run);
+  sh->failed = ob_run_failed(sh->run);
+  uv_mutex_lock(&s->lock);
+  sh->wake_open = 0; /* closed by the host after the join */
+  sh->ended = 1;
+  s->ended++;
+  uv_mutex_unlock(&s->lock);
+  uv_async_send(&s->note);
+}
+
+/* Makes part sh ready to run (on the host's thread): 0, or -1 with sh->error. */
+static int part_make(shard *sh) {
+  ob_shards *s = sh->all;
   ob_error err;
-  ob_value *pv = NULL, *inputs = NULL;
-  ob_plan *p = NULL;
-  ob_wal *wal = NULL;
   ob_engine *e = sh->e = ob_engine_new(NULL, &err);
   if (!e) {
     part_fail(sh, "cannot make an engine", err.msg);
-    goto out;
+    return -1;
   }
   if (s->cfg.setup && s->cfg.setup(s->cfg.setup_ud, e, &err)) {
     part_fail(sh, "cannot load the tools again", err.msg);
-    goto out;
+    return -1;
   }
-  pv = ob_json_parse(sh->plan_text, sh->plan_len, &err);
-  inputs = sh->inputs_text ? ob_json_parse(sh->inputs_text, sh->inputs_len, &err) : NULL;
-  if (!pv || (sh->inputs_text && !inputs)) {
+  sh->pv = ob_json_parse(sh->plan_text, sh->plan_len, &err);
+  if (!sh->pv) {
     part_fail(sh, "cannot read its part of the plan", err.msg);
-    goto out;
+    return -1;
   }
-  p = ob_plan_from_value(pv, s->cfg.plan->file);
+  ob_plan *p = sh->plan = ob_plan_from_value(sh->pv, s->cfg.plan->file);
   p->root = s->cfg.plan->root ? ob_xstrdup(s->cfg.plan->root) : NULL;
   if (!p->nerrors)
     ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   if (p->nerrors) {
     part_fail(sh, "its part of the plan is not valid", p->errors[0]);
-    goto out;
+    return -1;
   }
   if (s->cfg.opt.journal &&
-      !(wal = ob_wal_open(e->loop, "/dev/null", OB_WAL_CREATE, OB_FSYNC_NEVER, &err))) {
+      !(sh->wal = ob_wal_open(e->loop, "/dev/null", OB_WAL_CREATE, OB_FSYNC_NEVER, &err))) {
     part_fail(sh, "cannot open its journal", err.msg);
-    goto out;
+    return -1;
   }
-  uv_timer_init(e->loop, &sh->drain);
-  sh->drain.data = sh;
   ob_run_options ro = s->cfg.opt;
-  ro.journal = wal;
+  ro.journal = sh->wal;
   ro.concurrency = sh->concurrency;
   ro.max_calls = sh->max_calls;
   ro.calls_used = &sh->calls_used;
@@ -264,49 +285,38 @@ static void part_main(void *arg) {
   ro.on_done = part_done;
   ro.ud = sh;
   ro.approve_tty = 0;
-  if (!(sh->run = ob_run_new(e, p, pv, inputs, &ro, &err))) {
+  if (!(sh->run = ob_run_new(e, p, sh->pv, sh->inputs, &ro, &err))) {
     part_fail(sh, "cannot start", err.msg);
-    uv_close((uv_handle_t *)&sh->drain, NULL);
-    goto out;
+    return -1;
   }
-  if (wal) { /* its first lines are the host's journal's already */
-    ob_wal_flush(wal);
-    ob_wal_set_tee(wal, journal_tee, sh);
+  if (sh->wal) { /* its first lines are the host's journal's already */
+    ob_wal_flush(sh->wal);
+    ob_wal_set_tee(sh->wal, journal_tee, sh);
   }
-  uv_mutex_lock(&s->lock);
+  uv_timer_init(e->loop, &sh->drain);
+  sh->drain.data = sh;
   uv_async_init(e->loop, &sh->wake, part_wake);
   sh->wake.data = sh;
   uv_unref((uv_handle_t *)&sh->wake);
-  sh->wake_open = 1;
-  int cancelled = s->cancelled;
-  uv_mutex_unlock(&s->lock);
-  if (!cancelled) {
-    ob_run_start(sh->run);
-    part_drive(sh);
+  sh->wake_open = sh->handles = 1;
+  return 0;
+}
+
+/* Frees what part_make made (on the host's thread, after the join). */
+static void part_free(shard *sh) {
+  ob_error err;
+  if (sh->handles) {
+    uv_close((uv_handle_t *)&sh->wake, NULL);
+    uv_close((uv_handle_t *)&sh->drain, NULL);
   }
-  if (wal)
-    ob_run_detach_journal(e, wal); /* its last lines go through the tee */
-  sh->output = ob_run_output(sh->run);
-  sh->failed = ob_run_failed(sh->run);
-  uv_mutex_lock(&s->lock);
-  sh->wake_open = 0;
-  uv_mutex_unlock(&s->lock);
-  uv_close((uv_handle_t *)&sh->wake, NULL);
-  uv_close((uv_handle_t *)&sh->drain, NULL);
-out:
-  if (wal)
-    ob_wal_close(wal, &err);
-  ob_engine_free(e); /* its runs first */
-  sh->e = NULL;
-  sh->run = NULL;
-  ob_plan_free(p);
-  ob_unref(pv);
-  ob_unref(inputs);
-  uv_mutex_lock(&s->lock);
-  sh->ended = 1;
-  s->ended++;
-  uv_mutex_unlock(&s->lock);
-  uv_async_send(&s->note);
+  if (sh->wal) {
+    ob_run_detach_journal(sh->e, sh->wal);
+    ob_wal_close(sh->wal, &err);
+  }
+  ob_engine_free(sh->e); /* its runs first */
+  ob_plan_free(sh->plan);
+  ob_unref(sh->pv);
+  ob_unref(sh->inputs);
 }
 
 /* --- the parts ---------------------------------------------------------------- */
@@ -347,41 +357,44 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
   ob_shards *s = ob_xcalloc(1, sizeof *s);
   s->cfg = *cfg;
   s->n = n;
-  ob_run_options head = cfg->opt;
-  head.on_event = NULL;
-  head.on_done = NULL;
-  if (!(s->head = ob_run_new(cfg->e, p, cfg->plan_value, cfg->inputs, &head, err))) {
-    free(s);
-    return NULL;
-  }
-  if (cfg->opt.journal)
-    ob_wal_flush(cfg->opt.journal);
   uv_mutex_init(&s->lock);
-  uv_async_init(cfg->e->loop, &s->note, on_note);
-  s->note.data = s;
   s->parts = ob_xcalloc(n, sizeof *s->parts);
   size_t inputs_len = 0;
   char *inputs_text = cfg->inputs ? ob_json_print(cfg->inputs, OB_JSON_COMPACT, &inputs_len) : NULL;
-  size_t ncalls_all = p->ncalls;
-  for (size_t k = 0; k < n; k++) {
+  int failed = 0;
+  for (size_t k = 0; k < n && !failed; k++) {
     shard *sh = &s->parts[k];
     size_t from = p->ninstances * k / n, to = p->ninstances * (k + 1) / n;
     sh->all = s;
     sh->k = k;
     ob_buf_init(&sh->lines);
     sh->plan_text = part_text(cfg->plan_value, p->instances, from, to, &sh->plan_len);
-    if (inputs_text) {
-      sh->inputs_text = ob_xstrndup(inputs_text, inputs_len);
-      sh->inputs_len = inputs_len;
-    }
+    if (inputs_text) /* a value of its own: counts are not shared across threads */
+      sh->inputs = ob_json_parse(inputs_text, inputs_len, err);
     if (cfg->opt.concurrency)
       sh->concurrency = cfg->opt.concurrency * (k + 1) / n - cfg->opt.concurrency * k / n;
     if (cfg->opt.max_calls) { /* the limit less the other parts' plan calls */
-      size_t others = ncalls_all - part_calls(p, from, to);
+      size_t others = p->ncalls - part_calls(p, from, to);
       sh->max_calls = cfg->opt.max_calls > others ? cfg->opt.max_calls - others : 1;
     }
+    failed = part_make(sh);
   }
   free(inputs_text);
+  ob_run_options head = cfg->opt;
+  head.on_event = NULL;
+  head.on_done = NULL;
+  if (failed || !(s->head = ob_run_new(cfg->e, p, cfg->plan_value, cfg->inputs, &head, err))) {
+    if (failed)
+      ob_error_set(err, OB_EINVAL, 0, "%s", ob_shards_error(s));
+    s->joined = 1; /* no thread started */
+    ob_shards_free(s);
+    return NULL;
+  }
+  if (cfg->opt.journal)
+    ob_wal_flush(cfg->opt.journal);
+  uv_async_init(cfg->e->loop, &s->note, on_note);
+  s->note.data = s;
+  s->note_open = 1;
   for (size_t k = 0; k < n; k++)
     if (uv_thread_create(&s->parts[k].thread, part_main, &s->parts[k])) {
       fprintf(stderr, "obelus: cannot start a thread\n");
@@ -427,7 +440,7 @@ static void join(ob_shards *s) {
 }
 
 void ob_shards_wait(ob_shards *s) {
-  while (!s->finished)
+  while (!s->finished && !s->joined)
     uv_run(s->cfg.e->loop, UV_RUN_DEFAULT);
   join(s);
 }
@@ -476,18 +489,21 @@ void ob_shards_free(ob_shards *s) {
   if (!s)
     return;
   ob_shards_wait(s);
-  uv_close((uv_handle_t *)&s->note, NULL);
-  uv_run(s->cfg.e->loop, UV_RUN_NOWAIT);
+  if (s->note_open) {
+    uv_close((uv_handle_t *)&s->note, NULL);
+    uv_run(s->cfg.e->loop, UV_RUN_NOWAIT);
+  }
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
+    part_free(sh);
     free(sh->plan_text);
-    free(sh->inputs_text);
     ob_buf_free(&sh->lines);
     ob_unref(sh->output);
     free(sh->error);
   }
   free(s->parts);
   uv_mutex_destroy(&s->lock);
-  ob_run_free(s->head);
+  if (s->head)
+    ob_run_free(s->head);
   free(s);
 }
