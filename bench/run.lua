@@ -1,6 +1,7 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
 -- `lua5.4 run.lua journal` runs the journal section alone; `lua5.4 run.lua http` the
--- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua).
+-- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua);
+-- `lua5.4 run.lua threads` run --threads's (bench/threads.lua).
 local cjson = require "cjson"
 
 local function run(args, env)
@@ -83,6 +84,10 @@ if arg[1] == "http" then
 end
 if arg[1] == "fleet" then
   dofile("fleet.lua")
+  return
+end
+if arg[1] == "threads" then
+  dofile("threads.lua")
   return
 end
 if arg[1] == "peers" then
@@ -192,3 +197,6 @@ dofile("http.lua")
 
 print("")
 dofile("fleet.lua")
+
+print("")
+dofile("threads.lua")

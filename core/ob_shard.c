@@ -48,8 +48,8 @@ typedef struct shard {
   ob_shards *all;
   size_t k;
   uv_thread_t thread;
-  char *plan_text; /* its part of the plan */
-  size_t plan_len;
+  char *plan_text, *inputs_text; /* its part of the plan, and the input (or NULL) */
+  size_t plan_len, inputs_len;
   size_t concurrency, max_calls, calls_used;
   /* made and freed on the host's thread, used by the part's while it runs */
   ob_engine *e;
@@ -79,7 +79,7 @@ struct ob_shards {
   uv_async_t note;       /* on the host's loop: journal bytes, or a part ended */
   size_t ended;          /* parts ended (under lock) */
   int cancelled;         /* under lock */
-  int finished, done_told, joined, note_open;
+  int finished, done_told, joined;
 };
 
 size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt) {
@@ -221,31 +221,7 @@ static void part_drive(shard *sh) {
   ob_run_cancel(r);
 }
 
-/* The part's thread: its run, from start to end, on its own loop. Everything
- * else of the part is made before the thread starts and freed after it is
- * joined, on the host's thread: libuv closes descriptors with a raw system
- * call, and a loop made while another thread's loop closes would reuse its
- * numbers in a way ThreadSanitizer cannot follow. */
-static void part_main(void *arg) {
-  shard *sh = arg;
-  ob_shards *s = sh->all;
-  if (!part_cancelled(sh)) {
-    ob_run_start(sh->run);
-    part_drive(sh);
-  }
-  if (sh->wal)
-    ob_run_detach_journal(sh->e, sh->wal); /* its last lines go through the tee */
-  sh->output = ob_run_output(sh->run);
-  sh->failed = ob_run_failed(sh->run);
-  uv_mutex_lock(&s->lock);
-  sh->wake_open = 0; /* closed by the host after the join */
-  sh->ended = 1;
-  s->ended++;
-  uv_mutex_unlock(&s->lock);
-  uv_async_send(&s->note);
-}
-
-/* Makes part sh ready to run (on the host's thread): 0, or -1 with sh->error. */
+/* Makes part sh ready to run, on its thread: 0, or -1 with sh->error. */
 static int part_make(shard *sh) {
   ob_shards *s = sh->all;
   ob_error err;
@@ -269,6 +245,10 @@ static int part_make(shard *sh) {
     ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   if (p->nerrors) {
     part_fail(sh, "its part of the plan is not valid", p->errors[0]);
+    return -1;
+  }
+  if (sh->inputs_text && !(sh->inputs = ob_json_parse(sh->inputs_text, sh->inputs_len, &err))) {
+    part_fail(sh, "cannot read the input", err.msg);
     return -1;
   }
   if (s->cfg.opt.journal &&
@@ -295,12 +275,41 @@ static int part_make(shard *sh) {
   }
   uv_timer_init(e->loop, &sh->drain);
   sh->drain.data = sh;
+  uv_mutex_lock(&s->lock);
   uv_async_init(e->loop, &sh->wake, part_wake);
   sh->wake.data = sh;
   uv_unref((uv_handle_t *)&sh->wake);
   sh->wake_open = sh->handles = 1;
+  uv_mutex_unlock(&s->lock);
   return 0;
 }
+
+/* The part's thread: its engine, tools, plan and run made, run to the end on its
+ * own loop. All of it is freed after the join, on the host's thread (part_free):
+ * libuv closes descriptors with a raw system call, and a loop closed on one thread
+ * while another thread's is made would reuse its numbers in a way ThreadSanitizer
+ * cannot follow. */
+static void part_main(void *arg) {
+  shard *sh = arg;
+  ob_shards *s = sh->all;
+  if (!part_make(sh) && !part_cancelled(sh)) {
+    ob_run_start(sh->run);
+    part_drive(sh);
+  }
+  if (sh->run) {
+    if (sh->wal)
+      ob_run_detach_journal(sh->e, sh->wal); /* its last lines go through the tee */
+    sh->output = ob_run_output(sh->run);
+    sh->failed |= ob_run_failed(sh->run);
+  }
+  uv_mutex_lock(&s->lock);
+  sh->wake_open = 0; /* closed by the host after the join */
+  sh->ended = 1;
+  s->ended++;
+  uv_mutex_unlock(&s->lock);
+  uv_async_send(&s->note);
+}
+
 
 /* Frees what part_make made (on the host's thread, after the join). */
 static void part_free(shard *sh) {
@@ -357,44 +366,40 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
   ob_shards *s = ob_xcalloc(1, sizeof *s);
   s->cfg = *cfg;
   s->n = n;
+  ob_run_options head = cfg->opt;
+  head.on_event = NULL;
+  head.on_done = NULL;
+  if (!(s->head = ob_run_new(cfg->e, p, cfg->plan_value, cfg->inputs, &head, err))) {
+    free(s);
+    return NULL;
+  }
+  if (cfg->opt.journal)
+    ob_wal_flush(cfg->opt.journal);
   uv_mutex_init(&s->lock);
+  uv_async_init(cfg->e->loop, &s->note, on_note);
+  s->note.data = s;
   s->parts = ob_xcalloc(n, sizeof *s->parts);
   size_t inputs_len = 0;
   char *inputs_text = cfg->inputs ? ob_json_print(cfg->inputs, OB_JSON_COMPACT, &inputs_len) : NULL;
-  int failed = 0;
-  for (size_t k = 0; k < n && !failed; k++) {
+  for (size_t k = 0; k < n; k++) {
     shard *sh = &s->parts[k];
     size_t from = p->ninstances * k / n, to = p->ninstances * (k + 1) / n;
     sh->all = s;
     sh->k = k;
     ob_buf_init(&sh->lines);
     sh->plan_text = part_text(cfg->plan_value, p->instances, from, to, &sh->plan_len);
-    if (inputs_text) /* a value of its own: counts are not shared across threads */
-      sh->inputs = ob_json_parse(inputs_text, inputs_len, err);
+    if (inputs_text) { /* parsed on its thread: a value of its own */
+      sh->inputs_text = ob_xstrndup(inputs_text, inputs_len);
+      sh->inputs_len = inputs_len;
+    }
     if (cfg->opt.concurrency)
       sh->concurrency = cfg->opt.concurrency * (k + 1) / n - cfg->opt.concurrency * k / n;
     if (cfg->opt.max_calls) { /* the limit less the other parts' plan calls */
       size_t others = p->ncalls - part_calls(p, from, to);
       sh->max_calls = cfg->opt.max_calls > others ? cfg->opt.max_calls - others : 1;
     }
-    failed = part_make(sh);
   }
   free(inputs_text);
-  ob_run_options head = cfg->opt;
-  head.on_event = NULL;
-  head.on_done = NULL;
-  if (failed || !(s->head = ob_run_new(cfg->e, p, cfg->plan_value, cfg->inputs, &head, err))) {
-    if (failed)
-      ob_error_set(err, OB_EINVAL, 0, "%s", ob_shards_error(s));
-    s->joined = 1; /* no thread started */
-    ob_shards_free(s);
-    return NULL;
-  }
-  if (cfg->opt.journal)
-    ob_wal_flush(cfg->opt.journal);
-  uv_async_init(cfg->e->loop, &s->note, on_note);
-  s->note.data = s;
-  s->note_open = 1;
   for (size_t k = 0; k < n; k++)
     if (uv_thread_create(&s->parts[k].thread, part_main, &s->parts[k])) {
       fprintf(stderr, "obelus: cannot start a thread\n");
@@ -489,21 +494,19 @@ void ob_shards_free(ob_shards *s) {
   if (!s)
     return;
   ob_shards_wait(s);
-  if (s->note_open) {
-    uv_close((uv_handle_t *)&s->note, NULL);
-    uv_run(s->cfg.e->loop, UV_RUN_NOWAIT);
-  }
+  uv_close((uv_handle_t *)&s->note, NULL);
+  uv_run(s->cfg.e->loop, UV_RUN_NOWAIT);
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
     part_free(sh);
     free(sh->plan_text);
+    free(sh->inputs_text);
     ob_buf_free(&sh->lines);
     ob_unref(sh->output);
     free(sh->error);
   }
   free(s->parts);
   uv_mutex_destroy(&s->lock);
-  if (s->head)
-    ob_run_free(s->head);
+  ob_run_free(s->head);
   free(s);
 }
