@@ -298,8 +298,7 @@ static void on_done(ob_run *run, void *ud) {
 
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
-  if (!rn->threaded) /* on threads, the line is drawn by its timer on the loop's thread */
-    ob_progress_event(rn->o->pg, ev);
+  ob_progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();
     o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
@@ -451,7 +450,6 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
                          .setup_ud = rn->o,
                          .drain_ms = rn->o->drain_ms};
   cfg.opt.on_done = NULL;
-  rn->threaded = 1;
   ob_error err;
   ob_shards *s = *out = ob_shards_start(&cfg, &err);
   if (!s) {

@@ -81,7 +81,6 @@ typedef struct ob_runner {
   int signum, drain_started, drained, open;
   size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
   struct ob_shards *shards; /* a run on threads, while it runs (signals cancel it) */
-  int threaded;             /* events come from the parts' threads */
 } ob_runner;
 
 /* Opens what a run writes to (o->journal into *journal, --events) and the

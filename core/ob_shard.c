@@ -31,11 +31,15 @@
  * less the other parts' plan calls). What each engine has of its own: tool
  * globals, obelus.http's transfers, the memory limit (per Lua state), the
  * fire-and-forget drain (each part waits for its own). Scheduler events reach
- * cfg->opt.on_event from the parts' threads, one at a time under a lock.
+ * cfg->opt.on_event on the host's loop, a part's in the order it had them: each
+ * is noted under the lock (its call points into the part's plan, which lives
+ * until the shards are freed) and told with the journal's lines.
  *
  * Costs: per part, a thread, an engine with its tools loaded (a few ms), the
  * part's JSON printed and parsed once; per journal flush of a part, one copy
- * of its bytes, a lock and a uv_async_send; per call, nothing. */
+ * of its bytes, a lock and a uv_async_send; per scheduler event, with a
+ * listener, a note of 32 bytes, a lock and a uv_async_send (libuv folds sends
+ * that come before the host's loop wakes into one callback). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +47,15 @@
 #include "ob_mem.h"
 #include "ob_shard.h"
 #include "ob_wal.h"
+
+/* A scheduler event of a part, kept until the host's loop tells it: its call
+ * lives in the part's plan, which lasts until the shards are freed. */
+typedef struct part_event_note {
+  ob_event_type type;
+  const ob_call *call;
+  char *reason;
+  double t_ms;
+} part_event_note;
 
 typedef struct shard {
   ob_shards *all;
@@ -63,6 +76,8 @@ typedef struct shard {
   /* under all->lock */
   ob_buf lines;           /* journal bytes not yet taken by the host */
   size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
+  part_event_note *events; /* events not yet told on the host's loop */
+  size_t nevents, capevents;
   /* read after the join */
   ob_value *output;
   int failed, ended;
@@ -112,19 +127,38 @@ static void journal_add(ob_wal *w, const ob_buf *b) {
   }
 }
 
+/* Tells the events the parts noted (on the host's loop), and frees the notes. */
+static void tell_events(ob_shards *s, part_event_note *ev, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms};
+    if (s->cfg.opt.on_event)
+      s->cfg.opt.on_event(s->cfg.opt.ud, &e);
+    free(ev[i].reason);
+  }
+  free(ev);
+}
+
 static void on_note(uv_async_t *h) {
   ob_shards *s = h->data;
   ob_buf take;
   ob_buf_init(&take);
+  part_event_note *ev[s->n];
+  size_t nev[s->n];
   uv_mutex_lock(&s->lock);
   for (size_t k = 0; k < s->n; k++) {
-    ob_buf *b = &s->parts[k].lines;
-    if (b->len)
-      ob_buf_add(&take, b->data, b->len);
-    b->len = 0;
+    shard *sh = &s->parts[k];
+    if (sh->lines.len)
+      ob_buf_add(&take, sh->lines.data, sh->lines.len);
+    sh->lines.len = 0;
+    ev[k] = sh->events;
+    nev[k] = sh->nevents;
+    sh->events = NULL;
+    sh->nevents = sh->capevents = 0;
   }
   int all_ended = s->ended == s->n;
   uv_mutex_unlock(&s->lock);
+  for (size_t k = 0; k < s->n; k++)
+    tell_events(s, ev[k], nev[k]);
   if (take.len && s->cfg.opt.journal) {
     journal_add(s->cfg.opt.journal, &take);
     ob_wal_flush(s->cfg.opt.journal);
@@ -155,9 +189,20 @@ static void part_event(void *ud, const ob_event *ev) {
   ob_shards *s = sh->all;
   uv_mutex_lock(&s->lock);
   sh->counts[ev->type]++;
-  if (s->cfg.opt.on_event)
-    s->cfg.opt.on_event(s->cfg.opt.ud, ev);
+  if (s->cfg.opt.on_event) { /* told on the host's loop */
+    if (sh->nevents == sh->capevents) {
+      sh->capevents = sh->capevents ? 2 * sh->capevents : 64;
+      sh->events = ob_xrealloc(sh->events, sh->capevents * sizeof *sh->events);
+    }
+    part_event_note *n = &sh->events[sh->nevents++];
+    n->type = ev->type;
+    n->call = ev->call;
+    n->reason = ev->reason ? ob_xstrdup(ev->reason) : NULL;
+    n->t_ms = ev->t_ms;
+  }
   uv_mutex_unlock(&s->lock);
+  if (s->cfg.opt.on_event)
+    uv_async_send(&s->note);
   /* a fire-and-forget call that ends while the part drains may be its last */
   if (sh->run && sh->drain_started && ob_run_finished(sh->run) &&
       !ob_run_detached_pending(sh->run))
@@ -499,6 +544,9 @@ void ob_shards_free(ob_shards *s) {
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
     part_free(sh);
+    for (size_t i = 0; i < sh->nevents; i++) /* never told: the loop stopped first */
+      free(sh->events[i].reason);
+    free(sh->events);
     free(sh->plan_text);
     free(sh->inputs_text);
     ob_buf_free(&sh->lines);

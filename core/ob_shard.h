@@ -21,8 +21,8 @@ typedef struct ob_shard_config {
   const ob_value *plan_value;
   const ob_value *inputs;    /* array of input data, or NULL */
   ob_run_options opt;        /* as for a run on one engine: the journal (the host's, on
-                                e's loop), on_event (called from the shards' threads, one
-                                at a time, under a lock), concurrency (shared out),
+                                e's loop), on_event (called on e's loop, each part's
+                                events in their order), concurrency (shared out),
                                 max_calls, limits; on_done is called on e's loop once
                                 every shard has ended */
   ob_shard_setup_fn setup;
