@@ -39,7 +39,7 @@ ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/ob_runtime_lua.o
 TSAN_OBJ := $(CORE_SRC:core/%.c=build/tsan/%.o) build/tsan/ob_runtime_lua.o
 CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 # the tests whose code under test starts threads: also built and run under TSan
-TSAN_CTESTS := $(filter test_wal_%,$(CTESTS))
+TSAN_CTESTS := $(filter test_wal_% test_api_threads,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
 .PHONY: fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua bench bench-peers demo demo-run demo-cluster clean

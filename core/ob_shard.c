@@ -95,6 +95,7 @@ struct ob_shards {
   size_t ended;          /* parts ended (under lock) */
   int cancelled;         /* under lock */
   int finished, done_told, joined;
+  uint64_t t0;           /* uv_hrtime() at the start: run_done's t_ms */
 };
 
 size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt) {
@@ -166,6 +167,10 @@ static void on_note(uv_async_t *h) {
   ob_buf_free(&take);
   if (all_ended && !s->finished) {
     s->finished = 1;
+    if (s->cfg.opt.on_event) {
+      ob_event done = {OB_EV_RUN_DONE, NULL, NULL, (double)(uv_hrtime() - s->t0) / 1e6};
+      s->cfg.opt.on_event(s->cfg.opt.ud, &done);
+    }
     if (s->cfg.opt.on_done && !s->done_told) {
       s->done_told = 1;
       s->cfg.opt.on_done(NULL, s->cfg.opt.ud);
@@ -189,7 +194,8 @@ static void part_event(void *ud, const ob_event *ev) {
   ob_shards *s = sh->all;
   uv_mutex_lock(&s->lock);
   sh->counts[ev->type]++;
-  if (s->cfg.opt.on_event) { /* told on the host's loop */
+  if (s->cfg.opt.on_event && ev->type != OB_EV_RUN_DONE) { /* told on the host's loop; the
+                                                                run's run_done is one, last */
     if (sh->nevents == sh->capevents) {
       sh->capevents = sh->capevents ? 2 * sh->capevents : 64;
       sh->events = ob_xrealloc(sh->events, sh->capevents * sizeof *sh->events);
@@ -411,6 +417,7 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
   ob_shards *s = ob_xcalloc(1, sizeof *s);
   s->cfg = *cfg;
   s->n = n;
+  s->t0 = uv_hrtime();
   ob_run_options head = cfg->opt;
   head.on_event = NULL;
   head.on_done = NULL;

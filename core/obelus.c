@@ -54,6 +54,7 @@
 #include "ob_http.h"
 #include "ob_resume.h"
 #include "ob_run.h"
+#include "ob_shard.h"
 #include "ob_wal.h"
 #include "obelus.h"
 
@@ -102,6 +103,10 @@ struct obelus_engine {
   size_t nproblems;
   char **problems;
   struct obelus_http *https;     /* the host's transfers in flight (obelus_http_start) */
+  char **loads;                  /* what was loaded, in order ("t" or "s" + the path):
+                                    the engines of a run on threads load it again */
+  size_t nloads;
+  size_t max_memory_mb;
 };
 
 struct obelus_run {
@@ -122,6 +127,10 @@ struct obelus_run {
   ob_resume *resume;                 /* obelus_resume: the journal read (the run's delegated
                                         runs find theirs in it), or NULL */
   size_t calls_used;                 /* max_calls: the calls of the run and its sub-runs */
+  size_t threads;                    /* > 1: a run on threads (R->r is NULL; ob_shard.h) */
+  ob_shards *shards;                 /* once started */
+  ob_value *inputs;                  /* what the threads are given */
+  ob_run_options ro;
   obelus_run *next, **prevp;
 };
 
@@ -265,6 +274,11 @@ static void forget_deliveries(obelus_run *R) {
 }
 
 static int run_status(const obelus_run *R) {
+  if (R->threads) {
+    if (R->shards && ob_shards_finished(R->shards))
+      return ob_shards_failed(R->shards) ? 1 : 0;
+    return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
+  }
   int recorded;
   if (ob_run_finished(R->r) && R->resume && ob_resume_ended(R->resume, &recorded))
     return recorded; /* a journal of a run that had ended: its status as it was */
@@ -278,6 +292,13 @@ static int run_status(const obelus_run *R) {
  * after it finished (what was still running is abandoned). A journal without
  * one is of a run that did not finish: obelus_resume takes it up. */
 static void journal_end(obelus_run *R) {
+  if (R->threads) {
+    if (R->journal && !R->journal_ended && R->shards && ob_shards_finished(R->shards)) {
+      R->journal_ended = 1;
+      ob_shards_journal_end(R->shards, ob_shards_failed(R->shards) ? 1 : 0);
+    }
+    return;
+  }
   if (!R->journal || R->journal_ended || !ob_run_finished(R->r))
     return;
   R->journal_ended = 1;
@@ -329,8 +350,8 @@ static void on_run_event(void *ud, const ob_event *ev) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
-  if (ev->type != OB_EV_READY && ev->type != OB_EV_STARTED && ob_run_finished(R->r) &&
-      !ob_run_detached_pending(R->r))
+  if (!R->threads && ev->type != OB_EV_READY && ev->type != OB_EV_STARTED &&
+      ob_run_finished(R->r) && !ob_run_detached_pending(R->r))
     journal_end(R); /* the last call settled */
   if (!R->on_event)
     return; /* listened to for the journal only */
@@ -350,7 +371,7 @@ static void on_run_event(void *ud, const ob_event *ev) {
     d->ev.reason = (const char *)(d + 1);
   }
   d->ev.t_ms = ev->t_ms;
-  d->ev.position = ob_log_len(ob_run_log(R->r));
+  d->ev.position = R->threads ? 0 : ob_log_len(ob_run_log(R->r));
   enqueue(R->engine, d);
 }
 
@@ -358,7 +379,7 @@ static void on_run_done(ob_run *r, void *ud) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
-  if (!ob_run_detached_pending(r))
+  if (R->threads || !ob_run_detached_pending(r)) /* on threads: every part has ended */
     journal_end(R);
   delivery *d = calloc(1, sizeof *d);
   if (!d)
@@ -402,8 +423,10 @@ void obelus_engine_set_http_max(obelus_engine *E, size_t n) {
 }
 
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
-  if (E)
+  if (E) {
     ob_engine_set_max_memory(E->e, mb << 20);
+    E->max_memory_mb = mb;
+  }
 }
 
 static void http_forget_all(obelus_engine *E);
@@ -428,11 +451,41 @@ void obelus_engine_free(obelus_engine *E) {
     next = t->next;
     free(t);
   }
+  for (size_t i = 0; i < E->nloads; i++)
+    free(E->loads[i]);
+  free(E->loads);
   clear_error(E);
   free(E);
 }
 
 uv_loop_t *obelus_engine_loop(obelus_engine *E) { return E->e->loop; }
+
+/* A tool file or folder ('t') or a script ('s') loaded: a run on threads loads it again. */
+static void remember_load(obelus_engine *E, char kind, const char *path) {
+  char **l = realloc(E->loads, (E->nloads + 1) * sizeof *l);
+  size_t n = strlen(path);
+  if (!l || !(l[E->nloads] = malloc(n + 2)))
+    abort();
+  l[E->nloads][0] = kind;
+  memcpy(l[E->nloads] + 1, path, n + 1);
+  E->loads = l;
+  E->nloads++;
+}
+
+/* Loads a run on threads' engine (on its thread) as the host loaded E. */
+static int thread_setup(void *ud, ob_engine *e, ob_error *err) {
+  const obelus_engine *E = ud;
+  ob_engine_set_max_memory(e, E->max_memory_mb << 20);
+  e->http_max = E->e->http_max;
+  for (size_t i = 0; i < E->nloads; i++) {
+    const char *path = E->loads[i] + 1;
+    int rc = E->loads[i][0] == 't' ? ob_engine_load_tools(e, path, err)
+                                   : ob_engine_load_script(e, path, err);
+    if (rc != OB_OK)
+      return -1;
+  }
+  return 0;
+}
 
 int obelus_engine_load_tools(obelus_engine *E, const char *path) {
   clear_error(E);
@@ -440,6 +493,8 @@ int obelus_engine_load_tools(obelus_engine *E, const char *path) {
     return set_error(E, OBELUS_EINVAL, "obelus_engine_load_tools: no path");
   ob_error err;
   int rc = ob_engine_load_tools(E->e, path, &err);
+  if (rc == OB_OK)
+    remember_load(E, 't', path);
   return rc == OB_OK ? OBELUS_OK : set_error(E, rc, "%s", err.msg);
 }
 
@@ -449,6 +504,8 @@ int obelus_engine_load_script(obelus_engine *E, const char *path) {
     return set_error(E, OBELUS_EINVAL, "obelus_engine_load_script: no path");
   ob_error err;
   int rc = ob_engine_load_script(E->e, path, &err);
+  if (rc == OB_OK)
+    remember_load(E, 's', path);
   return rc == OB_OK ? OBELUS_OK : set_error(E, rc, "%s", err.msg);
 }
 
@@ -714,6 +771,13 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
   }
   ob_run_options ro = run_options(R, opt);
+  if (opt->threads > 1 && !E->tools && ob_shard_threads(p, opt->threads, &ro) > 1) {
+    R->threads = opt->threads; /* made at the start */
+    R->inputs = inputs;
+    R->ro = ro;
+    R->ro.on_event = opt->on_event ? on_run_event : NULL;
+    return run_link(E, R, out);
+  }
   R->r = ob_run_new(E->e, p, pv, inputs, &ro, &err);
   ob_unref(inputs);
   if (!R->r) /* the scratch log took the context: only the unexpected lands here */
@@ -813,6 +877,23 @@ int obelus_run_start(obelus_run *R) {
   if (R->started)
     return set_error(E, OBELUS_EINVAL, "obelus_run_start: the run was started already");
   R->started = 1;
+  if (R->threads) {
+    ob_shard_config cfg = {.threads = R->threads,
+                           .e = E->e,
+                           .plan = R->plan,
+                           .plan_value = R->plan_value,
+                           .inputs = R->inputs,
+                           .opt = R->ro,
+                           .setup = thread_setup,
+                           .setup_ud = E,
+                           .drain_ms = 5000};
+    ob_error err;
+    if (!(R->shards = ob_shards_start(&cfg, &err))) {
+      R->cancelled = 1;
+      return set_error(E, err.code, "%s", err.msg);
+    }
+    return OBELUS_OK;
+  }
   ob_run_start(R->r); /* may free R (deferred) through a C tool: R is not touched after */
   return OBELUS_OK;
 }
@@ -835,7 +916,7 @@ int obelus_run_wait(obelus_run *R) {
     if (E->wait_over)
       break;
     /* nothing left on the loop, yet calls wait: they never will finish */
-    if (!alive && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
+    if (!alive && !R->threads && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
         !uv_loop_alive(loop)) {
       E->wait_status = set_error(E, OBELUS_EBUSY, "obelus_run_wait: the run cannot finish "
                                                   "(nothing runs, nothing is pending)");
@@ -851,7 +932,10 @@ void obelus_run_cancel(obelus_run *R) {
     return;
   obelus_engine *E = R->engine;
   R->cancelled = 1;
-  ob_run_cancel(R->r);
+  if (R->shards)
+    ob_shards_cancel(R->shards);
+  else if (R->r)
+    ob_run_cancel(R->r);
   journal_end(R);
   forget_deliveries(R);
   if (E->waiting == R) {
@@ -866,7 +950,9 @@ static void run_free_now(obelus_run *R) {
   forget_deliveries(R);
   if (E->waiting == R) {
     E->wait_over = 1;
-    E->wait_status = ob_run_finished(R->r) ? run_status(R) : OBELUS_ECANCELED;
+    E->wait_status = R->threads ? (R->shards && ob_shards_finished(R->shards) ? run_status(R)
+                                                                              : OBELUS_ECANCELED)
+                     : ob_run_finished(R->r) ? run_status(R) : OBELUS_ECANCELED;
   }
   while (R->calls) {
     obelus_call *c = R->calls;
@@ -874,7 +960,13 @@ static void run_free_now(obelus_run *R) {
     c->h = NULL;
   }
   journal_end(R); /* a run that finished: what still ran is abandoned */
-  ob_run_free(R->r);
+  if (R->shards) {
+    ob_shards_cancel(R->shards);
+    ob_shards_free(R->shards); /* waits for its threads, on the loop */
+  }
+  ob_unref(R->inputs);
+  if (R->r)
+    ob_run_free(R->r);
   if (R->journal) /* the host's FILE stays open: only our descriptor goes */
     ob_wal_close(R->journal, &(ob_error){0});
   ob_plan_free(R->plan);
@@ -909,11 +1001,13 @@ void obelus_run_free(obelus_run *R) {
 int obelus_run_status(const obelus_run *R) { return run_status(R); }
 
 size_t obelus_run_detached(const obelus_run *R) {
-  return R->cancelled || R->zombie ? 0 : ob_run_detached_pending(R->r);
+  return R->cancelled || R->zombie || R->threads ? 0 : ob_run_detached_pending(R->r);
 }
 
 char *obelus_run_output(obelus_run *R) {
-  ob_value *v = ob_run_output(R->r);
+  ob_value *v = !R->threads ? ob_run_output(R->r)
+                : R->shards && ob_shards_finished(R->shards) ? ob_shards_output(R->shards)
+                                                             : ob_null();
   char *s = ob_json_print(v, OB_JSON_COMPACT, NULL);
   ob_unref(v);
   return s;
@@ -928,6 +1022,9 @@ int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, si
   if (!expr || !json_out)
     return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: needs an expression and a place "
                                        "for the value");
+  if (R->threads)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: a run on threads has a log on each "
+                                       "thread, none to read here (read its output)");
   ob_log *log = ob_run_log(R->r);
   size_t len = ob_log_len(log);
   if (at >= len)
@@ -956,9 +1053,13 @@ int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, si
   return OBELUS_OK;
 }
 
-size_t obelus_run_position(const obelus_run *R) { return ob_log_len(ob_run_log(R->r)); }
+size_t obelus_run_position(const obelus_run *R) {
+  return R->threads ? 0 : ob_log_len(ob_run_log(R->r));
+}
 
 char *obelus_run_message(obelus_run *R, size_t i) {
+  if (R->threads)
+    return NULL;
   ob_log *log = ob_run_log(R->r);
   if (i >= ob_log_len(log))
     return NULL;
@@ -969,7 +1070,7 @@ char *obelus_run_message(obelus_run *R, size_t i) {
 }
 
 size_t obelus_run_fail_stalled(obelus_run *R) {
-  return R->cancelled || R->zombie ? 0 : ob_run_fail_stalled(R->r);
+  return R->cancelled || R->zombie || R->threads ? 0 : ob_run_fail_stalled(R->r);
 }
 
 /* --- HTTP ---------------------------------------------------------------------- */

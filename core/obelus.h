@@ -450,6 +450,17 @@ typedef struct obelus_run_options {
                                more makes the plan invalid), its delegated plans' and
                                their plans' (a delegation that would pass it fails its
                                call) (`--max-calls`); 0: no limit */
+  size_t threads;           /* a plan with "instances": share them out over this many
+                               threads, each with an engine of its own that loads the
+                               engine's tool files and scripts again, in the order they
+                               were loaded (`obelus run --threads`); 0 or 1: one engine.
+                               A plan without instances, an engine with C tools
+                               (obelus_engine_add_tool), concurrency 1 or fsync
+                               "always" run on one engine whatever this says. On
+                               threads, on_event is called on the engine's loop with
+                               position 0; obelus_run_resolve, _message and _position
+                               have no log to read (a run on threads has one per
+                               thread) and fail or give 0; obelus_run_detached is 0 */
 } obelus_run_options;
 
 /* Makes a run of the plan in plan_json (either form of SPEC 5: an array of

@@ -145,15 +145,18 @@ describe("obelus run --threads", function()
     local ev = os.tmpname()
     local r = run(p, "--threads", "2", "--concurrency", "3", "--events", ev)
     assert.are.equal(0, r.code, r.err)
-    local running, most, started, done = 0, 0, 0, 0
+    local running, most, started, done, run_done = 0, 0, 0, 0, 0
     for _, l in ipairs(lines(ev)) do
       local e = cjson.decode(l)
+      if e.event == "run_done" then run_done = run_done + 1 end
       if e.event == "started" then running, started = running + 1, started + 1 end
       if e.event == "done" then running, done = running - 1, done + 1 end
       if running > most then most = running end
     end
     assert.are.equal(12, started)
     assert.are.equal(12, done)
+    assert.are.equal(1, run_done) -- one run, one run_done, last
+    assert.are.equal("run_done", cjson.decode(lines(ev)[#lines(ev)]).event)
     assert.is_true(most <= 3 and most >= 2, "at most 3 at once, saw " .. most)
     os.remove(ev)
   end)

@@ -1,0 +1,192 @@
+/* test_api_threads.c -- a host asks for a run on threads (obelus_run_options.threads):
+ * the output and the journal are one engine's; every thread's engine loads the
+ * host's tool files again (their globals count per engine); events arrive on the
+ * host's loop; a run cancelled mid-way ends with every thread joined; an engine with
+ * a C tool runs on one engine. Run under ASan and TSan by `make test`. */
+#include <unistd.h>
+
+#include "obelus.h"
+#include "test.h"
+
+#define D "\xE2\x80\xA0"
+
+static char dir[64], tools[128];
+
+static void write_tools(void) {
+  snprintf(dir, sizeof dir, "/tmp/obelus-threads-XXXXXX");
+  if (!mkdtemp(dir))
+    abort();
+  snprintf(tools, sizeof tools, "%s/t.lua", dir);
+  FILE *f = fopen(tools, "w");
+  fputs("local obelus = require 'obelus'\n"
+        "local n = 0\n"
+        "return {\n"
+        "  { name = 'count', run = function(call) n = n + 1; return n end },\n"
+        "  { name = 'twice', run = function(call) obelus.sleep(call.ms or 0); return call.x * 2 end },\n"
+        "}\n",
+        f);
+  fclose(f);
+}
+
+/* {"instances":["i1".."iN"],"plan":[...]} */
+static char *plan_of(int n, const char *calls) {
+  size_t cap = 64 + (size_t)n * 12 + strlen(calls);
+  char *p = malloc(cap);
+  size_t len = (size_t)snprintf(p, cap, "{\"instances\":[");
+  for (int i = 1; i <= n; i++)
+    len += (size_t)snprintf(p + len, cap - len, "%s\"i%d\"", i > 1 ? "," : "", i);
+  snprintf(p + len, cap - len, "],\"plan\":[%s]}", calls);
+  return p;
+}
+
+typedef struct seen {
+  int events, done, status;
+  char *output;
+} seen;
+
+static void on_event(obelus_run *run, const obelus_event *ev, void *data) {
+  seen *s = data;
+  s->events++;
+}
+
+static void on_done(obelus_run *run, int status, const char *output, void *data) {
+  seen *s = data;
+  s->done++;
+  s->status = status;
+  s->output = strdup(output);
+}
+
+/* Runs plan with threads, waits; the output (malloc'd), status in *status. */
+static char *run_plan(obelus_engine *e, const char *plan, size_t threads, int *status,
+                      FILE *journal, seen *s) {
+  obelus_run_options o = {.threads = threads, .journal = journal, .on_event = on_event,
+                          .on_done = on_done, .data = s};
+  obelus_run *r;
+  if (obelus_run_new(e, &r, plan, &o) != OBELUS_OK) {
+    fprintf(stderr, "%s\n", obelus_engine_errmsg(e));
+    return NULL;
+  }
+  CHECK_INT(obelus_run_start(r), OBELUS_OK);
+  *status = obelus_run_wait(r);
+  char *out = obelus_run_output(r);
+  obelus_run_free(r);
+  return out;
+}
+
+TEST(threads_give_one_engines_output_and_journal) {
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  char *plan = plan_of(9, "{\"_id\":\"a\",\"_tool\":\"twice\",\"x\":1,\"ms\":5,\"_outputPath\":\"a\"},"
+                          "{\"_id\":\"b\",\"_tool\":\"twice\",\"x\":\"" D "state.a\",\"_outputPath\":\"b\"}");
+  seen s1 = {0}, s3 = {0};
+  int st1, st3;
+  FILE *j1 = tmpfile(), *j3 = tmpfile();
+  char *one = run_plan(e, plan, 1, &st1, j1, &s1);
+  char *three = run_plan(e, plan, 3, &st3, j3, &s3);
+  CHECK_INT(st1, 0);
+  CHECK_INT(st3, 0);
+  CHECK(one && strstr(one, "\"i9\":{\"a\":2,\"b\":4}"));
+  CHECK_STR(three, one);
+  CHECK_STR(s3.output, one);
+  CHECK_INT(s1.done, 1);
+  CHECK_INT(s3.done, 1);
+  CHECK_INT(s3.events, s1.events); /* ready, started, done for each of 18 calls, run_done once */
+  CHECK(s1.events >= 3 * 18);
+  /* the journals hold the same number of lines, and both end with the end record */
+  long n1 = 0, n3 = 0;
+  char line[4096], last1[4096] = "", last3[4096] = "";
+  rewind(j1);
+  while (fgets(line, sizeof line, j1))
+    if (line[0] == '{') {
+      n1++;
+      memcpy(last1, line, sizeof line);
+    }
+  rewind(j3);
+  while (fgets(line, sizeof line, j3))
+    if (line[0] == '{') {
+      n3++;
+      memcpy(last3, line, sizeof line);
+    }
+  CHECK_INT(n3, n1);
+  CHECK_STR(last3, "{\"journal\":\"end\",\"exit\":0}\n");
+  CHECK_STR(last1, last3);
+  fclose(j1);
+  fclose(j3);
+  free(one);
+  free(three);
+  free(s1.output);
+  free(s3.output);
+  free(plan);
+  obelus_engine_free(e);
+}
+
+TEST(each_thread_has_an_engine_of_its_own) {
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  char *plan = plan_of(4, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
+  seen s = {0};
+  int st;
+  char *out = run_plan(e, plan, 4, &st, NULL, &s);
+  CHECK_INT(st, 0);
+  CHECK_STR(out, "{\"i1\":{\"n\":1},\"i2\":{\"n\":1},\"i3\":{\"n\":1},\"i4\":{\"n\":1}}");
+  free(out);
+  free(s.output);
+  free(plan);
+  obelus_engine_free(e);
+}
+
+static void nothing(obelus_call *call, const char *params, void *data) {
+  obelus_call_complete(call, "7");
+}
+
+TEST(an_engine_with_a_c_tool_runs_on_one_engine) {
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  CHECK_INT(obelus_engine_add_tool(e, "seven", NULL, nothing, NULL), OBELUS_OK);
+  char *plan = plan_of(4, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
+  seen s = {0};
+  int st;
+  char *out = run_plan(e, plan, 4, &st, NULL, &s);
+  CHECK_STR(out, "{\"i1\":{\"n\":1},\"i2\":{\"n\":2},\"i3\":{\"n\":3},\"i4\":{\"n\":4}}");
+  free(out);
+  free(s.output);
+  free(plan);
+  obelus_engine_free(e);
+}
+
+TEST(a_run_on_threads_cancelled_and_freed_leaves_nothing) {
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  char *plan = plan_of(6, "{\"_tool\":\"twice\",\"x\":1,\"ms\":10000,\"_outputPath\":\"n\"}");
+  seen s = {0};
+  obelus_run_options o = {.threads = 2, .on_done = on_done, .data = &s};
+  obelus_run *r;
+  CHECK_INT(obelus_run_new(e, &r, plan, &o), OBELUS_OK);
+  CHECK_INT(obelus_run_start(r), OBELUS_OK);
+  for (int i = 0; i < 20; i++)
+    uv_run(obelus_engine_loop(e), UV_RUN_NOWAIT), usleep(5000);
+  CHECK_INT(obelus_run_status(r), OBELUS_EBUSY);
+  char *v = NULL;
+  CHECK_INT(obelus_run_resolve(r, D "state.n", "i1", (size_t)-1, &v), OBELUS_EINVAL);
+  obelus_run_cancel(r);
+  CHECK_INT(obelus_run_status(r), OBELUS_ECANCELED);
+  obelus_run_free(r);
+  CHECK_INT(s.done, 0);
+  free(plan);
+  obelus_engine_free(e);
+}
+
+int main(void) {
+  write_tools();
+  RUN(threads_give_one_engines_output_and_journal);
+  RUN(each_thread_has_an_engine_of_its_own);
+  RUN(an_engine_with_a_c_tool_runs_on_one_engine);
+  RUN(a_run_on_threads_cancelled_and_freed_leaves_nothing);
+  unlink(tools);
+  rmdir(dir);
+  return TEST_END();
+}
