@@ -91,10 +91,11 @@ struct ob_shards {
   shard *parts;
   size_t n;
   uv_mutex_t lock;
-  uv_async_t note;       /* on the host's loop: journal bytes, or a part ended */
+  uv_async_t *note;      /* on the host's loop: journal bytes, or a part ended (its own
+                            memory: it may close after the shards are freed) */
   size_t ended;          /* parts ended (under lock) */
   int cancelled;         /* under lock */
-  int finished, done_told, joined;
+  int finished, waiting, joined;
   uint64_t t0;           /* uv_hrtime() at the start: run_done's t_ms */
 };
 
@@ -128,19 +129,22 @@ static void journal_add(ob_wal *w, const ob_buf *b) {
   }
 }
 
-/* Tells the events the parts noted (on the host's loop), and frees the notes. */
-static void tell_events(ob_shards *s, part_event_note *ev, size_t n) {
+/* Tells the first ntell of the n events the parts noted (on the host's loop), and
+ * frees the notes. */
+static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t n) {
   for (size_t i = 0; i < n; i++) {
     ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms};
-    if (s->cfg.opt.on_event)
+    if (i < ntell && s->cfg.opt.on_event)
       s->cfg.opt.on_event(s->cfg.opt.ud, &e);
     free(ev[i].reason);
   }
   free(ev);
 }
 
-static void on_note(uv_async_t *h) {
-  ob_shards *s = h->data;
+/* Writes what the parts added to the journal since the last time, and tells their
+ * events (tell) or drops them. Returns 1 when every part had ended by then: all
+ * they will ever write is written. */
+static int drain(ob_shards *s, int tell) {
   ob_buf take;
   ob_buf_init(&take);
   part_event_note *ev[s->n];
@@ -159,23 +163,27 @@ static void on_note(uv_async_t *h) {
   int all_ended = s->ended == s->n;
   uv_mutex_unlock(&s->lock);
   for (size_t k = 0; k < s->n; k++)
-    tell_events(s, ev[k], nev[k]);
+    tell_events(s, ev[k], tell ? nev[k] : 0, nev[k]);
   if (take.len && s->cfg.opt.journal) {
     journal_add(s->cfg.opt.journal, &take);
     ob_wal_flush(s->cfg.opt.journal);
   }
   ob_buf_free(&take);
-  if (all_ended && !s->finished) {
+  return all_ended;
+}
+
+static void on_note(uv_async_t *h) {
+  ob_shards *s = h->data;
+  if (drain(s, 1) && !s->finished) {
     s->finished = 1;
     if (s->cfg.opt.on_event) {
       ob_event done = {OB_EV_RUN_DONE, NULL, NULL, (double)(uv_hrtime() - s->t0) / 1e6};
       s->cfg.opt.on_event(s->cfg.opt.ud, &done);
     }
-    if (s->cfg.opt.on_done && !s->done_told) {
-      s->done_told = 1;
+    if (s->cfg.opt.on_done) /* may free the shards: nothing after it */
       s->cfg.opt.on_done(NULL, s->cfg.opt.ud);
-    }
-    uv_stop(s->cfg.e->loop);
+    else if (s->waiting)
+      uv_stop(s->cfg.e->loop);
   }
 }
 
@@ -186,7 +194,7 @@ static void journal_tee(void *ud, const char *bytes, size_t len) {
   uv_mutex_lock(&sh->all->lock);
   ob_buf_add(&sh->lines, bytes, len);
   uv_mutex_unlock(&sh->all->lock);
-  uv_async_send(&sh->all->note);
+  uv_async_send(sh->all->note);
 }
 
 static void part_event(void *ud, const ob_event *ev) {
@@ -208,7 +216,7 @@ static void part_event(void *ud, const ob_event *ev) {
   }
   uv_mutex_unlock(&s->lock);
   if (s->cfg.opt.on_event)
-    uv_async_send(&s->note);
+    uv_async_send(s->note);
   /* a fire-and-forget call that ends while the part drains may be its last */
   if (sh->run && sh->drain_started && ob_run_finished(sh->run) &&
       !ob_run_detached_pending(sh->run))
@@ -358,7 +366,7 @@ static void part_main(void *arg) {
   sh->ended = 1;
   s->ended++;
   uv_mutex_unlock(&s->lock);
-  uv_async_send(&s->note);
+  uv_async_send(s->note);
 }
 
 
@@ -428,8 +436,9 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
   if (cfg->opt.journal)
     ob_wal_flush(cfg->opt.journal);
   uv_mutex_init(&s->lock);
-  uv_async_init(cfg->e->loop, &s->note, on_note);
-  s->note.data = s;
+  s->note = ob_xmalloc(sizeof *s->note);
+  uv_async_init(cfg->e->loop, s->note, on_note);
+  s->note->data = s;
   s->parts = ob_xcalloc(n, sizeof *s->parts);
   size_t inputs_len = 0;
   char *inputs_text = cfg->inputs ? ob_json_print(cfg->inputs, OB_JSON_COMPACT, &inputs_len) : NULL;
@@ -497,8 +506,10 @@ static void join(ob_shards *s) {
 }
 
 void ob_shards_wait(ob_shards *s) {
-  while (!s->finished && !s->joined)
+  s->waiting = 1;
+  while (!s->finished)
     uv_run(s->cfg.e->loop, UV_RUN_DEFAULT);
+  s->waiting = 0;
   join(s);
 }
 
@@ -542,18 +553,17 @@ void ob_shards_journal_end(ob_shards *s, int exit_status) {
   ob_run_journal_end(s->head, exit_status);
 }
 
+static void free_handle(uv_handle_t *h) { free(h); }
+
 void ob_shards_free(ob_shards *s) {
   if (!s)
     return;
-  ob_shards_wait(s);
-  uv_close((uv_handle_t *)&s->note, NULL);
-  uv_run(s->cfg.e->loop, UV_RUN_NOWAIT);
+  join(s);     /* without the host's loop: it may be running (this is one of its callbacks) */
+  drain(s, 0); /* the last journal lines; events no longer told */
+  uv_close((uv_handle_t *)s->note, free_handle);
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
     part_free(sh);
-    for (size_t i = 0; i < sh->nevents; i++) /* never told: the loop stopped first */
-      free(sh->events[i].reason);
-    free(sh->events);
     free(sh->plan_text);
     free(sh->inputs_text);
     ob_buf_free(&sh->lines);

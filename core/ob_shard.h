@@ -51,13 +51,15 @@ void ob_shards_counts(ob_shards *s, size_t n[6]);
  * instances. NULL with err filled when the run cannot be made (nothing started). */
 ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err);
 
-/* 1 once every shard has ended (cfg->opt.on_done has been called). */
+/* 1 once every shard has ended and the host's loop has heard it (cfg->opt.on_done
+ * called then: it may free the shards). */
 int ob_shards_finished(const ob_shards *s);
 
 /* Cancels every shard's run (its running calls abandoned); they end soon after. */
 void ob_shards_cancel(ob_shards *s);
 
-/* Runs e's loop until every shard has ended (after a cancel too). */
+/* Runs e's loop until every shard has ended (after a cancel too): for a host whose
+ * loop is not running. */
 void ob_shards_wait(ob_shards *s);
 
 /* After the end: did some awaited call fail, and a note when a shard could not run
@@ -72,8 +74,9 @@ size_t ob_shards_abandoned(const ob_shards *s);
  * engine's ob_run_output gives it. */
 ob_value *ob_shards_output(ob_shards *s);
 
-/* The journal's last record (ob_run_journal_end) and the run of the whole plan
- * that wrote its first ones; frees everything (after the end). */
+/* The journal's last record (ob_run_journal_end), after the end. ob_shards_free
+ * waits for the threads (cancel them first to have them end soon) without running
+ * the host's loop, writes the journal's last lines, and frees everything. */
 void ob_shards_journal_end(ob_shards *s, int exit_status);
 void ob_shards_free(ob_shards *s);
 
