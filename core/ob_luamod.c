@@ -18,6 +18,7 @@
 #include "ob_luamod.h"
 #include "ob_resume.h"
 #include "ob_run.h"
+#include "ob_shard.h"
 #include "ob_wal.h"
 
 #define LOG_MT "obelus.log"
@@ -358,6 +359,7 @@ struct lua_engine {
   host *host;        /* (registry memory: valid until lua_close has run every finalizer) */
   int busy;          /* callbacks into Lua in progress: the scheduler is on the C stack */
   int close_pending;
+  ob_shard_loads loads; /* what was loaded, in order: a run on threads' engines load it again */
 };
 
 struct lua_run {
@@ -373,8 +375,30 @@ struct lua_run {
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
   int cancel_pending, close_pending;
   size_t calls_used; /* max_calls: the calls of the run and its delegated plans */
+  ob_shards *shards; /* a run on threads (opts.threads; run is NULL): ob_shard.h */
+  ob_shard_loads *loads; /* what its threads' engines load */
   lua_run *next, **prevp;
 };
+
+/* Made and not closed (on one engine, or on threads). */
+static int run_open(const lua_run *r) { return r->run || r->shards; }
+
+/* Every awaited call settled (on threads: every thread has ended). */
+static int run_finished(const lua_run *r) {
+  return r->shards ? ob_shards_finished(r->shards) : r->run && ob_run_finished(r->run);
+}
+
+/* Fire-and-forget calls still running (on threads, each drains its own before it ends). */
+static size_t run_detached(const lua_run *r) {
+  return r->shards || !r->run ? 0 : ob_run_detached_pending(r->run);
+}
+
+static void run_cancel_now(lua_run *r) {
+  if (r->shards)
+    ob_shards_cancel(r->shards);
+  else
+    ob_run_cancel(r->run);
+}
 
 
 /* Whether uv.run() is running in this state (luv records its mode). */
@@ -383,7 +407,7 @@ static int loop_running(lua_State *L) { return luv_context(L)->mode != -1; }
 /* Every awaited call settled and no fire-and-forget call left, or cancelled:
  * nothing more will happen to the run. */
 static int run_settled(const lua_run *r) {
-  return r->run && (r->cancelled || (ob_run_finished(r->run) && !ob_run_detached_pending(r->run)));
+  return run_open(r) && (r->cancelled || (run_finished(r) && !run_detached(r)));
 }
 
 /* The run's exit status once it finished: the recorded one for a journal of a
@@ -392,16 +416,20 @@ static int exit_status(const lua_run *r) {
   int recorded;
   if (r->resume && ob_resume_ended(r->resume, &recorded))
     return recorded;
+  if (r->shards)
+    return ob_shards_failed(r->shards) ? 1 : 0;
   return ob_run_failed(r->run) ? 1 : 0;
 }
 
 /* The journal's end record: once the run finished and no fire-and-forget call
  * runs, or when it is cancelled or closed after it finished. */
 static void journal_end(lua_run *r) {
-  if (!r->journal || r->journal_ended || !r->run || !ob_run_finished(r->run))
+  if (!r->journal || r->journal_ended || !run_finished(r))
     return;
   r->journal_ended = 1;
-  if (r->resume)
+  if (r->shards)
+    ob_shards_journal_end(r->shards, exit_status(r));
+  else if (r->resume)
     ob_resume_finish(r->resume, r->run);
   else
     ob_run_journal_end(r->run, exit_status(r));
@@ -449,6 +477,16 @@ static void unanchor(lua_State *L, lua_run *r) {
  * inside a callback of the engine (the scheduler would stand on freed memory). */
 static void free_run(lua_State *L, lua_run *r) {
   journal_end(r);
+  if (r->shards) { /* its threads cancelled and joined; the loop is not run */
+    ob_shards_cancel(r->shards);
+    ob_shards_free(r->shards);
+    r->shards = NULL;
+  }
+  if (r->loads) {
+    ob_shard_loads_clear(r->loads);
+    free(r->loads);
+    r->loads = NULL;
+  }
   ob_run_free(r->run);
   r->run = NULL;
   if (r->anchor != LUA_NOREF)
@@ -476,6 +514,7 @@ static void free_run(lua_State *L, lua_run *r) {
 static void close_engine(lua_engine *eng) {
   while (eng->runs)
     free_run(eng->L, eng->runs);
+  ob_shard_loads_clear(&eng->loads);
   engine_handles *hs = eng->h;
   ob_engine *e = eng->e;
   eng->e = NULL;
@@ -515,10 +554,10 @@ static void flush(lua_engine *eng) {
       free_run(eng->L, r);
       continue;
     }
-    if (r->cancel_pending && r->run) {
+    if (r->cancel_pending && run_open(r)) {
       r->cancel_pending = 0;
       r->cancelled = 1;
-      ob_run_cancel(r->run);
+      run_cancel_now(r);
       journal_end(r);
     }
     if (r->anchor != LUA_NOREF && run_settled(r))
@@ -631,7 +670,7 @@ static void deliver(lua_run *r, const ob_event *ev) {
 
 static void run_on_event(void *ud, const ob_event *ev) {
   lua_run *r = ud;
-  if (ev->type != OB_EV_READY && ev->type != OB_EV_STARTED && !ob_run_detached_pending(r->run))
+  if (ev->type != OB_EV_READY && ev->type != OB_EV_STARTED && !run_detached(r))
     journal_end(r); /* the last call settled (a no-op before the run finished) */
   deliver(r, ev);
   if (run_settled(r))
@@ -640,7 +679,7 @@ static void run_on_event(void *ud, const ob_event *ev) {
 
 static void run_on_done(ob_run *run, void *ud) {
   lua_run *r = ud;
-  if (!ob_run_detached_pending(run))
+  if (!run || !ob_run_detached_pending(run)) /* run NULL: a run on threads has ended */
     journal_end(r);
   deliver(r, NULL);
   if (run_settled(r))
@@ -672,6 +711,7 @@ static int engine_load_tools(lua_State *L) {
   ob_error err;
   if (ob_engine_load_tools(eng->e, path, &err) != OB_OK)
     return luaL_error(L, "%s", err.msg);
+  ob_shard_loads_add(&eng->loads, 't', path);
   lua_settop(L, 1);
   return 1;
 }
@@ -682,6 +722,7 @@ static int engine_load_script(lua_State *L) {
   ob_error err;
   if (ob_engine_load_script(eng->e, path, &err) != OB_OK)
     return luaL_error(L, "%s", err.msg);
+  ob_shard_loads_add(&eng->loads, 's', path);
   lua_settop(L, 1);
   return 1;
 }
@@ -776,6 +817,7 @@ static int core_engine(lua_State *L) {
     int idx = lua_gettop(L);
     lua_Integer mb = opt_count(L, 1, "obelus.engine", "max_memory_mb", 1, 1048576);
     ob_engine_set_max_memory(eng->e, (size_t)mb << 20);
+    eng->loads.max_memory_mb = (size_t)mb;
     eng->e->http_max = (size_t)opt_count(L, 1, "obelus.engine", "http_max", 1, 1000000);
     load_each(L, idx, 1, "tools", engine_load_tools);
     load_each(L, idx, 1, "scripts", engine_load_script);
@@ -825,6 +867,7 @@ typedef struct run_options {
   ob_fsync fsync;
   lua_Integer concurrency, max_depth;
   lua_Integer call_timeout_ms, max_output_kb, max_calls; /* 0: none */
+  lua_Integer threads; /* engine:run: instances over this many threads (0: one engine) */
   int time_travel;
 } run_options;
 
@@ -847,7 +890,7 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   static const char *const known_run[] = {"input",       "name",      "journal",     "fsync",
                                           "concurrency", "max_depth", "time_travel", "on_event",
                                           "on_done",     "plans_root", "call_timeout_ms",
-                                          "max_output_kb", "max_calls", NULL};
+                                          "max_output_kb", "max_calls", "threads", NULL};
   static const char *const known_resume[] = {"name",        "fsync",    "force",
                                              "concurrency", "max_depth", "time_travel",
                                              "on_event",    "on_done",  "plans_root",
@@ -897,6 +940,7 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   o->call_timeout_ms = opt_count(L, opts, fn, "call_timeout_ms", 1, 2147483647);
   o->max_output_kb = opt_count(L, opts, fn, "max_output_kb", 1, 1073741824);
   o->max_calls = opt_count(L, opts, fn, "max_calls", 1, LUA_MAXINTEGER);
+  o->threads = opt_count(L, opts, fn, "threads", 1, 1024);
   lua_getfield(L, opts, "time_travel");
   o->time_travel = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -1061,6 +1105,25 @@ static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const r
                        .on_done = run_on_done,
                        .ud = r};
   ob_error err;
+  if (!r->resume && o->threads > 1 && ob_shard_threads(r->plan, (size_t)o->threads, &ro) > 1) {
+    eng->loads.http_max = eng->e->http_max;
+    r->loads = ob_shard_loads_copy(&eng->loads);
+    ob_shard_config cfg = {.threads = (size_t)o->threads,
+                           .e = eng->e,
+                           .plan = r->plan,
+                           .plan_value = r->plan_value,
+                           .inputs = r->inputs,
+                           .opt = ro,
+                           .setup = ob_shard_loads_setup,
+                           .setup_ud = r->loads,
+                           .drain_ms = 5000};
+    if (!(r->shards = ob_shards_start(&cfg, &err)))
+      return luaL_error(L, "%s: %s", fn, err.msg);
+    lua_pushvalue(L, idx);
+    r->anchor = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_settop(L, idx);
+    return 1;
+  }
   r->run = r->resume ? ob_resume_start(eng->e, r->plan, r->resume, r->journal, &ro, &err)
                      : ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err);
   if (!r->run) /* for a new run, prepare tried the context: unexpected */
@@ -1163,12 +1226,12 @@ static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
 /* Pushes the status: 0 or 1 once every awaited call settled (1: some call
  * failed), else nil and "running", "cancelled" or "closed". */
 static int push_status(lua_State *L, const lua_run *r) {
-  if (r->run && ob_run_finished(r->run)) {
+  if (run_finished(r)) {
     lua_pushinteger(L, exit_status(r));
     return 1;
   }
   lua_pushnil(L);
-  lua_pushstring(L, !r->run || r->close_pending ? "closed" : r->cancelled ? "cancelled" : "running");
+  lua_pushstring(L, !run_open(r) || r->close_pending ? "closed" : r->cancelled ? "cancelled" : "running");
   return 2;
 }
 
@@ -1185,7 +1248,7 @@ static int run_wait(lua_State *L) {
   lua_settop(L, 1);
   for (;;) {
     lua_engine *eng = r->eng; /* the run's user value keeps it alive */
-    if (!eng || !r->run)
+    if (!eng || !run_open(r))
       break;
     if (eng->busy)
       return luaL_error(L, "run:wait() inside a callback of its engine: the loop is already "
@@ -1194,7 +1257,7 @@ static int run_wait(lua_State *L) {
       return luaL_error(L, "run:wait() while uv.run() is running: wait outside the loop, or "
                            "use on_done");
     safe_point(L, eng);
-    if (!r->run || r->cancelled || ob_run_finished(r->run) || !eng->e ||
+    if (!run_open(r) || r->cancelled || run_finished(r) || !eng->e ||
         !uv_loop_alive(eng->e->loop))
       break;
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
@@ -1218,13 +1281,16 @@ static int run_wait(lua_State *L) {
 static int run_output(lua_State *L) {
   lua_run *r = to_run(L);
   safe_point(L, r->eng);
-  if (!r->run || !ob_run_finished(r->run))
+  if (!run_finished(r))
     return push_status(L, r);
-  return push_value_and_unref(L, ob_run_output(r->run));
+  return push_value_and_unref(L, r->shards ? ob_shards_output(r->shards) : ob_run_output(r->run));
 }
 
 static ob_run *check_open_run(lua_State *L) {
   lua_run *r = to_run(L);
+  if (r->shards)
+    luaL_error(L, "a run on threads has a log on each thread, none to read here (read its "
+                  "output)");
   if (!r->run)
     luaL_error(L, "the run is closed");
   return r->run;
@@ -1253,7 +1319,7 @@ static int run_messages(lua_State *L) {
  * A run not finished then has the status nil, "cancelled". */
 static int run_cancel(lua_State *L) {
   lua_run *r = to_run(L);
-  if (!r->run || r->cancelled)
+  if (!run_open(r) || r->cancelled)
     return 0;
   if (r->eng->busy) {
     r->cancel_pending = 1;
@@ -1261,7 +1327,7 @@ static int run_cancel(lua_State *L) {
     return 0;
   }
   r->cancelled = 1;
-  ob_run_cancel(r->run);
+  run_cancel_now(r);
   journal_end(r);
   if (r->anchor != LUA_NOREF)
     unanchor(L, r);
@@ -1276,7 +1342,7 @@ static int run_close(lua_State *L) {
     defer(r->eng);
     return 0;
   }
-  if (r->run || r->plan)
+  if (run_open(r) || r->plan)
     free_run(L, r);
   return 0;
 }
@@ -1291,11 +1357,11 @@ static int run_gc(lua_State *L) {
 
 static int run_tostring(lua_State *L) {
   lua_run *r = to_run(L);
-  if (!r->run) {
+  if (!run_open(r)) {
     lua_pushliteral(L, "obelus.run (closed)");
     return 1;
   }
-  const char *state = ob_run_finished(r->run) ? (exit_status(r) ? "failed" : "done")
+  const char *state = run_finished(r) ? (exit_status(r) ? "failed" : "done")
                       : r->cancelled          ? "cancelled"
                                               : "running";
   lua_pushfstring(L, "obelus.run (%s: %s)", r->plan->file, state);

@@ -176,6 +176,7 @@ static void on_note(uv_async_t *h) {
   ob_shards *s = h->data;
   if (drain(s, 1) && !s->finished) {
     s->finished = 1;
+    uv_unref((uv_handle_t *)h); /* it kept the host's loop alive while threads ran */
     if (s->cfg.opt.on_event) {
       ob_event done = {OB_EV_RUN_DONE, NULL, NULL, (double)(uv_hrtime() - s->t0) / 1e6};
       s->cfg.opt.on_event(s->cfg.opt.ud, &done);
@@ -385,6 +386,46 @@ static void part_free(shard *sh) {
   ob_plan_free(sh->plan);
   ob_unref(sh->pv);
   ob_unref(sh->inputs);
+}
+
+/* --- what a part's engine loads ------------------------------------------------ */
+
+void ob_shard_loads_add(ob_shard_loads *l, char kind, const char *path) {
+  size_t n = strlen(path);
+  l->items = ob_xrealloc(l->items, (l->n + 1) * sizeof *l->items);
+  char *item = l->items[l->n++] = ob_xmalloc(n + 2);
+  item[0] = kind;
+  memcpy(item + 1, path, n + 1);
+}
+
+ob_shard_loads *ob_shard_loads_copy(const ob_shard_loads *l) {
+  ob_shard_loads *c = ob_xcalloc(1, sizeof *c);
+  for (size_t i = 0; i < l->n; i++)
+    ob_shard_loads_add(c, l->items[i][0], l->items[i] + 1);
+  c->max_memory_mb = l->max_memory_mb;
+  c->http_max = l->http_max;
+  return c;
+}
+
+void ob_shard_loads_clear(ob_shard_loads *l) {
+  for (size_t i = 0; i < l->n; i++)
+    free(l->items[i]);
+  free(l->items);
+  memset(l, 0, sizeof *l);
+}
+
+int ob_shard_loads_setup(void *loads, ob_engine *e, ob_error *err) {
+  const ob_shard_loads *l = loads;
+  ob_engine_set_max_memory(e, l->max_memory_mb << 20);
+  e->http_max = l->http_max;
+  for (size_t i = 0; i < l->n; i++) {
+    const char *path = l->items[i] + 1;
+    int rc = l->items[i][0] == 't' ? ob_engine_load_tools(e, path, err)
+                                   : ob_engine_load_script(e, path, err);
+    if (rc != OB_OK)
+      return -1;
+  }
+  return 0;
 }
 
 /* --- the parts ---------------------------------------------------------------- */

@@ -13,6 +13,20 @@
  * -1 with err filled. */
 typedef int (*ob_shard_setup_fn)(void *ud, ob_engine *e, ob_error *err);
 
+/* What a host loaded into its engine, in order, so that each part's engine loads
+ * it again: tool files or folders ('t') and scripts ('s'), with the memory limit and
+ * obelus.http's transfers at once. ob_shard_loads_setup is an ob_shard_setup_fn
+ * for a copy of it (ob_shard_loads_copy: the host may load more meanwhile). */
+typedef struct ob_shard_loads {
+  char **items; /* kind letter + path */
+  size_t n;
+  size_t max_memory_mb, http_max;
+} ob_shard_loads;
+void ob_shard_loads_add(ob_shard_loads *l, char kind, const char *path);
+ob_shard_loads *ob_shard_loads_copy(const ob_shard_loads *l);
+void ob_shard_loads_clear(ob_shard_loads *l);
+int ob_shard_loads_setup(void *loads, ob_engine *e, ob_error *err);
+
 typedef struct ob_shard_config {
   size_t threads;            /* what was asked for (ob_shard_threads decides what it gets) */
   ob_engine *e;              /* the host's engine: its loop hears the shards and writes

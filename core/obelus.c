@@ -103,10 +103,8 @@ struct obelus_engine {
   size_t nproblems;
   char **problems;
   struct obelus_http *https;     /* the host's transfers in flight (obelus_http_start) */
-  char **loads;                  /* what was loaded, in order ("t" or "s" + the path):
-                                    the engines of a run on threads load it again */
-  size_t nloads;
-  size_t max_memory_mb;
+  ob_shard_loads loads;          /* what was loaded, in order: a run on threads' engines
+                                    load it again */
 };
 
 struct obelus_run {
@@ -130,6 +128,7 @@ struct obelus_run {
   size_t threads;                    /* > 1: a run on threads (R->r is NULL; ob_shard.h) */
   ob_shards *shards;                 /* once started */
   ob_value *inputs;                  /* what the threads are given */
+  ob_shard_loads *loads;             /* and what their engines load */
   ob_run_options ro;
   obelus_run *next, **prevp;
 };
@@ -425,7 +424,7 @@ void obelus_engine_set_http_max(obelus_engine *E, size_t n) {
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
   if (E) {
     ob_engine_set_max_memory(E->e, mb << 20);
-    E->max_memory_mb = mb;
+    E->loads.max_memory_mb = mb;
   }
 }
 
@@ -451,41 +450,12 @@ void obelus_engine_free(obelus_engine *E) {
     next = t->next;
     free(t);
   }
-  for (size_t i = 0; i < E->nloads; i++)
-    free(E->loads[i]);
-  free(E->loads);
+  ob_shard_loads_clear(&E->loads);
   clear_error(E);
   free(E);
 }
 
 uv_loop_t *obelus_engine_loop(obelus_engine *E) { return E->e->loop; }
-
-/* A tool file or folder ('t') or a script ('s') loaded: a run on threads loads it again. */
-static void remember_load(obelus_engine *E, char kind, const char *path) {
-  char **l = realloc(E->loads, (E->nloads + 1) * sizeof *l);
-  size_t n = strlen(path);
-  if (!l || !(l[E->nloads] = malloc(n + 2)))
-    abort();
-  l[E->nloads][0] = kind;
-  memcpy(l[E->nloads] + 1, path, n + 1);
-  E->loads = l;
-  E->nloads++;
-}
-
-/* Loads a run on threads' engine (on its thread) as the host loaded E. */
-static int thread_setup(void *ud, ob_engine *e, ob_error *err) {
-  const obelus_engine *E = ud;
-  ob_engine_set_max_memory(e, E->max_memory_mb << 20);
-  e->http_max = E->e->http_max;
-  for (size_t i = 0; i < E->nloads; i++) {
-    const char *path = E->loads[i] + 1;
-    int rc = E->loads[i][0] == 't' ? ob_engine_load_tools(e, path, err)
-                                   : ob_engine_load_script(e, path, err);
-    if (rc != OB_OK)
-      return -1;
-  }
-  return 0;
-}
 
 int obelus_engine_load_tools(obelus_engine *E, const char *path) {
   clear_error(E);
@@ -494,7 +464,7 @@ int obelus_engine_load_tools(obelus_engine *E, const char *path) {
   ob_error err;
   int rc = ob_engine_load_tools(E->e, path, &err);
   if (rc == OB_OK)
-    remember_load(E, 't', path);
+    ob_shard_loads_add(&E->loads, 't', path);
   return rc == OB_OK ? OBELUS_OK : set_error(E, rc, "%s", err.msg);
 }
 
@@ -505,7 +475,7 @@ int obelus_engine_load_script(obelus_engine *E, const char *path) {
   ob_error err;
   int rc = ob_engine_load_script(E->e, path, &err);
   if (rc == OB_OK)
-    remember_load(E, 's', path);
+    ob_shard_loads_add(&E->loads, 's', path);
   return rc == OB_OK ? OBELUS_OK : set_error(E, rc, "%s", err.msg);
 }
 
@@ -878,14 +848,16 @@ int obelus_run_start(obelus_run *R) {
     return set_error(E, OBELUS_EINVAL, "obelus_run_start: the run was started already");
   R->started = 1;
   if (R->threads) {
+    E->loads.http_max = E->e->http_max;
+    R->loads = ob_shard_loads_copy(&E->loads);
     ob_shard_config cfg = {.threads = R->threads,
                            .e = E->e,
                            .plan = R->plan,
                            .plan_value = R->plan_value,
                            .inputs = R->inputs,
                            .opt = R->ro,
-                           .setup = thread_setup,
-                           .setup_ud = E,
+                           .setup = ob_shard_loads_setup,
+                           .setup_ud = R->loads,
                            .drain_ms = 5000};
     ob_error err;
     if (!(R->shards = ob_shards_start(&cfg, &err))) {
@@ -965,6 +937,10 @@ static void run_free_now(obelus_run *R) {
     ob_shards_free(R->shards); /* waits for its threads, on the loop */
   }
   ob_unref(R->inputs);
+  if (R->loads) {
+    ob_shard_loads_clear(R->loads);
+    free(R->loads);
+  }
   if (R->r)
     ob_run_free(R->r);
   if (R->journal) /* the host's FILE stays open: only our descriptor goes */

@@ -218,6 +218,7 @@ function obelus.engine(opts) end
 ---@field call_timeout_ms? integer a _timeout for every call without one
 ---@field max_output_kb? integer the largest message a call may write
 ---@field max_calls? integer the most calls in all (instances, delegated plans)
+---@field threads? integer a plan with instances: shared out over this many threads, an engine each (default: one engine)
 
 ---@class obelus.resume_options
 ---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done", call?: string, tool?: string, reason?: string, t_ms: number })
