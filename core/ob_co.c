@@ -161,17 +161,12 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   ob_buf_free(&msg);
 }
 
-static int call_body_done(lua_State *co, int status, lua_KContext k) {
-  (void)status;
-  (void)k;
-  return lua_gettop(co); /* whatever the tool returned */
-}
-
-/* The body of every call's coroutine: builds the tool's arguments inside the
- * coroutine (a Lua error while building them, such as running out of
- * memory, is then the call's runtime error, caught by its resume like any
- * other, with no protected call of its own), then calls the tool. */
-int ob_co_body(lua_State *co) {
+/* Builds what the tool's run is called with, inside the call's coroutine (a
+ * Lua error while building them, such as running out of memory, is then the
+ * call's runtime error, caught by its resume like any other, with no
+ * protected call of its own): returns the function, the params, for a latent
+ * tool its table, and ctx. */
+static int co_prepare(lua_State *co) {
   const ob_call_args *a = lua_touserdata(co, 1);
   ob_crun *c = a->c;
   ob_engine *e = c->run->e;
@@ -186,14 +181,31 @@ int ob_co_body(lua_State *co) {
     ob_lua_push_call(co, a->params, NULL, 0, 0, &t->keys, &tables);
   else
     ob_lua_push_call(co, call->raw, a->vals, a->nvals, 1, &t->keys, &tables);
-  int nargs = 2;
-  if (t->latent) { /* handler(call, tool, ctx) */
+  if (t->latent) /* handler(call, tool, ctx) */
     lua_rawgeti(co, LUA_REGISTRYINDEX, t->table_ref);
-    nargs = 3;
-  }
   ob_ctx_push(co, c, lua_upvalueindex(4));
-  lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
-  return call_body_done(co, LUA_OK, 0);
+  return lua_gettop(co);
+}
+
+/* The body of every call's coroutine: prepare's results, then a tail call of
+ * the tool, which takes over the body's frame. A waiting call then holds two
+ * CallInfo records (the tool's and its wait's C function), not three: the
+ * body was a C function calling the tool (lua_callk), whose record stayed
+ * beneath the tool's while it waited (64 bytes a waiting call, measured with
+ * OBELUS_BENCH_ALLOCS). ctx is never nil: a fourth value means a latent tool. */
+static const char body_lua[] = "local prepare = ...\n"
+                               "return function(args)\n"
+                               "  local run, call, x, y = prepare(args)\n"
+                               "  if y == nil then return run(call, x) end\n"
+                               "  return run(call, x, y)\n"
+                               "end\n";
+
+void ob_co_push_body(lua_State *L) {
+  lua_pushcclosure(L, co_prepare, 4);
+  if (luaL_loadbuffer(L, body_lua, sizeof body_lua - 1, "=obelus call") != LUA_OK)
+    lua_error(L); /* out of memory only: a panic, as for the engine's other first blocks */
+  lua_insert(L, -2);
+  lua_call(L, 1, 1);
 }
 
 /* Runs the call's tool: a C tool's function, or a coroutine for a Lua one. */

@@ -99,7 +99,7 @@ int ob_runtime_open(ob_engine *e, ob_error *err) {
    * the bridge's tables and ctx's metatable (no registry lookups) */
   ob_lua_push_tables(L);
   ob_ctx_push_meta(L);
-  lua_pushcclosure(L, ob_co_body, 4);
+  ob_co_push_body(L);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   e->watch = ob_watch_new(ob_co_slice_hook);
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);

@@ -173,9 +173,11 @@ void ob_crun_drop_coroutine(ob_crun *c);
 ob_crun *ob_crun_of(lua_State *co);
 /* The token every wait of a call yields with (a tool yielding by itself is an error). */
 extern const char ob_run_yield_token;
-/* The body of a call's coroutine, a C closure with upvalues: the three
- * tables of ob_lua_push_tables, then ctx's metatable (ob_ctx_push_meta). */
-int ob_co_body(lua_State *co);
+/* Replaces the four values on top of L (the three tables of
+ * ob_lua_push_tables, then ctx's metatable, ob_ctx_push_meta) with the body
+ * of every call's coroutine: a Lua function of the call's ob_call_args (a
+ * light userdata) that tail-calls the tool. */
+void ob_co_push_body(lua_State *L);
 /* The hook that stops a tool running too long without yielding: set by the
  * engine's watch when it is overdue, or (without a watch) a count hook on
  * every coroutine that checks the clock every million instructions. */
