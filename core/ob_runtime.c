@@ -98,7 +98,7 @@ int ob_runtime_open(ob_engine *e, ob_error *err) {
   /* the body of every call's coroutine, its upvalues what it needs a call:
    * the bridge's tables and ctx's metatable (no registry lookups) */
   ob_lua_push_tables(L);
-  ob_ctx_push_meta(L);
+  ob_ctx_push_meta(L, e);
   ob_co_push_body(L);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   e->watch = ob_watch_new(ob_co_slice_hook);

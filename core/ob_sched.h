@@ -188,8 +188,8 @@ int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's a
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 
-/* Pushes the metatable of the ctx a tool's run gets. */
-void ob_ctx_push_meta(lua_State *L);
+/* Pushes the metatable of the ctx a tool's run gets (engine e's). */
+void ob_ctx_push_meta(lua_State *L, ob_engine *e);
 /* Pushes the call's ctx onto co; meta is the index of ctx's metatable there. */
 void ob_ctx_push(lua_State *co, const ob_crun *c, int meta);
 
