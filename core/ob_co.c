@@ -13,7 +13,37 @@
  * time a tool runs without yielding (ob_watch.h, or a count hook).
  *
  * Costs: per call, one coroutine from the pool (or one new thread), one
- * resume per wait. */
+ * resume per wait.
+ *
+ * What a waiting call holds (a tool that called obelus.sleep; counted, not
+ * guessed: `OBELUS_BENCH_ALLOCS=1 bench/obelus-bench sleep 100000 100` lists
+ * every Lua block a run's start leaves live, by kind and size). The
+ * coroutine is most of it, and most of that is fixed by Lua 5.4 itself:
+ *
+ *   bytes  what
+ *     208  the coroutine's lua_State (Lua's thread object, 8 bytes of extra
+ *          space for its call included)
+ *     720  its stack: 45 slots of 16 bytes, Lua's first and smallest (40, and
+ *          5 spare); the collector never shrinks a stack below it, and the
+ *          C API cannot make one smaller
+ *     128  two CallInfo records of 64: the tool's frame and the C function it
+ *          waits in (obelus.sleep); the body tail-calls the tool (see body_lua)
+ *     160  its params table (3 keys: a 56-byte table in a 64-byte block, a
+ *          hash part of 4 nodes of 24)
+ *      48  the params' _outputPath string, new to each call (its keys and
+ *          _tool's value are strings Lua has already)
+ *      64  ctx (ob_ctx.c)
+ *      21  its slot in the anchor table (16 bytes; the array grows by doubling)
+ *      10  Lua's string table, grown for that new string (by doubling)
+ *      32  its entry in the engine's sleepers (ob_sleep.c; 42 with the
+ *          doubling slack of the queue's array), malloc'd
+ *   -----
+ *   ~1,390 a waiting call, on top of what every call of a run holds whether it
+ *          waits or not: its ob_crun (160, ob_sched.h) and queue slot (8), and
+ *          the plan's own call (ob_plan.c: ~690 bytes a call of three keys,
+ *          and ~300 for the call as a JSON value). Nothing is written to the
+ *          log while it waits. The coroutine alone (1,056) is the floor of a
+ *          waiting Lua call in this design: a continuation needs its stack. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
