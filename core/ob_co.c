@@ -27,7 +27,7 @@
  *          5 spare); the collector never shrinks a stack below it, and the
  *          C API cannot make one smaller
  *     128  two CallInfo records of 64: the tool's frame and the C function it
- *          waits in (obelus.sleep); the body tail-calls the tool (see body_lua)
+ *          waits in (obelus.sleep); see co_prepare
  *     160  its params table (3 keys: a 56-byte table in a 64-byte block, a
  *          hash part of 4 nodes of 24)
  *      48  the params' _outputPath string, new to each call (its keys and
@@ -140,6 +140,35 @@ void ob_co_slice_hook(lua_State *L, lua_Debug *ar) {
              (int)limit);
 }
 
+/* The call's attempt failed with the Lua error st left on top of co: its
+ * message (a string as it is, a table as its JSON text) and traceback. */
+static void co_failed(ob_crun *c, lua_State *co, int st) {
+  ob_pool *pool = c->run->e->lua_pool;
+  ob_buf msg;
+  ob_buf_init(&msg);
+  if (st == LUA_ERRMEM && pool->hit) {
+    ob_buf_addf(&msg, "memory limit of %zu MB reached (--max-memory)", pool->max >> 20);
+  } else if (lua_type(co, -1) == LUA_TSTRING) {
+    ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
+  } else {
+    ob_error err;
+    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
+    char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
+    if (text)
+      ob_buf_add(&msg, text, strlen(text));
+    else
+      ob_buf_addf(&msg, "(error object is a %s value)", luaL_typename(co, -1));
+    free(text);
+    ob_unref(v);
+  }
+  lua_State *L = c->run->e->L;
+  luaL_traceback(L, co, msg.data, 0);
+  ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));
+  lua_pop(L, 1);
+  ob_buf_free(&msg);
+}
+
+
 void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   lua_State *co = c->co;
   int nres = 0;
@@ -166,36 +195,18 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
     ob_crun_complete(c, nres);
     return;
   }
-  /* the message: a string as it is, a table as its JSON text */
-  ob_buf msg;
-  ob_buf_init(&msg);
-  if (st == LUA_ERRMEM && pool->hit) {
-    ob_buf_addf(&msg, "memory limit of %zu MB reached (--max-memory)", pool->max >> 20);
-  } else if (lua_type(co, -1) == LUA_TSTRING) {
-    ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
-  } else {
-    ob_error err;
-    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
-    char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
-    if (text)
-      ob_buf_add(&msg, text, strlen(text));
-    else
-      ob_buf_addf(&msg, "(error object is a %s value)", luaL_typename(co, -1));
-    free(text);
-    ob_unref(v);
-  }
-  lua_State *L = c->run->e->L;
-  luaL_traceback(L, co, msg.data, 0);
-  ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));
-  lua_pop(L, 1);
-  ob_buf_free(&msg);
+  co_failed(c, co, st);
 }
 
-/* Builds what the tool's run is called with, inside the call's coroutine (a
- * Lua error while building them, such as running out of memory, is then the
- * call's runtime error, caught by its resume like any other, with no
- * protected call of its own): returns the function, the params, for a latent
- * tool its table, and ctx. */
+/* Builds what the tool's run is called with on the call's fresh coroutine,
+ * under a protected call (a Lua error while building them, such as passing
+ * --max-memory, is the call's runtime error): the function, the params, for
+ * a latent tool its table, and ctx. The coroutine then starts at the tool's
+ * function itself, so a waiting call holds two CallInfo records (the tool's
+ * frame and the C function it waits in), not three: this was the body of the
+ * coroutine, a C function calling the tool (lua_callk), whose record stayed
+ * beneath the tool's while it waited (64 bytes a waiting call, measured with
+ * OBELUS_BENCH_ALLOCS). */
 static int co_prepare(lua_State *co) {
   const ob_call_args *a = lua_touserdata(co, 1);
   ob_crun *c = a->c;
@@ -217,26 +228,7 @@ static int co_prepare(lua_State *co) {
   return lua_gettop(co);
 }
 
-/* The body of every call's coroutine: prepare's results, then a tail call of
- * the tool, which takes over the body's frame. A waiting call then holds two
- * CallInfo records (the tool's and its wait's C function), not three: the
- * body was a C function calling the tool (lua_callk), whose record stayed
- * beneath the tool's while it waited (64 bytes a waiting call, measured with
- * OBELUS_BENCH_ALLOCS). ctx is never nil: a fourth value means a latent tool. */
-static const char body_lua[] = "local prepare = ...\n"
-                               "return function(args)\n"
-                               "  local run, call, x, y = prepare(args)\n"
-                               "  if y == nil then return run(call, x) end\n"
-                               "  return run(call, x, y)\n"
-                               "end\n";
-
-void ob_co_push_body(lua_State *L) {
-  lua_pushcclosure(L, co_prepare, 4);
-  if (luaL_loadbuffer(L, body_lua, sizeof body_lua - 1, "=obelus call") != LUA_OK)
-    lua_error(L); /* out of memory only: a panic, as for the engine's other first blocks */
-  lua_insert(L, -2);
-  lua_call(L, 1, 1);
-}
+void ob_co_push_prepare(lua_State *L) { lua_pushcclosure(L, co_prepare, 4); }
 
 /* Runs the call's tool: a C tool's function, or a coroutine for a Lua one. */
 void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
@@ -273,7 +265,14 @@ void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
   ob_run_prefetch_users(r, c->call, 2);
   lua_rawgeti(co, LUA_REGISTRYINDEX, r->e->body_ref);
   lua_pushlightuserdata(co, (void *)args);
-  ob_crun_resume(c, L, 1);
+  ob_pool *pool = r->e->lua_pool;
+  size_t was = ob_pool_arm(pool);
+  int st = lua_pcall(co, 1, LUA_MULTRET, 0);
+  ob_pool_disarm(pool, was);
+  if (st != LUA_OK)
+    co_failed(c, co, st);
+  else
+    ob_crun_resume(c, L, lua_gettop(co) - 1); /* the tool's function, then its arguments */
 }
 
 ob_crun *ob_crun_of(lua_State *co) {

@@ -95,11 +95,11 @@ static int open_runtime(lua_State *L) {
 
 int ob_runtime_open(ob_engine *e, ob_error *err) {
   lua_State *L = e->L;
-  /* the body of every call's coroutine, its upvalues what it needs a call:
-   * the bridge's tables and ctx's metatable (no registry lookups) */
+  /* what builds a call's arguments on its coroutine, its upvalues what it
+   * needs a call: the bridge's tables and ctx's metatable (no registry lookups) */
   ob_lua_push_tables(L);
   ob_ctx_push_meta(L, e);
-  ob_co_push_body(L);
+  ob_co_push_prepare(L);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   e->watch = ob_watch_new(ob_co_slice_hook);
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);

@@ -174,10 +174,10 @@ ob_crun *ob_crun_of(lua_State *co);
 /* The token every wait of a call yields with (a tool yielding by itself is an error). */
 extern const char ob_run_yield_token;
 /* Replaces the four values on top of L (the three tables of
- * ob_lua_push_tables, then ctx's metatable, ob_ctx_push_meta) with the body
- * of every call's coroutine: a Lua function of the call's ob_call_args (a
- * light userdata) that tail-calls the tool. */
-void ob_co_push_body(lua_State *L);
+ * ob_lua_push_tables, then ctx's metatable, ob_ctx_push_meta) with the C
+ * closure that builds a call's arguments on its coroutine, from its
+ * ob_call_args (a light userdata): the tool's function, params (tool), ctx. */
+void ob_co_push_prepare(lua_State *L);
 /* The hook that stops a tool running too long without yielding: set by the
  * engine's watch when it is overdue, or (without a watch) a count hook on
  * every coroutine that checks the clock every million instructions. */
