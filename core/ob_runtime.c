@@ -1,6 +1,6 @@
 /* ob_runtime.c -- where the engine meets the scheduler: the C half of the `obelus`
  * module tools require (sleep, wake, branch and message tables, the latent
- * handler and the approver), the body every call's coroutine runs, and the
+ * handler and the approver), what builds every call's arguments, and the
  * watch over tools that do not yield.
  *
  * The engine (ob_engine.c) knows nothing of runs; it calls ob_runtime_open
