@@ -18,6 +18,10 @@
  * registered unless OBELUS_BENCH_VERBOSE is set (the CLI's costs one clock read an event). The result is checked after the clock stops (a wrong one: exit 1). The
  * tools are written to a temporary folder so that the binary works from any directory.
  *   OBELUS_BENCH_VERBOSE=1     the run's phases on stderr (when the start cascade ended...)
+ *                              and the process's memory at each stage (RSS, malloc, Lua)
+ *   OBELUS_BENCH_ALLOCS=1      the Lua blocks made while the run starts (ob_run_start) and
+ *                              still live after it, by kind and size, per call, and the
+ *                              blocks of one call in order; the C heap's growth per call
  *   OBELUS_BENCH_JOURNAL=MODE  chain, fanout: the run writes a journal (never, batch or
  *                              always, as --fsync) to obelus-bench-<pid>.jsonl in the current
  *                              folder (a real disk, not a tmpfs), removed after; the timed
@@ -26,6 +30,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include "ob_engine.h"
+#include "ob_pool.h"
 #include "ob_run.h"
 #include "ob_wal.h"
 
@@ -72,6 +78,24 @@ static long peak_rss_kb(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+/* OBELUS_BENCH_VERBOSE: the process's memory at a stage of the run, on stderr. */
+static void mem_note(const char *mode, const char *stage, ob_engine *e) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    fclose(f);
+  }
+  struct mallinfo2 mi = mallinfo2();
+  fprintf(stderr, "%s: %s: RSS %ld KB (peak %ld KB), malloc %zu KB + %zu KB mapped",
+          mode, stage, resident * (sysconf(_SC_PAGESIZE) / 1024), peak_rss_kb(),
+          mi.uordblks / 1024, mi.hblkhd / 1024);
+  if (e)
+    fprintf(stderr, ", Lua %d KB", lua_gc(e->L, LUA_GCCOUNT));
+  fputc('\n', stderr);
 }
 
 /* --- the tools, in a temporary folder ------------------------------------------ */
@@ -266,6 +290,225 @@ static void perf_control(const char *cmd) {
   }
 }
 
+
+/* --- OBELUS_BENCH_ALLOCS: Lua's blocks counted while the run starts ------------------ */
+
+/* Lua's allocator wrapped: every block made between census_start and census_stop is
+ * remembered by address with the kind Lua told (a new object's osize is its type) and
+ * its size, so that what is still live at the end is counted by (kind, size); and the
+ * blocks of one call in the middle (between the n/2-th and the next new thread) are
+ * listed in order. Not timed: the wrapper is slow. */
+typedef struct census_row {
+  int tag;
+  size_t size;
+  long live;
+} census_row;
+
+typedef struct census {
+  lua_Alloc f;
+  void *ud;
+  int on;
+  void **keys;          /* open addressing: block -> row + 1 in vals */
+  int *vals;
+  size_t cap, used;
+  census_row rows[512];
+  int nrows;
+  long threads;         /* new threads seen */
+  long trace_from;      /* list the blocks made while threads == trace_from */
+  int trace_tag[64];
+  size_t trace_osize[64], trace_nsize[64];
+  int ntrace;
+  long freed_older;     /* bytes freed of blocks made before the census */
+  long grown_older;     /* bytes grown of blocks made before the census */
+  size_t c_heap;        /* malloc's bytes in use when it started */
+  size_t slabs;         /* the pool's slabs then */
+} census;
+
+static size_t census_slot(census *c, void *p) {
+  size_t h = ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15u;
+  size_t i = h & (c->cap - 1);
+  while (c->keys[i] && c->keys[i] != p)
+    i = (i + 1) & (c->cap - 1);
+  return i;
+}
+
+/* Rebuilds the table with room for cap blocks (taken-out ones are left behind). */
+static void census_grow(census *c, size_t cap) {
+  void **ok = c->keys;
+  int *ov = c->vals;
+  size_t ocap = c->cap;
+  c->cap = cap;
+  c->keys = calloc(c->cap, sizeof *c->keys);
+  c->vals = calloc(c->cap, sizeof *c->vals);
+  if (!c->keys || !c->vals)
+    abort();
+  c->used = 0;
+  for (size_t i = 0; i < ocap; i++)
+    if (ok[i] && ov[i] > 0) {
+      size_t j = census_slot(c, ok[i]);
+      c->keys[j] = ok[i];
+      c->vals[j] = ov[i];
+      c->used++;
+    }
+  free(ok);
+  free(ov);
+}
+
+static void census_put(census *c, void *p, int row) {
+  if (2 * (c->used + 1) > c->cap)
+    census_grow(c, c->cap ? 2 * c->cap : 1 << 16);
+  size_t i = census_slot(c, p);
+  if (!c->keys[i])
+    c->used++;
+  c->keys[i] = p;
+  c->vals[i] = row + 1;
+}
+
+/* The row of a block made now, or -1 (tag, size) when the census is full. */
+static int census_row_of(census *c, int tag, size_t size) {
+  for (int i = 0; i < c->nrows; i++)
+    if (c->rows[i].tag == tag && c->rows[i].size == size)
+      return i;
+  if (c->nrows == (int)(sizeof c->rows / sizeof *c->rows))
+    return -1;
+  c->rows[c->nrows] = (census_row){tag, size, 0};
+  return c->nrows++;
+}
+
+/* The row a block was counted in (taken out), or -1 when it was made before. */
+static int census_take(census *c, void *p) {
+  if (!c->cap)
+    return -1;
+  size_t i = census_slot(c, p);
+  if (!c->keys[i] || c->vals[i] <= 0)
+    return -1;
+  int row = c->vals[i] - 1;
+  c->vals[i] = -1; /* a tombstone: probing goes on past it */
+  return row;
+}
+
+static void *census_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  census *c = ud;
+  void *b = c->f(c->ud, ptr, osize, nsize);
+  if (!c->on || (nsize && !b))
+    return b;
+  int tag = 0;
+  if (!ptr) {
+    tag = (int)osize; /* a new object: its type */
+  } else {
+    int row = census_take(c, ptr);
+    if (row >= 0) {
+      c->rows[row].live--;
+      tag = c->rows[row].tag;
+    } else if (nsize) {
+      c->grown_older += (long)nsize - (long)osize;
+      return b;
+    } else {
+      c->freed_older += (long)osize;
+      return b;
+    }
+  }
+  if (!nsize)
+    return b;
+  if (!ptr && tag == LUA_TTHREAD)
+    c->threads++;
+  if (c->threads == c->trace_from && c->ntrace < 64) {
+    c->trace_tag[c->ntrace] = tag;
+    c->trace_osize[c->ntrace] = ptr ? osize : 0;
+    c->trace_nsize[c->ntrace++] = nsize;
+  }
+  int row = census_row_of(c, tag, nsize);
+  if (row >= 0) {
+    c->rows[row].live++;
+    census_put(c, b, row);
+  }
+  return b;
+}
+
+static const char *census_kind(int tag) {
+  switch (tag) {
+  case 0: return "vector (stack, CallInfo, a table's parts)";
+  case LUA_TSTRING: return "short string";
+  case LUA_TSTRING | (1 << 4): return "long string";
+  case LUA_TTABLE: return "table";
+  case LUA_TFUNCTION: return "Lua closure";
+  case LUA_TFUNCTION | (2 << 4): return "C closure";
+  case LUA_TUSERDATA: return "full userdata";
+  case LUA_TTHREAD: return "thread (lua_State)";
+  case LUA_NUMTYPES: return "upvalue";
+  case LUA_NUMTYPES + 1: return "prototype";
+  default: return "other";
+  }
+}
+
+/* What a block of size takes in the engine's pool (ob_pool.h: 16-byte classes up to 1 KB). */
+static size_t census_block(size_t size) {
+  return size <= OB_POOL_SMALL ? (size + 15) & ~(size_t)15 : size;
+}
+
+static size_t c_heap_bytes(void) {
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+/* The pool's slabs come from malloc until it holds 4 MB (ob_pool.c), then from mmap. */
+static size_t malloc_slabs(size_t slab_bytes) {
+  size_t first = (size_t)4 << 20;
+  return slab_bytes < first ? slab_bytes : first;
+}
+
+static void census_start(census *c, ob_engine *e, size_t n) {
+  lua_State *L = e->L;
+  memset(c, 0, sizeof *c);
+  size_t cap = 1 << 16; /* room for 16 blocks a call made now, not counted as the run's */
+  while (cap < 32 * n)
+    cap *= 2;
+  census_grow(c, cap);
+  c->c_heap = c_heap_bytes();
+  c->slabs = e->lua_pool->slab_bytes;
+  c->f = lua_getallocf(L, &c->ud);
+  c->trace_from = (long)(n / 2 + 1);
+  lua_setallocf(L, census_alloc, c);
+  c->on = 1;
+}
+
+/* Prints the live blocks made since census_start, per call of n, and the trace. */
+static void census_stop(census *c, ob_engine *e, size_t n) {
+  lua_State *L = e->L;
+  size_t cap = c->cap;
+  c->on = 0;
+  lua_setallocf(L, c->f, c->ud);
+  long total = 0;
+  size_t c_heap = c_heap_bytes();
+  fprintf(stderr, "Lua blocks made while the run started and still live, per call (%zu calls):\n"
+                  "%-44s %6s %6s %10s %10s\n", n, "kind", "size", "block", "per call", "bytes/call");
+  for (int i = 0; i < c->nrows; i++) {
+    census_row *r = &c->rows[i];
+    if (!r->live)
+      continue;
+    size_t block = census_block(r->size);
+    total += r->live * (long)block;
+    fprintf(stderr, "%-44s %6zu %6zu %10.3f %10.1f\n", census_kind(r->tag), r->size, block,
+            (double)r->live / (double)n, (double)r->live * (double)block / (double)n);
+  }
+  fprintf(stderr, "%-44s %6s %6s %10s %10.1f\n", "all (in blocks)", "", "", "",
+          (double)total / (double)n);
+  fprintf(stderr, "%-44s %6s %10s %10.1f\n", "grown, of blocks made before", "", "",
+          (double)c->grown_older / (double)n);
+  fprintf(stderr, "%-44s %6s %10s %10.1f\n", "freed, of blocks made before", "", "",
+          -(double)c->freed_older / (double)n);
+  size_t slabs = malloc_slabs(e->lua_pool->slab_bytes) - malloc_slabs(c->slabs);
+  fprintf(stderr, "the C heap (malloc, not Lua's slabs) grew %.1f bytes a call%s\n",
+          ((double)c_heap - (double)c->c_heap - (double)slabs) / (double)n,
+          cap != c->cap ? " (and the census's own table)" : "");
+  fprintf(stderr, "the blocks made from the %ld-th new thread on, in order:\n", c->trace_from);
+  for (int i = 0; i < c->ntrace; i++)
+    fprintf(stderr, "  %-44s %6zu -> %zu\n", census_kind(c->trace_tag[i]), c->trace_osize[i],
+            c->trace_nsize[i]);
+  free(c->keys);
+  free(c->vals);
+}
+
 /* --- running one ----------------------------------------------------------------- */
 
 typedef struct timing {
@@ -302,11 +545,16 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
                  : !strcmp(mode, "instances") ? instances_plan(n, ms)
                  : !strcmp(mode, "chains")    ? chains_plan(n, ms)
                                               : sleep_plan(n, ms);
+  int verbose = getenv("OBELUS_BENCH_VERBOSE") != NULL;
+  if (verbose)
+    mem_note(mode, "the plan made", NULL);
   ob_error err;
   ob_engine *e = engine_with_tools();
   if (!e)
     return 2;
   ob_plan *p = ob_plan_from_value(pv, mode);
+  if (verbose)
+    mem_note(mode, "the plan read", e);
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   if (p->nerrors) {
     for (size_t i = 0; i < p->nerrors && i < 5; i++)
@@ -317,7 +565,6 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
   timing t = {.e = e, .last = p->ncalls - 1};
   /* events (a clock read each) only when asked for: a host without a listener pays none;
    * the join is the last awaited call, so on_done marks its completion too */
-  int verbose = getenv("OBELUS_BENCH_VERBOSE") != NULL;
   const char *jmode = getenv("OBELUS_BENCH_JOURNAL");
   ob_wal *journal = NULL;
   char jpath[64];
@@ -339,13 +586,20 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
     return 2;
   }
   if (verbose)
-    fprintf(stderr, "%s: peak RSS before the run %ld KB, %zu KB allocated\n", mode, peak_rss_kb(),
-            mallinfo2().uordblks / 1024);
+    mem_note(mode, "before the run", e);
   perf_control("enable");
   uv_update_time(e->loop); /* timers count from now, not from when the loop last ran */
+  static census cs;
+  int counting = getenv("OBELUS_BENCH_ALLOCS") != NULL;
+  if (counting)
+    census_start(&cs, e, n);
   t.t0 = now_ms();
   ob_run_start(run);
   t.t_started = now_ms();
+  if (counting)
+    census_stop(&cs, e, n);
+  if (verbose)
+    mem_note(mode, "ob_run_start returned", e);
   while (!ob_run_finished(run)) {
     uv_run(e->loop, UV_RUN_DEFAULT);
     if (!ob_run_finished(run) && !uv_loop_alive(e->loop) && ob_run_fail_stalled(run) == 0)
@@ -362,6 +616,8 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
   double total_ms = (t.t_done ? t.t_done : now_ms()) - t.t0;
   double loop_ms = (t.t_last ? t.t_last : t.t_done ? t.t_done : now_ms()) - t.t0;
   perf_control("disable");
+  if (verbose)
+    mem_note(mode, "the run done", e);
   if (verbose)
     fprintf(stderr, "%s: ob_run_start returned after %.1f ms, first call done at %.1f ms, "
                     "the last call started at %.1f ms, done at %.1f ms, on_done at %.1f ms\n",

@@ -1,7 +1,8 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
 -- `lua5.4 run.lua journal` runs the journal section alone; `lua5.4 run.lua http` the
 -- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua);
--- `lua5.4 run.lua threads` run --threads's (bench/threads.lua).
+-- `lua5.4 run.lua threads` run --threads's (bench/threads.lua); `lua5.4 run.lua waiting`
+-- the waiting calls' (sleep 10000 and 100000, next to floor and chain).
 local cjson = require "cjson"
 
 local function run(args, env)
@@ -74,8 +75,43 @@ local function journal_section()
     shapes[1].always_n, median(ratio.chain.always), median(ratio.fanout.always)))
 end
 
+-- Waiting calls (issue 14, part 3): N calls each sleeping 100 ms, then a join reading
+-- their outputs; loop_ms runs from the run's start to the join's completion (the 100 ms
+-- of sleeping included). 5 interleaved rounds of sleep 10000 and 100000, each next to a
+-- floor and a chain of 100,000 (the same moment's speed of the machine, for comparison).
+-- Peak RSS is the whole process's: the plan and the join's table too, not only what
+-- the calls hold while they wait (bench/obelus-bench with OBELUS_BENCH_ALLOCS=1 counts that).
+local function waiting_section()
+  local sizes = { 10000, 100000 }
+  local goal = { [10000] = { ms = 120, mb = 20 }, [100000] = { ms = 250, mb = 150 } }
+  local loop, rss, floor, chain = {}, {}, {}, {}
+  for _, n in ipairs(sizes) do loop[n], rss[n] = {}, {} end
+  print("")
+  for _ = 1, 5 do
+    table.insert(floor, run("floor 100000").calls_per_s)
+    for _, n in ipairs(sizes) do
+      local r = run("sleep " .. n .. " 100")
+      table.insert(loop[n], r.loop_ms)
+      table.insert(rss[n], r.peak_rss_kb)
+    end
+    table.insert(chain, run("chain 100000").calls_per_s)
+  end
+  print("")
+  for _, n in ipairs(sizes) do
+    print(string.format("sleep %d x 100 ms, run start to the join done: %.1f ms (goal <= %d ms); "
+      .. "peak RSS %d MB (goal <= %d MB); each round: %s", n, median(loop[n]), goal[n].ms,
+      median(rss[n]) // 1024, goal[n].mb, listed(loop[n], "%.0f")))
+  end
+  print(string.format("the same rounds: floor 100000 %.0f calls/s, chain 100000 %.0f calls/s (medians)",
+    median(floor), median(chain)))
+end
+
 if arg[1] == "journal" then
   journal_section()
+  return
+end
+if arg[1] == "waiting" then
+  waiting_section()
   return
 end
 if arg[1] == "http" then
@@ -120,7 +156,7 @@ print(string.format("read as of a random earlier position, 1,000,000 messages: %
   h.ns_per_read_at, h.peak_rss_kb // 1024))
 
 -- Whole runs: per-call cost of the engine against the bare Lua floor (one
--- coroutine a call, no engine), and how long 10,000 concurrent sleeps take.
+-- coroutine a call, no engine); waiting calls follow (waiting_section).
 -- Each engine run is paired with a floor run just before and just after it, and
 -- its ratio is taken against their mean: on a shared host the floor itself moves
 -- by 2x from one minute to the next, so a ratio of medians taken minutes apart
@@ -130,7 +166,7 @@ local engine = {
   { key = "chain", args = "chain 100000" },
   { key = "fanout", args = "fanout 100000" },
 }
-local rate, rss, loop, ratios = { floor = {}, sleep = {} }, { floor = {}, sleep = {} }, {}, {}
+local rate, rss, ratios = { floor = {} }, { floor = {} }, {}
 for _, b in ipairs(engine) do rate[b.key], rss[b.key], ratios[b.key] = {}, {}, {} end
 local function floor_run()
   local f = run("floor 100000")
@@ -149,9 +185,6 @@ for _ = 1, 5 do
     table.insert(rss[b.key], r.peak_rss_kb)
     table.insert(ratios[b.key], (before + after) / 2 / r.calls_per_s)
   end
-  local r = run("sleep 10000 100")
-  table.insert(loop, r.loop_ms)
-  table.insert(rss.sleep, r.peak_rss_kb)
 end
 
 print("")
@@ -165,9 +198,8 @@ for _, key in ipairs { "chain", "fanout" } do
   print(string.format("per-call cost, %s / floor (paired): %.1fx (goal <= 5x); each round: %s", key,
     median(ratios[key]), each))
 end
-local each = listed(loop, "%.0f")
-print(string.format("sleep 10000 x 100 ms, run start to the join done: %.1f ms (goal <= 150 ms); peak RSS %d MB; each round: %s",
-  median(loop), median(rss.sleep) // 1024, each))
+
+waiting_section()
 
 -- Instances: a 5-call plan run for 1,000 instances against the same 5,000 calls
 -- written without instances (1,000 chains of 5), interleaved.

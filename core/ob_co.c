@@ -13,7 +13,37 @@
  * time a tool runs without yielding (ob_watch.h, or a count hook).
  *
  * Costs: per call, one coroutine from the pool (or one new thread), one
- * resume per wait. */
+ * resume per wait.
+ *
+ * What a waiting call holds (a tool that called obelus.sleep; counted, not
+ * guessed: `OBELUS_BENCH_ALLOCS=1 bench/obelus-bench sleep 100000 100` lists
+ * every Lua block a run's start leaves live, by kind and size). The
+ * coroutine is most of it, and most of that is fixed by Lua 5.4 itself:
+ *
+ *   bytes  what
+ *     208  the coroutine's lua_State (Lua's thread object, 8 bytes of extra
+ *          space for its call included)
+ *     720  its stack: 45 slots of 16 bytes, Lua's first and smallest (40, and
+ *          5 spare); the collector never shrinks a stack below it, and the
+ *          C API cannot make one smaller
+ *     128  two CallInfo records of 64: the tool's frame and the C function it
+ *          waits in (obelus.sleep); see co_prepare
+ *     160  its params table (3 keys: a 56-byte table in a 64-byte block, a
+ *          hash part of 4 nodes of 24)
+ *      48  the params' _outputPath string, new to each call (its keys and
+ *          _tool's value are strings Lua has already)
+ *      64  ctx (ob_ctx.c)
+ *      21  its slot in the anchor table (16 bytes; the array grows by doubling)
+ *      10  Lua's string table, grown for that new string (by doubling)
+ *      32  its entry in the engine's sleepers (ob_sleep.c; 42 with the
+ *          doubling slack of the queue's array), malloc'd
+ *   -----
+ *   ~1,390 a waiting call, on top of what every call of a run holds whether it
+ *          waits or not: its ob_crun (160, ob_sched.h) and queue slot (8), and
+ *          the plan's own call (ob_plan.c: ~690 bytes a call of three keys,
+ *          and ~300 for the call as a JSON value). Nothing is written to the
+ *          log while it waits. The coroutine alone (1,056) is the floor of a
+ *          waiting Lua call in this design: a continuation needs its stack. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +140,35 @@ void ob_co_slice_hook(lua_State *L, lua_Debug *ar) {
              (int)limit);
 }
 
+/* The call's attempt failed with the Lua error st left on top of co: its
+ * message (a string as it is, a table as its JSON text) and traceback. */
+static void co_failed(ob_crun *c, lua_State *co, int st) {
+  ob_pool *pool = c->run->e->lua_pool;
+  ob_buf msg;
+  ob_buf_init(&msg);
+  if (st == LUA_ERRMEM && pool->hit) {
+    ob_buf_addf(&msg, "memory limit of %zu MB reached (--max-memory)", pool->max >> 20);
+  } else if (lua_type(co, -1) == LUA_TSTRING) {
+    ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
+  } else {
+    ob_error err;
+    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
+    char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
+    if (text)
+      ob_buf_add(&msg, text, strlen(text));
+    else
+      ob_buf_addf(&msg, "(error object is a %s value)", luaL_typename(co, -1));
+    free(text);
+    ob_unref(v);
+  }
+  lua_State *L = c->run->e->L;
+  luaL_traceback(L, co, msg.data, 0);
+  ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));
+  lua_pop(L, 1);
+  ob_buf_free(&msg);
+}
+
+
 void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   lua_State *co = c->co;
   int nres = 0;
@@ -136,42 +195,19 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
     ob_crun_complete(c, nres);
     return;
   }
-  /* the message: a string as it is, a table as its JSON text */
-  ob_buf msg;
-  ob_buf_init(&msg);
-  if (st == LUA_ERRMEM && pool->hit) {
-    ob_buf_addf(&msg, "memory limit of %zu MB reached (--max-memory)", pool->max >> 20);
-  } else if (lua_type(co, -1) == LUA_TSTRING) {
-    ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
-  } else {
-    ob_error err;
-    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
-    char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
-    if (text)
-      ob_buf_add(&msg, text, strlen(text));
-    else
-      ob_buf_addf(&msg, "(error object is a %s value)", luaL_typename(co, -1));
-    free(text);
-    ob_unref(v);
-  }
-  lua_State *L = c->run->e->L;
-  luaL_traceback(L, co, msg.data, 0);
-  ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));
-  lua_pop(L, 1);
-  ob_buf_free(&msg);
+  co_failed(c, co, st);
 }
 
-static int call_body_done(lua_State *co, int status, lua_KContext k) {
-  (void)status;
-  (void)k;
-  return lua_gettop(co); /* whatever the tool returned */
-}
-
-/* The body of every call's coroutine: builds the tool's arguments inside the
- * coroutine (a Lua error while building them, such as running out of
- * memory, is then the call's runtime error, caught by its resume like any
- * other, with no protected call of its own), then calls the tool. */
-int ob_co_body(lua_State *co) {
+/* Builds what the tool's run is called with on the call's fresh coroutine,
+ * under a protected call (a Lua error while building them, such as passing
+ * --max-memory, is the call's runtime error): the function, the params, for
+ * a latent tool its table, and ctx. The coroutine then starts at the tool's
+ * function itself, so a waiting call holds two CallInfo records (the tool's
+ * frame and the C function it waits in), not three: this was the body of the
+ * coroutine, a C function calling the tool (lua_callk), whose record stayed
+ * beneath the tool's while it waited (64 bytes a waiting call, measured with
+ * OBELUS_BENCH_ALLOCS). */
+static int co_prepare(lua_State *co) {
   const ob_call_args *a = lua_touserdata(co, 1);
   ob_crun *c = a->c;
   ob_engine *e = c->run->e;
@@ -186,15 +222,13 @@ int ob_co_body(lua_State *co) {
     ob_lua_push_call(co, a->params, NULL, 0, 0, &t->keys, &tables);
   else
     ob_lua_push_call(co, call->raw, a->vals, a->nvals, 1, &t->keys, &tables);
-  int nargs = 2;
-  if (t->latent) { /* handler(call, tool, ctx) */
+  if (t->latent) /* handler(call, tool, ctx) */
     lua_rawgeti(co, LUA_REGISTRYINDEX, t->table_ref);
-    nargs = 3;
-  }
   ob_ctx_push(co, c, lua_upvalueindex(4));
-  lua_callk(co, nargs, LUA_MULTRET, 0, call_body_done);
-  return call_body_done(co, LUA_OK, 0);
+  return lua_gettop(co);
 }
+
+void ob_co_push_prepare(lua_State *L) { lua_pushcclosure(L, co_prepare, 4); }
 
 /* Runs the call's tool: a C tool's function, or a coroutine for a Lua one. */
 void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
@@ -231,7 +265,14 @@ void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
   ob_run_prefetch_users(r, c->call, 2);
   lua_rawgeti(co, LUA_REGISTRYINDEX, r->e->body_ref);
   lua_pushlightuserdata(co, (void *)args);
-  ob_crun_resume(c, L, 1);
+  ob_pool *pool = r->e->lua_pool;
+  size_t was = ob_pool_arm(pool);
+  int st = lua_pcall(co, 1, LUA_MULTRET, 0);
+  ob_pool_disarm(pool, was);
+  if (st != LUA_OK)
+    co_failed(c, co, st);
+  else
+    ob_crun_resume(c, L, lua_gettop(co) - 1); /* the tool's function, then its arguments */
 }
 
 ob_crun *ob_crun_of(lua_State *co) {

@@ -45,7 +45,7 @@ typedef struct ob_engine {
   size_t npool;
   size_t live_calls; /* call coroutines in use (running or waiting) */
   int gc_incremental; /* Lua's collector switched to incremental (see ob_run.c) */
-  int body_ref;      /* registry: the C closure every call's coroutine runs (ob_run.c) */
+  int body_ref;      /* registry: the C closure that builds a call's arguments (ob_co.c) */
   struct ob_http *http;   /* obelus.http's transfers (ob_http.h): made at the first
                              request, NULL before (and once the engine is freed) */
   size_t http_max;        /* transfers at once (ob_http_set_max; 0: its default) */

@@ -1,6 +1,6 @@
 /* ob_runtime.c -- where the engine meets the scheduler: the C half of the `obelus`
  * module tools require (sleep, wake, branch and message tables, the latent
- * handler and the approver), the body every call's coroutine runs, and the
+ * handler and the approver), what builds every call's arguments, and the
  * watch over tools that do not yield.
  *
  * The engine (ob_engine.c) knows nothing of runs; it calls ob_runtime_open
@@ -95,11 +95,11 @@ static int open_runtime(lua_State *L) {
 
 int ob_runtime_open(ob_engine *e, ob_error *err) {
   lua_State *L = e->L;
-  /* the body of every call's coroutine, its upvalues what it needs a call:
-   * the bridge's tables and ctx's metatable (no registry lookups) */
+  /* what builds a call's arguments on its coroutine, its upvalues what it
+   * needs a call: the bridge's tables and ctx's metatable (no registry lookups) */
   ob_lua_push_tables(L);
-  ob_ctx_push_meta(L);
-  lua_pushcclosure(L, ob_co_body, 4);
+  ob_ctx_push_meta(L, e);
+  ob_co_push_prepare(L);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   e->watch = ob_watch_new(ob_co_slice_hook);
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);

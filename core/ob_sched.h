@@ -173,9 +173,11 @@ void ob_crun_drop_coroutine(ob_crun *c);
 ob_crun *ob_crun_of(lua_State *co);
 /* The token every wait of a call yields with (a tool yielding by itself is an error). */
 extern const char ob_run_yield_token;
-/* The body of a call's coroutine, a C closure with upvalues: the three
- * tables of ob_lua_push_tables, then ctx's metatable (ob_ctx_push_meta). */
-int ob_co_body(lua_State *co);
+/* Replaces the four values on top of L (the three tables of
+ * ob_lua_push_tables, then ctx's metatable, ob_ctx_push_meta) with the C
+ * closure that builds a call's arguments on its coroutine, from its
+ * ob_call_args (a light userdata): the tool's function, params (tool), ctx. */
+void ob_co_push_prepare(lua_State *L);
 /* The hook that stops a tool running too long without yielding: set by the
  * engine's watch when it is overdue, or (without a watch) a count hook on
  * every coroutine that checks the clock every million instructions. */
@@ -186,8 +188,8 @@ int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's a
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 
-/* Pushes the metatable of the ctx a tool's run gets. */
-void ob_ctx_push_meta(lua_State *L);
+/* Pushes the metatable of the ctx a tool's run gets (engine e's). */
+void ob_ctx_push_meta(lua_State *L, ob_engine *e);
 /* Pushes the call's ctx onto co; meta is the index of ctx's metatable there. */
 void ob_ctx_push(lua_State *co, const ob_crun *c, int meta);
 

@@ -16,6 +16,12 @@ return {
     end },
   { name = "nap", run = function(call) obelus.sleep(call.ms); return call.ms end },
   { name = "big", run = function(call) return ("x"):rep(call.n) end },
+  { name = "many", run = function(call) -- n distinct strings of 40 bytes and more
+      local t = {}
+      for i = 1, call.n do t[i] = ("s"):rep(40) .. (call.from + i) end
+      return t
+    end },
+  { name = "count", run = function(call) return #call.all end },
   { name = "bye", run = function() os.exit(5) end },
 }
 ]]
@@ -58,6 +64,22 @@ describe("limits in the Lua module", function()
     assert.are.equal(1, status)
     assert.are.equal(20, out)
     assert.matches("memory limit of 32 MB reached", failed.hog, 1, true)
+    engine:close()
+  end)
+
+  it("max_memory_mb fails a call whose params alone pass it, before its tool runs", function()
+    local engine = obelus.engine { tools = tools, max_memory_mb = 32 }
+    local plan = { output = "†state.n" , plan = {
+      { _id = "count", _tool = "count", all = "†state.big", _outputPath = "†state.c" },
+      { _tool = "nap", ms = 20, _outputPath = "†state.n" } } }
+    for k = 0, 2 do -- 450,000 strings in the log, ~43 MB as Lua values
+      table.insert(plan.plan, { _tool = "many", n = 150000, from = k * 150000,
+                                _outputPath = "†state.big", _outputMethod = "concat" })
+    end
+    local status, out, failed = run(engine, plan)
+    assert.are.equal(1, status)
+    assert.are.equal(20, out)
+    assert.matches("memory limit of 32 MB reached", failed.count, 1, true)
     engine:close()
   end)
 

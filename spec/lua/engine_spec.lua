@@ -459,7 +459,7 @@ end)
 
 describe("a tool's ctx", function()
   -- keep: notes a field of its own, shows what ctx reads as, and keeps ctx for later;
-  -- peek (another run): reads the kept ctx once its run is gone
+  -- peek (another run): reads the kept ctx once its run is gone, after a full collection
   local CTX_TOOLS = [[
 local obelus = require "obelus"
 return {
@@ -477,6 +477,8 @@ return {
                text = tostring(ctx), other = ctx.other == nil }
     end },
   { name = "peek", run = function()
+      collectgarbage() -- the tool's fields are kept by ctx, weakly: a ctx still held keeps them
+      collectgarbage()
       return { index = KEPT.index, note = KEPT.note, tool = KEPT.tool == nil,
                instance = KEPT.instance == nil, text = tostring(KEPT) }
     end },
