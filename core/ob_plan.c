@@ -636,26 +636,36 @@ static int copied(const ob_value *raw) {
   return ob_typeof(raw) == OB_OBJECT && !field(raw, "_instance");
 }
 
-static void add_instance(ob_plan *p, const char *s, size_t len) {
-  for (size_t i = 0; i < p->ninstances; i++)
-    if (strlen(p->instances[i]) == len && !memcmp(p->instances[i], s, len))
-      return;
+/* Adds instance s unless seen has it (a map: lists of thousands stay linear). */
+static void add_instance(ob_plan *p, ob_map *seen, const char *s, size_t len) {
+  if (ob_map_get(seen, s, len))
+    return;
+  ob_map_put(seen, s, len, p);
   p->instances = realloc(p->instances, (p->ninstances + 1) * sizeof *p->instances);
   if (!p->instances)
     abort();
   p->instances[p->ninstances++] = ob_xstrndup(s, len);
 }
 
+static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen);
+
 /* "instances": a list of ids, or "auto" for every _instance in the context. */
 static void read_instances(ob_plan *p, const ob_value *v) {
   if (!v)
     return;
+  ob_map seen;
+  ob_map_init(&seen);
+  read_instance_list(p, v, &seen);
+  ob_map_free(&seen);
+}
+
+static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
   if (ob_typeof(v) == OB_STRING && !strcmp(ob_string_ptr(v), "auto")) {
     for (size_t i = 0; i < ob_array_len(p->context); i++) {
       const ob_value *m = ob_array_get(p->context, i);
       ob_value *inst = ob_typeof(m) == OB_OBJECT ? field(m, "_instance") : NULL;
       if (inst && ob_typeof(inst) == OB_STRING && ob_string_len(inst))
-        add_instance(p, ob_string_ptr(inst), ob_string_len(inst));
+        add_instance(p, seen, ob_string_ptr(inst), ob_string_len(inst));
     }
     if (!p->ninstances)
       ob_plan_error(p, NULL, "\"instances\": \"auto\" found no _instance in the context");
@@ -673,7 +683,7 @@ static void read_instances(ob_plan *p, const ob_value *v) {
       continue;
     }
     size_t before = p->ninstances;
-    add_instance(p, ob_string_ptr(x), ob_string_len(x));
+    add_instance(p, seen, ob_string_ptr(x), ob_string_len(x));
     if (p->ninstances == before)
       ob_plan_error(p, NULL, "\"instances\" lists \"%s\" twice", ob_string_ptr(x));
   }

@@ -448,16 +448,11 @@ static char *part_text(const ob_value *plan, char *const *ids, size_t from, size
   return text;
 }
 
-/* The calls part k runs: its instances' copies. */
-static size_t part_calls(const ob_plan *p, size_t from, size_t to) {
-  size_t n = 0;
-  for (size_t i = 0; i < p->ncalls; i++)
-    for (size_t k = from; k < to; k++)
-      if (p->calls[i].instance && !strcmp(p->calls[i].instance, p->instances[k])) {
-        n++;
-        break;
-      }
-  return n;
+/* The calls a part of n instances runs: a plan on threads names no _instance of its
+ * own (ob_shard_threads), so each of its calls is one instance's copy, and each
+ * instance has as many. */
+static size_t part_calls(const ob_plan *p, size_t n) {
+  return p->ncalls / p->ninstances * n;
 }
 
 ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
@@ -497,7 +492,7 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
     if (cfg->opt.concurrency)
       sh->concurrency = cfg->opt.concurrency * (k + 1) / n - cfg->opt.concurrency * k / n;
     if (cfg->opt.max_calls) { /* the limit less the other parts' plan calls */
-      size_t others = p->ncalls - part_calls(p, from, to);
+      size_t others = p->ncalls - part_calls(p, to - from);
       sh->max_calls = cfg->opt.max_calls > others ? cfg->opt.max_calls - others : 1;
     }
   }
