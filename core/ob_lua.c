@@ -73,6 +73,7 @@
 
 #include "ob_lua.h"
 #include "ob_path.h"
+#include "ob_view.h"
 
 /* registry[&key_order_key]: the marker, the metatable of every key list;
  * registry[&shapes_key]: key signature -> key list, weak values */
@@ -165,6 +166,9 @@ typedef struct pusher {
   int subst;
   ob_value *const *vals;
   size_t nvals, next;
+  /* ob_lua_push_call: a value from the log below the root that is big enough
+   * (ob_view_big) goes as a view (ob_view.c); 0 inside one known to be small */
+  int views;
 } pusher;
 
 static void push_any(pusher *p, const ob_value *v, uint32_t depth);
@@ -367,10 +371,32 @@ static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
   }
 }
 
+/* A value read from the log, below the call's root: a view when big, else a
+ * table, and so is all of it (its parts are smaller still: no more checks). */
+static void push_viewable(pusher *p, const ob_value *v, uint32_t depth) {
+  if (ob_view_big(v)) {
+    ob_view_push(p->L, v);
+    return;
+  }
+  p->views = 0;
+  if (ob_typeof(v) == OB_ARRAY)
+    push_array(p, v, depth);
+  else
+    push_object(p, v, depth);
+  p->views = 1;
+}
+
 static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
   switch (ob_typeof(v)) {
-  case OB_ARRAY: push_array(p, v, depth); break;
-  case OB_OBJECT: push_object(p, v, depth); break;
+  case OB_ARRAY:
+  case OB_OBJECT:
+    if (p->views && !p->subst && depth > 0)
+      push_viewable(p, v, depth);
+    else if (ob_typeof(v) == OB_ARRAY)
+      push_array(p, v, depth);
+    else
+      push_object(p, v, depth);
+    break;
   case OB_STRING:
     if (p->subst) {
       push_param_string(p, v, depth);
@@ -453,7 +479,9 @@ static int push_call_flat(lua_State *L, const ob_value *call, ob_value *const *v
     lua_rawgeti(L, -1, (lua_Integer)i + 1);
     if (subst && ob_typeof(v) == OB_STRING && !is_meta(k)) { /* meta: passed as written */
       const ob_value *x = param_string(L, v, vals, nvals, &next, 1);
-      if (x)
+      if (x && ob_view_big(x))
+        ob_view_push(L, x);
+      else if (x)
         ob_lua_push(L, x);
     } else {
       push_scalar(L, v);
@@ -468,7 +496,7 @@ void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals,
                       int subst, ob_lua_keys *keys, const ob_lua_tables *tables) {
   if (ob_typeof(call) == OB_OBJECT && push_call_flat(L, call, vals, nvals, subst, keys))
     return;
-  pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals};
+  pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals, .views = 1};
   int cacheable = ob_typeof(call) == OB_OBJECT && ob_object_len(call) > 0;
   if (cacheable && keys->of) {
     luaL_checkstack(L, 1, "obelus: Lua stack exhausted");
@@ -1073,6 +1101,14 @@ static ob_value *conv_value(conv *c, int idx, uint32_t depth, const where *w) {
       return ob_null();
     return fail(c, w, OB_ETYPE, "cannot convert a light userdata to JSON (JSON null is obelus.null)");
   case LUA_TTABLE: return conv_table(c, idx, depth + 1, w);
+  case LUA_TUSERDATA: { /* a view (ob_view.c) is its value, as it is: no copy */
+    ob_value *v = ob_view_value(L, idx);
+    if (v && depth + ob_depth(v) > OB_MAX_DEPTH)
+      return fail(c, w, OB_EDEPTH, "nested deeper than %d levels", OB_MAX_DEPTH);
+    if (v)
+      return ob_ref(v);
+    return fail(c, w, OB_ETYPE, "cannot convert a userdata to JSON");
+  }
   case LUA_TNIL: return fail(c, w, OB_ETYPE, "cannot convert nil to JSON (JSON null is obelus.null)");
   default: return fail(c, w, OB_ETYPE, "cannot convert a %s to JSON", lua_typename(L, type));
   }

@@ -80,6 +80,9 @@ local obelus = {
   array_mt = core.array_mt, -- the metatable every JSON array carries
   decode = core.decode,     -- decode(text): JSON text -> Lua value
   encode = core.encode,     -- encode(value [, pretty]): Lua value -> JSON text
+  totable = core.totable,   -- totable(v): a view's deep copy as tables; anything else as it is
+  is_view = core.is_view,   -- is_view(v): v is a read-only view (a tool's big params, SPEC 7)
+  next = core.next,         -- next(t, k): next for tables and views alike
   log = core.log,           -- log(): a new, empty message log
   engine = core.engine,     -- engine([opts]): a new engine on luv's loop (above)
   queue = core.queue,       -- queue{redis = URL, queue = NAME}: a job queue in Redis for

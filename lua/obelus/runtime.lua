@@ -72,6 +72,43 @@ function obelus.is_array(t)
   return type(t) == "table" and getmetatable(t) == prim.array_mt
 end
 
+-- Views (core/ob_view.c): a call's big params are read-only userdata that read like
+-- tables. totable(v) copies one into plain tables (anything else comes back as it is);
+-- next(t, k) is next for views and tables alike (plain next refuses a userdata).
+obelus.totable = prim.totable
+obelus.is_view = prim.is_view
+obelus.next = prim.next
+
+-- lua-cjson cannot print a userdata: `require "cjson"` (or "cjson.safe") in the
+-- engine's state gives the real module with encode wrapped, so that a view, or a
+-- table holding views, is printed by obelus's printer from the value itself (keys in
+-- their order, as the log would print it). Anything else goes to cjson as before.
+local is_view, encode_value = prim.is_view, prim.encode
+local function wrap_cjson(name)
+  package.preload[name] = function()
+    package.preload[name] = nil
+    local m = require(name) -- the real one, found by the other searchers
+    local encode = m.encode
+    if type(encode) == "function" then
+      m.encode = function(v, ...)
+        if is_view(v) then return encode_value(v) end
+        local ok, text, err = pcall(encode, v, ...)
+        if ok and text ~= nil then return text end
+        local why = ok and err or text -- cjson.safe answers nil, why
+        if type(v) == "table" and tostring(why):find("userdata", 1, true) then
+          local ok2, mine = pcall(encode_value, v)
+          if ok2 then return mine end
+        end
+        if ok then return text, err end
+        error(why, 0)
+      end
+    end
+    return m
+  end
+end
+wrap_cjson("cjson")
+wrap_cjson("cjson.safe")
+
 --- Waits for a callback API: fn receives `resume`; the values passed to
 --- resume are what await returns. Only the first call of resume counts.
 function obelus.await(fn)
