@@ -309,7 +309,11 @@ int ob_view_lua_totable(lua_State *L) {
 }
 
 int ob_view_lua_is_view(lua_State *L) {
-  lua_pushboolean(L, ob_view_value(L, 1) != NULL);
+  ob_value *v = ob_view_value(L, 1);
+  if (v)
+    lua_pushstring(L, ob_typeof(v) == OB_ARRAY ? "array" : "object");
+  else
+    lua_pushboolean(L, 0);
   return 1;
 }
 

@@ -69,12 +69,14 @@ function obelus.array(t)
 end
 
 function obelus.is_array(t)
-  return type(t) == "table" and getmetatable(t) == prim.array_mt
+  if type(t) == "table" then return getmetatable(t) == prim.array_mt end
+  return prim.is_view(t) == "array"
 end
 
 -- Views (core/ob_view.c): a call's big params are read-only userdata that read like
 -- tables. totable(v) copies one into plain tables (anything else comes back as it is);
--- next(t, k) is next for views and tables alike (plain next refuses a userdata).
+-- is_view(v) is "array", "object" or false; next(t, k) is next for views and tables
+-- alike (plain next refuses a userdata).
 obelus.totable = prim.totable
 obelus.is_view = prim.is_view
 obelus.next = prim.next
@@ -141,10 +143,20 @@ end
 local http = {}
 obelus.http = http
 
+local function with(opts, extra)
+  local t = {}
+  for k, v in pairs(opts or {}) do t[k] = v end
+  for k, v in pairs(extra) do t[k] = v end
+  return t
+end
+
+-- Options may come from a call's params: a view (or views inside) becomes tables.
 local function transfer(opts, level)
+  if prim.is_view(opts) then opts = prim.totable(opts) end
   if type(opts) ~= "table" then
     error("obelus.http.request expects a table {url = ..., method = ..., ...}", level)
   end
+  if prim.is_view(opts.headers) then opts = with(opts, { headers = prim.totable(opts.headers) }) end
   local res, err = obelus.await(function(resume)
     keep(prim.http_start(opts, resume))
   end)
@@ -156,13 +168,6 @@ end
 --- max_bytes=, ca_file=} -> {status=, headers= (lower-case names), body=, url=}
 function http.request(opts) return transfer(opts, 3) end
 
-local function with(opts, extra)
-  local t = {}
-  for k, v in pairs(opts or {}) do t[k] = v end
-  for k, v in pairs(extra) do t[k] = v end
-  return t
-end
-
 function http.get(url, opts) return transfer(with(opts, { url = url, method = "GET" }), 3) end
 
 function http.post(url, body, opts)
@@ -173,6 +178,7 @@ end
 --- sends the value as JSON, and answers with body = the decoded answer (nil
 --- when empty) and text = the answer as received.
 function http.json(opts)
+  if prim.is_view(opts) then opts = prim.totable(opts) end
   if type(opts) ~= "table" then error("obelus.http.json expects a table {url = ..., body = ...}", 2) end
   local headers = { ["accept"] = "application/json" }
   for k, v in pairs(opts.headers or {}) do headers[k] = v end
