@@ -1,12 +1,12 @@
 /* bench_view.c -- a value handed to Lua as tables against the same value as a view, by
  * size: the measurements behind OB_VIEW_MIN (core/ob_view.h), one JSON line per size.
- *   obelus-bench cutoff   for n = 4 .. 4096 entries (counted at every depth) and three
+ *   obelus-bench cutoff   for n = 4 .. 2048 entries (counted at every depth) and three
  *                         shapes (an object of n integers, an array of n integers, an
  *                         array of n/5 records of 4 fields), the time to hand the value
  *                         to a Lua function and have it read one entry ("one") or walk
  *                         every entry with pairs ("all"), as tables (the bridge's copy)
- *                         and as a view, in ns; medians of 7 interleaved measurements,
- *                         each of enough repetitions to walk ~2 million entries.
+ *                         and as a view, in ns; medians of 5 interleaved measurements,
+ *                         each of enough repetitions to walk ~500,000 entries.
  * A plain lua_State (no engine): only the handing over and the reading are compared. */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -107,13 +107,13 @@ int ob_bench_cutoff(void) {
     return 2;
   }
   static const char *const shapes[] = {"object", "array", "records"};
-  enum { ROUNDS = 7 };
+  enum { ROUNDS = 5 };
   for (size_t s = 0; s < 3; s++) {
-    for (size_t n = 4; n <= 4096; n *= 2) {
+    for (size_t n = 4; n <= 2048; n *= 2) {
       if (!strcmp(shapes[s], "records") && n < 10)
         continue;
       ob_value *v = make(shapes[s], n);
-      size_t reps = (2u << 20) / n, mid = !strcmp(shapes[s], "records") ? n / 10 : n / 2;
+      size_t reps = (1u << 19) / n, mid = !strcmp(shapes[s], "records") ? n / 10 : n / 2;
       double t[4][ROUNDS];
       for (int r = 0; r < ROUNDS; r++)
         for (int m = 0; m < 4; m++) /* interleaved: table one, view one, table all, view all */
