@@ -33,8 +33,8 @@
  * the key it is given is the one it handed out last (a generic for), the next entry
  * comes from the cursor, amortised O(1); any other key is found by its position in
  * the index, O(log32 n). Each key pushed is a Lua string interned as a table's key
- * would be. Lua's collector does not see the value's size: a view costs Lua 80
- * bytes, while the value may be megabytes; that is harmless here, as the log holds
+ * would be. Lua's collector does not see the value's size: a view costs Lua about
+ * 110 bytes, while the value may be megabytes; that is harmless here, as the log holds
  * the same value for the run's life anyway, and a view only delays its release
  * until the view is collected.
  *
@@ -72,13 +72,15 @@
 #include "ob_view.h"
 
 typedef struct view {
-  ob_value *v; /* our reference; NULL once collected */
+  const char *tag; /* &view_tag: with the block's size, how a view is known (below) */
+  ob_value *v;     /* our reference; NULL once collected */
   /* objects: where pairs left off, and the key it handed out last */
   ob_object_iter cur;
   const ob_value *cur_key;
 } view;
 
 static const char view_mt_key = 0; /* registry[&view_mt_key]: the views' metatable */
+static const char view_tag = 0;
 
 static const char read_only[] =
     "obelus: params are read-only; use obelus.totable(v) for a copy you can change";
@@ -116,6 +118,7 @@ static void push_meta(lua_State *L);
 /* Pushes a view of v with the metatable at mt. */
 static void push_view(lua_State *L, const ob_value *v, int mt) {
   view *w = lua_newuserdatauv(L, sizeof *w, 0);
+  w->tag = &view_tag;
   w->v = NULL;
   w->cur_key = NULL;
   lua_pushvalue(L, mt);
@@ -139,26 +142,20 @@ static void push_member(lua_State *L, const ob_value *x, int mt) {
     ob_lua_push(L, x); /* a scalar: no set-up, cannot fail but for memory */
 }
 
-ob_value *ob_view_value(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_checkstack(L, 2))
+/* The view at idx, or NULL. A view is known by its block: a full userdata of a view's
+ * size that starts with the address of view_tag, which only this file writes (Lua code
+ * cannot make a userdata; C code could forge one, as it could do anything). Two API
+ * calls, no metatable or registry lookup: pairs over a view checks it at every step. */
+static view *as_view(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(view))
     return NULL;
-  idx = lua_absindex(L, idx);
-  if (!lua_getmetatable(L, idx))
-    return NULL;
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &view_mt_key);
-  int is = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  return is ? ((view *)lua_touserdata(L, idx))->v : NULL;
+  view *w = lua_touserdata(L, idx);
+  return w->tag == &view_tag && w->v ? w : NULL;
 }
 
-/* The view at idx, for a metamethod whose upvalue 1 is the metatable (NULL: not one). */
-static view *as_view(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx))
-    return NULL;
-  int is = lua_rawequal(L, -1, lua_upvalueindex(1));
-  lua_pop(L, 1);
-  view *w = is ? lua_touserdata(L, idx) : NULL;
-  return w && w->v ? w : NULL;
+ob_value *ob_view_value(lua_State *L, int idx) {
+  view *w = as_view(L, idx);
+  return w ? w->v : NULL;
 }
 
 static view *check_view(lua_State *L, int idx) {
@@ -220,11 +217,12 @@ static int view_next_at(lua_State *L, view *w, int mt) {
     push_member(L, ob_array_get(v, (size_t)i), mt);
     return 2;
   }
-  if (lua_isnoneornil(L, 2)) {
+  int kt = lua_type(L, 2);
+  if (kt == LUA_TNIL || kt == LUA_TNONE) {
     ob_object_iter_init(&w->cur, v);
   } else {
     size_t len;
-    const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &len) : NULL;
+    const char *k = kt == LUA_TSTRING ? lua_tolstring(L, 2, &len) : NULL;
     const ob_value *last = w->cur_key;
     if (!k)
       return luaL_error(L, "invalid key to 'next'");
@@ -285,8 +283,8 @@ static int view_gc(lua_State *L) {
   return 0;
 }
 
-/* Pushes the metatable, made on first use. Every metamethod has it as upvalue 1, so
- * that checking its argument is two API calls, no registry lookup. */
+/* Pushes the metatable, made on first use. Every metamethod has it as upvalue 1, for
+ * the views it makes of what is inside (no registry lookup). */
 static void push_meta(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &view_mt_key) == LUA_TTABLE)
     return;

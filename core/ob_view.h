@@ -20,8 +20,7 @@ int ob_view_big(const ob_value *v);
 void ob_view_push(lua_State *L, const ob_value *v);
 
 /* The value of the view at idx (borrowed, alive while the view is), or NULL when the
- * value there is not a view. Never raises, allocates nothing, pushes nothing (needs two
- * free stack slots, which it checks). */
+ * value there is not a view. Never raises, allocates nothing, pushes nothing. */
 ob_value *ob_view_value(lua_State *L, int idx);
 
 /* The Lua functions of obelus (runtime and obelus.core):
