@@ -371,11 +371,90 @@ static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
   }
 }
 
-/* A value read from the log, below the call's root: a view when big, else a
- * table, and so is all of it (its parts are smaller still: no more checks). */
+/* A value below the call's root, as the tool gets it (not substituting): a view when
+ * big, else a table, and so is all of it (its parts are smaller still: no checks). */
 static void push_viewable(pusher *p, const ob_value *v, uint32_t depth) {
   if (ob_view_big(v)) {
     ob_view_push(p->L, v);
+    return;
+  }
+  p->views = 0;
+  if (ob_typeof(v) == OB_ARRAY)
+    push_array(p, v, depth);
+  else
+    push_object(p, v, depth);
+  p->views = 1;
+}
+
+/* A container of the call as written, while substituting: its entries at every depth
+ * once resolved (each reference counted as its value), until they reach limit. The
+ * references met are counted from *next on, which this advances. */
+static size_t resolved_count(const pusher *p, const ob_value *v, size_t *next, size_t limit) {
+  int obj = ob_typeof(v) == OB_OBJECT;
+  size_t n = obj ? ob_object_len(v) : ob_array_len(v), c = n;
+  for (size_t i = 0; i < n && c < limit; i++) {
+    ob_value *k, *x;
+    if (obj)
+      ob_object_at(v, i, &k, &x);
+    else
+      x = ob_array_get(v, i);
+    ob_type t = ob_typeof(x);
+    if (t == OB_ARRAY || t == OB_OBJECT)
+      c += resolved_count(p, x, next, limit - c);
+    else if (t == OB_STRING && *next < p->nvals &&
+             ob_str_classify(ob_string_ptr(x), ob_string_len(x)) == OB_STR_EXPR)
+      c += ob_view_count(p->vals[(*next)++], limit - c);
+  }
+  return c;
+}
+
+/* v as the tool gets it: each reference replaced by the call's next value, each "††"
+ * literal unescaped (as ob_params.c resolves params). A new value. */
+static ob_value *resolved(pusher *p, const ob_value *v) {
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    const char *s = ob_string_ptr(v);
+    size_t n = ob_string_len(v);
+    int cls = ob_str_classify(s, n);
+    if (cls == OB_STR_LITERAL)
+      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+    if (cls == OB_STR_EXPR && p->next < p->nvals)
+      return ob_ref(p->vals[p->next++]);
+    return ob_ref((ob_value *)v);
+  }
+  case OB_ARRAY: {
+    ob_value *a = ob_array();
+    for (size_t i = 0; i < ob_array_len(v); i++)
+      a = ob_array_push(a, resolved(p, ob_array_get(v, i)));
+    return a;
+  }
+  case OB_OBJECT: {
+    ob_value *o = ob_object(), *k, *x;
+    ob_object_iter it;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x))
+      o = ob_object_setv(o, k, resolved(p, x));
+    return o;
+  }
+  default: return ob_ref((ob_value *)v);
+  }
+}
+
+/* A container written in the plan, below the root, while substituting: judged as
+ * any value is, on what it resolves to, so that a tool sees the same
+ * whether its params were resolved before (a schema, an approver, a retry) or not. A
+ * big one is resolved (its references' values shared, not copied) and shown as a
+ * view; a small one is pushed as tables, substituting, and so is all of it. */
+static void push_literal(pusher *p, const ob_value *v, uint32_t depth) {
+  size_t next = p->next;
+  if (resolved_count(p, v, &next, OB_VIEW_MIN) >= OB_VIEW_MIN) {
+    ob_value **slot = ob_view_push_slot(p->L); /* first: nothing to leak if it raises */
+    ob_value *r = resolved(p, v);
+    if (depth + ob_depth(r) > OB_MAX_DEPTH) {
+      ob_unref(r);
+      luaL_error(p->L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+    }
+    *slot = r;
     return;
   }
   p->views = 0;
@@ -390,8 +469,10 @@ static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
   switch (ob_typeof(v)) {
   case OB_ARRAY:
   case OB_OBJECT:
-    if (p->views && !p->subst && depth > 0)
+    if (p->views && depth > 0 && !p->subst)
       push_viewable(p, v, depth);
+    else if (p->views && depth > 0)
+      push_literal(p, v, depth);
     else if (ob_typeof(v) == OB_ARRAY)
       push_array(p, v, depth);
     else

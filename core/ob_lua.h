@@ -22,9 +22,9 @@
  *            bytewise. A table built in Lua has no record: all its keys
  *            come out sorted.
  *
- * A call's params (ob_lua_push_call) are the exception: there a value read from the
- * log with OB_VIEW_MIN entries or more (counted at every depth) is a read-only view
- * (ob_view.h), and converting back takes a view as the value it shows.
+ * A call's params (ob_lua_push_call) are the exception: there a value below the root
+ * with OB_VIEW_MIN entries or more (counted at every depth, once resolved) is a
+ * read-only view (ob_view.h), and converting back takes a view as the value it shows.
  *
  * All per-state data (the array metatable, the key-list marker, the cache of
  * key lists) lives in the registry of the lua_State, so two engines in one
@@ -74,7 +74,7 @@ typedef struct ob_lua_tables {
 void ob_lua_push_tables(lua_State *L);
 
 /* Pushes a call's params (raw: the call as written, borrowed), as
- * ob_lua_push does but for big values read from the log (views: ob_view.h),
+ * ob_lua_push does but for big values below the root (views: ob_view.h),
  * with (subst) each string that is a reference expression
  * replaced by the next of vals (resolved in the order ob_plan found the
  * references) and each "††" literal unescaped, except under the top-level

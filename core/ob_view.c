@@ -17,13 +17,17 @@
  * cjson.encode in the engine's state prints a view with obelus's own printer
  * (runtime.lua wraps it). Views compare equal (==) when they show the same value.
  *
- * Which values become views (ob_lua_push_call): a value read from the log, at any
- * depth of a call's params but the params object itself, when its entries counted at
- * every depth reach OB_VIEW_MIN (counting stops there: a few steps, whatever its
- * size); everything inside a view is a view too, whatever its size, so that nothing
- * reached through a view can be written to (a write into a copy would be lost when
- * the view is returned). Smaller values are tables, as before, and so are values
- * written in the plan itself.
+ * Which values become views (ob_lua_push_call): a value at any depth of a call's
+ * params but the params object itself, when its entries counted at every depth, once
+ * resolved, reach OB_VIEW_MIN (counting stops there: a few steps, whatever its size);
+ * everything inside a view is a view too, whatever its size, so that nothing reached
+ * through a view can be written to (a write into a copy would be lost when the view
+ * is returned). Smaller values are tables, as before, and all they hold. The rule is
+ * the resolved params', so a tool sees the same whether they were resolved before its
+ * call (a schema, an approver, a retry) or are pushed from the call as written and
+ * its references' values: a reference's value is judged as it is; a container written
+ * in the plan is judged on what it resolves to, and when big, resolved (sharing its
+ * references' values) and shown as a view.
  *
  * Costs: making a view is one userdata and one reference, O(1) whatever the value's
  * size. v.key is one lookup in the object's hash trie (O(log32 n)), v[i] one in the
@@ -87,8 +91,7 @@ static const char read_only[] =
 
 /* --- which values ------------------------------------------------------------------ */
 
-/* v's entries at every depth, counted until they reach limit (then: limit or more). */
-static size_t count_upto(const ob_value *v, size_t limit) {
+size_t ob_view_count(const ob_value *v, size_t limit) {
   ob_type t = ob_typeof(v);
   size_t n = t == OB_OBJECT ? ob_object_len(v) : t == OB_ARRAY ? ob_array_len(v) : 0;
   if (n >= limit || ob_depth(v) <= 1)
@@ -101,14 +104,14 @@ static size_t count_upto(const ob_value *v, size_t limit) {
     else
       x = ob_array_get(v, i);
     if (ob_depth(x) > 0)
-      c += count_upto(x, limit - c);
+      c += ob_view_count(x, limit - c);
   }
   return c;
 }
 
 int ob_view_big(const ob_value *v) {
   ob_type t = ob_typeof(v);
-  return (t == OB_OBJECT || t == OB_ARRAY) && count_upto(v, OB_VIEW_MIN) >= OB_VIEW_MIN;
+  return (t == OB_OBJECT || t == OB_ARRAY) && ob_view_count(v, OB_VIEW_MIN) >= OB_VIEW_MIN;
 }
 
 /* --- making one -------------------------------------------------------------------- */
@@ -131,6 +134,14 @@ void ob_view_push(lua_State *L, const ob_value *v) {
   push_meta(L);
   push_view(L, v, lua_gettop(L));
   lua_remove(L, -2);
+}
+
+ob_value **ob_view_push_slot(lua_State *L) {
+  luaL_checkstack(L, 3, "obelus: Lua stack exhausted");
+  push_meta(L);
+  push_view(L, NULL, lua_gettop(L));
+  lua_remove(L, -2);
+  return &((view *)lua_touserdata(L, -1))->v;
 }
 
 /* Pushes what a view shows for x: a scalar as a Lua value, a container as a view. */

@@ -14,10 +14,18 @@
 /* 1 when v (any value) is an object or array big enough to be a view. Costs at most
  * OB_VIEW_MIN steps, whatever v's size. */
 int ob_view_big(const ob_value *v);
+/* v's entries at every depth (0 for a scalar), counted until they reach limit. */
+size_t ob_view_count(const ob_value *v, size_t limit);
 
 /* Pushes a view of v (an object or array; borrowed: the view takes its own reference).
  * May raise a Lua memory error (nothing leaks: the reference is taken last). */
 void ob_view_push(lua_State *L, const ob_value *v);
+
+/* Pushes a view with no value yet and returns where its value goes: a reference stored
+ * there belongs to the view (so that a value made after the view, which can no longer
+ * fail, cannot leak). Until then the view shows nothing and is no view to
+ * ob_view_value. May raise a Lua memory error. */
+ob_value **ob_view_push_slot(lua_State *L);
 
 /* The value of the view at idx (borrowed, alive while the view is), or NULL when the
  * value there is not a view. Never raises, allocates nothing, pushes nothing. */

@@ -35,8 +35,8 @@ function obelus.array(t) end
 ---@return boolean
 function obelus.is_array(t) end
 
----A read-only view: how a tool gets a param value read from the log that is an object or
----array of 64 entries or more (counted at every depth). It reads like a table (`v.key`,
+---A read-only view: how a tool gets a param value that is an object or array of 64
+---entries or more (counted at every depth, references resolved). It reads like a table (`v.key`,
 ---`v[1]`, `#v`, `pairs`, `ipairs`); `type(v)` is "userdata"; writing raises an error.
 ---@class obelus.view: userdata
 

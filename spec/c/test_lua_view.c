@@ -1,5 +1,5 @@
 /* test_lua_view.c -- read-only views (ob_view.c) through a real lua_State: which values of a
- * call's params become views, a view converted back is its very value (no copy), a view
+ * call's params become views (judged on the params resolved), a view converted back is its very value (no copy), a view
  * keeps its value alive, and writes raise (run under ASan: nothing leaks, nothing dangles). */
 #include <lauxlib.h>
 #include <lualib.h>
@@ -137,19 +137,22 @@ TEST(writes_raise_and_totable_copies) {
   lua_close(L);
 }
 
-/* ob_lua_push_call: views only for big values read from the log, below the root. */
-TEST(push_call_makes_views_of_big_values_from_the_log) {
+/* ob_lua_push_call: views for big values below the root, judged as resolved. */
+TEST(push_call_makes_views_of_big_values_as_resolved) {
   lua_State *L = new_state();
   ob_value *big = object_of(70), *small = object_of(3);
+  /* lit resolves to 2 + 3 + 70 entries: a view; few to 1 + 3: a table */
   ob_value *raw = parse("{\"_tool\":\"t\",\"doc\":\"\xE2\x80\xA0input.doc\","
                         "\"lit\":{\"x\":\"\xE2\x80\xA0input.small\",\"y\":\"\xE2\x80\xA0input.doc\"},"
+                        "\"few\":{\"x\":\"\xE2\x80\xA0input.small\",\"e\":\"\xE2\x80\xA0\xE2\x80\xA0" "e\"},"
                         "\"_outputPath\":\"\xE2\x80\xA0state.r\"}");
-  ob_value *vals[] = {big, small, big}; /* in the order the references are written */
+  ob_value *vals[] = {big, small, big, small}; /* in the order the references are written */
   ob_lua_keys keys = {0};
-  ob_lua_push_call(L, raw, vals, 3, 1, &keys, NULL);
+  ob_lua_push_call(L, raw, vals, 4, 1, &keys, NULL);
   CHECK_STR(run(L, "return type(v) .. ' ' .. type(v.doc) .. ' ' .. type(v.lit) .. ' ' .. "
-                   "type(v.lit.x) .. ' ' .. type(v.lit.y) .. ' ' .. v.doc.k70 .. ' ' .. v._outputPath"),
-            "table userdata table table userdata 70 \xE2\x80\xA0state.r");
+                   "type(v.lit.x) .. ' ' .. v.lit.y.k70 .. ' ' .. type(v.few) .. ' ' .. "
+                   "type(v.few.x) .. ' ' .. v.few.x.k3 .. ' ' .. v.few.e .. ' ' .. v._outputPath"),
+            "table userdata userdata userdata 70 table table 3 \xE2\x80\xA0" "e \xE2\x80\xA0state.r");
   /* params resolved already (a later attempt): the same rule, no substitution */
   ob_value *params = ob_object_set(ob_object_set(ob_object(), "big", 3, ob_ref(big)), "small", 5,
                                    ob_ref(small));
@@ -168,6 +171,6 @@ int main(void) {
   RUN(a_view_converted_back_is_its_own_value);
   RUN(a_view_keeps_its_value_alive);
   RUN(writes_raise_and_totable_copies);
-  RUN(push_call_makes_views_of_big_values_from_the_log);
+  RUN(push_call_makes_views_of_big_values_as_resolved);
   return TEST_END();
 }

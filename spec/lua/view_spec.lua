@@ -11,6 +11,16 @@ local decode, encode, null = obelus.decode, obelus.encode, obelus.null
 local TOOLS = [=[
 local obelus = require "obelus"
 local cjson = require "cjson"
+function KIND(call)
+  local d = call.doc
+  local out = { kind = obelus.is_view(d) or type(d), esc = type(d) ~= "number" and d.esc or nil }
+  if type(d) == "table" or obelus.is_view(d) == "object" then
+    for _, k in ipairs { "a", "b", "big", "few" } do
+      if d[k] ~= nil then out[k] = obelus.is_view(d[k]) or type(d[k]) end
+    end
+  end
+  return out
+end
 local function kind(v)
   local t = type(v)
   if t == "userdata" and v ~= obelus.null then return obelus.is_view(v) or "userdata" end
@@ -19,16 +29,9 @@ local function kind(v)
 end
 return {
   { name = "echo", run = function(call) return call.doc end },
-  { name = "kind", run = function(call)
-      local d = call.doc
-      local out = { kind = obelus.is_view(d) or type(d) }
-      if type(d) == "table" or obelus.is_view(d) == "object" then
-        for _, k in ipairs { "a", "b", "big", "few" } do
-          if d[k] ~= nil then out[k] = obelus.is_view(d[k]) or type(d[k]) end
-        end
-      end
-      return out
-    end },
+  { name = "kind", run = function(call) return KIND(call) end },
+  -- the same with a schema: its params are resolved before the call (another path)
+  { name = "kind_s", schema = { type = "object" }, run = function(call) return KIND(call) end },
   { name = "wrap", run = function(call)
       return { whole = call.doc, part = call.doc.nested, list = { call.doc.list, 7 } }
     end },
@@ -286,10 +289,23 @@ describe("the cut-off", function()
     assert.are.same({ kind = "object", a = "object", b = "array" }, r)
   end)
 
-  it("is the same for the values inside a small table of params written in the plan", function()
-    local r = call("kind", nil, { doc = { big = "†input.big", few = "†input.few", n = 1 } },
-      '{"big":' .. records(13) .. ',"few":' .. records(12) .. ',"small":{}}')
-    assert.are.same({ kind = "table", big = "array", few = "table" }, r)
+  it("judges values written in the plan by what they resolve to, whatever the path", function()
+    local input = '{"big":' .. records(13) .. ',"few":' .. records(12) .. ',"small":{}}'
+    local ints = {}
+    for i = 1, 70 do ints[i] = i end
+    for _, tool in ipairs { "kind", "kind_s" } do
+      -- 2 + 65 entries: a view, and all in it
+      assert.are.same({ kind = "object", big = "array" },
+        call(tool, nil, { doc = { big = "†input.big", n = 1 } }, input))
+      -- 2 + 60: tables
+      assert.are.same({ kind = "table", few = "table" },
+        call(tool, nil, { doc = { few = "†input.few", n = 1 } }, input))
+      -- written in the plan whole: 70 integers, a "††" literal unescaped
+      assert.are.same({ kind = "array" }, call(tool, nil, { doc = obelus.array(ints) }, input))
+      assert.are.same({ kind = "object", esc = "†x", big = "array" },
+        call(tool, nil, { doc = { esc = "††x", big = obelus.array(ints) } }, input))
+      assert.are.same({ kind = "table", esc = "†x" }, call(tool, nil, { doc = { esc = "††x" } }, input))
+    end
   end)
 end)
 
