@@ -52,6 +52,12 @@
  * Lua error leaks nothing; ob_lua_push_safe wraps it in a protected call
  * for callers that do hold resources.
  *
+ * A call's params are the one place where a value may not become tables: below the
+ * root, a value of OB_VIEW_MIN entries or more (counted at every depth, once resolved)
+ * goes as a read-only view of the value itself (ob_view.c), so that a tool reading one
+ * key of a 10 MB document does not pay for all of it; converting back takes a view as
+ * its value (a reference). Deciding costs at most OB_VIEW_MIN steps a param.
+ *
  * Both directions recurse once per nesting level, bounded by OB_MAX_DEPTH
  * (a few hundred bytes of C stack a level), and check the Lua stack at each
  * level. A Lua table that contains itself is caught by the same bound.
@@ -166,7 +172,7 @@ typedef struct pusher {
   int subst;
   ob_value *const *vals;
   size_t nvals, next;
-  /* ob_lua_push_call: a value from the log below the root that is big enough
+  /* ob_lua_push_call: a value below the root that is big enough once resolved
    * (ob_view_big) goes as a view (ob_view.c); 0 inside one known to be small */
   int views;
 } pusher;
