@@ -8,6 +8,9 @@
  *                              writing †state.i<n>.c<k> (what instances are compared to)
  *   obelus-bench floor N       the chain's tool function resumed N times, each in a fresh
  *                              coroutine, with no engine around it
+ *   obelus-bench onekey N      N calls that each read one key of a 150,000-key input
+ *                              document (~10 MB of JSON) and return what they read: what
+ *                              a call costs that needs a little of a big value (views)
  *   obelus-bench compute N     one call of a tool that adds N numbers, timed in a run and
  *                              bare (the same function in a coroutine, no engine): what the
  *                              engine costs a tool that computes rather than waits
@@ -45,6 +48,7 @@
 
 int ob_bench_engine(const char *mode, size_t n, size_t ms);
 int ob_bench_floor(size_t n);
+int ob_bench_onekey(size_t n);
 
 /* The trivial tool: its input + 1. The floor resumes this very function. */
 static const char inc_lua[] = "return { name = \"inc\", run = function(call, ctx)\n"
@@ -62,6 +66,10 @@ static const char sum_lua[] = "return { name = \"sum\", run = function(call, ctx
                               "  for i = 1, call.n do s = s + i % 7 end\n"
                               "  return s\n"
                               "end }\n";
+/* One key of a big document: the record's id. */
+static const char pick_lua[] = "return { name = \"pick\", run = function(call, ctx)\n"
+                               "  return call.doc[call.key].id\n"
+                               "end }\n";
 static const char nap_lua[] = "local obelus = require \"obelus\"\n"
                               "return { name = \"nap\", run = function(call, ctx)\n"
                               "  obelus.sleep(call.ms)\n"
@@ -101,7 +109,7 @@ static void mem_note(const char *mode, const char *stage, ob_engine *e) {
 /* --- the tools, in a temporary folder ------------------------------------------ */
 
 static char tool_dir[64];
-static const char *const tool_files[] = {"inc.lua", "join.lua", "nap.lua", "sum.lua"};
+static const char *const tool_files[] = {"inc.lua", "join.lua", "nap.lua", "sum.lua", "pick.lua"};
 
 static void write_file(const char *name, const char *text) {
   char path[128];
@@ -124,6 +132,7 @@ static void make_tools(void) {
   write_file(tool_files[1], join_lua);
   write_file(tool_files[2], nap_lua);
   write_file(tool_files[3], sum_lua);
+  write_file(tool_files[4], pick_lua);
 }
 
 static void remove_tools(void) {
@@ -757,6 +766,87 @@ int ob_bench_compute(size_t n) {
   ob_engine_free(e);
   ob_plan_free(p);
   ob_unref(pv);
+  free_keys();
+  return 0;
+}
+
+/* --- one key of a big document ------------------------------------------------------ */
+
+enum { ONEKEY_KEYS = 150000 };
+
+/* {"k<i>": {"id": i, "name": "user <i>", "ok": true, "tags": ["x", "y"]}, ...}: ~10 MB */
+static ob_value *onekey_doc(void) {
+  ob_value *doc = ob_object(), *kid = ob_cstring("id"), *kname = ob_cstring("name"),
+           *kok = ob_cstring("ok"), *ktags = ob_cstring("tags");
+  char text[48];
+  for (int i = 0; i < ONEKEY_KEYS; i++) {
+    ob_value *rec = ob_object_setv(ob_object(), kid, ob_int(i));
+    snprintf(text, sizeof text, "user %d", i);
+    rec = ob_object_setv(rec, kname, ob_cstring(text));
+    rec = ob_object_setv(rec, kok, ob_true());
+    rec = ob_object_setv(rec, ktags,
+                         ob_array_push(ob_array_push(ob_array(), ob_cstring("x")), ob_cstring("y")));
+    snprintf(text, sizeof text, "k%d", i);
+    doc = ob_object_set(doc, text, strlen(text), rec);
+  }
+  ob_unref(kid);
+  ob_unref(kname);
+  ob_unref(kok);
+  ob_unref(ktags);
+  return doc;
+}
+
+/* Which key call i reads: spread over the document. */
+static int onekey_key(size_t i) { return (int)((i * 2477u + 11u) % ONEKEY_KEYS); }
+
+int ob_bench_onekey(size_t n) {
+  ob_value *plan = ob_array(), *kdoc = ob_cstring("doc"), *kkey = ob_cstring("key");
+  make_keys();
+  char key[32], out[32];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(key, sizeof key, "k%d", onekey_key(i));
+    snprintf(out, sizeof out, "r%zu", i);
+    ob_value *c = call("pick", kdoc, ref("input.doc"), out);
+    plan = ob_array_push(plan, ob_object_setv(c, kkey, ob_cstring(key)));
+  }
+  ob_unref(kdoc);
+  ob_unref(kkey);
+  ob_value *doc = onekey_doc();
+  size_t bytes;
+  free(ob_json_print(doc, OB_JSON_COMPACT, &bytes));
+  ob_value *inputs = ob_array_push(ob_array(), ob_object_set(ob_object(), "doc", 3, doc));
+  ob_error err;
+  ob_engine *e = engine_with_tools();
+  if (!e)
+    return 2;
+  ob_plan *p = ob_plan_from_value(plan, "onekey");
+  ob_plan_check_tools(p, &e->tools, 0);
+  timing t = {.e = e};
+  ob_run_options ro = {.on_done = on_done, .ud = &t};
+  ob_run *run = p->nerrors ? NULL : ob_run_new(e, p, plan, inputs, &ro, &err);
+  if (!run) {
+    fprintf(stderr, "obelus-bench onekey: %s\n", p->nerrors ? p->errors[0] : err.msg);
+    return 2;
+  }
+  perf_control("enable");
+  uv_update_time(e->loop);
+  t.t0 = now_ms();
+  ob_run_start(run);
+  while (!ob_run_finished(run) && uv_run(e->loop, UV_RUN_DEFAULT))
+    ;
+  double run_ms = (t.t_done ? t.t_done : now_ms()) - t.t0;
+  perf_control("disable");
+  snprintf(out, sizeof out, "r%zu", n - 1);
+  if (!ob_run_finished(run) || ob_run_failed(run) ||
+      !check_result(run, out, (int64_t)onekey_key(n - 1)))
+    return 1;
+  printf("{\"bench\":\"onekey\",\"n\":%zu,\"keys\":%d,\"doc_bytes\":%zu,\"run_ms\":%.1f,"
+         "\"ms_per_call\":%.3f,\"peak_rss_kb\":%ld}\n",
+         n, ONEKEY_KEYS, bytes, run_ms, run_ms / (double)n, peak_rss_kb());
+  ob_engine_free(e);
+  ob_plan_free(p);
+  ob_unref(plan);
+  ob_unref(inputs);
   free_keys();
   return 0;
 }

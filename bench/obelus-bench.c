@@ -2,7 +2,8 @@
  *   obelus-bench resolve N   append N output messages over ~1,000 paths of depth 4,
  *                            then read depth-4 paths: ns per read, ns per append
  *   obelus-bench history N   the same log, read as of random earlier positions
- *   obelus-bench chain|fanout|floor|compute N, sleep N MS   whole runs: see bench_engine.c */
+ *   obelus-bench chain|fanout|floor|compute|onekey N, sleep N MS   whole runs: see bench_engine.c
+ *   obelus-bench cutoff      a table against a view, by size: see bench_view.c */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,17 +104,23 @@ static int bench(const char *what, size_t n) {
 int ob_bench_engine(const char *mode, size_t n, size_t ms); /* bench_engine.c */
 int ob_bench_floor(size_t n);
 int ob_bench_compute(size_t n);
+int ob_bench_onekey(size_t n);
+int ob_bench_cutoff(void);
 
 int main(int argc, char **argv) {
   size_t n = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 0;
   const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "cutoff") && argc == 2)
+    return ob_bench_cutoff();
   if ((!strcmp(mode, "sleep") || !strcmp(mode, "instances") || !strcmp(mode, "chains")) &&
       argc == 4 && n)
     return ob_bench_engine(mode, n, (size_t)strtoull(argv[3], NULL, 10));
   if (argc != 3 || !n ||
       (strcmp(mode, "resolve") && strcmp(mode, "history") && strcmp(mode, "chain") &&
-       strcmp(mode, "fanout") && strcmp(mode, "floor") && strcmp(mode, "compute"))) {
-    fprintf(stderr, "usage: obelus-bench resolve|history|chain|fanout|floor|compute N\n"
+       strcmp(mode, "fanout") && strcmp(mode, "floor") && strcmp(mode, "compute") &&
+       strcmp(mode, "onekey"))) {
+    fprintf(stderr, "usage: obelus-bench resolve|history|chain|fanout|floor|compute|onekey N\n"
+                    "       obelus-bench cutoff\n"
                     "       obelus-bench sleep N MS\n"
                     "       obelus-bench instances|chains N K\n");
     return 2;
@@ -122,6 +129,8 @@ int main(int argc, char **argv) {
     return ob_bench_floor(n);
   if (!strcmp(mode, "compute"))
     return ob_bench_compute(n);
+  if (!strcmp(mode, "onekey"))
+    return ob_bench_onekey(n);
   if (!strcmp(mode, "chain") || !strcmp(mode, "fanout"))
     return ob_bench_engine(mode, n, 0);
   return bench(mode, n);

@@ -52,6 +52,7 @@
 #include "ob_pool.h"
 #include "ob_sched.h"
 #include "ob_lua.h"
+#include "ob_view.h"
 #include "ob_watch.h"
 
 const char ob_run_yield_token = 0;
@@ -152,7 +153,9 @@ static void co_failed(ob_crun *c, lua_State *co, int st) {
     ob_buf_add(&msg, lua_tostring(co, -1), lua_rawlen(co, -1));
   } else {
     ob_error err;
-    ob_value *v = lua_istable(co, -1) ? ob_lua_to_value_named(co, -1, "error", &err) : NULL;
+    ob_value *v = lua_istable(co, -1) || ob_view_value(co, -1)
+                      ? ob_lua_to_value_named(co, -1, "error", &err)
+                      : NULL;
     char *text = v ? ob_json_print(v, OB_JSON_COMPACT, NULL) : NULL;
     if (text)
       ob_buf_add(&msg, text, strlen(text));

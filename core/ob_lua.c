@@ -52,6 +52,12 @@
  * Lua error leaks nothing; ob_lua_push_safe wraps it in a protected call
  * for callers that do hold resources.
  *
+ * A call's params are the one place where a value may not become tables: below the
+ * root, a value of OB_VIEW_MIN entries or more (counted at every depth, once resolved)
+ * goes as a read-only view of the value itself (ob_view.c), so that a tool reading one
+ * key of a 10 MB document does not pay for all of it; converting back takes a view as
+ * its value (a reference). Deciding costs at most OB_VIEW_MIN steps a param.
+ *
  * Both directions recurse once per nesting level, bounded by OB_MAX_DEPTH
  * (a few hundred bytes of C stack a level), and check the Lua stack at each
  * level. A Lua table that contains itself is caught by the same bound.
@@ -73,6 +79,7 @@
 
 #include "ob_lua.h"
 #include "ob_path.h"
+#include "ob_view.h"
 
 /* registry[&key_order_key]: the marker, the metatable of every key list;
  * registry[&shapes_key]: key signature -> key list, weak values */
@@ -165,6 +172,9 @@ typedef struct pusher {
   int subst;
   ob_value *const *vals;
   size_t nvals, next;
+  /* ob_lua_push_call: a value below the root that is big enough once resolved
+   * (ob_view_big) goes as a view (ob_view.c); 0 inside one known to be small */
+  int views;
 } pusher;
 
 static void push_any(pusher *p, const ob_value *v, uint32_t depth);
@@ -367,10 +377,113 @@ static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
   }
 }
 
+/* A value below the call's root, as the tool gets it (not substituting): a view when
+ * big, else a table, and so is all of it (its parts are smaller still: no checks). */
+static void push_viewable(pusher *p, const ob_value *v, uint32_t depth) {
+  if (ob_view_big(v)) {
+    ob_view_push(p->L, v);
+    return;
+  }
+  p->views = 0;
+  if (ob_typeof(v) == OB_ARRAY)
+    push_array(p, v, depth);
+  else
+    push_object(p, v, depth);
+  p->views = 1;
+}
+
+/* A container of the call as written, while substituting: its entries at every depth
+ * once resolved (each reference counted as its value), until they reach limit. The
+ * references met are counted from *next on, which this advances. */
+static size_t resolved_count(const pusher *p, const ob_value *v, size_t *next, size_t limit) {
+  int obj = ob_typeof(v) == OB_OBJECT;
+  size_t n = obj ? ob_object_len(v) : ob_array_len(v), c = n;
+  for (size_t i = 0; i < n && c < limit; i++) {
+    ob_value *k, *x;
+    if (obj)
+      ob_object_at(v, i, &k, &x);
+    else
+      x = ob_array_get(v, i);
+    ob_type t = ob_typeof(x);
+    if (t == OB_ARRAY || t == OB_OBJECT)
+      c += resolved_count(p, x, next, limit - c);
+    else if (t == OB_STRING && *next < p->nvals &&
+             ob_str_classify(ob_string_ptr(x), ob_string_len(x)) == OB_STR_EXPR)
+      c += ob_view_count(p->vals[(*next)++], limit - c);
+  }
+  return c;
+}
+
+/* v as the tool gets it: each reference replaced by the call's next value, each "††"
+ * literal unescaped (as ob_params.c resolves params). A new value. */
+static ob_value *resolved(pusher *p, const ob_value *v) {
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    const char *s = ob_string_ptr(v);
+    size_t n = ob_string_len(v);
+    int cls = ob_str_classify(s, n);
+    if (cls == OB_STR_LITERAL)
+      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+    if (cls == OB_STR_EXPR && p->next < p->nvals)
+      return ob_ref(p->vals[p->next++]);
+    return ob_ref((ob_value *)v);
+  }
+  case OB_ARRAY: {
+    ob_value *a = ob_array();
+    for (size_t i = 0; i < ob_array_len(v); i++)
+      a = ob_array_push(a, resolved(p, ob_array_get(v, i)));
+    return a;
+  }
+  case OB_OBJECT: {
+    ob_value *o = ob_object(), *k, *x;
+    ob_object_iter it;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x))
+      o = ob_object_setv(o, k, resolved(p, x));
+    return o;
+  }
+  default: return ob_ref((ob_value *)v);
+  }
+}
+
+/* A container written in the plan, below the root, while substituting: judged as
+ * any value is, on what it resolves to, so that a tool sees the same
+ * whether its params were resolved before (a schema, an approver, a retry) or not. A
+ * big one is resolved (its references' values shared, not copied) and shown as a
+ * view; a small one is pushed as tables, substituting, and so is all of it. */
+static void push_literal(pusher *p, const ob_value *v, uint32_t depth) {
+  size_t next = p->next;
+  if (resolved_count(p, v, &next, OB_VIEW_MIN) >= OB_VIEW_MIN) {
+    ob_value **slot = ob_view_push_slot(p->L); /* first: nothing to leak if it raises */
+    ob_value *r = resolved(p, v);
+    if (depth + ob_depth(r) > OB_MAX_DEPTH) {
+      ob_unref(r);
+      luaL_error(p->L, "obelus: value nested deeper than %d levels", OB_MAX_DEPTH);
+    }
+    *slot = r;
+    return;
+  }
+  p->views = 0;
+  if (ob_typeof(v) == OB_ARRAY)
+    push_array(p, v, depth);
+  else
+    push_object(p, v, depth);
+  p->views = 1;
+}
+
 static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
   switch (ob_typeof(v)) {
-  case OB_ARRAY: push_array(p, v, depth); break;
-  case OB_OBJECT: push_object(p, v, depth); break;
+  case OB_ARRAY:
+  case OB_OBJECT:
+    if (p->views && depth > 0 && !p->subst)
+      push_viewable(p, v, depth);
+    else if (p->views && depth > 0)
+      push_literal(p, v, depth);
+    else if (ob_typeof(v) == OB_ARRAY)
+      push_array(p, v, depth);
+    else
+      push_object(p, v, depth);
+    break;
   case OB_STRING:
     if (p->subst) {
       push_param_string(p, v, depth);
@@ -453,7 +566,9 @@ static int push_call_flat(lua_State *L, const ob_value *call, ob_value *const *v
     lua_rawgeti(L, -1, (lua_Integer)i + 1);
     if (subst && ob_typeof(v) == OB_STRING && !is_meta(k)) { /* meta: passed as written */
       const ob_value *x = param_string(L, v, vals, nvals, &next, 1);
-      if (x)
+      if (x && ob_view_big(x))
+        ob_view_push(L, x);
+      else if (x)
         ob_lua_push(L, x);
     } else {
       push_scalar(L, v);
@@ -468,7 +583,7 @@ void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals,
                       int subst, ob_lua_keys *keys, const ob_lua_tables *tables) {
   if (ob_typeof(call) == OB_OBJECT && push_call_flat(L, call, vals, nvals, subst, keys))
     return;
-  pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals};
+  pusher p = {.L = L, .subst = subst, .vals = vals, .nvals = nvals, .views = 1};
   int cacheable = ob_typeof(call) == OB_OBJECT && ob_object_len(call) > 0;
   if (cacheable && keys->of) {
     luaL_checkstack(L, 1, "obelus: Lua stack exhausted");
@@ -1073,6 +1188,14 @@ static ob_value *conv_value(conv *c, int idx, uint32_t depth, const where *w) {
       return ob_null();
     return fail(c, w, OB_ETYPE, "cannot convert a light userdata to JSON (JSON null is obelus.null)");
   case LUA_TTABLE: return conv_table(c, idx, depth + 1, w);
+  case LUA_TUSERDATA: { /* a view (ob_view.c) is its value, as it is: no copy */
+    ob_value *v = ob_view_value(L, idx);
+    if (v && depth + ob_depth(v) > OB_MAX_DEPTH)
+      return fail(c, w, OB_EDEPTH, "nested deeper than %d levels", OB_MAX_DEPTH);
+    if (v)
+      return ob_ref(v);
+    return fail(c, w, OB_ETYPE, "cannot convert a userdata to JSON");
+  }
   case LUA_TNIL: return fail(c, w, OB_ETYPE, "cannot convert nil to JSON (JSON null is obelus.null)");
   default: return fail(c, w, OB_ETYPE, "cannot convert a %s to JSON", lua_typename(L, type));
   }

@@ -22,6 +22,10 @@
  *            bytewise. A table built in Lua has no record: all its keys
  *            come out sorted.
  *
+ * A call's params (ob_lua_push_call) are the exception: there a value below the root
+ * with OB_VIEW_MIN entries or more (counted at every depth, once resolved) is a
+ * read-only view (ob_view.h), and converting back takes a view as the value it shows.
+ *
  * All per-state data (the array metatable, the key-list marker, the cache of
  * key lists) lives in the registry of the lua_State, so two engines in one
  * process are independent. The keys are light userdata (addresses in this
@@ -70,7 +74,8 @@ typedef struct ob_lua_tables {
 void ob_lua_push_tables(lua_State *L);
 
 /* Pushes a call's params (raw: the call as written, borrowed), as
- * ob_lua_push does, with (subst) each string that is a reference expression
+ * ob_lua_push does but for big values below the root (views: ob_view.h),
+ * with (subst) each string that is a reference expression
  * replaced by the next of vals (resolved in the order ob_plan found the
  * references) and each "††" literal unescaped, except under the top-level
  * keys that begin with '_' (meta-properties are passed as written). Raises
@@ -95,6 +100,7 @@ int ob_lua_push_safe(lua_State *L, const ob_value *v, ob_error *err);
  *     table keys) -> OB_EINVAL;
  *   - integer -> OB_INT; float -> OB_REAL (NaN, inf -> OB_ETYPE);
  *     boolean; string (must be valid UTF-8, else OB_EINVAL); obelus.null;
+ *   - a view (ob_view.h): a new reference to its value, as it is;
  *   - nil, functions, coroutines, other userdata -> OB_ETYPE;
  *   - nested deeper than OB_MAX_DEPTH (which also catches cycles) -> OB_EDEPTH.
  * The message names the place, from the root named "value", with Lua's

@@ -19,6 +19,7 @@
 #include "ob_resume.h"
 #include "ob_run.h"
 #include "ob_shard.h"
+#include "ob_view.h"
 #include "ob_wal.h"
 
 #define LOG_MT "obelus.log"
@@ -1388,7 +1389,8 @@ static const luaL_Reg log_methods[] = {
 
 static const luaL_Reg core_functions[] = {
     {"decode", core_decode}, {"encode", core_encode}, {"array", core_array},
-    {"log", core_log},       {"engine", core_engine}, {NULL, NULL}};
+    {"log", core_log},       {"engine", core_engine}, {"totable", ob_view_lua_totable},
+    {"is_view", ob_view_lua_is_view}, {"next", ob_view_lua_next}, {NULL, NULL}};
 
 /* Makes the metatable `name`: methods as __index, and __gc, __close, __tostring. */
 void ob_luamod_new_class(lua_State *L, const char *name, const luaL_Reg *methods,

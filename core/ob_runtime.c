@@ -15,6 +15,7 @@
 #include "ob_lua.h"
 #include "ob_runtime.h"
 #include "ob_sched.h"
+#include "ob_view.h"
 #include "ob_watch.h"
 
 extern const char ob_runtime_lua[];
@@ -51,6 +52,12 @@ static int open_runtime(lua_State *L) {
   lua_pushlightuserdata(L, e);
   lua_pushcclosure(L, ob_http_lua_start, 1);
   lua_setfield(L, -2, "http_start");
+  lua_pushcfunction(L, ob_view_lua_totable);
+  lua_setfield(L, -2, "totable");
+  lua_pushcfunction(L, ob_view_lua_is_view);
+  lua_setfield(L, -2, "is_view");
+  lua_pushcfunction(L, ob_view_lua_next);
+  lua_setfield(L, -2, "next");
   lua_pushcfunction(L, ob_co_lua_is_call);
   lua_setfield(L, -2, "is_call");
   lua_pushcfunction(L, ob_co_lua_attempt);

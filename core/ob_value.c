@@ -945,6 +945,11 @@ void ob_object_iter_init(ob_object_iter *it, const ob_value *o) {
   it->keys = it->vals = NULL;
 }
 
+void ob_object_iter_seek(ob_object_iter *it, size_t i) {
+  it->i = i;
+  it->base = it->end = 0; /* the next step finds its leaves afresh */
+}
+
 int ob_object_iter_next(ob_object_iter *it, ob_value **key, ob_value **val) {
   const object_value *o = (const object_value *)it->obj;
   size_t i = it->i;

@@ -140,6 +140,8 @@ typedef struct ob_object_iter {
 } ob_object_iter;
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o);
 int ob_object_iter_next(ob_object_iter *it, ob_value **key, ob_value **val);
+/* Moves the iterator so that its next step gives the entry at position i (i <= len). */
+void ob_object_iter_seek(ob_object_iter *it, size_t i);
 
 /* --- comparison --- */
 /* JSON equality: numbers compare by value (1 == 1.0), objects ignore key order. */

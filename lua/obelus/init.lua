@@ -80,6 +80,10 @@ local obelus = {
   array_mt = core.array_mt, -- the metatable every JSON array carries
   decode = core.decode,     -- decode(text): JSON text -> Lua value
   encode = core.encode,     -- encode(value [, pretty]): Lua value -> JSON text
+  totable = core.totable,   -- totable(v): a view's deep copy as tables; anything else as it is
+  is_view = core.is_view,   -- is_view(v): "array" or "object" for a read-only view (a tool's
+                            -- big params, SPEC 7), else false
+  next = core.next,         -- next(t, k): next for tables and views alike
   log = core.log,           -- log(): a new, empty message log
   engine = core.engine,     -- engine([opts]): a new engine on luv's loop (above)
   queue = core.queue,       -- queue{redis = URL, queue = NAME}: a job queue in Redis for
@@ -88,7 +92,8 @@ local obelus = {
 
 -- Whether t is a JSON array (a table carrying obelus.array_mt).
 function obelus.is_array(t)
-  return type(t) == "table" and getmetatable(t) == core.array_mt
+  if type(t) == "table" then return getmetatable(t) == core.array_mt end
+  return core.is_view(t) == "array"
 end
 
 return obelus

@@ -30,10 +30,34 @@ obelus.array_mt = {}
 ---@return T
 function obelus.array(t) end
 
----Whether `t` is a JSON array (a table carrying `obelus.array_mt`).
+---Whether `t` is a JSON array (a table carrying `obelus.array_mt`, or a view of an array).
 ---@param t any
 ---@return boolean
 function obelus.is_array(t) end
+
+---A read-only view: how a tool gets a param value that is an object or array of 64
+---entries or more (counted at every depth, references resolved). It reads like a table (`v.key`,
+---`v[1]`, `#v`, `pairs`, `ipairs`); `type(v)` is "userdata"; writing raises an error.
+---@class obelus.view: userdata
+
+---A view's deep copy as plain tables (array metatable, key order), as tools got before
+---views; anything that is not a view is returned as it is.
+---@generic T
+---@param v T
+---@return T|table
+function obelus.totable(v) end
+
+---"object" or "array" when `v` is a view of one, else false.
+---@param v any
+---@return "object"|"array"|false
+function obelus.is_view(v) end
+
+---`next` for views and tables alike (plain `next` refuses a view): the key after `k`
+---(an object's keys in their order, an array's 1..n) and its value, or nil.
+---@param t table|obelus.view
+---@param k? any
+---@return any, any
+function obelus.next(t, k) end
 
 ---Lua value to JSON text: compact, or indented by two spaces when `pretty`.
 ---@param value obelus.json

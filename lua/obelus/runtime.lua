@@ -69,8 +69,47 @@ function obelus.array(t)
 end
 
 function obelus.is_array(t)
-  return type(t) == "table" and getmetatable(t) == prim.array_mt
+  if type(t) == "table" then return getmetatable(t) == prim.array_mt end
+  return prim.is_view(t) == "array"
 end
+
+-- Views (core/ob_view.c): a call's big params are read-only userdata that read like
+-- tables. totable(v) copies one into plain tables (anything else comes back as it is);
+-- is_view(v) is "array", "object" or false; next(t, k) is next for views and tables
+-- alike (plain next refuses a userdata).
+obelus.totable = prim.totable
+obelus.is_view = prim.is_view
+obelus.next = prim.next
+
+-- lua-cjson cannot print a userdata: `require "cjson"` (or "cjson.safe") in the
+-- engine's state gives the real module with encode wrapped, so that a view, or a
+-- table holding views, is printed by obelus's printer from the value itself (keys in
+-- their order, as the log would print it). Anything else goes to cjson as before.
+local is_view, encode_value = prim.is_view, prim.encode
+local function wrap_cjson(name)
+  package.preload[name] = function()
+    package.preload[name] = nil
+    local m = require(name) -- the real one, found by the other searchers
+    local encode = m.encode
+    if type(encode) == "function" then
+      m.encode = function(v, ...)
+        if is_view(v) then return encode_value(v) end
+        local ok, text, err = pcall(encode, v, ...)
+        if ok and text ~= nil then return text end
+        local why = ok and err or text -- cjson.safe answers nil, why
+        if type(v) == "table" and tostring(why):find("userdata", 1, true) then
+          local ok2, mine = pcall(encode_value, v)
+          if ok2 then return mine end
+        end
+        if ok then return text, err end
+        error(why, 0)
+      end
+    end
+    return m
+  end
+end
+wrap_cjson("cjson")
+wrap_cjson("cjson.safe")
 
 --- Waits for a callback API: fn receives `resume`; the values passed to
 --- resume are what await returns. Only the first call of resume counts.
@@ -104,10 +143,20 @@ end
 local http = {}
 obelus.http = http
 
+local function with(opts, extra)
+  local t = {}
+  for k, v in pairs(opts or {}) do t[k] = v end
+  for k, v in pairs(extra) do t[k] = v end
+  return t
+end
+
+-- Options may come from a call's params: a view (or views inside) becomes tables.
 local function transfer(opts, level)
+  if prim.is_view(opts) then opts = prim.totable(opts) end
   if type(opts) ~= "table" then
     error("obelus.http.request expects a table {url = ..., method = ..., ...}", level)
   end
+  if prim.is_view(opts.headers) then opts = with(opts, { headers = prim.totable(opts.headers) }) end
   local res, err = obelus.await(function(resume)
     keep(prim.http_start(opts, resume))
   end)
@@ -119,13 +168,6 @@ end
 --- max_bytes=, ca_file=} -> {status=, headers= (lower-case names), body=, url=}
 function http.request(opts) return transfer(opts, 3) end
 
-local function with(opts, extra)
-  local t = {}
-  for k, v in pairs(opts or {}) do t[k] = v end
-  for k, v in pairs(extra) do t[k] = v end
-  return t
-end
-
 function http.get(url, opts) return transfer(with(opts, { url = url, method = "GET" }), 3) end
 
 function http.post(url, body, opts)
@@ -136,6 +178,7 @@ end
 --- sends the value as JSON, and answers with body = the decoded answer (nil
 --- when empty) and text = the answer as received.
 function http.json(opts)
+  if prim.is_view(opts) then opts = prim.totable(opts) end
   if type(opts) ~= "table" then error("obelus.http.json expects a table {url = ..., body = ...}", 2) end
   local headers = { ["accept"] = "application/json" }
   for k, v in pairs(opts.headers or {}) do headers[k] = v end
