@@ -69,17 +69,26 @@ describe("limits in the Lua module", function()
 
   it("max_memory_mb fails a call whose params alone pass it, before its tool runs", function()
     local engine = obelus.engine { tools = tools, max_memory_mb = 32 }
-    local plan = { output = "†state.n" , plan = {
-      { _id = "count", _tool = "count", all = "†state.big", _outputPath = "†state.c" },
-      { _tool = "nap", ms = 20, _outputPath = "†state.n" } } }
-    for k = 0, 2 do -- 450,000 strings in the log, ~43 MB as Lua values
-      table.insert(plan.plan, { _tool = "many", n = 150000, from = k * 150000,
-                                _outputPath = "†state.big", _outputMethod = "concat" })
-    end
+    -- a 40 MB string is copied into the engine's Lua state whole (a big object or array
+    -- would reach the tool as a view, which holds no Lua memory: the second run)
+    local big = string.rep("x", 40 * 1024 * 1024)
+    local plan = { output = "†state.n", context = { { type = "input", data = { big = big } } },
+      plan = {
+        { _id = "count", _tool = "count", all = "†input.big", _outputPath = "†state.c" },
+        { _tool = "nap", ms = 20, _outputPath = "†state.n" } } }
     local status, out, failed = run(engine, plan)
     assert.are.equal(1, status)
     assert.are.equal(20, out)
     assert.matches("memory limit of 32 MB reached", failed.count, 1, true)
+    local viewed = { output = "†state.c" , plan = {
+      { _id = "count", _tool = "count", all = "†state.big", _outputPath = "†state.c" } } }
+    for k = 0, 2 do -- 450,000 strings in the log, ~43 MB as Lua tables: a view instead
+      table.insert(viewed.plan, { _tool = "many", n = 150000, from = k * 150000,
+                                  _outputPath = "†state.big", _outputMethod = "concat" })
+    end
+    status, out = run(engine, viewed)
+    assert.are.equal(0, status)
+    assert.are.equal(450000, out)
     engine:close()
   end)
 
