@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "ob_curl.h"
 #include "ob_http.h"
 #include "ob_mem.h"
 
@@ -483,6 +484,8 @@ static shard *shard_new(ob_http *h) {
 }
 
 ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
+  if (ob_curl_load(err) != OB_OK)
+    return NULL;
   pthread_once(&global_once, global_init);
   if (global_rc != CURLE_OK) {
     ob_error_set(err, OB_EINVAL, 0, "http: libcurl cannot start: %s",
