@@ -1103,3 +1103,24 @@ static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler,
     ob_unref(view);
   }
 }
+
+char *ob_plan_part_text(const ob_value *v, const ob_plan *p, size_t from, size_t to, size_t *len,
+                        ob_value **list) {
+  ob_value *inst = ob_array();
+  for (size_t i = from; i < to; i++)
+    inst = ob_array_push(inst, ob_cstring(p->instances[i]));
+  ob_value *copy = ob_object();
+  ob_object_iter it;
+  ob_value *key, *val;
+  ob_object_iter_init(&it, v);
+  while (ob_object_iter_next(&it, &key, &val))
+    copy = ob_object_setv(copy, key, ob_ref(val));
+  copy = ob_object_set(copy, "instances", 9, ob_ref(inst));
+  char *text = ob_json_print(copy, OB_JSON_COMPACT, len);
+  ob_unref(copy);
+  if (list)
+    *list = inst;
+  else
+    ob_unref(inst);
+  return text;
+}

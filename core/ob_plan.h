@@ -105,6 +105,13 @@ typedef struct ob_plan {
 ob_plan *ob_plan_load(const char *file, ob_error *err);
 /* The same for a plan already parsed; name is used in messages. */
 ob_plan *ob_plan_from_value(const ob_value *v, const char *name);
+
+/* The compact JSON of plan value v (an object, plan p read from it) with "instances"
+ * set to p's instances [from, to) ("auto" resolved): a part of the plan for a thread
+ * (ob_shard.c) or a job (ob_queue_batch.c). *len its length (len may be NULL);
+ * *list, when list is not NULL, those ids as an array (the caller's). */
+char *ob_plan_part_text(const ob_value *v, const ob_plan *p, size_t from, size_t to, size_t *len,
+                        ob_value **list);
 void ob_plan_free(ob_plan *p);
 
 /* Checks every call against the tools (name -> ob_tool*): the tool exists (a

@@ -18,24 +18,6 @@ static void problem(ob_queue_batch *b, const char *text) {
   b->problems[b->nproblems++] = ob_xstrdup(text);
 }
 
-/* The plan with "instances" set to ids[from, to). */
-static char *part_text(const ob_value *plan, char **ids, size_t from, size_t to, ob_value **list) {
-  ob_value *inst = ob_array();
-  for (size_t i = from; i < to; i++)
-    inst = ob_array_push(inst, ob_cstring(ids[i]));
-  ob_value *copy = ob_object();
-  ob_object_iter it;
-  ob_value *key, *val;
-  ob_object_iter_init(&it, plan);
-  while (ob_object_iter_next(&it, &key, &val))
-    copy = ob_object_setv(copy, key, ob_ref(val));
-  copy = ob_object_set(copy, "instances", 9, ob_ref(inst));
-  char *text = ob_json_print(copy, OB_JSON_COMPACT, NULL);
-  ob_unref(copy);
-  *list = inst;
-  return text;
-}
-
 ob_queue_batch *ob_queue_batch_new(const char *plan_text, size_t len, const char *name,
                                    ob_engine *e, const ob_value *inputs, const ob_value *lines,
                                    size_t shard) {
@@ -79,7 +61,7 @@ ob_queue_batch *ob_queue_batch_new(const char *plan_text, size_t len, const char
   for (size_t k = 0; k < nparts; k++) {
     size_t from = k * shard, to = from + shard < p->ninstances ? from + shard : p->ninstances;
     ob_value *ids;
-    b->texts[b->ntexts++] = part_text(b->plan_value, p->instances, from, to, &ids);
+    b->texts[b->ntexts++] = ob_plan_part_text(b->plan_value, p, from, to, NULL, &ids);
     b->parts = ob_array_push(b->parts, ids);
   }
   for (size_t l = 0; l < nlines; l++) {

@@ -430,24 +430,6 @@ int ob_shard_loads_setup(void *loads, ob_engine *e, ob_error *err) {
 
 /* --- the parts ---------------------------------------------------------------- */
 
-/* The plan value with "instances" set to ids[from, to), as compact JSON. */
-static char *part_text(const ob_value *plan, char *const *ids, size_t from, size_t to,
-                       size_t *len) {
-  ob_value *inst = ob_array();
-  for (size_t i = from; i < to; i++)
-    inst = ob_array_push(inst, ob_cstring(ids[i]));
-  ob_value *copy = ob_object();
-  ob_object_iter it;
-  ob_value *key, *val;
-  ob_object_iter_init(&it, plan);
-  while (ob_object_iter_next(&it, &key, &val))
-    copy = ob_object_setv(copy, key, ob_ref(val));
-  copy = ob_object_set(copy, "instances", 9, inst);
-  char *text = ob_json_print(copy, OB_JSON_COMPACT, len);
-  ob_unref(copy);
-  return text;
-}
-
 /* The calls a part of n instances runs: a plan on threads names no _instance of its
  * own (ob_shard_threads), so each of its calls is one instance's copy, and each
  * instance has as many. */
@@ -484,7 +466,7 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
     sh->all = s;
     sh->k = k;
     ob_buf_init(&sh->lines);
-    sh->plan_text = part_text(cfg->plan_value, p->instances, from, to, &sh->plan_len);
+    sh->plan_text = ob_plan_part_text(cfg->plan_value, p, from, to, &sh->plan_len, NULL);
     if (inputs_text) { /* parsed on its thread: a value of its own */
       sh->inputs_text = ob_xstrndup(inputs_text, inputs_len);
       sh->inputs_len = inputs_len;
