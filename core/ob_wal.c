@@ -289,12 +289,8 @@ int ob_wal_when_durable(ob_wal *w, uint64_t seq, ob_wal_durable_cb cb, void *ud)
 
 /* --- opening ------------------------------------------------------------------------- */
 
-static size_t page_size(void) {
-  static size_t page;
-  if (!page)
-    page = (size_t)sysconf(_SC_PAGESIZE);
-  return page;
-}
+/* Asked each time (a vDSO-cheap call): wals open on several threads at once. */
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
 static int read_at(int fd, char *b, size_t n, uint64_t off) {
   while (n) {
