@@ -64,7 +64,7 @@ typedef struct shard {
   char *plan_text, *inputs_text; /* its part of the plan, and the input (or NULL) */
   size_t plan_len, inputs_len;
   size_t concurrency, max_calls, calls_used;
-  /* made and freed on the host's thread, used by the part's while it runs */
+  /* made on the part's thread (part_make), freed on the host's after the join */
   ob_engine *e;
   ob_value *pv, *inputs;
   ob_plan *plan;
