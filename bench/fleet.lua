@@ -3,7 +3,8 @@
 -- folder, AOF on with appendfsync everysec, Redis's default), whole processes timed:
 --   jobs/s      N trivial 1-call jobs queued (one submit of a batch), then one
 --               `obelus worker --drain --jobs 256` takes them all: its wall time
---   queue cost  the same N calls as instances of one plan in one local `obelus run`:
+--   queue cost  the same N calls as instances of one plan in one local `obelus run --threads 1`
+--               (one engine, as a worker is):
 --               (worker time - run time) / N is what the queue adds per job
 --   cpu 1 vs 2  M jobs that each compute for ~25 ms (one call), drained by one worker,
 --               then by two at once (each --jobs 1): the speed-up on this 2-core machine
@@ -76,7 +77,7 @@ for round = 1, ROUNDS do
   sh(("%s submit %s --redis %s --queue %s --tools %s --batch %s >/dev/null"):format(
     BIN, trivial, url, q, tools, batch))
   local tw = timed(worker(q, 256))
-  local tl = timed(("%s run %s --tools %s >/dev/null"):format(BIN, local_plan, tools))
+  local tl = timed(("%s run %s --tools %s --threads 1 >/dev/null"):format(BIN, local_plan, tools))
   table.insert(rate, N / tw)
   table.insert(per_job, (tw - tl) / N * 1e6)
   print(cjson.encode { bench = "fleet", round = round, jobs = N, worker_s = tw, jobs_per_s = math.floor(N / tw),
