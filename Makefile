@@ -144,7 +144,7 @@ test-lua: all build/asan/obelus build/tsan/obelus
 	@mkdir -p build/results
 	@OBELUS_BIN=$(CURDIR)/bin/obelus sh spec/run-busted "$(BUSTED)" > build/results/lua-rel.txt; tail -n 1 build/results/lua-rel.txt
 	@OBELUS_BIN=$(CURDIR)/build/asan/obelus OBELUS_ONLY_CLI=1 sh spec/run-busted "$(BUSTED)" > build/results/lua-asan.txt; tail -n 1 build/results/lua-asan.txt
-	@OBELUS_BIN=$(CURDIR)/build/tsan/obelus OBELUS_SPECS=spec/cli/threads_spec.lua \
+	@OBELUS_BIN=$(CURDIR)/build/tsan/obelus OBELUS_SPECS="spec/cli/threads_spec.lua spec/cli/progress_spec.lua" \
 	  TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/spec/tsan.supp" sh spec/run-busted "$(BUSTED)" > build/results/lua-tsan.txt; \
 	  tail -n 1 build/results/lua-tsan.txt
 

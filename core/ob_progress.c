@@ -18,11 +18,16 @@
  * plan after another: the counts of the runs that ended are kept as a base
  * the current run's counts are added to.
  *
+ * A run on threads (ob_shard.h) writes to stderr from its threads too (a
+ * failed call's note), so the line's state is kept under a lock: each write
+ * through a stand-in and each draw take it (uncontended: a few ns).
+ *
  * Costs: nothing when stderr is no terminal (no line, no stand-ins). With
  * one, stderr stays unbuffered and stdout line-buffered as before, each write
  * costing one more write(2) (the erase) only while the line is shown; a draw
  * walks the run's calls (O(calls)) and happens at most ten times a second. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +56,8 @@ struct ob_progress {
   size_t base[6];            /* by ob_call_state: the counts of loop steps already run */
   ob_progress_counts_fn counts; /* or the counts come from here (a run on threads) */
   void *counts_ud;
+  pthread_mutex_t lock; /* the line's state: a run on threads writes to stderr from
+                           its threads (a failed call's note) while the loop's draws */
 };
 
 /* The counts drawn: the base plus the run's calls, or what counts says. */
@@ -94,11 +101,13 @@ static ssize_t pstream_write(void *cookie, const char *buf, size_t size) {
   pstream *ps = cookie;
   if (!size)
     return 0;
+  pthread_mutex_lock(&ps->pg->lock);
   progress_erase(ps->pg);
-  if (write_all(ps->fd, buf, size) < 0)
-    return -1;
-  ps->pg->at_line_start = buf[size - 1] == '\n';
-  return (ssize_t)size;
+  int rc = write_all(ps->fd, buf, size);
+  if (rc == 0)
+    ps->pg->at_line_start = buf[size - 1] == '\n';
+  pthread_mutex_unlock(&ps->pg->lock);
+  return rc < 0 ? -1 : (ssize_t)size;
 }
 
 static FILE *pstream_open(pstream *ps, ob_progress *pg, int fd, int mode) {
@@ -123,6 +132,7 @@ ob_progress *ob_progress_install(int approve, const char *events) {
     abort();
   pg->at_line_start = 1;
   pg->color = !(nc && *nc);
+  pthread_mutex_init(&pg->lock, NULL);
   fflush(stderr);
   fflush(stdout);
   if (!(pg->err = pstream_open(&pg->err_side, pg, STDERR_FILENO, _IONBF))) {
@@ -151,10 +161,19 @@ void ob_progress_remove(ob_progress *pg) {
   fflush(pg->err);
   stderr = pg->real_err;
   fclose(pg->err);
+  pthread_mutex_destroy(&pg->lock);
   free(pg);
 }
 
+static void progress_draw_locked(ob_progress *pg);
+
 static void progress_draw(ob_progress *pg) {
+  pthread_mutex_lock(&pg->lock);
+  progress_draw_locked(pg);
+  pthread_mutex_unlock(&pg->lock);
+}
+
+static void progress_draw_locked(ob_progress *pg) {
   size_t n[6];
   if (!pg->at_line_start || !progress_counts(pg, n))
     return;
@@ -240,10 +259,12 @@ void ob_progress_end_run(ob_progress *pg) {
   if (!pg)
     return;
   size_t n[6];
+  pthread_mutex_lock(&pg->lock);
   if (progress_counts(pg, n))
     memcpy(pg->base, n, sizeof n);
   pg->base[OB_CALL_RUNNING] = pg->base[OB_CALL_WAITING] = pg->base[OB_CALL_READY] = 0;
   pg->run = NULL;
   pg->counts = NULL;
   progress_erase(pg);
+  pthread_mutex_unlock(&pg->lock);
 }

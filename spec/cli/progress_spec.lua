@@ -151,4 +151,19 @@ describe("obelus run: the progress line", function()
     end
     assert.are.equal(2, lines) -- the plan and e's output
   end)
+
+  it("counts the calls of every thread of a run on threads", function()
+    if not has_script then return pending("script(1) is not installed") end
+    local p = cli.tmpfile([=[{"instances":["a","b","c","d"],"plan":[
+      {"_id":"x","_tool":"sleepy","ms":200,"value":1,"_outputPath":"x"},
+      {"_id":"y","_tool":"sleepy","ms":100,"value":"†state.x","_outputPath":"y"},
+      {"_id":"z","_tool":"fail","_outputPath":"z"}]}]=], ".json")
+    local out, code = on_tty("run " .. p .. " --tools spec/cli/tools --threads 2")
+    assert.are.equal(1, code, out)
+    local d = drawings(out)
+    assert.is_true(#d >= 2, "expected several drawings in\n" .. out)
+    assert.is_true(d[1].waiting + d[1].running > 0)
+    local last = d[#d]
+    assert.are.same({ 8, 0, 0, 0, 4 }, { last.done, last.running, last.waiting, last.skipped, last.failed })
+  end)
 end)
