@@ -31,12 +31,7 @@ local function timed(cmd) return (measure.timed(cmd)) end
 
 local r = assert(servers.redis { fsync = "everysec" })
 local dir = r.dir
-local function write(name, text)
-  local f = assert(io.open(dir .. "/" .. name, "w"))
-  f:write(text)
-  f:close()
-  return dir .. "/" .. name
-end
+local function write(name, text) return measure.write(dir, name, text) end
 
 local tools = write("tools.lua", [[
 return {

@@ -1,5 +1,5 @@
--- bench/measure.lua -- what the whole-process benchmarks (http.lua, fleet.lua, peers.lua)
--- share: local m = dofile("measure.lua") from bench/.
+-- bench/measure.lua -- what the whole-process benchmarks (http.lua, fleet.lua, peers.lua,
+-- threads.lua, run.lua's one-call run) share: local m = dofile("measure.lua") from bench/.
 local M = {}
 
 -- The median of xs (the upper one of an even count); xs is left as it was.
@@ -8,6 +8,23 @@ function M.median(xs)
   for i, x in ipairs(xs) do t[i] = x end
   table.sort(t)
   return t[(#t + 1) // 2]
+end
+
+-- A new, empty temporary folder (its path); the caller removes it.
+function M.tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir))
+  return dir
+end
+
+-- Writes text to the file name in folder dir; returns its path.
+function M.write(dir, name, text)
+  local path = dir .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
 end
 
 -- Runs cmd (a shell command) under GNU time: its wall seconds, peak RSS (KB) and the

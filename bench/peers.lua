@@ -13,12 +13,9 @@ local cjson = require "cjson"
 local SIZES = { 1000, 10000 }
 local ROUNDS = tonumber(os.getenv("OBELUS_PEERS_ROUNDS") or "3")
 local BIN = "../bin/obelus"
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p " .. dir)
-
 local measure = dofile("measure.lua")
 local median, timed = measure.median, measure.timed
+local dir = measure.tmpdir()
 
 local D = "\u{2020}"
 local function plan_file(work, n)
@@ -37,11 +34,7 @@ local function plan_file(work, n)
     plan[n + 1] = { _id = "join", _tool = "sum", f = D .. "state.f", _outputPath = D .. "state.sum" }
     out = D .. "state.sum"
   end
-  local path = ("%s/%s-%d.json"):format(dir, work, n)
-  local f = assert(io.open(path, "w"))
-  f:write(cjson.encode { plan = plan, output = out })
-  f:close()
-  return path
+  return measure.write(dir, ("%s-%d.json"):format(work, n), cjson.encode { plan = plan, output = out })
 end
 
 local function command(peer, work, n, plan)

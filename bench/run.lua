@@ -260,19 +260,12 @@ print(string.format("a tool computing for ~0.3 s, in a run / bare: %.2fx", media
 -- of the per-run times.
 do
   local m = dofile("measure.lua")
-  local dir = os.tmpname()
-  os.remove(dir)
-  os.execute("mkdir -p " .. dir)
-  local f = assert(io.open(dir .. "/t.lua", "w"))
-  f:write('return { name = "inc", run = function(call) return call.x + 1 end }\n')
-  f:close()
-  f = assert(io.open(dir .. "/p.json", "w"))
-  f:write('[{"_tool":"inc","x":1,"_outputPath":"y"}]\n')
-  f:close()
-  f = assert(io.open(dir .. "/loop.sh", "w")) -- a file: measure.timed quotes its command
-  f:write(string.format("for i in $(seq 50); do %s/../bin/obelus run %s/p.json --tools %s/t.lua >/dev/null; done\n",
-    os.getenv("PWD") or ".", dir, dir))
-  f:close()
+  local dir = m.tmpdir()
+  local tool = m.write(dir, "t.lua", 'return { name = "inc", run = function(call) return call.x + 1 end }\n')
+  local plan = m.write(dir, "p.json", '[{"_tool":"inc","x":1,"_outputPath":"y"}]\n')
+  -- a file: measure.timed quotes its command
+  m.write(dir, "loop.sh", string.format("for i in $(seq 50); do %s/../bin/obelus run %s --tools %s >/dev/null; done\n",
+    os.getenv("PWD") or ".", plan, tool))
   local per = {}
   for _ = 1, 5 do
     local secs = m.timed("sh " .. dir .. "/loop.sh")

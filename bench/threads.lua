@@ -8,16 +8,8 @@
 --            goal: no slower on 2 threads)
 local m = dofile("measure.lua")
 local bin = "../bin/obelus"
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p " .. dir)
-
-local function write(name, text)
-  local f = assert(io.open(dir .. "/" .. name, "w"))
-  f:write(text)
-  f:close()
-  return dir .. "/" .. name
-end
+local dir = m.tmpdir()
+local function write(name, text) return m.write(dir, name, text) end
 
 local tools = write("tools.lua", [[
 local obelus = require "obelus"
