@@ -377,6 +377,17 @@ static void push_param_string(pusher *p, const ob_value *v, uint32_t depth) {
   }
 }
 
+/* A container as tables, and all of it: no views below one that is not (its parts are
+ * smaller still: no checks). */
+static void push_tables(pusher *p, const ob_value *v, uint32_t depth) {
+  p->views = 0;
+  if (ob_typeof(v) == OB_ARRAY)
+    push_array(p, v, depth);
+  else
+    push_object(p, v, depth);
+  p->views = 1;
+}
+
 /* A value below the call's root, as the tool gets it (not substituting): a view when
  * big, else a table, and so is all of it (its parts are smaller still: no checks). */
 static void push_viewable(pusher *p, const ob_value *v, uint32_t depth) {
@@ -384,12 +395,7 @@ static void push_viewable(pusher *p, const ob_value *v, uint32_t depth) {
     ob_view_push(p->L, v);
     return;
   }
-  p->views = 0;
-  if (ob_typeof(v) == OB_ARRAY)
-    push_array(p, v, depth);
-  else
-    push_object(p, v, depth);
-  p->views = 1;
+  push_tables(p, v, depth);
 }
 
 /* A container of the call as written, while substituting: its entries at every depth
@@ -414,37 +420,15 @@ static size_t resolved_count(const pusher *p, const ob_value *v, size_t *next, s
   return c;
 }
 
+/* A reference of the call as the tool gets it: the call's next value. */
+static ob_value *next_value(void *ud, const ob_value *expr_text) {
+  pusher *p = ud;
+  return ob_ref(p->next < p->nvals ? p->vals[p->next++] : (ob_value *)expr_text);
+}
+
 /* v as the tool gets it: each reference replaced by the call's next value, each "††"
  * literal unescaped (as ob_params.c resolves params). A new value. */
-static ob_value *resolved(pusher *p, const ob_value *v) {
-  switch (ob_typeof(v)) {
-  case OB_STRING: {
-    const char *s = ob_string_ptr(v);
-    size_t n = ob_string_len(v);
-    int cls = ob_str_classify(s, n);
-    if (cls == OB_STR_LITERAL)
-      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
-    if (cls == OB_STR_EXPR && p->next < p->nvals)
-      return ob_ref(p->vals[p->next++]);
-    return ob_ref((ob_value *)v);
-  }
-  case OB_ARRAY: {
-    ob_value *a = ob_array();
-    for (size_t i = 0; i < ob_array_len(v); i++)
-      a = ob_array_push(a, resolved(p, ob_array_get(v, i)));
-    return a;
-  }
-  case OB_OBJECT: {
-    ob_value *o = ob_object(), *k, *x;
-    ob_object_iter it;
-    ob_object_iter_init(&it, v);
-    while (ob_object_iter_next(&it, &k, &x))
-      o = ob_object_setv(o, k, resolved(p, x));
-    return o;
-  }
-  default: return ob_ref((ob_value *)v);
-  }
-}
+static ob_value *resolved(pusher *p, const ob_value *v) { return ob_str_substitute(v, next_value, p); }
 
 /* A container written in the plan, below the root, while substituting: judged as
  * any value is, on what it resolves to, so that a tool sees the same
@@ -463,12 +447,7 @@ static void push_literal(pusher *p, const ob_value *v, uint32_t depth) {
     *slot = r;
     return;
   }
-  p->views = 0;
-  if (ob_typeof(v) == OB_ARRAY)
-    push_array(p, v, depth);
-  else
-    push_object(p, v, depth);
-  p->views = 1;
+  push_tables(p, v, depth);
 }
 
 static void push_any(pusher *p, const ob_value *v, uint32_t depth) {

@@ -40,37 +40,6 @@ static void absent(ob_resolver *rs, const ob_param_ref *ref) {
     }
 }
 
-/* A copy of v with every reference expression replaced by what `eval` makes
- * of it and every "††" literal unescaped; the rest is shared, not copied.
- * Params and the output template both go through here. */
-ob_value *ob_params_substitute(const ob_value *v, ob_eval_fn eval, void *ud) {
-  switch (ob_typeof(v)) {
-  case OB_STRING: {
-    const char *s = ob_string_ptr(v);
-    size_t n = ob_string_len(v);
-    int cls = ob_str_classify(s, n);
-    if (cls == OB_STR_LITERAL)
-      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
-    return cls == OB_STR_EXPR ? eval(ud, v) : ob_ref((ob_value *)v);
-  }
-  case OB_ARRAY: {
-    ob_value *a = ob_array();
-    for (size_t i = 0; i < ob_array_len(v); i++)
-      a = ob_array_push(a, ob_params_substitute(ob_array_get(v, i), eval, ud));
-    return a;
-  }
-  case OB_OBJECT: {
-    ob_value *o = ob_object(), *k, *x;
-    ob_object_iter it;
-    ob_object_iter_init(&it, v);
-    while (ob_object_iter_next(&it, &k, &x))
-      o = ob_object_setv(o, k, ob_params_substitute(x, eval, ud));
-    return o;
-  }
-  default: return ob_ref((ob_value *)v);
-  }
-}
-
 /* A param's reference: the call's refs were found in this same walk order. */
 /* A reference's value now (an absent one: null, and noted as a skip or a structural error). */
 ob_value *ob_params_eval_ref(ob_resolver *rs, const ob_param_ref *ref) {
@@ -88,7 +57,7 @@ static ob_value *eval_param(void *ud, const ob_value *text) {
   return ob_params_eval_ref(rs, &rs->call->refs[rs->next++]);
 }
 
-static ob_value *resolve(ob_resolver *rs, const ob_value *v) { return ob_params_substitute(v, eval_param, rs); }
+static ob_value *resolve(ob_resolver *rs, const ob_value *v) { return ob_str_substitute(v, eval_param, rs); }
 
 /* The call with its references resolved; meta-properties kept as written. */
 ob_value *ob_params_resolve(ob_resolver *rs) {

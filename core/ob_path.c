@@ -823,3 +823,31 @@ int ob_str_classify(const char *s, size_t len) {
     return OB_STR_LITERAL;
   return OB_STR_EXPR;
 }
+
+ob_value *ob_str_substitute(const ob_value *v, ob_eval_fn eval, void *ud) {
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    const char *s = ob_string_ptr(v);
+    size_t n = ob_string_len(v);
+    int cls = ob_str_classify(s, n);
+    if (cls == OB_STR_LITERAL)
+      return ob_string(s + OB_DAGGER_LEN, n - OB_DAGGER_LEN);
+    return cls == OB_STR_EXPR ? eval(ud, v) : ob_ref((ob_value *)v);
+  }
+  case OB_ARRAY: {
+    ob_value *a = ob_array();
+    for (size_t i = 0; i < ob_array_len(v); i++)
+      a = ob_array_push(a, ob_str_substitute(ob_array_get(v, i), eval, ud));
+    return a;
+  }
+  case OB_OBJECT: {
+    ob_value *o = ob_object(), *k, *x;
+    ob_object_iter it;
+    ob_object_iter_init(&it, v);
+    while (ob_object_iter_next(&it, &k, &x))
+      o = ob_object_setv(o, k, ob_str_substitute(x, eval, ud));
+    return o;
+  }
+  default: return ob_ref((ob_value *)v);
+  }
+}

@@ -110,6 +110,13 @@ int ob_path_equal(const ob_path *a, const ob_path *b);
 enum { OB_STR_PLAIN = 0, OB_STR_LITERAL = 1, OB_STR_EXPR = 2 };
 int ob_str_classify(const char *s, size_t len);
 
+/* A copy of v with every reference expression string replaced by what `eval`
+ * makes of it (a new value) and every "††" literal unescaped; the rest is shared,
+ * not copied. Params, the output template and a call's big literal values (views)
+ * all go through here. */
+typedef ob_value *(*ob_eval_fn)(void *ud, const ob_value *expr_text);
+ob_value *ob_str_substitute(const ob_value *v, ob_eval_fn eval, void *ud);
+
 #define OB_DAGGER "\xE2\x80\xA0" /* U+2020, 3 bytes in UTF-8 */
 #define OB_DAGGER_LEN 3
 

@@ -327,7 +327,7 @@ static ob_value *eval_template(void *ud, const ob_value *text) {
 
 static ob_value *resolve_template(ob_run *r, const ob_value *v, const char *inst) {
   template_eval t = {r, inst};
-  return ob_params_substitute(v, eval_template, &t);
+  return ob_str_substitute(v, eval_template, &t);
 }
 
 static ob_value *output_in(ob_run *r, const char *inst) {

@@ -141,10 +141,6 @@ typedef struct ob_resolver {
   ob_buf why;
 } ob_resolver;
 
-/* A copy of v with every reference expression replaced by what `eval` makes
- * of it and every "††" literal unescaped; the rest is shared, not copied. */
-typedef ob_value *(*ob_eval_fn)(void *ud, const ob_value *expr_text);
-ob_value *ob_params_substitute(const ob_value *v, ob_eval_fn eval, void *ud);
 /* A reference's value now (an absent one: null, and noted as a skip or a structural error). */
 ob_value *ob_params_eval_ref(ob_resolver *rs, const ob_param_ref *ref);
 /* The call with its references resolved; meta-properties kept as written. */
