@@ -121,10 +121,11 @@ int ob_cmd_run(int argc, char **argv) {
     ob_run_options ro = ob_runner_run_options(&o, &rn, journal, NULL);
     ob_error err;
     size_t threads = ob_shard_threads(p, o.threads, &ro);
-    ob_run *r = threads > 1 ? NULL : ob_run_new(e, p, pv, o.inputs, &ro, &err);
+    ob_run *r = NULL;
     if (threads > 1) {
       rc = run_threads(&o, &rn, &ro, e, p, pv, &journal, threads);
-    } else if (!r) { /* prepare() tried the context already: this is unexpected */
+    } else if (!(r = ob_run_new(e, p, pv, o.inputs, &ro, &err))) {
+      /* prepare() tried the context already: this is unexpected */
       fprintf(stderr, "obelus run: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {

@@ -211,6 +211,14 @@ int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
   return OB_EXIT_OK;
 }
 
+/* The command's limits and files in engine e: the command's own, and each of a run
+ * on threads' (shard_setup). OB_EXIT_OK, or 2 said on stderr. */
+static int engine_load(const ob_cmd_options *o, ob_engine *e) {
+  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
+  e->http_max = o->http_max;
+  return ob_cmd_load(o, e);
+}
+
 /* Engine, tools, latent scripts, plan: everything `check` and `run` share.
  * Prints the problems and returns 2 when something is invalid. */
 static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {
@@ -223,9 +231,7 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
     fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
-  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
-  e->http_max = o->http_max;
-  if (ob_cmd_load(o, e) != OB_EXIT_OK)
+  if (engine_load(o, e) != OB_EXIT_OK)
     return OB_EXIT_USAGE;
   ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
   if (!v) {
@@ -430,10 +436,7 @@ static void shard_counts(void *ud, size_t n[6]) { ob_shards_counts(ud, n); }
 
 /* Loads a part's engine as prepare() loads the command's (on the part's thread). */
 static int shard_setup(void *ud, ob_engine *e, ob_error *err) {
-  const ob_cmd_options *o = ud;
-  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
-  e->http_max = o->http_max;
-  if (ob_cmd_load(o, e) == OB_EXIT_OK)
+  if (engine_load(ud, e) == OB_EXIT_OK)
     return 0;
   ob_error_set(err, OB_EINVAL, 0, "(said above)");
   return -1;
