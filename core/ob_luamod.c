@@ -377,7 +377,6 @@ struct lua_run {
   int cancel_pending, close_pending;
   size_t calls_used; /* max_calls: the calls of the run and its delegated plans */
   ob_shards *shards; /* a run on threads (opts.threads; run is NULL): ob_shard.h */
-  ob_shard_loads *loads; /* what its threads' engines load */
   lua_run *next, **prevp;
 };
 
@@ -482,11 +481,6 @@ static void free_run(lua_State *L, lua_run *r) {
     ob_shards_cancel(r->shards);
     ob_shards_free(r->shards);
     r->shards = NULL;
-  }
-  if (r->loads) {
-    ob_shard_loads_clear(r->loads);
-    free(r->loads);
-    r->loads = NULL;
   }
   ob_run_free(r->run);
   r->run = NULL;
@@ -818,7 +812,6 @@ static int core_engine(lua_State *L) {
     int idx = lua_gettop(L);
     lua_Integer mb = opt_count(L, 1, "obelus.engine", "max_memory_mb", 1, 1048576);
     ob_engine_set_max_memory(eng->e, (size_t)mb << 20);
-    eng->loads.max_memory_mb = (size_t)mb;
     eng->e->http_max = (size_t)opt_count(L, 1, "obelus.engine", "http_max", 1, 1000000);
     load_each(L, idx, 1, "tools", engine_load_tools);
     load_each(L, idx, 1, "scripts", engine_load_script);
@@ -1107,16 +1100,13 @@ static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const r
                        .ud = r};
   ob_error err;
   if (!r->resume && o->threads > 1 && ob_shard_threads(r->plan, (size_t)o->threads, &ro) > 1) {
-    eng->loads.http_max = eng->e->http_max;
-    r->loads = ob_shard_loads_copy(&eng->loads);
     ob_shard_config cfg = {.threads = (size_t)o->threads,
                            .e = eng->e,
                            .plan = r->plan,
                            .plan_value = r->plan_value,
                            .inputs = r->inputs,
                            .opt = ro,
-                           .setup = ob_shard_loads_setup,
-                           .setup_ud = r->loads,
+                           .loads = &eng->loads,
                            .drain_ms = 5000};
     if (!(r->shards = ob_shards_start(&cfg, &err)))
       return luaL_error(L, "%s: %s", fn, err.msg);

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "ob_mem.h"
+#include "ob_pool.h"
 #include "ob_shard.h"
 #include "ob_wal.h"
 
@@ -97,6 +98,7 @@ struct ob_shards {
   int cancelled;         /* under lock */
   int finished, waiting, joined;
   uint64_t t0;           /* uv_hrtime() at the start: run_done's t_ms */
+  struct loads_copy *loads; /* cfg.loads, copied, or NULL */
 };
 
 size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt) {
@@ -398,14 +400,6 @@ void ob_shard_loads_add(ob_shard_loads *l, char kind, const char *path) {
   memcpy(item + 1, path, n + 1);
 }
 
-ob_shard_loads *ob_shard_loads_copy(const ob_shard_loads *l) {
-  ob_shard_loads *c = ob_xcalloc(1, sizeof *c);
-  for (size_t i = 0; i < l->n; i++)
-    ob_shard_loads_add(c, l->items[i][0], l->items[i] + 1);
-  c->max_memory_mb = l->max_memory_mb;
-  c->http_max = l->http_max;
-  return c;
-}
 
 void ob_shard_loads_clear(ob_shard_loads *l) {
   for (size_t i = 0; i < l->n; i++)
@@ -414,10 +408,27 @@ void ob_shard_loads_clear(ob_shard_loads *l) {
   memset(l, 0, sizeof *l);
 }
 
-int ob_shard_loads_setup(void *loads, ob_engine *e, ob_error *err) {
-  const ob_shard_loads *l = loads;
-  ob_engine_set_max_memory(e, l->max_memory_mb << 20);
-  e->http_max = l->http_max;
+/* The host's loads, copied with its engine's limits when the shards start. */
+typedef struct loads_copy {
+  ob_shard_loads l;
+  size_t max_memory, http_max;
+} loads_copy;
+
+static loads_copy *loads_copy_of(const ob_shard_loads *l, const ob_engine *host) {
+  loads_copy *c = ob_xcalloc(1, sizeof *c);
+  for (size_t i = 0; i < l->n; i++)
+    ob_shard_loads_add(&c->l, l->items[i][0], l->items[i] + 1);
+  c->max_memory = host->lua_pool->max;
+  c->http_max = host->http_max;
+  return c;
+}
+
+/* The ob_shard_setup_fn of cfg.loads. */
+static int loads_setup(void *ud, ob_engine *e, ob_error *err) {
+  const loads_copy *c = ud;
+  const ob_shard_loads *l = &c->l;
+  ob_engine_set_max_memory(e, c->max_memory);
+  e->http_max = c->http_max;
   for (size_t i = 0; i < l->n; i++) {
     const char *path = l->items[i] + 1;
     int rc = l->items[i][0] == 't' ? ob_engine_load_tools(e, path, err)
@@ -453,6 +464,11 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
   }
   if (cfg->opt.journal)
     ob_wal_flush(cfg->opt.journal);
+  if (cfg->loads) {
+    s->loads = loads_copy_of(cfg->loads, cfg->e);
+    s->cfg.setup = loads_setup;
+    s->cfg.setup_ud = s->loads;
+  }
   uv_mutex_init(&s->lock);
   s->note = ob_xmalloc(sizeof *s->note);
   uv_async_init(cfg->e->loop, s->note, on_note);
@@ -591,5 +607,9 @@ void ob_shards_free(ob_shards *s) {
   free(s->parts);
   uv_mutex_destroy(&s->lock);
   ob_run_free(s->head);
+  if (s->loads) {
+    ob_shard_loads_clear(&s->loads->l);
+    free(s->loads);
+  }
   free(s);
 }

@@ -14,18 +14,13 @@
 typedef int (*ob_shard_setup_fn)(void *ud, ob_engine *e, ob_error *err);
 
 /* What a host loaded into its engine, in order, so that each part's engine loads
- * it again: tool files or folders ('t') and scripts ('s'), with the memory limit and
- * obelus.http's transfers at once. ob_shard_loads_setup is an ob_shard_setup_fn
- * for a copy of it (ob_shard_loads_copy: the host may load more meanwhile). */
+ * it again (ob_shard_config.loads): tool files or folders ('t') and scripts ('s'). */
 typedef struct ob_shard_loads {
   char **items; /* kind letter + path */
   size_t n;
-  size_t max_memory_mb, http_max;
 } ob_shard_loads;
 void ob_shard_loads_add(ob_shard_loads *l, char kind, const char *path);
-ob_shard_loads *ob_shard_loads_copy(const ob_shard_loads *l);
 void ob_shard_loads_clear(ob_shard_loads *l);
-int ob_shard_loads_setup(void *loads, ob_engine *e, ob_error *err);
 
 typedef struct ob_shard_config {
   size_t threads;            /* what was asked for (ob_shard_threads decides what it gets) */
@@ -39,8 +34,11 @@ typedef struct ob_shard_config {
                                 events in their order), concurrency (shared out),
                                 max_calls, limits; on_done is called on e's loop once
                                 every shard has ended */
-  ob_shard_setup_fn setup;
+  ob_shard_setup_fn setup;   /* how a part's engine is made ready, or NULL for ... */
   void *setup_ud;
+  const ob_shard_loads *loads; /* ... these loaded again (the shards keep a copy: the host
+                                  may load more meanwhile), with e's memory limit and
+                                  obelus.http's transfers at once */
   size_t drain_ms;           /* how long a shard waits for its fire-and-forget calls */
 } ob_shard_config;
 

@@ -128,7 +128,6 @@ struct obelus_run {
   size_t threads;                    /* > 1: a run on threads (R->r is NULL; ob_shard.h) */
   ob_shards *shards;                 /* once started */
   ob_value *inputs;                  /* what the threads are given */
-  ob_shard_loads *loads;             /* and what their engines load */
   ob_run_options ro;
   obelus_run *next, **prevp;
 };
@@ -422,10 +421,8 @@ void obelus_engine_set_http_max(obelus_engine *E, size_t n) {
 }
 
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
-  if (E) {
+  if (E)
     ob_engine_set_max_memory(E->e, mb << 20);
-    E->loads.max_memory_mb = mb;
-  }
 }
 
 static void http_forget_all(obelus_engine *E);
@@ -848,16 +845,13 @@ int obelus_run_start(obelus_run *R) {
     return set_error(E, OBELUS_EINVAL, "obelus_run_start: the run was started already");
   R->started = 1;
   if (R->threads) {
-    E->loads.http_max = E->e->http_max;
-    R->loads = ob_shard_loads_copy(&E->loads);
     ob_shard_config cfg = {.threads = R->threads,
                            .e = E->e,
                            .plan = R->plan,
                            .plan_value = R->plan_value,
                            .inputs = R->inputs,
                            .opt = R->ro,
-                           .setup = ob_shard_loads_setup,
-                           .setup_ud = R->loads,
+                           .loads = &E->loads,
                            .drain_ms = 5000};
     ob_error err;
     if (!(R->shards = ob_shards_start(&cfg, &err))) {
@@ -937,10 +931,6 @@ static void run_free_now(obelus_run *R) {
     ob_shards_free(R->shards); /* waits for its threads, on the loop */
   }
   ob_unref(R->inputs);
-  if (R->loads) {
-    ob_shard_loads_clear(R->loads);
-    free(R->loads);
-  }
   if (R->r)
     ob_run_free(R->r);
   if (R->journal) /* the host's FILE stays open: only our descriptor goes */
