@@ -10,6 +10,7 @@
  *
  * Costs: check builds the engine and loads the tools to validate against
  * their schemas; run adds nothing to what the scheduler costs. */
+#include <assert.h>
 #include <stdio.h>
 
 #include "ob_cli.h"
@@ -120,7 +121,8 @@ int ob_cmd_run(int argc, char **argv) {
   if ((rc = ob_runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
     ob_run_options ro = ob_runner_run_options(&o, &rn, journal, NULL);
     ob_error err;
-    size_t threads = ob_shard_threads(p, o.threads, &ro);
+    size_t threads = ob_cmd_threads(&o, p, &ro);
+    assert(threads > 1 || !p->probe); /* ob_cmd_begin read the whole plan then */
     ob_run *r = NULL;
     if (threads > 1) {
       rc = run_threads(&o, &rn, &ro, e, p, pv, &journal, threads);

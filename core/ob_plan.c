@@ -689,8 +689,9 @@ static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
   }
 }
 
-ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
+static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
   ob_plan *p = ob_xcalloc(1, sizeof *p);
+  p->probe = probe;
   p->file = ob_xstrdup(name);
   ob_map_init(&p->ids);
   const ob_value *calls = v;
@@ -735,8 +736,12 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
   }
   /* with instances, every call without _instance is copied once per instance */
   size_t n = 0, ntemplates = ob_array_len(calls);
-  for (size_t i = 0; i < ntemplates; i++)
-    n += p->ninstances && copied(ob_array_get(calls, i)) ? p->ninstances : 1;
+  size_t copies = probe && p->ninstances ? 1 : p->ninstances;
+  for (size_t i = 0; i < ntemplates; i++) {
+    int each = p->ninstances && copied(ob_array_get(calls, i));
+    n += each ? copies : 1;
+    p->ncalls_all += each ? p->ninstances : 1;
+  }
   p->calls = ob_xcalloc(n, sizeof *p->calls);
   for (size_t i = 0; i < ntemplates; i++) {
     const ob_value *raw = ob_array_get(calls, i);
@@ -745,7 +750,7 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
       read_call(p, &p->calls[p->ncalls++], raw, NULL);
       continue;
     }
-    for (size_t k = 0; k < p->ninstances; k++) {
+    for (size_t k = 0; k < copies; k++) {
       p->calls[p->ncalls].index = i;
       p->quiet += k > 0; /* one call's problems are reported once */
       read_call(p, &p->calls[p->ncalls++], raw, p->instances[k]);
@@ -756,6 +761,10 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
   find_cycles(p);
   return p;
 }
+
+ob_plan *ob_plan_from_value(const ob_value *v, const char *name) { return plan_read(v, name, 0); }
+
+ob_plan *ob_plan_probe(const ob_value *v, const char *name) { return plan_read(v, name, 1); }
 
 ob_plan *ob_plan_load(const char *file, ob_error *err) {
   ob_value *v = ob_json_parse_file(file, err);

@@ -91,6 +91,11 @@ typedef struct ob_plan {
    * as "<id>@<instance>"; ninstances == 0 when the plan has no such key */
   size_t ninstances;
   char **instances;
+  /* a probe (ob_plan_probe): each call without _instance copied for the first
+   * instance only; ncalls_all counts the calls of the whole plan (== ncalls
+   * when not a probe) */
+  int probe;
+  size_t ncalls_all;
   int quiet;           /* > 0: problems are not recorded (copies of one call) */
   /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
   size_t nerrors;
@@ -105,6 +110,14 @@ typedef struct ob_plan {
 ob_plan *ob_plan_load(const char *file, ob_error *err);
 /* The same for a plan already parsed; name is used in messages. */
 ob_plan *ob_plan_from_value(const ob_value *v, const char *name);
+
+/* The plan v with each call that has no _instance copied for the first instance
+ * only (when v has instances): every check ob_plan_from_value makes gives the
+ * same answer on it, since copies differ in their instance's name only, but its
+ * problems are counted once rather than once per copy (a cycle, a check against
+ * a tool). What `run --threads` checks on the main thread before each thread
+ * reads its own part: a plan with problems is read again whole for its report. */
+ob_plan *ob_plan_probe(const ob_value *v, const char *name);
 
 /* The compact JSON of plan value v (an object, plan p read from it) with "instances"
  * set to p's instances [from, to) ("auto" resolved): a part of the plan for a thread

@@ -147,18 +147,18 @@ int ob_run_count_calls(const ob_plan *plan, const ob_run_options *opt, ob_error 
   if (!opt->max_calls)
     return OB_OK;
   size_t used = opt->calls_used ? *opt->calls_used : 0;
-  if (plan->ncalls > opt->max_calls - (used < opt->max_calls ? used : opt->max_calls)) {
+  size_t n = plan->ncalls_all; /* a probe's whole plan */
+  if (n > opt->max_calls - (used < opt->max_calls ? used : opt->max_calls)) {
     if (used)
       ob_error_set(err, OB_EINVAL, 0, "%s: its %zu calls would make %zu in all, more than "
-                   "--max-calls %zu", plan->file, plan->ncalls, used + plan->ncalls,
-                   opt->max_calls);
+                   "--max-calls %zu", plan->file, n, used + n, opt->max_calls);
     else
       ob_error_set(err, OB_EINVAL, 0, "the plan has %zu calls (instances counted), more than "
-                   "--max-calls %zu", plan->ncalls, opt->max_calls);
+                   "--max-calls %zu", n, opt->max_calls);
     return OB_EINVAL;
   }
   if (opt->calls_used)
-    *opt->calls_used += plan->ncalls;
+    *opt->calls_used += n;
   return OB_OK;
 }
 

@@ -12,6 +12,17 @@
  * is handed over as JSON and parsed on its thread, its journal lines come back
  * as bytes, so no ob_value is ever shared (their counts are not atomic). What a
  * part leaves (its output, its failure) is read once its thread has been joined.
+ * The host may hand in its plan as a probe (ob_plan_probe: one copy of each
+ * call, enough to know it valid), since each part reads and checks its own part
+ * whole anyway: `run` then reads the plan once, in parallel, not once whole on
+ * the main thread and again in parts.
+ *
+ * A part whose run is over frees its engine on its own thread, while the others
+ * still run, once the host has told the events it noted (they point into its
+ * plan); only its loop waits for the host, which closes it after the join:
+ * libuv closes a loop's descriptors with a raw system call ThreadSanitizer does
+ * not see, so a loop closed while another thread takes the same numbers would
+ * look like a race.
  *
  * The journal is the host's, written on the host's loop only. Its first lines
  * are what one engine writes first: a run of the whole plan is made on the
@@ -35,8 +46,9 @@
  * is noted under the lock (its call points into the part's plan, which lives
  * until the shards are freed) and told with the journal's lines.
  *
- * Costs: per part, a thread, an engine with its tools loaded (a few ms), the
- * part's JSON printed and parsed once; per journal flush of a part, one copy
+ * Costs: per part, a thread, an engine with its tools loaded (under a ms), the
+ * part's JSON printed and parsed once and its part of the plan read (about 1.7 us
+ * a call); per journal flush of a part, one copy
  * of its bytes, a lock and a uv_async_send; per scheduler event, with a
  * listener, a note of 32 bytes, a lock and a uv_async_send (libuv folds sends
  * that come before the host's loop wakes into one callback). */
@@ -65,7 +77,10 @@ typedef struct shard {
   char *plan_text, *inputs_text; /* its part of the plan, and the input (or NULL) */
   size_t plan_len, inputs_len;
   size_t concurrency, max_calls, calls_used;
-  /* made on the part's thread (part_make), freed on the host's after the join */
+  /* made on the part's thread (part_make) and freed there (part_free), but for
+   * its loop, closed by the host after the join */
+  uv_loop_t loop;
+  int loop_open;
   ob_engine *e;
   ob_value *pv, *inputs;
   ob_plan *plan;
@@ -79,6 +94,8 @@ typedef struct shard {
   size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
   part_event_note *events; /* events not yet told on the host's loop */
   size_t nevents, capevents;
+  int closing;  /* its run is over: no more events noted, its engine about to go */
+  int may_free; /* the host has told every event it noted (their calls are its plan's) */
   /* read after the join */
   ob_value *output;
   int failed, ended;
@@ -92,6 +109,8 @@ struct ob_shards {
   shard *parts;
   size_t n;
   uv_mutex_t lock;
+  uv_cond_t told;        /* a closing part may free its engine (under lock) */
+  int dropping;          /* events are no longer told: closing parts need not wait */
   uv_async_t *note;      /* on the host's loop: journal bytes, or a part ended (its own
                             memory: it may close after the shards are freed) */
   size_t ended;          /* parts ended (under lock) */
@@ -151,9 +170,11 @@ static int drain(ob_shards *s, int tell) {
   ob_buf_init(&take);
   part_event_note *ev[s->n];
   size_t nev[s->n];
+  int closing[s->n], any_closing = 0;
   uv_mutex_lock(&s->lock);
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
+    any_closing |= closing[k] = sh->closing && !sh->may_free;
     if (sh->lines.len)
       ob_buf_add(&take, sh->lines.data, sh->lines.len);
     sh->lines.len = 0;
@@ -166,6 +187,13 @@ static int drain(ob_shards *s, int tell) {
   uv_mutex_unlock(&s->lock);
   for (size_t k = 0; k < s->n; k++)
     tell_events(s, ev[k], tell ? nev[k] : 0, nev[k]);
+  if (any_closing) { /* what they noted is told: their calls may go */
+    uv_mutex_lock(&s->lock);
+    for (size_t k = 0; k < s->n; k++)
+      s->parts[k].may_free |= closing[k];
+    uv_cond_broadcast(&s->told);
+    uv_mutex_unlock(&s->lock);
+  }
   if (take.len && s->cfg.opt.journal) {
     journal_add(s->cfg.opt.journal, &take);
     ob_wal_flush(s->cfg.opt.journal);
@@ -204,6 +232,10 @@ static void part_event(void *ud, const ob_event *ev) {
   shard *sh = ud;
   ob_shards *s = sh->all;
   uv_mutex_lock(&s->lock);
+  if (sh->closing) { /* its engine is being freed: not an event of the run */
+    uv_mutex_unlock(&s->lock);
+    return;
+  }
   sh->counts[ev->type]++;
   if (s->cfg.opt.on_event && ev->type != OB_EV_RUN_DONE) { /* told on the host's loop; the
                                                                 run's run_done is one, last */
@@ -287,7 +319,13 @@ static void part_drive(shard *sh) {
 static int part_make(shard *sh) {
   ob_shards *s = sh->all;
   ob_error err;
-  ob_engine *e = sh->e = ob_engine_new(NULL, &err);
+  int rc = uv_loop_init(&sh->loop);
+  if (rc) {
+    part_fail(sh, "cannot make a loop", uv_strerror(rc));
+    return -1;
+  }
+  sh->loop_open = 1;
+  ob_engine *e = sh->e = ob_engine_new(&sh->loop, &err);
   if (!e) {
     part_fail(sh, "cannot make an engine", err.msg);
     return -1;
@@ -346,11 +384,65 @@ static int part_make(shard *sh) {
   return 0;
 }
 
+static void close_handle(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+/* Frees what part_make made, on its thread, but for its loop: libuv closes a
+ * loop's descriptors with a raw system call, which ThreadSanitizer cannot see, so
+ * a loop closed here while another thread takes the same numbers would look like
+ * a race. The host closes it after the join (ob_shards_free). */
+static void part_free(shard *sh) {
+  ob_error err;
+  if (sh->handles) {
+    uv_close((uv_handle_t *)&sh->wake, NULL);
+    uv_close((uv_handle_t *)&sh->drain, NULL);
+    sh->handles = 0;
+  }
+  if (sh->wal) {
+    ob_run_detach_journal(sh->e, sh->wal);
+    ob_wal_close(sh->wal, &err); /* its last bytes, if any, through the tee */
+    sh->wal = NULL;
+  }
+  ob_engine_free(sh->e); /* its runs first */
+  if (sh->loop_open) { /* what its tools left, and the engine's own last handles */
+    uv_walk(&sh->loop, close_handle, NULL);
+    while (uv_run(&sh->loop, UV_RUN_DEFAULT)) /* the first returns at once after a uv_stop */
+      ;
+  }
+  ob_plan_free(sh->plan);
+  ob_unref(sh->pv);
+  ob_unref(sh->inputs);
+  sh->e = NULL;
+  sh->run = NULL;
+  sh->plan = NULL;
+  sh->pv = sh->inputs = NULL;
+}
+
+/* A part whose run is over frees its engine on its own thread, while the others
+ * run (freeing thousands of calls' records takes milliseconds), once the host has
+ * told the events it noted: they point into its plan. The host no longer wakes it
+ * (wake_open), and events its engine has while it goes are not the run's. */
+static void part_close(shard *sh) {
+  ob_shards *s = sh->all;
+  uv_mutex_lock(&s->lock);
+  sh->wake_open = 0;
+  sh->closing = 1;
+  int wait = s->cfg.opt.on_event != NULL; /* the host may be telling some now */
+  uv_mutex_unlock(&s->lock);
+  if (wait) {
+    uv_async_send(s->note);
+    uv_mutex_lock(&s->lock);
+    while (!sh->may_free && !s->dropping)
+      uv_cond_wait(&s->told, &s->lock);
+    uv_mutex_unlock(&s->lock);
+  }
+  part_free(sh);
+}
+
 /* The part's thread: its engine, tools, plan and run made, run to the end on its
- * own loop. All of it is freed after the join, on the host's thread (part_free):
- * libuv closes descriptors with a raw system call, and a loop closed on one thread
- * while another thread's is made would reuse its numbers in a way ThreadSanitizer
- * cannot follow. */
+ * own loop, then freed (part_close). */
 static void part_main(void *arg) {
   shard *sh = arg;
   ob_shards *s = sh->all;
@@ -364,31 +456,14 @@ static void part_main(void *arg) {
     sh->output = ob_run_output(sh->run);
     sh->failed |= ob_run_failed(sh->run);
   }
+  part_close(sh);
   uv_mutex_lock(&s->lock);
-  sh->wake_open = 0; /* closed by the host after the join */
   sh->ended = 1;
   s->ended++;
   uv_mutex_unlock(&s->lock);
   uv_async_send(s->note);
 }
 
-
-/* Frees what part_make made (on the host's thread, after the join). */
-static void part_free(shard *sh) {
-  ob_error err;
-  if (sh->handles) {
-    uv_close((uv_handle_t *)&sh->wake, NULL);
-    uv_close((uv_handle_t *)&sh->drain, NULL);
-  }
-  if (sh->wal) {
-    ob_run_detach_journal(sh->e, sh->wal);
-    ob_wal_close(sh->wal, &err);
-  }
-  ob_engine_free(sh->e); /* its runs first */
-  ob_plan_free(sh->plan);
-  ob_unref(sh->pv);
-  ob_unref(sh->inputs);
-}
 
 /* --- what a part's engine loads ------------------------------------------------ */
 
@@ -445,7 +520,7 @@ static int loads_setup(void *ud, ob_engine *e, ob_error *err) {
  * own (ob_shard_threads), so each of its calls is one instance's copy, and each
  * instance has as many. */
 static size_t part_calls(const ob_plan *p, size_t n) {
-  return p->ncalls / p->ninstances * n;
+  return p->ncalls_all / p->ninstances * n;
 }
 
 ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
@@ -470,6 +545,7 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
     s->cfg.setup_ud = s->loads;
   }
   uv_mutex_init(&s->lock);
+  uv_cond_init(&s->told);
   s->note = ob_xmalloc(sizeof *s->note);
   uv_async_init(cfg->e->loop, s->note, on_note);
   s->note->data = s;
@@ -490,7 +566,7 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
     if (cfg->opt.concurrency)
       sh->concurrency = cfg->opt.concurrency * (k + 1) / n - cfg->opt.concurrency * k / n;
     if (cfg->opt.max_calls) { /* the limit less the other parts' plan calls */
-      size_t others = p->ncalls - part_calls(p, to - from);
+      size_t others = p->ncalls_all - part_calls(p, to - from);
       sh->max_calls = cfg->opt.max_calls > others ? cfg->opt.max_calls - others : 1;
     }
   }
@@ -518,7 +594,7 @@ void ob_shards_counts(ob_shards *s, size_t n[6]) {
   n[OB_CALL_SKIPPED] = ev[OB_EV_SKIPPED];
   size_t ended = ev[OB_EV_DONE] + ev[OB_EV_FAILED];
   n[OB_CALL_RUNNING] = ev[OB_EV_STARTED] > ended ? ev[OB_EV_STARTED] - ended : 0;
-  size_t all = s->cfg.plan->ncalls, gone = ended + n[OB_CALL_SKIPPED] + n[OB_CALL_RUNNING];
+  size_t all = s->cfg.plan->ncalls_all, gone = ended + n[OB_CALL_SKIPPED] + n[OB_CALL_RUNNING];
   n[OB_CALL_WAITING] = all > gone ? all - gone : 0;
 }
 
@@ -592,12 +668,17 @@ static void free_handle(uv_handle_t *h) { free(h); }
 void ob_shards_free(ob_shards *s) {
   if (!s)
     return;
+  uv_mutex_lock(&s->lock); /* parts still closing need not wait to be told */
+  s->dropping = 1;
+  uv_cond_broadcast(&s->told);
+  uv_mutex_unlock(&s->lock);
   join(s);     /* without the host's loop: it may be running (this is one of its callbacks) */
   drain(s, 0); /* the last journal lines; events no longer told */
   uv_close((uv_handle_t *)s->note, free_handle);
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
-    part_free(sh);
+    if (sh->loop_open)
+      uv_loop_close(&sh->loop);
     free(sh->plan_text);
     free(sh->inputs_text);
     ob_buf_free(&sh->lines);
@@ -605,6 +686,7 @@ void ob_shards_free(ob_shards *s) {
     free(sh->error);
   }
   free(s->parts);
+  uv_cond_destroy(&s->told);
   uv_mutex_destroy(&s->lock);
   ob_run_free(s->head);
   if (s->loads) {

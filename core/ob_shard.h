@@ -26,7 +26,8 @@ typedef struct ob_shard_config {
   size_t threads;            /* what was asked for (ob_shard_threads decides what it gets) */
   ob_engine *e;              /* the host's engine: its loop hears the shards and writes
                                 the journal; its runs are untouched */
-  ob_plan *plan;             /* the whole plan, validated, and its value (both borrowed) */
+  ob_plan *plan;             /* the whole plan, validated (or its probe, ob_plan_probe),
+                                and its value (both borrowed) */
   const ob_value *plan_value;
   const ob_value *inputs;    /* array of input data, or NULL */
   ob_run_options opt;        /* as for a run on one engine: the journal (the host's, on

@@ -215,6 +215,34 @@ describe("obelus run --threads", function()
     os.remove(out)
   end)
 
+  it("reports an invalid plan's problems as one engine does, each copy's, and runs nothing", function()
+    -- the main thread checks one copy of each call before the threads read their parts;
+    -- a plan with problems is read whole again, so every copy's problem is named
+    local ids = instances(3)
+    local plans = {
+      [[{"_id":"a","_tool":"echo","value":"†state.b","_outputPath":"a"},
+        {"_id":"b","_tool":"echo","value":"†state.a","_outputPath":"b"}]],  -- a cycle in each copy
+      [[{"_id":"a","_tool":"nosuch","_outputPath":"a"}]],                  -- no such tool
+      [[{"_id":"a","_tool":"strict","mode":"loud","_outputPath":"a"}]],     -- the tool's schema
+      [[{"_id":"a","_tool":"echo","value":1,"_outputPath":"a","_bogus":1}]], -- a meta-property
+    }
+    for _, calls in ipairs(plans) do
+      local p = cli.tmpfile(string.format('{"instances":%s,"plan":[%s]}', cjson.encode(ids), calls), ".json")
+      local j = os.tmpname()
+      os.remove(j)
+      local one, two = run(p, "--threads", "1"), run(p, "--threads", "2", "--journal", j)
+      assert.are.equal(2, one.code)
+      assert.are.equal(2, two.code)
+      assert.are.equal("", two.out)
+      assert.are.equal(one.err, two.err)
+      assert.is_nil(io.open(j)) -- nothing ran: no journal
+    end
+    -- a cycle is named in every copy
+    local p = cli.tmpfile(string.format('{"instances":%s,"plan":[%s]}', cjson.encode(ids), plans[1]), ".json")
+    local err = run(p, "--threads", "2").err
+    for i = 1, 3 do assert.matches("a@i" .. i .. " (echo) -> b@i" .. i, err, 1, true) end
+  end)
+
   it("counts --max-calls over every thread, and refuses a bad --threads", function()
     local ids = instances(4)
     local p = cli.tmpfile(string.format([[{"instances":%s,"plan":[
