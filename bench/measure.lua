@@ -30,8 +30,16 @@ end
 -- Runs cmd (a shell command) under GNU time: its wall seconds, peak RSS (KB) and the
 -- first line of its stdout; raises, with its stderr, when it fails.
 function M.timed(cmd)
-  local tf, of, ef = os.tmpname(), os.tmpname(), os.tmpname()
-  local ok = os.execute(("/usr/bin/time -f '%%e %%M' -o %s sh -c %q >%s 2>%s"):format(tf, cmd, of, ef))
+  local tf, of, ef, wf = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
+  -- the wall time in nanoseconds around the command (time's %e has 10 ms steps);
+  -- the peak RSS is time's, the largest of the command's processes
+  local sf = os.tmpname()
+  local script = io.open(sf, "w")
+  script:write(("s=$(date +%%s%%N)\n%s\nrc=$?\ne=$(date +%%s%%N)\necho $((e - s)) >%s\nexit $rc\n")
+    :format(cmd, wf))
+  script:close()
+  local ok = os.execute(("/usr/bin/time -f '%%e %%M' -o %s sh %s >%s 2>%s"):format(tf, sf, of, ef))
+  os.remove(sf)
   local function slurp(path, how)
     local f = io.open(path)
     local s = f and f:read(how) or ""
@@ -39,10 +47,11 @@ function M.timed(cmd)
     os.remove(path)
     return s or ""
   end
-  local secs, kb = slurp(tf, "a"):match("([%d.]+) (%d+)%s*$")
+  local kb = slurp(tf, "a"):match("[%d.]+ (%d+)%s*$")
+  local ns = tonumber(slurp(wf, "a"):match("%d+"))
   local out, err = slurp(of, "l"), slurp(ef, "a")
-  if not ok or not secs then error(cmd .. " failed: " .. err) end
-  return tonumber(secs), tonumber(kb), out
+  if not ok or not kb or not ns then error(cmd .. " failed: " .. err) end
+  return ns / 1e9, tonumber(kb), out
 end
 
 return M
