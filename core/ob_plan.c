@@ -259,7 +259,7 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
 }
 
 /* Reads one call; as_instance (when not NULL) makes it that instance's copy. */
-static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *as_instance) {
+static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_instance) {
   char idbuf[32];
   snprintf(idbuf, sizeof idbuf, "#%zu", c->index);
   c->raw = ob_ref((ob_value *)raw);
@@ -282,17 +282,21 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, const char *a
       ob_plan_error(p, c, "_id must be a non-empty string without '@'");
   }
   if (as_instance) { /* a copy per instance: "<id>@<instance>" */
-    ob_buf b;
-    ob_buf_init(&b);
-    ob_buf_addf(&b, "%s@%s", c->id, as_instance);
+    size_t n = strlen(c->id), m = strlen(as_instance);
+    char *copy = ob_xmalloc(n + m + 2);
+    memcpy(copy, c->id, n);
+    copy[n] = '@';
+    memcpy(copy + n + 1, as_instance, m + 1);
     free(c->id);
-    c->id = b.data;
-    c->instance = ob_xstrdup(as_instance);
+    c->id = copy;
+    c->instance = as_instance; /* the plan's: p->instances[k] */
+    c->instance_shared = 1;
   }
-  if (ob_map_get(&p->ids, c->id, strlen(c->id)))
+  size_t idlen = strlen(c->id);
+  if (ob_map_get(&p->ids, c->id, idlen))
     ob_plan_error(p, c, "_id \"%s\" is already the id of another call", c->id);
   else
-    ob_map_put(&p->ids, c->id, strlen(c->id), c);
+    ob_map_put(&p->ids, c->id, idlen, c);
   ob_value *delegate = field(raw, "_delegate"), *scopes = field(raw, "_scopes");
   if (delegate && (ob_typeof(delegate) != OB_STRING || !ob_string_len(delegate))) {
     ob_plan_error(p, c, "_delegate must be the path of a plan file");
@@ -440,17 +444,18 @@ static void tnode_free(tnode *t) {
 
 /* The trie root for (kind, scope); made when `create`. */
 static tnode *trie_root(ob_map *tries, const char *kind, const char *scope, int create) {
-  ob_buf key;
-  ob_buf_init(&key);
-  ob_buf_add(&key, kind, strlen(kind) + 1);
-  if (scope)
-    ob_buf_add(&key, scope, strlen(scope));
-  tnode *t = ob_map_get(tries, key.data, key.len);
+  size_t nk = strlen(kind) + 1, ns = scope ? strlen(scope) : 0;
+  char small[128], *key = nk + ns <= sizeof small ? small : ob_xmalloc(nk + ns);
+  memcpy(key, kind, nk);
+  if (ns)
+    memcpy(key + nk, scope, ns);
+  tnode *t = ob_map_get(tries, key, nk + ns);
   if (!t && create) {
     t = tnode_new();
-    ob_map_put(tries, key.data, key.len, t);
+    ob_map_put(tries, key, nk + ns, t);
   }
-  ob_buf_free(&key);
+  if (key != small)
+    free(key);
   return t;
 }
 
@@ -791,7 +796,8 @@ void ob_plan_free(ob_plan *p) {
       free(c->output_text);
       ob_expr_free(&c->output);
     }
-    free(c->instance);
+    if (!c->instance_shared)
+      free(c->instance);
     free(c->delegate);
     for (size_t k = 0; k < c->nscopes; k++)
       free(c->scopes[k]);

@@ -66,6 +66,7 @@ typedef struct ob_call {
   char *id;            /* _id, or "#<index>" */
   char *tool_name;     /* _tool as written ("?" when missing) */
   char *instance;      /* _instance, or NULL */
+  int instance_shared; /* instance is the plan's instances[k] (a copy's), not its own */
   char *delegate;      /* _delegate: the plan file to run, as a path from the cwd (the
                           calling plan's folder joined with the path written), or NULL;
                           read only through ob_plan_read_delegate */
