@@ -316,21 +316,10 @@ void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_
   o->pg = NULL;
 }
 
-static void drain_expired(uv_timer_t *t) {
-  ob_runner *rn = t->data;
-  rn->drained = 1;
-  uv_stop(rn->e->loop);
-}
-
 static void on_done(ob_run *run, void *ud) {
   ob_runner *rn = ud;
   (void)run;
-  if (ob_run_detached_pending(rn->run) == 0) {
-    uv_stop(rn->e->loop);
-  } else if (!rn->drain_started) {
-    rn->drain_started = 1;
-    uv_timer_start(&rn->drain, drain_expired, rn->o->drain_ms, 0);
-  }
+  ob_drain_done(&rn->drain);
 }
 
 static void on_event(void *ud, const ob_event *ev) {
@@ -352,10 +341,7 @@ static void on_event(void *ud, const ob_event *ev) {
     free(text);
     ob_unref(o);
   }
-  /* a fire-and-forget call that ends after the run is done may be the last */
-  if (rn->run && (ev->type == OB_EV_DONE || ev->type == OB_EV_FAILED) && rn->drain_started &&
-      ob_run_detached_pending(rn->run) == 0)
-    uv_stop(rn->e->loop);
+  ob_drain_event(&rn->drain, ev); /* the last fire-and-forget call may have ended */
 }
 
 static void on_signal(uv_signal_t *s, int signum) {
@@ -386,8 +372,7 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
     fprintf(stderr, "obelus %s: cannot write the events to %s\n", o->cmd, o->events);
     return OB_EXIT_USAGE;
   }
-  uv_timer_init(e->loop, &rn->drain);
-  rn->drain.data = rn;
+  ob_drain_init(&rn->drain, e->loop, o->drain_ms);
   uv_signal_init(e->loop, &rn->sigint);
   uv_signal_init(e->loop, &rn->sigterm);
   rn->sigint.data = rn->sigterm.data = rn;
@@ -417,7 +402,7 @@ void ob_runner_close(ob_runner *rn, ob_wal **journal) {
   if (*journal)
     ob_runner_journal_close(rn->e, journal, rn->o->cmd);
   if (rn->open) {
-    uv_close((uv_handle_t *)&rn->drain, NULL);
+    ob_drain_close(&rn->drain);
     uv_close((uv_handle_t *)&rn->sigint, NULL);
     uv_close((uv_handle_t *)&rn->sigterm, NULL);
     ob_progress_close_timer(rn->o->pg);
@@ -430,30 +415,22 @@ void ob_runner_close(ob_runner *rn, ob_wal **journal) {
 /* Runs r until every awaited call has settled and the fire-and-forget ones are
  * drained (or the drain timeout passes). Returns 0, or 128 + the signal that
  * interrupted it. */
+static int signalled(void *ud) { return ((ob_runner *)ud)->signum != 0; }
+
+static void say_abandoned(const ob_runner *rn, size_t n) {
+  if (n)
+    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
+                    "abandoned\n", rn->o->cmd, n, n == 1 ? "" : "s", rn->o->drain_ms);
+}
+
 int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
   rn->run = r;
-  rn->drain_started = rn->drained = 0;
   ob_progress_set_run(rn->o->pg, r, ncalls);
+  ob_drain_start(&rn->drain, r);
   ob_run_start(r);
-  for (;;) {
-    if (!ob_run_finished(r) || ob_run_detached_pending(r))
-      uv_run(rn->e->loop, UV_RUN_DEFAULT);
-    if (rn->signum || rn->drained)
-      break;
-    if (ob_run_finished(r) && !ob_run_detached_pending(r))
-      break;
-    /* the loop has nothing left to do, yet calls wait: they never will finish */
-    if (!uv_loop_alive(rn->e->loop) && ob_run_fail_stalled(r) == 0)
-      break;
-  }
-  uv_timer_stop(&rn->drain);
+  size_t abandoned = ob_drain_wait(&rn->drain, signalled, rn);
   ob_progress_end_run(rn->o->pg);
-  if (rn->drained)
-    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
-                    "abandoned\n",
-            rn->o->cmd, ob_run_detached_pending(r), ob_run_detached_pending(r) == 1 ? "" : "s",
-            rn->o->drain_ms);
-  ob_run_cancel(r);
+  say_abandoned(rn, abandoned);
   if (rn->signum) {
     fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
             rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -500,11 +477,7 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
   ob_shards_wait(s);
   ob_progress_end_run(rn->o->pg);
   rn->shards = NULL;
-  size_t abandoned = ob_shards_abandoned(s);
-  if (abandoned)
-    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
-                    "abandoned\n",
-            rn->o->cmd, abandoned, abandoned == 1 ? "" : "s", rn->o->drain_ms);
+  say_abandoned(rn, ob_shards_abandoned(s));
   if (ob_shards_error(s))
     fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, ob_shards_error(s));
   if (rn->signum) {

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <uv.h>
 
+#include "ob_drain.h"
+
 #include "ob_cli.h"
 #include "ob_engine.h"
 #include "ob_progress.h"
@@ -77,8 +79,8 @@ typedef struct ob_runner {
   ob_run *run;
   FILE *events;
   uv_signal_t sigint, sigterm;
-  uv_timer_t drain;
-  int signum, drain_started, drained, open;
+  ob_drain drain; /* fire-and-forget calls, waited for at most --drain-timeout */
+  int signum, open;
   size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
   struct ob_shards *shards; /* a run on threads, while it runs (signals cancel it) */
 } ob_runner;

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_drain.h"
 #include "ob_mem.h"
 #include "ob_pool.h"
 #include "ob_shard.h"
@@ -87,8 +88,8 @@ typedef struct shard {
   ob_wal *wal;
   ob_run *run;
   uv_async_t wake; /* the host asks the part to cancel */
-  uv_timer_t drain;
-  int handles, wake_open, drain_started, drained;
+  ob_drain drain;
+  int handles, wake_open;
   /* under all->lock */
   ob_buf lines;           /* journal bytes not yet taken by the host */
   size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
@@ -252,26 +253,13 @@ static void part_event(void *ud, const ob_event *ev) {
   uv_mutex_unlock(&s->lock);
   if (s->cfg.opt.on_event)
     uv_async_send(s->note);
-  /* a fire-and-forget call that ends while the part drains may be its last */
-  if (sh->run && sh->drain_started && ob_run_finished(sh->run) &&
-      !ob_run_detached_pending(sh->run))
-    uv_stop(sh->e->loop);
-}
-
-static void part_drain_expired(uv_timer_t *t) {
-  shard *sh = t->data;
-  sh->drained = 1;
-  uv_stop(sh->e->loop);
+  ob_drain_event(&sh->drain, ev); /* the last fire-and-forget call may have ended */
 }
 
 static void part_done(ob_run *run, void *ud) {
   shard *sh = ud;
-  if (!ob_run_detached_pending(run)) {
-    uv_stop(sh->e->loop);
-  } else if (!sh->drain_started) {
-    sh->drain_started = 1;
-    uv_timer_start(&sh->drain, part_drain_expired, sh->all->cfg.drain_ms, 0);
-  }
+  (void)run;
+  ob_drain_done(&sh->drain);
 }
 
 static int part_cancelled(shard *sh) {
@@ -280,6 +268,8 @@ static int part_cancelled(shard *sh) {
   uv_mutex_unlock(&sh->all->lock);
   return c;
 }
+
+static int part_stop(void *ud) { return part_cancelled(ud); }
 
 static void part_wake(uv_async_t *h) {
   shard *sh = h->data;
@@ -293,26 +283,6 @@ static void part_fail(shard *sh, const char *what, const char *why) {
   sh->error = ob_xmalloc(n);
   snprintf(sh->error, n, "thread %zu: %s: %s", sh->k + 1, what, why);
   sh->failed = 1;
-}
-
-/* Runs the part's loop until its awaited calls have settled and its
- * fire-and-forget ones are drained, it is cancelled, or nothing can go on. */
-static void part_drive(shard *sh) {
-  ob_run *r = sh->run;
-  for (;;) {
-    if (!ob_run_finished(r) || ob_run_detached_pending(r))
-      uv_run(sh->e->loop, UV_RUN_DEFAULT);
-    if (part_cancelled(sh) || sh->drained)
-      break;
-    if (ob_run_finished(r) && !ob_run_detached_pending(r))
-      break;
-    if (!uv_loop_alive(sh->e->loop) && ob_run_fail_stalled(r) == 0)
-      break;
-  }
-  uv_timer_stop(&sh->drain);
-  if (sh->drained)
-    sh->abandoned = ob_run_detached_pending(r);
-  ob_run_cancel(r);
 }
 
 /* Makes part sh ready to run, on its thread: 0, or -1 with sh->error. */
@@ -373,8 +343,7 @@ static int part_make(shard *sh) {
     ob_wal_flush(sh->wal);
     ob_wal_set_tee(sh->wal, journal_tee, sh);
   }
-  uv_timer_init(e->loop, &sh->drain);
-  sh->drain.data = sh;
+  ob_drain_init(&sh->drain, e->loop, s->cfg.drain_ms);
   uv_mutex_lock(&s->lock);
   uv_async_init(e->loop, &sh->wake, part_wake);
   sh->wake.data = sh;
@@ -397,7 +366,7 @@ static void part_free(shard *sh) {
   ob_error err;
   if (sh->handles) {
     uv_close((uv_handle_t *)&sh->wake, NULL);
-    uv_close((uv_handle_t *)&sh->drain, NULL);
+    ob_drain_close(&sh->drain);
     sh->handles = 0;
   }
   if (sh->wal) {
@@ -447,8 +416,9 @@ static void part_main(void *arg) {
   shard *sh = arg;
   ob_shards *s = sh->all;
   if (!part_make(sh) && !part_cancelled(sh)) {
+    ob_drain_start(&sh->drain, sh->run);
     ob_run_start(sh->run);
-    part_drive(sh);
+    sh->abandoned = ob_drain_wait(&sh->drain, part_stop, sh); /* or cancelled */
   }
   if (sh->run) {
     if (sh->wal)
