@@ -1,5 +1,6 @@
 /* ob_luamod.c -- the Lua C module `obelus.core`: JSON text through the bridge, the null and
  * array markers, the message log as a userdata, and engines and runs for stock Lua scripts. */
+#include <assert.h>
 #include <lauxlib.h>
 #include <lua.h>
 #pragma GCC diagnostic push
@@ -975,7 +976,7 @@ static lua_run *new_run(lua_State *L) {
 }
 
 static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_options *o,
-                        const char *fn) {
+                        const char *fn, int may_thread) {
   lua_run *r = new_run(L);
   ob_error err;
   const char *name;
@@ -1006,13 +1007,15 @@ static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_o
   free(dir);
   if (!root)
     luaL_error(L, "%s: %s", fn, err.msg);
-  ob_plan *p = r->plan = ob_plan_from_value(r->plan_value, name);
-  p->root = root;
-  ob_plan_check_tools(p, &eng->e->tools, ob_engine_has_latent(eng->e));
-  ob_run_check_messages(p, r->inputs, "input", 0);
-  ob_run_options count = {.max_calls = (size_t)o->max_calls};
-  if (ob_run_count_calls(p, &count, &err) != OB_OK)
-    ob_plan_error(p, NULL, "%s", err.msg);
+  ob_plan_source src = {.name = name, .root = root, .inputs = r->inputs,
+                        .input_label = "input", .max_calls = (size_t)o->max_calls};
+  /* a run that may go on threads reads a probe (ob_shard_read_plan); a check,
+   * and a run that cannot, the whole plan */
+  int threads = may_thread && o->threads > 1 && !(o->journal && o->fsync == OB_FSYNC_ALWAYS);
+  r->plan = threads ? ob_shard_read_plan(eng->e, r->plan_value, &src, (size_t)o->threads,
+                                         (size_t)o->concurrency)
+                    : ob_run_read_plan(eng->e, r->plan_value, &src, 0);
+  free(root);
   return r;
 }
 
@@ -1025,7 +1028,7 @@ static int engine_check(lua_State *L) {
   run_options o;
   int on_event, on_done;
   read_run_options(L, 3, "engine:check", &o, &on_event, &on_done, 0);
-  lua_run *r = prepare(L, eng, 2, &o, "engine:check");
+  lua_run *r = prepare(L, eng, 2, &o, "engine:check", 0);
   const ob_plan *p = r->plan;
   if (!p->nerrors) {
     lua_pushboolean(L, 1);
@@ -1115,6 +1118,7 @@ static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const r
     lua_settop(L, idx);
     return 1;
   }
+  assert(!r->plan->probe); /* prepare read it whole: it runs on one engine */
   r->run = r->resume ? ob_resume_start(eng->e, r->plan, r->resume, r->journal, &ro, &err)
                      : ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err);
   if (!r->run) /* for a new run, prepare tried the context: unexpected */
@@ -1148,7 +1152,7 @@ static int engine_run(lua_State *L) {
   safe_point(L, eng);
   if (!eng->e)
     return luaL_error(L, "the engine is closed");
-  lua_run *r = prepare(L, eng, 2, &o, fn);
+  lua_run *r = prepare(L, eng, 2, &o, fn, 1);
   int idx = lua_gettop(L);
   hold_callbacks(L, idx, 1, on_event, on_done);
   raise_problems(L, r->plan, fn);

@@ -99,6 +99,19 @@ size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *
   return plan->nerrors - before;
 }
 
+ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
+                          int probe) {
+  ob_plan *p = probe ? ob_plan_probe(v, src->name) : ob_plan_from_value(v, src->name);
+  p->root = src->root ? ob_xstrdup(src->root) : NULL;
+  ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
+  ob_run_check_messages(p, src->inputs, src->input_label, src->numbered);
+  ob_run_options count = {.max_calls = src->max_calls};
+  ob_error err;
+  if (ob_run_count_calls(p, &count, &err) != OB_OK)
+    ob_plan_error(p, NULL, "%s", err.msg);
+  return p;
+}
+
 ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   ob_run *r = calloc(1, sizeof *r);
   if (!r)

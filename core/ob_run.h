@@ -94,6 +94,23 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
 size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
                              int numbered);
 
+/* Where a plan comes from and what a run of it is checked against. */
+typedef struct ob_plan_source {
+  const char *name;        /* the file, or a name for messages */
+  const char *root;        /* its plans root (copied), or NULL: the current directory */
+  const ob_value *inputs;  /* an array of the input's data, or NULL */
+  const char *input_label; /* how a problem names an input ("--input"), */
+  int numbered;            /* with its number ("--input #2") or without */
+  size_t max_calls;        /* 0: no limit */
+} ob_plan_source;
+
+/* Plan v read and checked as a run of it is before it starts: its shape,
+ * references and graph (ob_plan_from_value, or ob_plan_probe when probe),
+ * its calls against e's tools, its context and inputs as messages, and the
+ * calls it would make against max_calls. Every problem is recorded in it. */
+ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
+                          int probe);
+
 /* Starts every ready call; the rest happens on the engine's loop. */
 void ob_run_start(ob_run *r);
 

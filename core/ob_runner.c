@@ -219,28 +219,10 @@ static int engine_load(const ob_cmd_options *o, ob_engine *e) {
   return ob_cmd_load(o, e);
 }
 
-/* Whether `run` may check plan v by its probe (ob_plan_probe): when its threads
- * might be more than one (ob_cmd_threads), read their parts of it themselves, and
- * so check the whole of it again. The main thread then spends on each instance
- * but its name, rather than reading the whole plan before the threads read it. */
-static int probing(const ob_cmd_options *o, const ob_value *v) {
-  return !strcmp(o->cmd, "run") && o->threads != 1 && ob_typeof(v) == OB_OBJECT &&
-         ob_object_get(v, "instances", 9) && !o->approve &&
-         !(o->journal && o->fsync == OB_FSYNC_ALWAYS);
-}
-
-/* Plan v read (whole, or its probe) and checked against the tools, --input and
- * --max-calls, its problems recorded in it. */
-static ob_plan *read_plan(const ob_cmd_options *o, ob_engine *e, const ob_value *v, int probe) {
-  ob_plan *p = probe ? ob_plan_probe(v, o->plan) : ob_plan_from_value(v, o->plan);
-  p->root = ob_xstrdup(o->root);
-  ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
-  ob_run_check_messages(p, o->inputs, "--input", 1);
-  ob_run_options count = {.max_calls = o->max_calls};
-  ob_error err;
-  if (ob_run_count_calls(p, &count, &err) != OB_OK)
-    ob_plan_error(p, NULL, "%s", err.msg);
-  return p;
+/* Whether `run` may check its plan by its probe (ob_shard_read_plan): nothing
+ * but the plan can keep it on one engine. */
+static int probing(const ob_cmd_options *o) {
+  return !strcmp(o->cmd, "run") && !o->approve && !(o->journal && o->fsync == OB_FSYNC_ALWAYS);
 }
 
 size_t ob_cmd_threads(const ob_cmd_options *o, const ob_plan *p, const ob_run_options *ro) {
@@ -271,12 +253,10 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
   }
   if (ob_cmd_plans_root(o) != OB_EXIT_OK)
     return OB_EXIT_USAGE;
-  ob_plan *p = *pp = read_plan(o, e, v, probing(o, v));
-  if (p->probe && (p->nerrors || ob_cmd_threads(o, p, NULL) < 2)) {
-    /* a problem is reported as the whole plan has it; one engine runs the whole plan */
-    ob_plan_free(p);
-    p = *pp = read_plan(o, e, v, 0);
-  }
+  ob_plan_source src = {.name = o->plan, .root = o->root, .inputs = o->inputs,
+                        .input_label = "--input", .numbered = 1, .max_calls = o->max_calls};
+  ob_plan *p = *pp = probing(o) ? ob_shard_read_plan(e, v, &src, o->threads, o->concurrency)
+                                : ob_run_read_plan(e, v, &src, 0);
   for (size_t i = 0; i < p->nerrors; i++)
     fprintf(stderr, "%s\n", p->errors[i]);
   if (p->nerrors) {

@@ -137,6 +137,18 @@ size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_option
   return threads < 2 ? 1 : threads;
 }
 
+ob_plan *ob_shard_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
+                            size_t threads, size_t concurrency) {
+  if (threads != 1 && ob_typeof(v) == OB_OBJECT && ob_object_get(v, "instances", 9)) {
+    ob_plan *p = ob_run_read_plan(e, v, src, 1);
+    ob_run_options opt = {.concurrency = concurrency};
+    if (!p->nerrors && ob_shard_threads(p, threads, &opt) > 1)
+      return p;
+    ob_plan_free(p); /* its problems are reported as the whole plan has them */
+  }
+  return ob_run_read_plan(e, v, src, 0);
+}
+
 /* --- what the host's loop does ------------------------------------------------ */
 
 /* Adds the lines of b (whole lines, each with its '\n') to the journal. */

@@ -58,6 +58,16 @@ size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_option
  * for the progress line. Any thread. */
 void ob_shards_counts(ob_shards *s, size_t n[6]);
 
+/* The plan a run asking for `threads` (0: one per core) with `concurrency`
+ * reads (ob_run_read_plan): when it has instances, first its probe, kept when
+ * it is valid and ob_shard_threads gives it more than one thread (each thread
+ * then reads and checks its own part whole: the main thread need not read the
+ * whole); else the whole plan. The caller has ruled out what keeps a run on one
+ * engine whatever the plan (a terminal approval, a journal synced always, C
+ * tools). */
+ob_plan *ob_shard_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
+                            size_t threads, size_t concurrency);
+
 /* Writes the run's first journal lines (plan, context, input, run) through a run
  * of the whole plan on cfg->e that never starts, then starts ob_shard_threads
  * threads, each with its own engine, loop and Lua state running its share of the

@@ -45,6 +45,7 @@
  * of its params and one parse of its result; finding the host's run of a
  * call walks the engine's live runs (a handful in any real host).
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -691,6 +692,16 @@ static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
 
 /* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
  * obelus_run_new_file share. */
+/* Whether a run with options opt may go on threads, its plan aside: more than one
+ * asked for, no C tools (they are the host's, on its thread), no journal synced
+ * at every result (one journal's promise). */
+static int may_thread(const obelus_engine *E, const obelus_run_options *opt) {
+  ob_fsync mode = OB_FSYNC_BATCH;
+  if (opt->fsync && ob_fsync_parse(opt->fsync, &mode) != OB_OK)
+    return 0; /* refused when the journal opens */
+  return opt->threads > 1 && !E->tools && !(opt->journal && mode == OB_FSYNC_ALWAYS);
+}
+
 static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
                    const char *file, const obelus_run_options *opt) {
   static const obelus_run_options defaults = {0};
@@ -715,16 +726,15 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     ob_unref(inputs);
     return set_error(E, OBELUS_EINVAL, "%s: %s", name, err.msg);
   }
-  ob_plan *p = ob_plan_from_value(pv, name);
-  p->root = root;
-  ob_plan_check_tools(p, &E->e->tools, ob_engine_has_latent(E->e));
   /* the context and the input must read as messages: the run would refuse
    * them after the plan message, with nothing run; finding them here lists
    * them with every other problem (as `obelus check` does) */
-  ob_run_check_messages(p, inputs, "input", 0);
-  ob_run_options count = {.max_calls = opt->max_calls};
-  if (ob_run_count_calls(p, &count, &err) != OB_OK)
-    ob_plan_error(p, NULL, "%s", err.msg);
+  ob_plan_source src = {.name = name, .root = root, .inputs = inputs, .input_label = "input",
+                        .max_calls = opt->max_calls};
+  ob_plan *p = may_thread(E, opt) ? ob_shard_read_plan(E->e, pv, &src, opt->threads,
+                                                       opt->concurrency)
+                                  : ob_run_read_plan(E->e, pv, &src, 0);
+  free(root);
   if (p->nerrors) {
     report_problems(E, p);
     ob_plan_free(p);
@@ -738,13 +748,14 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
   }
   ob_run_options ro = run_options(R, opt);
-  if (opt->threads > 1 && !E->tools && ob_shard_threads(p, opt->threads, &ro) > 1) {
+  if (may_thread(E, opt) && ob_shard_threads(p, opt->threads, &ro) > 1) {
     R->threads = opt->threads; /* made at the start */
     R->inputs = inputs;
     R->ro = ro;
     R->ro.on_event = opt->on_event ? on_run_event : NULL;
     return run_link(E, R, out);
   }
+  assert(!p->probe); /* ob_shard_read_plan read it whole: it runs on one engine */
   R->r = ob_run_new(E->e, p, pv, inputs, &ro, &err);
   ob_unref(inputs);
   if (!R->r) /* the scratch log took the context: only the unexpected lands here */

@@ -180,12 +180,51 @@ TEST(a_run_on_threads_cancelled_and_freed_leaves_nothing) {
   obelus_engine_free(e);
 }
 
+/* On threads the engine checks one copy of each call and each thread its own part;
+ * a plan with problems is read whole again: every copy's problem is listed, as on one
+ * engine, and max_calls counts the whole plan's calls. */
+TEST(an_invalid_plan_on_threads_has_one_engines_problems) {
+  obelus_engine *e = NULL;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  char *cycle = plan_of(3, "{\"_id\":\"a\",\"_tool\":\"twice\",\"x\":\"" D "state.b\",\"_outputPath\":\"a\"},"
+                           "{\"_id\":\"b\",\"_tool\":\"twice\",\"x\":\"" D "state.a\",\"_outputPath\":\"b\"}");
+  char *text[2] = {NULL, NULL};
+  size_t n[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    obelus_run_options o = {.threads = k ? 2 : 1};
+    obelus_run *r = NULL;
+    CHECK_INT(obelus_run_new(e, &r, cycle, &o), OBELUS_EINVAL);
+    n[k] = obelus_engine_nproblems(e);
+    text[k] = strdup(obelus_engine_errmsg(e));
+  }
+  CHECK_INT(n[0], 3); /* a cycle in each copy */
+  CHECK_INT(n[1], n[0]);
+  CHECK_STR(text[1], text[0]);
+  CHECK(strstr(text[1], "a@i3 (twice) -> b@i3") != NULL);
+  char *three = plan_of(3, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
+  obelus_run_options lim = {.threads = 2, .max_calls = 2};
+  obelus_run *r = NULL;
+  CHECK_INT(obelus_run_new(e, &r, three, &lim), OBELUS_EINVAL);
+  lim.max_calls = 3;
+  CHECK_INT(obelus_run_new(e, &r, three, &lim), OBELUS_OK);
+  CHECK_INT(obelus_run_start(r), OBELUS_OK);
+  CHECK_INT(obelus_run_wait(r), 0);
+  obelus_run_free(r);
+  free(text[0]);
+  free(text[1]);
+  free(cycle);
+  free(three);
+  obelus_engine_free(e);
+}
+
 int main(void) {
   write_tools();
   RUN(threads_give_one_engines_output_and_journal);
   RUN(each_thread_has_an_engine_of_its_own);
   RUN(an_engine_with_a_c_tool_runs_on_one_engine);
   RUN(a_run_on_threads_cancelled_and_freed_leaves_nothing);
+  RUN(an_invalid_plan_on_threads_has_one_engines_problems);
   unlink(tools);
   rmdir(dir);
   return TEST_END();

@@ -104,6 +104,27 @@ describe("engine:run with threads", function()
     e:close()
   end)
 
+  it("reports an invalid plan's problems as one engine does, and counts max_calls whole", function()
+    -- on threads the engine checks one copy of each call, each thread its part; a plan
+    -- with problems is read whole again, so every copy's problem is named
+    local e = obelus.engine { tools = tools }
+    local cycle = plan(3, {
+      { _id = "a", _tool = "twice", x = "†state.b", _outputPath = "a" },
+      { _id = "b", _tool = "twice", x = "†state.a", _outputPath = "b" } })
+    local ok1, e1 = pcall(e.run, e, cycle, { threads = 1 })
+    local ok2, e2 = pcall(e.run, e, cycle, { threads = 2 })
+    assert.is_false(ok1)
+    assert.is_false(ok2)
+    assert.are.equal(tostring(e1), tostring(e2))
+    for i = 1, 3 do assert.matches("a@i" .. i .. " (twice) -> b@i" .. i, tostring(e2), 1, true) end
+    local three = plan(3, { { _tool = "count", _outputPath = "n" } })
+    assert.has_error(function() e:run(three, { threads = 2, max_calls = 2 }) end)
+    local r = e:run(three, { threads = 2, max_calls = 3 })
+    assert.are.equal(0, r:wait())
+    r:close()
+    e:close()
+  end)
+
   it("refuses a bad threads option", function()
     local e = obelus.engine { tools = tools }
     assert.has_error(function() e:run(plan(2, { { _tool = "count", _outputPath = "n" } }), { threads = 0 }) end)
