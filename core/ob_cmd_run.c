@@ -121,7 +121,7 @@ int ob_cmd_run(int argc, char **argv) {
   if ((rc = ob_runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
     ob_run_options ro = ob_runner_run_options(&o, &rn, journal, NULL);
     ob_error err;
-    size_t threads = ob_cmd_threads(&o, p, &ro);
+    size_t threads = ob_shard_threads(p, o.threads, &ro);
     assert(threads > 1 || !p->probe); /* ob_cmd_begin read the whole plan then */
     ob_run *r = NULL;
     if (threads > 1) {

@@ -225,13 +225,6 @@ static int probing(const ob_cmd_options *o) {
   return !strcmp(o->cmd, "run") && !o->approve && !(o->journal && o->fsync == OB_FSYNC_ALWAYS);
 }
 
-size_t ob_cmd_threads(const ob_cmd_options *o, const ob_plan *p, const ob_run_options *ro) {
-  ob_run_options opt = {.concurrency = o->concurrency, .approve_tty = o->approve};
-  if (o->approve || (o->journal && o->fsync == OB_FSYNC_ALWAYS))
-    return 1;
-  return ob_shard_threads(p, o->threads, ro ? ro : &opt);
-}
-
 /* Engine, tools, latent scripts, plan: everything `check` and `run` share.
  * Prints the problems and returns 2 when something is invalid. */
 static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {

@@ -99,12 +99,6 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
  * 128 + the signal (SIGINT, SIGTERM) that interrupted it. */
 int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls);
 
-/* How many threads `run` gives plan p (ob_shard_threads; 1 with --approve or
- * --fsync always and a journal), with run options ro (NULL: before the run's
- * journal is open). A plan read as a probe (ob_plan_probe) is only ever read so
- * when this is more than 1. */
-size_t ob_cmd_threads(const ob_cmd_options *o, const ob_plan *p, const ob_run_options *ro);
-
 /* Runs plan p (value pv) on `threads` threads as ob_shard.h tells, with the
  * options ro (ob_runner_run_options'), until every part has ended: 0, 128 + the
  * signal that interrupted it, or 2 (said) when it could not start. *out: the
