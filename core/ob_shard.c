@@ -9,8 +9,8 @@
  * resolved). Each part runs on a thread of its own, on an engine of its own:
  * its own loop, Lua state, tools loaded again from the same files (cfg->setup),
  * log and scheduler. Nothing crosses threads while they run but text: the part
- * is handed over as JSON and parsed on its thread, its journal lines come back
- * as bytes, so no ob_value is ever shared (their counts are not atomic). What a
+ * is handed over as JSON and parsed on its thread, its journal lines go out as
+ * bytes, so no ob_value is ever shared (their counts are not atomic). What a
  * part leaves (its output, its failure) is read once its thread has been joined.
  * The host may hand in its plan as a probe (ob_plan_probe: one copy of each
  * call, enough to know it valid), since each part reads and checks its own part
@@ -24,18 +24,22 @@
  * not see, so a loop closed while another thread takes the same numbers would
  * look like a race.
  *
- * The journal is the host's, written on the host's loop only. Its first lines
- * are what one engine writes first: a run of the whole plan is made on the
- * host's engine and never started, which appends the plan, the context, the
- * input and the "run" record. Each part's run writes its own journal to
- * /dev/null, its first lines (its plan, context, input, run) dropped, and the
- * rest copied at every flush (ob_wal_set_tee) into a buffer the host's loop
- * takes under a lock and adds to the journal line by line: each call's lines in
- * the order its engine wrote them, parts' lines in the order they were flushed.
- * That is the order one engine writes when calls settle at those times; the
- * lines of one instance are in exactly the order one engine gives them, since
- * one engine runs each instance. Then "end", written after every part ended.
- * `obelus resume`, `log`, `report` read it as one engine's journal.
+ * The journal is the host's. Its first lines are what one engine writes first:
+ * a run of the whole plan is made on the host's engine and never started, which
+ * appends the plan, the context, the input and the "run" record. Each part's run
+ * writes its own journal to /dev/null, its first lines (its plan, context,
+ * input, run) dropped, and the rest, at every flush (ob_wal_set_tee), added to
+ * the host's journal and flushed there by the part's own thread, under the lock:
+ * a flush comes before the part's next tool runs, so a call's start and what it
+ * reads are in the journal file before its tool does anything, as on one engine
+ * (a SIGKILL then finds them; resume reports the call as having started). While
+ * the parts run, nothing else touches the host's journal (its waiters, the only
+ * users of its loop, come with --fsync always, which keeps a run on one engine).
+ * Each call's lines are in the order its engine wrote them, parts' flushes in
+ * the order they took the lock: the order one engine writes when calls settle at
+ * those times; the lines of one instance are in exactly the order one engine
+ * gives them, since one engine runs each instance. Then "end", written after
+ * every part ended. `obelus resume`, `log`, `report` read it as one engine's.
  *
  * What a run on threads shares out: --concurrency (N split into parts that add
  * up to N; never more threads than N), --max-calls (each part may use the limit
@@ -43,13 +47,13 @@
  * globals, obelus.http's transfers, the memory limit (per Lua state), the
  * fire-and-forget drain (each part waits for its own). Scheduler events reach
  * cfg->opt.on_event on the host's loop, a part's in the order it had them: each
- * is noted under the lock (its call points into the part's plan, which lives
- * until the shards are freed) and told with the journal's lines.
+ * is noted under the lock (its call points into the part's plan, which its part
+ * keeps until they are told) and told on the host's loop.
  *
  * Costs: per part, a thread, an engine with its tools loaded (under a ms), the
  * part's JSON printed and parsed once and its part of the plan read (about 1.7 us
- * a call); per journal flush of a part, one copy
- * of its bytes, a lock and a uv_async_send; per scheduler event, with a
+ * a call); per journal flush of a part, the lock and its bytes copied into the
+ * host's journal (its lines split); per scheduler event, with a
  * listener, a note of 32 bytes, a lock and a uv_async_send (libuv folds sends
  * that come before the host's loop wakes into one callback). */
 #include <stdio.h>
@@ -91,7 +95,6 @@ typedef struct shard {
   ob_drain drain;
   int handles, wake_open;
   /* under all->lock */
-  ob_buf lines;           /* journal bytes not yet taken by the host */
   size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
   part_event_note *events; /* events not yet told on the host's loop */
   size_t nevents, capevents;
@@ -151,9 +154,9 @@ ob_plan *ob_shard_read_plan(const ob_engine *e, const ob_value *v, const ob_plan
 
 /* --- what the host's loop does ------------------------------------------------ */
 
-/* Adds the lines of b (whole lines, each with its '\n') to the journal. */
-static void journal_add(ob_wal *w, const ob_buf *b) {
-  const char *p = b->data, *end = b->data + b->len;
+/* Adds the bytes (whole lines, each with its '\n') to the journal, line by line. */
+static void journal_add(ob_wal *w, const char *bytes, size_t len) {
+  const char *p = bytes, *end = bytes + len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl)
@@ -175,12 +178,9 @@ static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t 
   free(ev);
 }
 
-/* Writes what the parts added to the journal since the last time, and tells their
- * events (tell) or drops them. Returns 1 when every part had ended by then: all
- * they will ever write is written. */
+/* Tells the events the parts noted since the last time (tell) or drops them.
+ * Returns 1 when every part had ended by then: all they will ever note is told. */
 static int drain(ob_shards *s, int tell) {
-  ob_buf take;
-  ob_buf_init(&take);
   part_event_note *ev[s->n];
   size_t nev[s->n];
   int closing[s->n], any_closing = 0;
@@ -188,9 +188,6 @@ static int drain(ob_shards *s, int tell) {
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
     any_closing |= closing[k] = sh->closing && !sh->may_free;
-    if (sh->lines.len)
-      ob_buf_add(&take, sh->lines.data, sh->lines.len);
-    sh->lines.len = 0;
     ev[k] = sh->events;
     nev[k] = sh->nevents;
     sh->events = NULL;
@@ -207,11 +204,6 @@ static int drain(ob_shards *s, int tell) {
     uv_cond_broadcast(&s->told);
     uv_mutex_unlock(&s->lock);
   }
-  if (take.len && s->cfg.opt.journal) {
-    journal_add(s->cfg.opt.journal, &take);
-    ob_wal_flush(s->cfg.opt.journal);
-  }
-  ob_buf_free(&take);
   return all_ended;
 }
 
@@ -233,12 +225,14 @@ static void on_note(uv_async_t *h) {
 
 /* --- what a part's thread does ------------------------------------------------ */
 
+/* A flush of the part's journal: its lines go into the host's, on disk (or in
+ * the page cache, where a SIGKILL cannot take them back) before the part goes on. */
 static void journal_tee(void *ud, const char *bytes, size_t len) {
-  shard *sh = ud;
-  uv_mutex_lock(&sh->all->lock);
-  ob_buf_add(&sh->lines, bytes, len);
-  uv_mutex_unlock(&sh->all->lock);
-  uv_async_send(sh->all->note);
+  ob_shards *s = ((shard *)ud)->all;
+  uv_mutex_lock(&s->lock);
+  journal_add(s->cfg.opt.journal, bytes, len);
+  ob_wal_flush(s->cfg.opt.journal); /* a failure is the wal's for good: its closer says so */
+  uv_mutex_unlock(&s->lock);
 }
 
 static void part_event(void *ud, const ob_event *ev) {
@@ -539,7 +533,6 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
     size_t from = p->ninstances * k / n, to = p->ninstances * (k + 1) / n;
     sh->all = s;
     sh->k = k;
-    ob_buf_init(&sh->lines);
     sh->plan_text = ob_plan_part_text(cfg->plan_value, p, from, to, &sh->plan_len, NULL);
     if (inputs_text) { /* parsed on its thread: a value of its own */
       sh->inputs_text = ob_xstrndup(inputs_text, inputs_len);
@@ -655,7 +648,7 @@ void ob_shards_free(ob_shards *s) {
   uv_cond_broadcast(&s->told);
   uv_mutex_unlock(&s->lock);
   join(s);     /* without the host's loop: it may be running (this is one of its callbacks) */
-  drain(s, 0); /* the last journal lines; events no longer told */
+  drain(s, 0); /* events no longer told */
   uv_close((uv_handle_t *)s->note, free_handle);
   for (size_t k = 0; k < s->n; k++) {
     shard *sh = &s->parts[k];
@@ -663,7 +656,6 @@ void ob_shards_free(ob_shards *s) {
       uv_loop_close(&sh->loop);
     free(sh->plan_text);
     free(sh->inputs_text);
-    ob_buf_free(&sh->lines);
     ob_unref(sh->output);
     free(sh->error);
   }

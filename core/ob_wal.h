@@ -68,7 +68,10 @@
  * cannot be fsynced: there the mode is NEVER whatever was asked (ob_wal_mode).
  *
  * Threads: every ob_wal_* function is for the thread that runs the loop (any one
- * thread, when there is no loop); the syncer is the wal's own business. */
+ * thread, when there is no loop); the syncer is the wal's own business. Another
+ * thread may add and flush lines under a lock of its own while the loop's thread
+ * leaves the wal alone and no waiter is registered (ob_wal_when_durable: its
+ * callbacks come from the loop): what a run on threads does (ob_shard.c). */
 #ifndef OB_WAL_H
 #define OB_WAL_H
 

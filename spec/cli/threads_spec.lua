@@ -215,6 +215,35 @@ describe("obelus run --threads", function()
     os.remove(out)
   end)
 
+  it("writes each call's start to the journal before its tool runs, on every thread", function()
+    -- write-ahead, as on one engine: a call killed with the process after its tool
+    -- began is known to have started, and resume says it runs again. Each tool reads
+    -- the journal file and answers whether its own start line is there yet.
+    local j = os.tmpname()
+    local seer = cli.tmpfile([[
+return { name = "seen", run = function(call)
+  local f = assert(io.open(call.journal))
+  local text = f:read("a")
+  f:close()
+  return text:find('"journal":"start","id":"' .. call.me .. '@', 1, true) ~= nil
+end }]], ".lua")
+    local ids = instances(8)
+    local calls = {}
+    for i = 1, 3 do
+      calls[i] = string.format('{"_id":"c%d","_tool":"seen","me":"c%d","journal":%q,"_outputPath":"s%d"%s}',
+        i, i, j, i, i > 1 and string.format(',"after":"†state.s%d"', i - 1) or "")
+    end
+    local p = cli.tmpfile(string.format('{"instances":%s,"plan":[%s]}', cjson.encode(ids),
+      table.concat(calls, ",")), ".json")
+    local r = cli.run { "run", p, "--tools", seer, "--threads", "2", "--journal", j }
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    for _, id in ipairs(ids) do
+      for i = 1, 3 do assert.is_true(out[id]["s" .. i], id .. " c" .. i .. " ran before its start was written") end
+    end
+    os.remove(j)
+  end)
+
   it("reports an invalid plan's problems as one engine does, each copy's, and runs nothing", function()
     -- the main thread checks one copy of each call before the threads read their parts;
     -- a plan with problems is read whole again, so every copy's problem is named
