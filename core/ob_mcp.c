@@ -278,14 +278,16 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
     q->plan_value = ob_object_set(pv, "output", 6, ob_cstring(out));
     q->is_tool = 1;
   }
-  ob_plan *p = q->plan = ob_plan_from_value(q->plan_value, q->is_tool ? tool : "run_plan");
   ob_error err;
   char *cwd = ob_plan_default_root("plan.json");
-  if (!(p->root = ob_plans_root(cwd, &err)))
-    ob_plan_error(p, NULL, "%s", err.msg);
+  char *root = ob_plans_root(cwd, &err);
   free(cwd);
-  ob_plan_check_tools(p, &m->e->tools, ob_engine_has_latent(m->e));
-  ob_run_check_messages(p, inputs, "input", 0);
+  ob_plan_source src = {.name = q->is_tool ? tool : "run_plan", .root = root, .inputs = inputs,
+                        .input_label = "input"};
+  ob_plan *p = q->plan = ob_run_read_plan(m->e, q->plan_value, &src, 0);
+  if (!root)
+    ob_plan_error(p, NULL, "%s", err.msg);
+  free(root);
   if (p->nerrors) {
     ob_buf b;
     ob_buf_init(&b);

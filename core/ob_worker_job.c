@@ -341,12 +341,11 @@ static ob_run_options job_run_options(wjob *j) {
 
 static void job_run(wjob *j) {
   ob_worker *w = j->w;
-  ob_plan *p = j->plan = ob_plan_from_value(j->plan_value, j->name);
+  ob_plan_source src = {.name = j->name, .root = w->root, .inputs = j->inputs,
+                        .input_label = "--input", .numbered = 1};
+  ob_plan *p = j->plan = ob_run_read_plan(w->e, j->plan_value, &src, 0);
   ob_error err;
-  p->root = ob_xstrdup(w->root);
-  ob_plan_check_tools(p, &w->e->tools, ob_engine_has_latent(w->e));
-  ob_run_check_messages(p, j->inputs, "--input", 1);
-  ob_run_options ro = job_run_options(j);
+  ob_run_options ro = job_run_options(j); /* the calls counted with the worker's others */
   if (!p->nerrors && ob_run_count_calls(p, &ro, &err) != OB_OK)
     ob_plan_error(p, NULL, "%s", err.msg);
   if (p->nerrors) {
