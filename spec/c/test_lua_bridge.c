@@ -5,16 +5,7 @@
 
 #include "ob_lua.h"
 #include "test.h"
-
-static ob_value *parse(const char *json) {
-  ob_error err;
-  ob_value *v = ob_json_parse(json, strlen(json), &err);
-  if (!v) {
-    fprintf(stderr, "  bad test JSON: %s\n", err.msg);
-    abort();
-  }
-  return v;
-}
+#include "testlua.h"
 
 /* The compact JSON text of v in a static buffer. */
 static const char *text(const ob_value *v) {
@@ -23,18 +14,6 @@ static const char *text(const ob_value *v) {
   snprintf(out, sizeof out, "%s", s);
   free(s);
   return out;
-}
-
-/* A state as a host makes it: obelus.core preloaded from the linked library. */
-static lua_State *new_state(void) {
-  lua_State *L = luaL_newstate();
-  luaL_openlibs(L);
-  ob_lua_open(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_obelus_core);
-  lua_setfield(L, -2, "obelus.core");
-  lua_pop(L, 1);
-  return L;
 }
 
 /* Runs a chunk; it sees the value at the top of the stack as `v`, and its

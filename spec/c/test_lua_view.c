@@ -8,16 +8,7 @@
 #include "ob_path.h"
 #include "ob_view.h"
 #include "test.h"
-
-static ob_value *parse(const char *json) {
-  ob_error err;
-  ob_value *v = ob_json_parse(json, strlen(json), &err);
-  if (!v) {
-    fprintf(stderr, "  bad test JSON: %s\n", err.msg);
-    abort();
-  }
-  return v;
-}
+#include "testlua.h"
 
 /* {"k1":1,...,"k<n>":n} */
 static ob_value *object_of(int n) {
@@ -28,17 +19,6 @@ static ob_value *object_of(int n) {
     o = ob_object_set(o, key, strlen(key), ob_int(i));
   }
   return o;
-}
-
-static lua_State *new_state(void) {
-  lua_State *L = luaL_newstate();
-  luaL_openlibs(L);
-  ob_lua_open(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_obelus_core);
-  lua_setfield(L, -2, "obelus.core");
-  lua_pop(L, 1);
-  return L;
 }
 
 /* Runs chunk with the value at the top as global v (popped); returns what it returns as a
