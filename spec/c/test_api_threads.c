@@ -56,6 +56,14 @@ static void on_done(obelus_run *run, int status, const char *output, void *data)
   s->output = strdup(output);
 }
 
+/* An engine with the test's tool file loaded. */
+static obelus_engine *engine_with_tools(void) {
+  obelus_engine *e = NULL;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  return e;
+}
+
 /* Runs plan with threads, waits; the output (malloc'd), status in *status. */
 static char *run_plan(obelus_engine *e, const char *plan, size_t threads, int *status,
                       FILE *journal, seen *s) {
@@ -74,9 +82,7 @@ static char *run_plan(obelus_engine *e, const char *plan, size_t threads, int *s
 }
 
 TEST(threads_give_one_engines_output_and_journal) {
-  obelus_engine *e;
-  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
-  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  obelus_engine *e = engine_with_tools();
   char *plan = plan_of(9, "{\"_id\":\"a\",\"_tool\":\"twice\",\"x\":1,\"ms\":5,\"_outputPath\":\"a\"},"
                           "{\"_id\":\"b\",\"_tool\":\"twice\",\"x\":\"" D "state.a\",\"_outputPath\":\"b\"}");
   seen s1 = {0}, s3 = {0};
@@ -122,9 +128,7 @@ TEST(threads_give_one_engines_output_and_journal) {
 }
 
 TEST(each_thread_has_an_engine_of_its_own) {
-  obelus_engine *e;
-  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
-  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  obelus_engine *e = engine_with_tools();
   char *plan = plan_of(4, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
   seen s = {0};
   int st;
@@ -142,9 +146,7 @@ static void nothing(obelus_call *call, const char *params, void *data) {
 }
 
 TEST(an_engine_with_a_c_tool_runs_on_one_engine) {
-  obelus_engine *e;
-  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
-  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  obelus_engine *e = engine_with_tools();
   CHECK_INT(obelus_engine_add_tool(e, "seven", NULL, nothing, NULL), OBELUS_OK);
   char *plan = plan_of(4, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
   seen s = {0};
@@ -158,9 +160,7 @@ TEST(an_engine_with_a_c_tool_runs_on_one_engine) {
 }
 
 TEST(a_run_on_threads_cancelled_and_freed_leaves_nothing) {
-  obelus_engine *e;
-  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
-  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  obelus_engine *e = engine_with_tools();
   char *plan = plan_of(6, "{\"_tool\":\"twice\",\"x\":1,\"ms\":10000,\"_outputPath\":\"n\"}");
   seen s = {0};
   obelus_run_options o = {.threads = 2, .on_done = on_done, .data = &s};
@@ -184,9 +184,7 @@ TEST(a_run_on_threads_cancelled_and_freed_leaves_nothing) {
  * a plan with problems is read whole again: every copy's problem is listed, as on one
  * engine, and max_calls counts the whole plan's calls. */
 TEST(an_invalid_plan_on_threads_has_one_engines_problems) {
-  obelus_engine *e = NULL;
-  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
-  CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
+  obelus_engine *e = engine_with_tools();
   char *cycle = plan_of(3, "{\"_id\":\"a\",\"_tool\":\"twice\",\"x\":\"" D "state.b\",\"_outputPath\":\"a\"},"
                            "{\"_id\":\"b\",\"_tool\":\"twice\",\"x\":\"" D "state.a\",\"_outputPath\":\"b\"}");
   char *text[2] = {NULL, NULL};
