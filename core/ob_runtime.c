@@ -32,6 +32,15 @@ static int prim_set_handler(lua_State *L) {
   return 0;
 }
 
+/* The primitives that need the engine (an upvalue), and those that do not. */
+static const luaL_Reg engine_prims[] = {
+    {"wake", ob_co_lua_wake}, {"sleep", ob_sleep_lua}, {"http_start", ob_http_lua_start},
+    {NULL, NULL}};
+static const luaL_Reg plain_prims[] = {
+    {"totable", ob_view_lua_totable}, {"is_view", ob_view_lua_is_view},
+    {"next", ob_view_lua_next},       {"is_call", ob_co_lua_is_call},
+    {"attempt", ob_co_lua_attempt},   {NULL, NULL}};
+
 static int open_runtime(lua_State *L) {
   ob_engine *e = lua_touserdata(L, 1);
   if (luaL_loadbuffer(L, ob_runtime_lua, ob_runtime_lua_len, "=obelus/runtime.lua") != LUA_OK)
@@ -44,24 +53,8 @@ static int open_runtime(lua_State *L) {
   ob_lua_push_array_mt(L);
   lua_setfield(L, -2, "array_mt");
   lua_pushlightuserdata(L, e);
-  lua_pushcclosure(L, ob_co_lua_wake, 1);
-  lua_setfield(L, -2, "wake");
-  lua_pushlightuserdata(L, e);
-  lua_pushcclosure(L, ob_sleep_lua, 1);
-  lua_setfield(L, -2, "sleep");
-  lua_pushlightuserdata(L, e);
-  lua_pushcclosure(L, ob_http_lua_start, 1);
-  lua_setfield(L, -2, "http_start");
-  lua_pushcfunction(L, ob_view_lua_totable);
-  lua_setfield(L, -2, "totable");
-  lua_pushcfunction(L, ob_view_lua_is_view);
-  lua_setfield(L, -2, "is_view");
-  lua_pushcfunction(L, ob_view_lua_next);
-  lua_setfield(L, -2, "next");
-  lua_pushcfunction(L, ob_co_lua_is_call);
-  lua_setfield(L, -2, "is_call");
-  lua_pushcfunction(L, ob_co_lua_attempt);
-  lua_setfield(L, -2, "attempt");
+  luaL_setfuncs(L, engine_prims, 1); /* each with the engine as its upvalue */
+  luaL_setfuncs(L, plain_prims, 0);
   lua_pushlightuserdata(L, e);
   lua_pushboolean(L, 0);
   lua_pushcclosure(L, prim_set_handler, 2);
