@@ -104,7 +104,7 @@ setup(function()
 end)
 
 teardown(function()
-  os.execute("rm -rf '" .. dir .. "'")
+  fs.rmtree(dir)
   collectgarbage()
   collectgarbage()
 end)

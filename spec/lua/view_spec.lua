@@ -148,7 +148,7 @@ end)
 
 teardown(function()
   engine:close()
-  os.execute("rm -rf '" .. dir .. "'")
+  fs.rmtree(dir)
 end)
 
 -- Runs one call of tool with doc = input.doc (the JSON text doc) and small = input.small

@@ -15,6 +15,11 @@ function M.exists(path)
   return f ~= nil
 end
 
+-- Removes path and everything under it.
+function M.rmtree(path)
+  os.execute("rm -rf '" .. path .. "'")
+end
+
 -- Writes text to path (replacing it).
 function M.write(path, text)
   local f = assert(io.open(path, "wb"))
