@@ -1124,13 +1124,8 @@ char *ob_plan_part_text(const ob_value *v, const ob_plan *p, size_t from, size_t
   ob_value *inst = ob_array();
   for (size_t i = from; i < to; i++)
     inst = ob_array_push(inst, ob_cstring(p->instances[i]));
-  ob_value *copy = ob_object();
-  ob_object_iter it;
-  ob_value *key, *val;
-  ob_object_iter_init(&it, v);
-  while (ob_object_iter_next(&it, &key, &val))
-    copy = ob_object_setv(copy, key, ob_ref(val));
-  copy = ob_object_set(copy, "instances", 9, ob_ref(inst));
+  /* v itself is kept: a set on a shared object copies it (ob_value.h) */
+  ob_value *copy = ob_object_set(ob_ref((ob_value *)v), "instances", 9, ob_ref(inst));
   char *text = ob_json_print(copy, OB_JSON_COMPACT, len);
   ob_unref(copy);
   if (list)
