@@ -127,17 +127,24 @@ TEST(threads_give_one_engines_output_and_journal) {
   obelus_engine_free(e);
 }
 
-TEST(each_thread_has_an_engine_of_its_own) {
-  obelus_engine *e = engine_with_tools();
+/* Each of 4 instances counts the calls its engine's Lua state has run, asked for on 4
+ * threads: the output (malloc'd), the status in *status. */
+static char *counts_of_four(obelus_engine *e, int *status) {
   char *plan = plan_of(4, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
   seen s = {0};
+  char *out = run_plan(e, plan, 4, status, NULL, &s);
+  free(s.output);
+  free(plan);
+  return out;
+}
+
+TEST(each_thread_has_an_engine_of_its_own) {
+  obelus_engine *e = engine_with_tools();
   int st;
-  char *out = run_plan(e, plan, 4, &st, NULL, &s);
+  char *out = counts_of_four(e, &st);
   CHECK_INT(st, 0);
   CHECK_STR(out, "{\"i1\":{\"n\":1},\"i2\":{\"n\":1},\"i3\":{\"n\":1},\"i4\":{\"n\":1}}");
   free(out);
-  free(s.output);
-  free(plan);
   obelus_engine_free(e);
 }
 
@@ -148,14 +155,10 @@ static void nothing(obelus_call *call, const char *params, void *data) {
 TEST(an_engine_with_a_c_tool_runs_on_one_engine) {
   obelus_engine *e = engine_with_tools();
   CHECK_INT(obelus_engine_add_tool(e, "seven", NULL, nothing, NULL), OBELUS_OK);
-  char *plan = plan_of(4, "{\"_tool\":\"count\",\"_outputPath\":\"n\"}");
-  seen s = {0};
   int st;
-  char *out = run_plan(e, plan, 4, &st, NULL, &s);
+  char *out = counts_of_four(e, &st);
   CHECK_STR(out, "{\"i1\":{\"n\":1},\"i2\":{\"n\":2},\"i3\":{\"n\":3},\"i4\":{\"n\":4}}");
   free(out);
-  free(s.output);
-  free(plan);
   obelus_engine_free(e);
 }
 
