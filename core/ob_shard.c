@@ -364,7 +364,7 @@ static void close_handle(uv_handle_t *h, void *arg) {
     uv_close(h, NULL);
 }
 
-/* Frees what part_make made, on its thread, but for its loop: libuv closes a
+/* Frees what part_make made (once, on its thread), but for its loop: libuv closes a
  * loop's descriptors with a raw system call, which ThreadSanitizer cannot see, so
  * a loop closed here while another thread takes the same numbers would look like
  * a race. The host closes it after the join (ob_shards_free). */
@@ -373,12 +373,10 @@ static void part_free(shard *sh) {
   if (sh->handles) {
     uv_close((uv_handle_t *)&sh->wake, NULL);
     ob_drain_close(&sh->drain);
-    sh->handles = 0;
   }
   if (sh->wal) {
     ob_run_detach_journal(sh->e, sh->wal);
     ob_wal_close(sh->wal, &err); /* its last bytes, if any, through the tee */
-    sh->wal = NULL;
   }
   ob_engine_free(sh->e); /* its runs first */
   if (sh->loop_open) { /* what its tools left, and the engine's own last handles */
@@ -389,10 +387,6 @@ static void part_free(shard *sh) {
   ob_plan_free(sh->plan);
   ob_unref(sh->pv);
   ob_unref(sh->inputs);
-  sh->e = NULL;
-  sh->run = NULL;
-  sh->plan = NULL;
-  sh->pv = sh->inputs = NULL;
 }
 
 /* A part whose run is over frees its engine on its own thread, while the others
