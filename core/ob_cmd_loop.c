@@ -215,13 +215,7 @@ static int looper_steps(looper *lp, int from) {
       }
       ob_value *end = ob_object_set(record_new("end"), "exit", 4, ob_int(0));
       journal_record(lp->journal, ob_object_set(end, "output", 6, ob_ref(out)));
-      if (ob_runner_journal_close(lp->e, &lp->journal, o->cmd))
-        rc = OB_EXIT_FAIL;
-      else
-        rc = OB_EXIT_OK;
-      ob_cmd_print_json(out);
-      ob_unref(out);
-      return rc;
+      return ob_runner_finish(lp->e, &lp->journal, o->cmd, OB_EXIT_OK, out);
     }
     lua_pop(L, 1);
     lua_getfield(L, -1, "calls");

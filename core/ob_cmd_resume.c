@@ -132,12 +132,7 @@ int ob_cmd_resume(int argc, char **argv) {
       fprintf(stderr, "obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
-      rc = ob_resume_finish(rs, r);
-      if (ob_runner_journal_close(e, &journal, o.cmd) && rc == OB_EXIT_OK)
-        rc = OB_EXIT_FAIL;
-      ob_value *out = ob_run_output(r);
-      ob_cmd_print_json(out);
-      ob_unref(out);
+      rc = ob_runner_finish(e, &journal, o.cmd, ob_resume_finish(rs, r), ob_run_output(r));
     }
   }
   ob_runner_close(&rn, &journal);

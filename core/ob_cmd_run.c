@@ -98,11 +98,7 @@ static int run_threads(ob_cmd_options *o, ob_runner *rn, const ob_run_options *r
   if (!rc) {
     rc = ob_shards_failed(s) ? OB_EXIT_FAIL : OB_EXIT_OK;
     ob_shards_journal_end(s, rc);
-    if (ob_runner_journal_close(e, journal, o->cmd) && rc == OB_EXIT_OK)
-      rc = OB_EXIT_FAIL;
-    ob_value *out = ob_shards_output(s);
-    ob_cmd_print_json(out);
-    ob_unref(out);
+    rc = ob_runner_finish(e, journal, o->cmd, rc, ob_shards_output(s));
   }
   ob_shards_free(s);
   return rc;
@@ -133,12 +129,7 @@ int ob_cmd_run(int argc, char **argv) {
     } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
       rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
       ob_run_journal_end(r, rc);
-      /* the output is on disk first */
-      if (ob_runner_journal_close(e, &journal, o.cmd) && rc == OB_EXIT_OK)
-        rc = OB_EXIT_FAIL;
-      ob_value *out = ob_run_output(r);
-      ob_cmd_print_json(out);
-      ob_unref(out);
+      rc = ob_runner_finish(e, &journal, o.cmd, rc, ob_run_output(r));
     }
   }
   ob_runner_close(&rn, &journal);

@@ -371,6 +371,14 @@ int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd) {
   return failed;
 }
 
+int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out) {
+  if (ob_runner_journal_close(e, journal, cmd) && rc == OB_EXIT_OK)
+    rc = OB_EXIT_FAIL;
+  ob_cmd_print_json(out);
+  ob_unref(out);
+  return rc;
+}
+
 void ob_runner_close(ob_runner *rn, ob_wal **journal) {
   if (*journal)
     ob_runner_journal_close(rn->e, journal, rn->o->cmd);

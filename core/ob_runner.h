@@ -114,4 +114,9 @@ void ob_runner_close(ob_runner *rn, ob_wal **journal);
  * failed (said on stderr as cmd's), the run's record then incomplete. */
 int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd);
 
+/* A command's ending once its journal's "end" line is written (rc: 0, or 1 when a
+ * call failed): the journal closed, so the output is on disk first (a journal left
+ * incomplete makes 0 a 1), then out printed (taken). Returns the exit status. */
+int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out);
+
 #endif
