@@ -246,7 +246,7 @@ static ob_value *instances_plan(size_t n, size_t k) {
 /* The same calls without instances: chain n writes state.i<n>.c<0..k-1>. */
 static ob_value *chains_plan(size_t n, size_t k) {
   ob_value *plan = ob_array();
-  char in[48], out[48];
+  char in[64], out[64];
   for (size_t c = 0; c < n; c++)
     for (size_t i = 0; i < k; i++) {
       if (i == 0)
