@@ -192,7 +192,7 @@ static ob_value *call(const char *tool, ob_value *param, ob_value *value, const 
 }
 
 static ob_value *ref(const char *kind_path) {
-  char text[64];
+  char text[80];
   snprintf(text, sizeof text, OB_DAGGER "%s", kind_path);
   return ob_cstring(text);
 }

@@ -35,7 +35,8 @@ typedef struct ob_tool {
 
 /* One reference expression found in a call's params. */
 typedef struct ob_param_ref {
-  ob_expr expr;
+  ob_expr expr;        /* shared among calls that wrote the same text (ob_plan.c's memo) */
+  int owns_expr;       /* 1 for the call that parsed it: ob_plan_free frees it there */
   char *where;         /* the param it sits in, for messages: "profile", "items[2].name" */
   char *pointer;       /* the same place as a JSON pointer: "/profile", "/items/2/name" */
   unsigned char *seen; /* per part (alternatives flattened in order): 1 when some call
@@ -98,6 +99,7 @@ typedef struct ob_plan {
   int probe;
   size_t ncalls_all;
   int quiet;           /* > 0: problems are not recorded (copies of one call) */
+  struct ob_expr_memo *memo; /* while the calls are read: references parsed lately */
   /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
   size_t nerrors;
   char **errors;

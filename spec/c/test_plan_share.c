@@ -1,0 +1,91 @@
+/* test_plan_share.c -- calls that write the same reference share one parsed copy of it
+ * (ob_plan.c's memo): one of them owns it, the plan frees it once (ASan checks that),
+ * different texts are never shared, and a broken reference is still reported for every
+ * call that writes it. */
+#include <string.h>
+
+#include "ob_plan.h"
+#include "test.h"
+
+static ob_plan *plan_of(const char *json) {
+  ob_error err;
+  ob_value *v = ob_json_parse(json, strlen(json), &err);
+  CHECK(v != NULL);
+  ob_plan *p = ob_plan_from_value(v, "share.json");
+  ob_unref(v); /* the plan keeps what it needs */
+  return p;
+}
+
+static const ob_call *call_of(const ob_plan *p, const char *id) {
+  for (size_t i = 0; i < p->ncalls; i++)
+    if (!strcmp(p->calls[i].id, id))
+      return &p->calls[i];
+  return NULL;
+}
+
+TEST(readers_of_one_reference_share_its_parse) {
+  ob_plan *p = plan_of("[{\"_tool\":\"t\",\"_id\":\"src\",\"_outputPath\":\"\xE2\x80\xA0state.src\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"r1\",\"x\":\"\xE2\x80\xA0state.src\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"r2\",\"x\":\"\xE2\x80\xA0state.src\","
+                       "  \"y\":\"\xE2\x80\xA0state.other || \xE2\x80\xA0state.src\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"r3\",\"z\":[\"\xE2\x80\xA0state.src\"]}]");
+  CHECK_INT(p->nerrors, 0);
+  const ob_call *r1 = call_of(p, "r1"), *r2 = call_of(p, "r2"), *r3 = call_of(p, "r3");
+  CHECK(r1 && r2 && r3);
+  CHECK_INT(r1->nrefs, 1);
+  CHECK_INT(r2->nrefs, 2);
+  CHECK_INT(r3->nrefs, 1);
+  /* the first reader parsed it and owns it; the others point at the same block */
+  CHECK_INT(r1->refs[0].owns_expr, 1);
+  CHECK_INT(r2->refs[0].owns_expr, 0);
+  CHECK_INT(r3->refs[0].owns_expr, 0);
+  CHECK(r2->refs[0].expr.block == r1->refs[0].expr.block);
+  CHECK(r3->refs[0].expr.block == r1->refs[0].expr.block);
+  /* another text is its own, even when it names the same path as one alternative */
+  CHECK_INT(r2->refs[1].owns_expr, 1);
+  CHECK(r2->refs[1].expr.block != r1->refs[0].expr.block);
+  CHECK_INT(r2->refs[1].expr.n, 2);
+  /* what the shared copy says is the reference as written */
+  CHECK_STR(r3->refs[0].expr.alts[0].refs[0].kind, "state");
+  CHECK_STR(r3->refs[0].expr.alts[0].refs[0].path.segs[0].key, "src");
+  /* each call keeps its own place of it */
+  CHECK_STR(r2->refs[0].pointer, "/x");
+  CHECK_STR(r3->refs[0].pointer, "/z/0");
+  /* the graph is the same as without sharing: every reader depends on src */
+  const ob_call *src = call_of(p, "src");
+  CHECK_INT(src->nusers, 3);
+  CHECK_INT(r2->ndeps, 1);
+  ob_plan_free(p);
+}
+
+TEST(instance_copies_share_their_references) {
+  ob_plan *p = plan_of("{\"instances\":[\"a\",\"b\",\"c\"],\"plan\":["
+                       " {\"_tool\":\"t\",\"_id\":\"w\",\"_outputPath\":\"\xE2\x80\xA0state.v\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"r\",\"x\":\"\xE2\x80\xA0state.v\"}]}");
+  CHECK_INT(p->nerrors, 0);
+  const ob_call *ra = call_of(p, "r@a"), *rb = call_of(p, "r@b"), *rc = call_of(p, "r@c");
+  CHECK(ra && rb && rc);
+  CHECK_INT(ra->refs[0].owns_expr + rb->refs[0].owns_expr + rc->refs[0].owns_expr, 1);
+  CHECK(ra->refs[0].expr.block == rb->refs[0].expr.block);
+  CHECK(rb->refs[0].expr.block == rc->refs[0].expr.block);
+  /* each copy still depends on its own instance's writer only */
+  CHECK_INT(rb->ndeps, 1);
+  CHECK_STR(p->calls[rb->deps[0]].id, "w@b");
+  ob_plan_free(p);
+}
+
+TEST(a_broken_reference_is_reported_for_every_call) {
+  ob_plan *p = plan_of("[{\"_tool\":\"t\",\"_id\":\"a\",\"x\":\"\xE2\x80\xA0state.[\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"b\",\"x\":\"\xE2\x80\xA0state.[\"}]");
+  CHECK_INT(p->nerrors, 2);
+  CHECK(p->nerrors == 2 && strstr(p->errors[0], "call a ") && strstr(p->errors[1], "call b "));
+  CHECK_INT(p->calls[0].nrefs + p->calls[1].nrefs, 0);
+  ob_plan_free(p);
+}
+
+int main(void) {
+  RUN(readers_of_one_reference_share_its_parse);
+  RUN(instance_copies_share_their_references);
+  RUN(a_broken_reference_is_reported_for_every_call);
+  return TEST_END();
+}
