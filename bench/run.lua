@@ -135,6 +135,58 @@ local function views_section()
   end
 end
 
+-- Whole runs: per-call cost of the engine against the bare Lua floor (one
+-- coroutine a call, no engine); waiting calls follow (waiting_section).
+-- Each engine run is paired with a floor run just before and just after it, and
+-- its ratio is taken against their mean: on a shared host the floor itself moves
+-- by 2x from one minute to the next, so a ratio of medians taken minutes apart
+-- would mix one moment's engine with another's floor. Reported: the median of the
+-- paired ratios (and every one of them), and medians of the rates. `sh bench/run engine`
+-- runs this part alone.
+local function engine_section()
+  local engine = {
+    { key = "chain", args = "chain 100000" },
+    { key = "fanout", args = "fanout 100000" },
+  }
+  local rate, rss, ratios = { floor = {} }, { floor = {} }, {}
+  for _, b in ipairs(engine) do rate[b.key], rss[b.key], ratios[b.key] = {}, {}, {} end
+  local function floor_run()
+    local f = run("floor 100000")
+    table.insert(rate.floor, f.calls_per_s)
+    table.insert(rss.floor, f.peak_rss_kb)
+    return f.calls_per_s
+  end
+  print("")
+  -- 9 rounds here: on a shared host these figures move the most (single rounds of one
+  -- build went from 1.8x to 3.7x within minutes, 2026-11-26)
+  for _ = 1, 9 do
+    for _, b in ipairs(engine) do
+      local before = floor_run()
+      local r = run(b.args)
+      local after = floor_run()
+      table.insert(rate[b.key], r.calls_per_s)
+      table.insert(rss[b.key], r.peak_rss_kb)
+      table.insert(ratios[b.key], (before + after) / 2 / r.calls_per_s)
+    end
+  end
+
+  print("")
+  print(string.format("%-26s %14s %14s %12s", "run", "calls/s (med)", "us/call (med)", "peak RSS MB"))
+  for _, key in ipairs { "chain", "fanout", "floor" } do
+    local m = median(rate[key])
+    print(string.format("%-26s %14.0f %14.3f %12d", key .. " 100000", m, 1e6 / m, median(rss[key]) // 1024))
+  end
+  for _, key in ipairs { "chain", "fanout" } do
+    local each = listed(ratios[key], "%.1f")
+    print(string.format("per-call cost, %s / floor (paired): %.1fx (goal <= 2.5x); each round: %s", key,
+      median(ratios[key]), each))
+  end
+end
+
+if arg[1] == "engine" then
+  engine_section()
+  return
+end
 if arg[1] == "views" then
   views_section()
   return
@@ -188,49 +240,7 @@ print(string.format("reads per second at 1,000,000 messages: %.2f million (goal 
 print(string.format("read as of a random earlier position, 1,000,000 messages: %.1f ns; peak RSS %d MB",
   h.ns_per_read_at, h.peak_rss_kb // 1024))
 
--- Whole runs: per-call cost of the engine against the bare Lua floor (one
--- coroutine a call, no engine); waiting calls follow (waiting_section).
--- Each engine run is paired with a floor run just before and just after it, and
--- its ratio is taken against their mean: on a shared host the floor itself moves
--- by 2x from one minute to the next, so a ratio of medians taken minutes apart
--- would mix one moment's engine with another's floor. Reported: the median of the
--- paired ratios (and every one of them), and medians of the rates.
-local engine = {
-  { key = "chain", args = "chain 100000" },
-  { key = "fanout", args = "fanout 100000" },
-}
-local rate, rss, ratios = { floor = {} }, { floor = {} }, {}
-for _, b in ipairs(engine) do rate[b.key], rss[b.key], ratios[b.key] = {}, {}, {} end
-local function floor_run()
-  local f = run("floor 100000")
-  table.insert(rate.floor, f.calls_per_s)
-  table.insert(rss.floor, f.peak_rss_kb)
-  return f.calls_per_s
-end
-print("")
--- 5 rounds here: on a shared host these figures move the most
-for _ = 1, 5 do
-  for _, b in ipairs(engine) do
-    local before = floor_run()
-    local r = run(b.args)
-    local after = floor_run()
-    table.insert(rate[b.key], r.calls_per_s)
-    table.insert(rss[b.key], r.peak_rss_kb)
-    table.insert(ratios[b.key], (before + after) / 2 / r.calls_per_s)
-  end
-end
-
-print("")
-print(string.format("%-26s %14s %14s %12s", "run", "calls/s (med)", "us/call (med)", "peak RSS MB"))
-for _, key in ipairs { "chain", "fanout", "floor" } do
-  local m = median(rate[key])
-  print(string.format("%-26s %14.0f %14.3f %12d", key .. " 100000", m, 1e6 / m, median(rss[key]) // 1024))
-end
-for _, key in ipairs { "chain", "fanout" } do
-  local each = listed(ratios[key], "%.1f")
-  print(string.format("per-call cost, %s / floor (paired): %.1fx (goal <= 2.5x); each round: %s", key,
-    median(ratios[key]), each))
-end
+engine_section()
 
 waiting_section()
 
