@@ -10,6 +10,13 @@ p:close()
 assert(dir and dir:match("^/tmp/obelus%-spec%.") and not dir:find("'", 1, true),
        "spec/support/tmp.lua: mktemp -d failed")
 
+-- and what the processes the specs start make in TMPDIR (a worker's scratch folder, which
+-- a SIGKILL leaves behind; mktemp in a spec's shell line) lands there too
+local has_luv, uv = pcall(require, "luv")
+if has_luv then
+  uv.os_setenv("TMPDIR", dir)
+end
+
 local taken = 0
 function os.tmpname() -- luacheck: ignore (the specs' os.tmpname, on purpose)
   taken = taken + 1
