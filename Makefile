@@ -27,9 +27,9 @@ REL_LTO ?= -flto=auto -ffat-lto-objects
 # Profile-guided optimisation of the release build: the engine's objects are first built
 # instrumented (build/pgo), bench/pgo-train runs them on the common paths, and the release
 # objects are compiled with the counts (inlining, code layout, branch order). Measured
-# (bench/obelus-bench, 7 paired rounds): chain 100000 12% and fanout 100000 16% more calls
-# a second. The profile is made once per build folder (on a fresh clone: the first build,
-# ~30 s more); `make pgo` makes it again after changes (stale counts are ignored, function
+# (bench/obelus-bench, 9 paired rounds): chain 100000 12-14% and fanout 100000 16-21% more
+# calls a second. The profile is made once per build folder (on a fresh clone: the first
+# build, ~15 s more); `make pgo` makes it again after changes (stale counts are ignored, function
 # by function). `make PGO=0` builds without it; it is GCC's (other compilers: off).
 ifndef PGO
 PGO := $(if $(shell $(CC) -v 2>&1 | grep '^gcc version'),1,0)

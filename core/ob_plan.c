@@ -80,8 +80,8 @@ typedef struct walk {
  * reference share one parsed copy (a fan-out's readers, each instance's copy of a
  * call, which are read one after another). The parse is skipped and the plan holds
  * one block instead of one a call: measured on fanout 100000 (100,000 readers of
- * "\u2020state.src", 9 paired rounds), 7.8% more calls a second; a reader's call
- * record is ~150 bytes smaller. Text pointers are borrowed from the calls' raw
+ * "\u2020state.src"), 14 MB less peak RSS (~140 bytes a reader) and, against the
+ * build before (9 paired rounds), fanout / floor 3.68x to 2.96x. Text pointers are borrowed from the calls' raw
  * values, alive while the plan is read; the memo goes when reading ends. */
 #define MEMO_SLOTS 64
 typedef struct ob_expr_memo {
