@@ -90,6 +90,12 @@ typedef struct ob_expr_memo {
     size_t len;
     ob_expr e;
   } slot[MEMO_SLOTS];
+  struct { /* the same for _outputPath (parsed in output mode), with each part's text */
+    const char *text;
+    size_t len;
+    ob_expr e;
+    ob_value **texts;
+  } out[MEMO_SLOTS];
 } ob_expr_memo;
 
 static void add_ref(walk *w, const ob_expr *e, int owns) {
@@ -393,6 +399,16 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
 
   ob_value *out = field(raw, "_outputPath"), *method = field(raw, "_outputMethod");
   ob_value *inst = field(raw, "_instance");
+  if (out && ob_typeof(out) == OB_STRING && p->memo) { /* another call's, as written? */
+    size_t len = ob_string_len(out), at = ob_key_hash(ob_string_ptr(out), len) % MEMO_SLOTS;
+    if (p->memo->out[at].text && p->memo->out[at].len == len &&
+        !memcmp(p->memo->out[at].text, ob_string_ptr(out), len)) {
+      c->output = p->memo->out[at].e;
+      c->output_text = p->memo->out[at].texts;
+      c->has_output = c->output_shared = 1;
+      out = NULL;
+    }
+  }
   if (out) {
     ob_error err;
     if (ob_typeof(out) != OB_STRING)
@@ -415,6 +431,13 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
           c->output_text[kk++] = ob_string(b.data ? b.data : "", b.len);
           ob_buf_free(&b);
         }
+      if (p->memo) {
+        size_t len = ob_string_len(out), at = ob_key_hash(ob_string_ptr(out), len) % MEMO_SLOTS;
+        p->memo->out[at].text = ob_string_ptr(out);
+        p->memo->out[at].len = len;
+        p->memo->out[at].e = c->output;
+        p->memo->out[at].texts = c->output_text;
+      }
     }
   }
   if (method) {
@@ -821,7 +844,7 @@ void ob_plan_free(ob_plan *p) {
     free(c->id);
     free(c->tool_name);
     ob_unref(c->raw);
-    if (c->has_output) {
+    if (c->has_output && !c->output_shared) {
       size_t k = 0;
       for (size_t a = 0; a < c->output.n; a++)
         for (size_t r = 0; r < c->output.alts[a].n; r++)

@@ -61,6 +61,7 @@ typedef struct ob_call {
   size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
   size_t nusers, *users; /* calls that depend on this one (in the plan's user_block) */
   int has_output;      /* _outputPath given */
+  int output_shared;   /* output and output_text are another call's (ob_plan.c's memo) */
   ob_method method;
   ob_expr output;      /* _outputPath parsed (output mode) */
   ob_value **output_text; /* per part (alternatives flattened): the path's canonical text */

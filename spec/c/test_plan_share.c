@@ -1,5 +1,6 @@
-/* test_plan_share.c -- calls that write the same reference share one parsed copy of it
- * (ob_plan.c's memo): one of them owns it, the plan frees it once (ASan checks that),
+/* test_plan_share.c -- calls that write the same reference (or _outputPath) share one
+ * parsed copy of it (ob_plan.c's memo): one of them owns it, the plan frees it once
+ * (ASan checks that),
  * different texts are never shared, and a broken reference is still reported for every
  * call that writes it. */
 #include <string.h>
@@ -71,6 +72,35 @@ TEST(instance_copies_share_their_references) {
   /* each copy still depends on its own instance's writer only */
   CHECK_INT(rb->ndeps, 1);
   CHECK_STR(p->calls[rb->deps[0]].id, "w@b");
+  /* the writers' _outputPath, parsed once, with its path's text */
+  const ob_call *wa = call_of(p, "w@a"), *wb = call_of(p, "w@b"), *wc = call_of(p, "w@c");
+  CHECK(wa && wb && wc);
+  CHECK_INT(wa->output_shared, 0);
+  CHECK_INT(wb->output_shared, 1);
+  CHECK_INT(wc->output_shared, 1);
+  CHECK(wb->output.block == wa->output.block && wc->output_text == wa->output_text);
+  CHECK_INT(wb->has_output, 1);
+  CHECK_STR(ob_string_ptr(wc->output_text[0]), "v");
+  ob_plan_free(p);
+}
+
+TEST(calls_writing_one_output_path_share_it) {
+  ob_plan *p = plan_of("[{\"_tool\":\"t\",\"_id\":\"a\",\"_outputPath\":\"\xE2\x80\xA0state.list\","
+                       "  \"_outputMethod\":\"push\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"b\",\"_outputPath\":\"\xE2\x80\xA0state.list\","
+                       "  \"_outputMethod\":\"push\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"c\",\"_outputPath\":\"list\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"d\",\"_outputPath\":\"\xE2\x80\xA0state.[\"}]");
+  CHECK_INT(p->nerrors, 1); /* d's, once */
+  const ob_call *a = call_of(p, "a"), *b = call_of(p, "b"), *c = call_of(p, "c");
+  CHECK(a && b && c);
+  CHECK(b->output_shared && b->output.block == a->output.block);
+  CHECK(b->method == a->method);
+  /* "list" is the same path, but another text: its own parse */
+  CHECK_INT(c->output_shared, 0);
+  CHECK(c->output.block != a->output.block);
+  CHECK_STR(ob_string_ptr(c->output_text[0]), ob_string_ptr(a->output_text[0]));
+  CHECK_INT(call_of(p, "d")->has_output, 0);
   ob_plan_free(p);
 }
 
@@ -86,6 +116,7 @@ TEST(a_broken_reference_is_reported_for_every_call) {
 int main(void) {
   RUN(readers_of_one_reference_share_its_parse);
   RUN(instance_copies_share_their_references);
+  RUN(calls_writing_one_output_path_share_it);
   RUN(a_broken_reference_is_reported_for_every_call);
   return TEST_END();
 }
