@@ -78,7 +78,9 @@ typedef struct walk {
 
 /* References parsed lately, by a hash of their text: calls that write the same
  * reference share one parsed copy (a fan-out's readers, each instance's copy of a
- * call, which are read one after another). The parse is skipped and the plan holds
+ * call, which are read one after another); the same for _outputPath texts, with
+ * their paths' texts (an instanced plan's copies: 60,000 calls checked in 0.098 s
+ * rather than 0.131 s, 12 MB less). The parse is skipped and the plan holds
  * one block instead of one a call: measured on fanout 100000 (100,000 readers of
  * "\u2020state.src"), 14 MB less peak RSS (~140 bytes a reader) and, against the
  * build before (9 paired rounds), fanout / floor 3.68x to 2.96x. Text pointers are borrowed from the calls' raw
