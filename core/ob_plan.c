@@ -91,6 +91,7 @@ typedef struct ob_expr_memo {
     const char *text; /* NULL: empty slot */
     size_t len;
     ob_expr e;
+    char *where, *pointer; /* the place of the call's that parsed it */
   } slot[MEMO_SLOTS];
   struct { /* the same for _outputPath (parsed in output mode), with each part's text */
     const char *text;
@@ -100,20 +101,31 @@ typedef struct ob_expr_memo {
   } out[MEMO_SLOTS];
 } ob_expr_memo;
 
-static void add_ref(walk *w, const ob_expr *e, int owns) {
+typedef struct ref_like {
+  char *where, *pointer;
+} ref_like;
+
+/* Records reference e at the walk's place. like: the earlier reference whose expression
+ * e is (NULL: e is new, this call's); its where and pointer are taken too when they name
+ * the same place. Returns the record (until the call's next reference moves the list). */
+static const ob_param_ref *add_ref(walk *w, const ob_expr *e, const ref_like *like) {
   ob_call *c = w->call;
   c->refs = realloc(c->refs, (c->nrefs + 1) * sizeof *c->refs);
   if (!c->refs)
     abort();
   ob_param_ref *r = &c->refs[c->nrefs++];
+  const char *where = w->where.data ? w->where.data : "";
+  const char *pointer = w->pointer.data ? w->pointer.data : "";
   r->expr = *e;
-  r->owns_expr = owns;
-  r->where = ob_xstrdup(w->where.data ? w->where.data : "");
-  r->pointer = ob_xstrdup(w->pointer.data ? w->pointer.data : "");
+  r->owns_expr = !like;
+  r->owns_place = !like || strcmp(like->where, where) || strcmp(like->pointer, pointer);
+  r->where = r->owns_place ? ob_xstrdup(where) : like->where;
+  r->pointer = r->owns_place ? ob_xstrdup(pointer) : like->pointer;
   size_t parts = 0;
   for (size_t a = 0; a < e->n; a++)
     parts += e->alts[a].n;
   r->seen = ob_xcalloc(parts, 1);
+  return r;
 }
 
 /* Visits every string at any depth; references are parsed (and, in a call,
@@ -133,7 +145,8 @@ static void find_refs(walk *w, const ob_value *v) {
     size_t at = memo ? ob_key_hash(s, n) % MEMO_SLOTS : 0;
     if (memo && memo->slot[at].text && memo->slot[at].len == n &&
         !memcmp(memo->slot[at].text, s, n)) {
-      add_ref(w, &memo->slot[at].e, 0);
+      ref_like like = {memo->slot[at].where, memo->slot[at].pointer};
+      add_ref(w, &memo->slot[at].e, &like);
       return;
     }
     ob_expr e;
@@ -150,11 +163,13 @@ static void find_refs(walk *w, const ob_value *v) {
       ob_expr_free(&e);
       return;
     }
-    add_ref(w, &e, 1);
+    const ob_param_ref *r = add_ref(w, &e, NULL);
     if (memo) {
       memo->slot[at].text = s;
       memo->slot[at].len = n;
       memo->slot[at].e = e;
+      memo->slot[at].where = r->where;
+      memo->slot[at].pointer = r->pointer;
     }
     return;
   }
@@ -863,8 +878,10 @@ void ob_plan_free(ob_plan *p) {
     for (size_t r = 0; r < c->nrefs; r++) {
       if (c->refs[r].owns_expr)
         ob_expr_free(&c->refs[r].expr);
-      free(c->refs[r].where);
-      free(c->refs[r].pointer);
+      if (c->refs[r].owns_place) {
+        free(c->refs[r].where);
+        free(c->refs[r].pointer);
+      }
       free(c->refs[r].seen);
     }
     free(c->refs);

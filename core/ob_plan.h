@@ -36,11 +36,13 @@ typedef struct ob_tool {
 /* One reference expression found in a call's params. */
 typedef struct ob_param_ref {
   ob_expr expr;        /* shared among calls that wrote the same text (ob_plan.c's memo) */
-  int owns_expr;       /* 1 for the call that parsed it: ob_plan_free frees it there */
   char *where;         /* the param it sits in, for messages: "profile", "items[2].name" */
-  char *pointer;       /* the same place as a JSON pointer: "/profile", "/items/2/name" */
+  char *pointer;       /* the same place as a JSON pointer: "/profile", "/items/2/name";
+                          both shared too when the same text sits in the same place */
   unsigned char *seen; /* per part (alternatives flattened in order): 1 when some call
                           of the plan writes a path this call can see overlapping it */
+  unsigned char owns_expr, owns_place; /* 1: ob_plan_free frees expr, where and pointer
+                                          with this call (the one that made them) */
 } ob_param_ref;
 
 /* _retry: attempts in all (0 or 1: no retry), and the wait between them. */

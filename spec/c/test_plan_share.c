@@ -49,9 +49,17 @@ TEST(readers_of_one_reference_share_its_parse) {
   /* what the shared copy says is the reference as written */
   CHECK_STR(r3->refs[0].expr.alts[0].refs[0].kind, "state");
   CHECK_STR(r3->refs[0].expr.alts[0].refs[0].path.segs[0].key, "src");
-  /* each call keeps its own place of it */
+  /* the place is shared where it is the same place, and only there */
   CHECK_STR(r2->refs[0].pointer, "/x");
+  CHECK(r2->refs[0].where == r1->refs[0].where && r2->refs[0].pointer == r1->refs[0].pointer);
+  CHECK_INT(r1->refs[0].owns_place, 1);
+  CHECK_INT(r2->refs[0].owns_place, 0);
+  CHECK_STR(r3->refs[0].where, "z[0]");
   CHECK_STR(r3->refs[0].pointer, "/z/0");
+  CHECK_INT(r3->refs[0].owns_place, 1);
+  /* each call's own seen list (the graph's finding for this call) */
+  CHECK(r2->refs[0].seen != r1->refs[0].seen);
+  CHECK_INT(r1->refs[0].seen[0], 1);
   /* the graph is the same as without sharing: every reader depends on src */
   const ob_call *src = call_of(p, "src");
   CHECK_INT(src->nusers, 3);
@@ -69,6 +77,8 @@ TEST(instance_copies_share_their_references) {
   CHECK_INT(ra->refs[0].owns_expr + rb->refs[0].owns_expr + rc->refs[0].owns_expr, 1);
   CHECK(ra->refs[0].expr.block == rb->refs[0].expr.block);
   CHECK(rb->refs[0].expr.block == rc->refs[0].expr.block);
+  CHECK(ra->refs[0].pointer == rc->refs[0].pointer);
+  CHECK_INT(ra->refs[0].owns_place + rb->refs[0].owns_place + rc->refs[0].owns_place, 1);
   /* each copy still depends on its own instance's writer only */
   CHECK_INT(rb->ndeps, 1);
   CHECK_STR(p->calls[rb->deps[0]].id, "w@b");
