@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@ void ob_buf_init(ob_buf *b) {
 }
 
 void ob_buf_grow(ob_buf *b, size_t extra) {
+  if (extra > SIZE_MAX / 4 - b->len)
+    abort(); /* no buffer is that big: a length gone wrong, not a wish to honour */
   size_t need = b->len + extra + 1;
   if (need <= b->cap)
     return;

@@ -176,7 +176,7 @@ void ob_buf_init(ob_buf *b);
 void ob_buf_grow(ob_buf *b, size_t n);
 /* Adding is inline: the journal and the printers add a few bytes at a time. */
 static inline void ob_buf_reserve(ob_buf *b, size_t n) {
-  if (b->len + n + 1 > b->cap)
+  if (n >= b->cap - b->len) /* len + n + 1 > cap, without overflow (len <= cap) */
     ob_buf_grow(b, n);
 }
 static inline void ob_buf_add(ob_buf *b, const char *s, size_t n) {
