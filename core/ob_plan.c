@@ -325,12 +325,12 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
   c->method = OB_METHOD_SET;
   if (ob_typeof(raw) != OB_OBJECT) {
     c->id = ob_xstrdup(idbuf);
-    c->tool_name = ob_xstrdup("?");
+    c->tool_name = "?";
     ob_plan_error(p, c, "a call must be a JSON object, not %s", ob_type_name(ob_typeof(raw)));
     return;
   }
   ob_value *tool = field(raw, "_tool"), *id = field(raw, "_id");
-  c->tool_name = ob_xstrdup(tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?");
+  c->tool_name = tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?";
   if (id && ob_typeof(id) == OB_STRING && ob_string_len(id) > 0 &&
       !memchr(ob_string_ptr(id), '@', ob_string_len(id)) &&
       strlen(ob_string_ptr(id)) == ob_string_len(id)) {
@@ -368,10 +368,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
       ob_buf_add(&b, p->file, (size_t)(slash - p->file) + 1);
     ob_buf_add(&b, d, strlen(d));
     c->delegate = b.data;
-    if (!tool) {
-      free(c->tool_name);
-      c->tool_name = ob_xstrdup("delegate");
-    }
+    if (!tool)
+      c->tool_name = "delegate";
   }
   if (scopes && !delegate)
     ob_plan_error(p, c, "_scopes only applies to a call with _delegate");
@@ -865,7 +863,6 @@ void ob_plan_free(ob_plan *p) {
   for (size_t i = 0; i < p->ncalls; i++) {
     ob_call *c = &p->calls[i];
     free(c->id);
-    free(c->tool_name);
     ob_unref(c->raw);
     if (c->has_output && !c->output_shared) {
       size_t k = 0;

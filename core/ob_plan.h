@@ -68,7 +68,7 @@ typedef struct ob_call {
   ob_expr output;      /* _outputPath parsed (output mode) */
   ob_value **output_text; /* per part (alternatives flattened): the path's canonical text */
   char *id;            /* _id, or "#<index>" */
-  char *tool_name;     /* _tool as written ("?" when missing) */
+  const char *tool_name; /* _tool as written (in raw), or "?" when missing, "delegate" */
   char *instance;      /* _instance, or NULL */
   int instance_shared; /* instance is the plan's instances[k] (a copy's), not its own */
   char *delegate;      /* _delegate: the plan file to run, as a path from the cwd (the
