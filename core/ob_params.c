@@ -19,6 +19,7 @@
 
 static void absent(ob_resolver *rs, const ob_param_ref *ref) {
   ob_run *r = rs->run;
+  const unsigned char *seen = ob_param_ref_seen_c(ref);
   size_t part = 0;
   for (size_t a = 0; a < ref->expr.n; a++)
     for (size_t k = 0; k < ref->expr.alts[a].n; k++, part++) {
@@ -28,11 +29,11 @@ static void absent(ob_resolver *rs, const ob_param_ref *ref) {
         ob_unref(v);
         continue;
       }
-      if (ref->seen[part] && !rs->skip) {
+      if (seen[part] && !rs->skip) {
         rs->skip = 1;
         rs->why.len = 0;
         ob_buf_addf(&rs->why, "%s was not written (a branch not taken)", x->text);
-      } else if (!ref->seen[part] && !rs->skip && !rs->missing) {
+      } else if (!seen[part] && !rs->skip && !rs->missing) {
         rs->missing = 1;
         ob_buf_addf(&rs->why, "parameter \"%s\": %s is absent and no call in the plan writes it",
                     ref->where, x->text);

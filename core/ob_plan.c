@@ -130,7 +130,10 @@ static const ob_param_ref *add_ref(walk *w, const ob_expr *e, const ref_like *li
   size_t parts = 0;
   for (size_t a = 0; a < e->n; a++)
     parts += e->alts[a].n;
-  r->seen = ob_xcalloc(parts, 1);
+  r->nparts = (uint32_t)parts;
+  memset(&r->seen, 0, sizeof r->seen);
+  if (parts > sizeof r->seen.in)
+    r->seen.heap = ob_xcalloc(parts, 1);
   return r;
 }
 
@@ -623,7 +626,7 @@ static void build_graph(ob_plan *p) {
           link_read(&l, trie_root(&tries, ref->kind, NULL, 0), &ref->path);
           if (c->instance)
             link_read(&l, trie_root(&tries, ref->kind, c->instance, 0), &ref->path);
-          c->refs[r].seen[part] = (unsigned char)l.found;
+          ob_param_ref_seen(&c->refs[r])[part] = (unsigned char)l.found;
         }
     }
   }
@@ -885,7 +888,8 @@ void ob_plan_free(ob_plan *p) {
         free(c->refs[r].where);
         free(c->refs[r].pointer);
       }
-      free(c->refs[r].seen);
+      if (c->refs[r].nparts > sizeof c->refs[r].seen.in)
+        free(c->refs[r].seen.heap);
     }
     free(c->refs);
     free(c->deps);

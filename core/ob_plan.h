@@ -39,11 +39,23 @@ typedef struct ob_param_ref {
   char *where;         /* the param it sits in, for messages: "profile", "items[2].name" */
   char *pointer;       /* the same place as a JSON pointer: "/profile", "/items/2/name";
                           both shared too when the same text sits in the same place */
-  unsigned char *seen; /* per part (alternatives flattened in order): 1 when some call
-                          of the plan writes a path this call can see overlapping it */
+  union {              /* per part (alternatives flattened in order): 1 when some call
+                          of the plan writes a path this call can see overlapping it; */
+    unsigned char *heap; /* read and set through ob_param_ref_seen: in `in` when the */
+    unsigned char in[sizeof(unsigned char *)]; /* parts fit (most: one part) */
+  } seen;
+  uint32_t nparts;
   unsigned char owns_expr, owns_place; /* 1: ob_plan_free frees expr, where and pointer
                                           with this call (the one that made them) */
 } ob_param_ref;
+
+/* A reference's seen flags (see above), nparts of them. */
+static inline unsigned char *ob_param_ref_seen(ob_param_ref *r) {
+  return r->nparts <= sizeof r->seen.in ? r->seen.in : r->seen.heap;
+}
+static inline const unsigned char *ob_param_ref_seen_c(const ob_param_ref *r) {
+  return r->nparts <= sizeof r->seen.in ? r->seen.in : r->seen.heap;
+}
 
 /* _retry: attempts in all (0 or 1: no retry), and the wait between them. */
 typedef struct ob_retry {

@@ -58,8 +58,11 @@ TEST(readers_of_one_reference_share_its_parse) {
   CHECK_STR(r3->refs[0].pointer, "/z/0");
   CHECK_INT(r3->refs[0].owns_place, 1);
   /* each call's own seen list (the graph's finding for this call) */
-  CHECK(r2->refs[0].seen != r1->refs[0].seen);
-  CHECK_INT(r1->refs[0].seen[0], 1);
+  CHECK(ob_param_ref_seen_c(&r2->refs[0]) != ob_param_ref_seen_c(&r1->refs[0]));
+  CHECK_INT(ob_param_ref_seen_c(&r1->refs[0])[0], 1);
+  CHECK_INT(r2->refs[1].nparts, 2);
+  CHECK_INT(ob_param_ref_seen_c(&r2->refs[1])[0], 0); /* nothing writes state.other */
+  CHECK_INT(ob_param_ref_seen_c(&r2->refs[1])[1], 1);
   /* the graph is the same as without sharing: every reader depends on src */
   const ob_call *src = call_of(p, "src");
   CHECK_INT(src->nusers, 3);
@@ -114,6 +117,23 @@ TEST(calls_writing_one_output_path_share_it) {
   ob_plan_free(p);
 }
 
+/* more parts than fit beside the record: their flags live on the heap */
+TEST(a_reference_of_many_parts_keeps_every_parts_flag) {
+  ob_plan *p = plan_of("[{\"_tool\":\"t\",\"_id\":\"w\",\"_outputPath\":\"\xE2\x80\xA0state.a\"},"
+                       " {\"_tool\":\"t\",\"_id\":\"r\",\"x\":\"\xE2\x80\xA0state.n1 || \xE2\x80\xA0state.n2"
+                       " || \xE2\x80\xA0state.n3 || \xE2\x80\xA0state.n4 || \xE2\x80\xA0state.n5"
+                       " || \xE2\x80\xA0state.n6 || \xE2\x80\xA0state.n7 || \xE2\x80\xA0state.n8"
+                       " || \xE2\x80\xA0state.a && \xE2\x80\xA0state.n9\"}]");
+  CHECK_INT(p->nerrors, 0);
+  const ob_call *r = call_of(p, "r");
+  CHECK(r != NULL);
+  CHECK_INT(r->refs[0].nparts, 10);
+  const unsigned char *seen = ob_param_ref_seen_c(&r->refs[0]);
+  for (int k = 0; k < 10; k++)
+    CHECK_INT(seen[k], k == 8); /* only state.a, the ninth part, has a writer */
+  ob_plan_free(p);
+}
+
 TEST(a_broken_reference_is_reported_for_every_call) {
   ob_plan *p = plan_of("[{\"_tool\":\"t\",\"_id\":\"a\",\"x\":\"\xE2\x80\xA0state.[\"},"
                        " {\"_tool\":\"t\",\"_id\":\"b\",\"x\":\"\xE2\x80\xA0state.[\"}]");
@@ -127,6 +147,7 @@ int main(void) {
   RUN(readers_of_one_reference_share_its_parse);
   RUN(instance_copies_share_their_references);
   RUN(calls_writing_one_output_path_share_it);
+  RUN(a_reference_of_many_parts_keeps_every_parts_flag);
   RUN(a_broken_reference_is_reported_for_every_call);
   return TEST_END();
 }
