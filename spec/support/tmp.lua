@@ -5,6 +5,8 @@
 -- run of the specs takes thousands; names derived from one (name .. ".json", a journal's
 -- companions) land in the same folder and go with it.
 -- (no "-" or "%" in its name: specs put paths into Lua patterns)
+local fs = require "support.fs"
+
 local p = assert(io.popen("mktemp -d /tmp/obelus_spec.XXXXXX"))
 local dir = p:read("l")
 p:close()
@@ -29,5 +31,5 @@ end
 
 -- anchored in the registry, which busted's insulation of each spec file leaves alone
 debug.getregistry()["obelus.spec.tmp"] = setmetatable({}, {
-  __gc = function() os.execute("rm -rf '" .. dir .. "'") end,
+  __gc = function() fs.rmtree(dir) end,
 })
