@@ -423,12 +423,14 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
 
   ob_value *out = field(raw, "_outputPath"), *method = field(raw, "_outputMethod");
   ob_value *inst = field(raw, "_instance");
+  size_t out_at = 0; /* its slot in the memo */
   if (out && ob_typeof(out) == OB_STRING && p->memo) { /* another call's, as written? */
-    size_t len = ob_string_len(out), at = ob_key_hash(ob_string_ptr(out), len) % MEMO_SLOTS;
-    if (p->memo->out[at].text && p->memo->out[at].len == len &&
-        !memcmp(p->memo->out[at].text, ob_string_ptr(out), len)) {
-      c->output = p->memo->out[at].e;
-      c->output_text = p->memo->out[at].texts;
+    size_t len = ob_string_len(out);
+    out_at = ob_key_hash(ob_string_ptr(out), len) % MEMO_SLOTS;
+    if (p->memo->out[out_at].text && p->memo->out[out_at].len == len &&
+        !memcmp(p->memo->out[out_at].text, ob_string_ptr(out), len)) {
+      c->output = p->memo->out[out_at].e;
+      c->output_text = p->memo->out[out_at].texts;
       c->has_output = c->output_shared = 1;
       out = NULL;
     }
@@ -456,11 +458,10 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
           ob_buf_free(&b);
         }
       if (p->memo) {
-        size_t len = ob_string_len(out), at = ob_key_hash(ob_string_ptr(out), len) % MEMO_SLOTS;
-        p->memo->out[at].text = ob_string_ptr(out);
-        p->memo->out[at].len = len;
-        p->memo->out[at].e = c->output;
-        p->memo->out[at].texts = c->output_text;
+        p->memo->out[out_at].text = ob_string_ptr(out);
+        p->memo->out[out_at].len = ob_string_len(out);
+        p->memo->out[out_at].e = c->output;
+        p->memo->out[out_at].texts = c->output_text;
       }
     }
   }
