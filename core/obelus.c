@@ -690,8 +690,6 @@ static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
   return OBELUS_OK;
 }
 
-/* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
- * obelus_run_new_file share. */
 /* Whether a run with options opt may go on threads, its plan aside: more than one
  * asked for, no C tools (they are the host's, on its thread), no journal synced
  * at every result (one journal's promise). */
@@ -701,6 +699,9 @@ static int may_thread(const obelus_engine *E, const obelus_run_options *opt) {
     return 0; /* refused when the journal opens */
   return opt->threads > 1 && !E->tools && !(opt->journal && mode == OB_FSYNC_ALWAYS);
 }
+
+/* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
+ * obelus_run_new_file share. */
 
 static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
                    const char *file, const obelus_run_options *opt) {
