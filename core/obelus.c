@@ -702,7 +702,6 @@ static int may_thread(const obelus_engine *E, const obelus_run_options *opt) {
 
 /* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
  * obelus_run_new_file share. */
-
 static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
                    const char *file, const obelus_run_options *opt) {
   static const obelus_run_options defaults = {0};
