@@ -266,6 +266,7 @@ void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
   ob_gc_call_up(r->e);
   *(ob_crun **)lua_getextraspace(co) = c;
   ob_run_prefetch_users(r, c->call, 2);
+  ob_run_prefetch_write(r, c->call);
   lua_rawgeti(co, LUA_REGISTRYINDEX, r->e->body_ref);
   lua_pushlightuserdata(co, (void *)args);
   ob_pool *pool = r->e->lua_pool;

@@ -129,6 +129,8 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg);
 void ob_run_pump(ob_run *r);
 /* Asks ahead for what starting the call's followers reads (stage 1 to 3). */
 void ob_run_prefetch_users(const ob_run *r, const ob_call *call, int stage);
+/* Asks ahead for the deeper part of the call's own write path (see ob_pump.c). */
+void ob_run_prefetch_write(const ob_run *r, const ob_call *call);
 
 /* --- ob_params.c ------------------------------------------------------------- */
 

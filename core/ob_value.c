@@ -935,8 +935,10 @@ void ob_prefetch_key(const ob_value *v, uint32_t hash, int levels) {
       return; /* the path ends in this node, already read */
     n = n->slot[h_child_at(n, bit)];
   }
-  __builtin_prefetch(n);
-  __builtin_prefetch((const char *)n + 64);
+  /* the whole of a node with up to 32 slots (272 bytes; most are smaller): the
+   * next stage reads the one child slot its path takes, wherever it lies */
+  for (int line = 0; line < 5; line++)
+    __builtin_prefetch((const char *)n + 64 * line);
 }
 
 void ob_object_iter_init(ob_object_iter *it, const ob_value *o) {

@@ -116,7 +116,7 @@ void ob_prefetch_members(const ob_value *v);
 /* For a wide object o (others: nothing), the path of the key with this hash
  * (ob_key_hash) in its index:
  * reads the first `levels` nodes of it (cached by an earlier call with
- * levels - 1, or near the root) and asks for the next. */
+ * levels - 1, or near the root) and asks for the whole of the next. */
 void ob_prefetch_key(const ob_value *o, uint32_t hash, int levels);
 /* The hash objects index their keys by (a wide object's hash trie). Callers that
  * look the same key up often keep it and use the _h forms below, which take it. */
