@@ -1011,10 +1011,11 @@ static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_o
                         .input_label = "input", .max_calls = (size_t)o->max_calls};
   /* a run that may go on threads reads a probe (ob_shard_read_plan); a check,
    * and a run that cannot, the whole plan */
-  int threads = may_thread && o->threads > 1 && !(o->journal && o->fsync == OB_FSYNC_ALWAYS);
-  r->plan = threads ? ob_shard_read_plan(eng->e, r->plan_value, &src, (size_t)o->threads,
-                                         (size_t)o->concurrency)
-                    : ob_run_read_plan(eng->e, r->plan_value, &src, 0);
+  r->plan = may_thread && o->threads > 1
+                ? ob_shard_read_plan(eng->e, r->plan_value, &src, (size_t)o->threads,
+                                     (size_t)o->concurrency,
+                                     o->journal ? o->fsync : OB_FSYNC_NEVER)
+                : ob_run_read_plan(eng->e, r->plan_value, &src, 0);
   free(root);
   return r;
 }

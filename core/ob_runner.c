@@ -220,10 +220,8 @@ static int engine_load(const ob_cmd_options *o, ob_engine *e) {
 }
 
 /* Whether `run` may check its plan by its probe (ob_shard_read_plan): nothing
- * but the plan can keep it on one engine. */
-static int probing(const ob_cmd_options *o) {
-  return !strcmp(o->cmd, "run") && !o->approve && !(o->journal && o->fsync == OB_FSYNC_ALWAYS);
-}
+ * but the plan and its journal can keep it on one engine. */
+static int probing(const ob_cmd_options *o) { return !strcmp(o->cmd, "run") && !o->approve; }
 
 /* Engine, tools, latent scripts, plan: everything `check` and `run` share.
  * Prints the problems and returns 2 when something is invalid. */
@@ -248,7 +246,8 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
     return OB_EXIT_USAGE;
   ob_plan_source src = {.name = o->plan, .root = o->root, .inputs = o->inputs,
                         .input_label = "--input", .numbered = 1, .max_calls = o->max_calls};
-  ob_plan *p = *pp = probing(o) ? ob_shard_read_plan(e, v, &src, o->threads, o->concurrency)
+  ob_plan *p = *pp = probing(o) ? ob_shard_read_plan(e, v, &src, o->threads, o->concurrency,
+                                                     o->journal ? o->fsync : OB_FSYNC_NEVER)
                                 : ob_run_read_plan(e, v, &src, 0);
   for (size_t i = 0; i < p->nerrors; i++)
     fprintf(stderr, "%s\n", p->errors[i]);

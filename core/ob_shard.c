@@ -124,6 +124,10 @@ struct ob_shards {
   struct loads_copy *loads; /* cfg.loads, copied, or NULL */
 };
 
+/* A journal synced at every result keeps the run on one engine: a result is
+ * on disk before its readers start, one engine's promise. */
+static int journal_pins(ob_fsync mode) { return mode == OB_FSYNC_ALWAYS; }
+
 size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt) {
   size_t concurrency = opt->concurrency;
   if (!threads)
@@ -135,14 +139,15 @@ size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_option
   for (size_t i = 0; i < plan->ncalls && threads > 1; i++)
     if (ob_object_get(plan->calls[i].raw, "_instance", 9))
       threads = 1; /* its scope would need a part of its own: one engine does it all */
-  if (opt->approve_tty || (opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS))
+  if (opt->approve_tty || (opt->journal && journal_pins(ob_wal_mode(opt->journal))))
     return 1;
   return threads < 2 ? 1 : threads;
 }
 
 ob_plan *ob_shard_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
-                            size_t threads, size_t concurrency) {
-  if (threads != 1 && ob_typeof(v) == OB_OBJECT && ob_object_get(v, "instances", 9)) {
+                            size_t threads, size_t concurrency, ob_fsync journal) {
+  if (threads != 1 && !journal_pins(journal) && ob_typeof(v) == OB_OBJECT &&
+      ob_object_get(v, "instances", 9)) {
     ob_plan *p = ob_run_read_plan(e, v, src, 1);
     ob_run_options opt = {.concurrency = concurrency};
     if (!p->nerrors && ob_shard_threads(p, threads, &opt) > 1)

@@ -7,6 +7,7 @@
 
 #include "ob_engine.h"
 #include "ob_run.h"
+#include "ob_wal.h"
 
 /* Makes a shard's engine ready on the shard's own thread, as the host made its
  * own: tool files, latent and approver scripts, the memory limit. Returns 0, or
@@ -62,11 +63,12 @@ void ob_shards_counts(ob_shards *s, size_t n[6]);
  * reads (ob_run_read_plan): when it has instances, first its probe, kept when
  * it is valid and ob_shard_threads gives it more than one thread (each thread
  * then reads and checks its own part whole: the main thread need not read the
- * whole); else the whole plan. The caller has ruled out what keeps a run on one
- * engine whatever the plan (a terminal approval, a journal synced always, C
- * tools). */
+ * whole); else the whole plan. `journal` is the --fsync of the journal the run
+ * will write (OB_FSYNC_NEVER: none): always keeps it on one engine, as in
+ * ob_shard_threads. The caller has ruled out what else keeps a run on one
+ * engine whatever the plan (a terminal approval, C tools). */
 ob_plan *ob_shard_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
-                            size_t threads, size_t concurrency);
+                            size_t threads, size_t concurrency, ob_fsync journal);
 
 /* Writes the run's first journal lines (plan, context, input, run) through a run
  * of the whole plan on cfg->e that never starts, then starts ob_shard_threads

@@ -690,14 +690,20 @@ static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
   return OBELUS_OK;
 }
 
-/* Whether a run with options opt may go on threads, its plan aside: more than one
- * asked for, no C tools (they are the host's, on its thread), no journal synced
- * at every result (one journal's promise). */
+/* Whether a run with options opt may go on threads, its plan and journal aside
+ * (ob_shard decides by those): more than one asked for, no C tools (they are
+ * the host's, on its thread), a valid --fsync (else refused when the journal opens). */
 static int may_thread(const obelus_engine *E, const obelus_run_options *opt) {
+  ob_fsync mode;
+  return opt->threads > 1 && !E->tools && (!opt->fsync || ob_fsync_parse(opt->fsync, &mode) == OB_OK);
+}
+
+/* The --fsync of the journal a run with options opt writes (OB_FSYNC_NEVER: none). */
+static ob_fsync journal_fsync(const obelus_run_options *opt) {
   ob_fsync mode = OB_FSYNC_BATCH;
-  if (opt->fsync && ob_fsync_parse(opt->fsync, &mode) != OB_OK)
-    return 0; /* refused when the journal opens */
-  return opt->threads > 1 && !E->tools && !(opt->journal && mode == OB_FSYNC_ALWAYS);
+  if (!opt->journal || (opt->fsync && ob_fsync_parse(opt->fsync, &mode) != OB_OK))
+    return OB_FSYNC_NEVER;
+  return mode;
 }
 
 /* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
@@ -732,7 +738,7 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
   ob_plan_source src = {.name = name, .root = root, .inputs = inputs, .input_label = "input",
                         .max_calls = opt->max_calls};
   ob_plan *p = may_thread(E, opt) ? ob_shard_read_plan(E->e, pv, &src, opt->threads,
-                                                       opt->concurrency)
+                                                       opt->concurrency, journal_fsync(opt))
                                   : ob_run_read_plan(E->e, pv, &src, 0);
   free(root);
   if (p->nerrors) {

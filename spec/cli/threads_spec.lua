@@ -117,6 +117,14 @@ describe("obelus run --threads", function()
     if cores >= 2 then assert.are.equal(1, counts()[2]) end
     -- one engine for what cannot be shared out: --concurrency 1, --approve's terminal
     assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, counts("--threads", "4", "--concurrency", "1"))
+    -- and a journal synced at every result (its promise is one engine's); batch shares out
+    local j = os.tmpname()
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 },
+      counts("--threads", "4", "--journal", j, "--fsync", "always"))
+    os.remove(j)
+    assert.are.same({ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
+      counts("--threads", "10", "--journal", j, "--fsync", "batch"))
+    os.remove(j)
     -- a plan without instances runs on one engine
     local flat = cli.tmpfile([[{"plan":[{"_tool":"count","_outputPath":"a"},{"_tool":"count","_outputPath":"b"}]}]], ".json")
     local r = cli.run { "run", flat, "--tools", counter, "--threads", "2" }

@@ -84,6 +84,16 @@ describe("engine:run with threads", function()
     for _, v in pairs(one:output()) do seen[#seen + 1] = v.n end
     table.sort(seen)
     assert.are.same({ 1, 2, 3, 4 }, seen)
+    -- a journal synced at every result keeps a run on one engine, threads asked or not
+    local j = dir .. "/always.jsonl"
+    local pinned = e:run(plan(4, { { _tool = "count", _outputPath = "n" } }),
+      { threads = 4, journal = j, fsync = "always" })
+    assert.are.equal(0, pinned:wait())
+    seen = {}
+    for _, v in pairs(pinned:output()) do seen[#seen + 1] = v.n end
+    table.sort(seen)
+    assert.are.same({ 5, 6, 7, 8 }, seen)
+    pinned:close()
     e:close()
   end)
 
