@@ -24,6 +24,17 @@
  * running), so it asks for those blocks ahead, in stages, each reading only
  * what an earlier one brought in: 1 the call's structs, 2 the blocks they
  * point to, 3 what those point to. Hints only: nothing waits for them. */
+/* n cache lines from p on (NULL: none). */
+static void prefetch_lines(const void *p, int n) {
+  for (int k = 0; p && k < n; k++)
+    __builtin_prefetch((const char *)p + 64 * k);
+}
+
+/* A parsed expression's block holds its records (an alternative 24 bytes, a
+ * reference 40, a path segment 32) and then its strings: the kind and the keys
+ * that stage 3 reads lie past the first two lines of one with two segments. */
+#define EXPR_LINES 4
+
 static void prefetch_call(const ob_run *r, size_t i, int stage) {
   const ob_call *call = &r->plan->calls[i];
   if (stage == 1) {
@@ -36,17 +47,15 @@ static void prefetch_call(const ob_run *r, size_t i, int stage) {
   } else if (stage == 2) {
     ob_prefetch(call->raw);
     __builtin_prefetch(call->refs);
-    __builtin_prefetch(call->output.block);
+    prefetch_lines(call->output.block, EXPR_LINES);
     __builtin_prefetch(call->output_text);
     __builtin_prefetch(call->id);
     __builtin_prefetch(call->deps);
     __builtin_prefetch(call->users);
   } else if (stage == 3) {
     ob_prefetch_members(call->raw);
-    if (call->nrefs) {
-      __builtin_prefetch(call->refs[0].expr.block);
-      __builtin_prefetch((const char *)call->refs[0].expr.block + 64);
-    }
+    if (call->nrefs)
+      prefetch_lines(call->refs[0].expr.block, EXPR_LINES);
     if (call->has_output) {
       ob_prefetch(call->output_text[0]);
       /* the path its result will take into a wide object's index (measured:
