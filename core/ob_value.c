@@ -910,9 +910,10 @@ ob_value *ob_object_set(ob_value *o, const char *key, size_t keylen, ob_value *v
 void ob_prefetch(const ob_value *v) {
   if (!v)
     return;
+  /* both lines whatever v is: reading its type to choose would wait for the
+   * very line asked for (measured: a twentieth of fanout's samples) */
   __builtin_prefetch(v);
-  if (v->type == OB_OBJECT && !v->wide)
-    __builtin_prefetch((const char *)v + 64);
+  __builtin_prefetch((const char *)v + 64);
 }
 
 void ob_prefetch_members(const ob_value *v) {
