@@ -114,6 +114,13 @@ size_t ob_log_len(const ob_log *log) { return log->nmsg; }
 
 void ob_log_keep_history(ob_log *log, int keep) { log->keep_history = keep; }
 
+void ob_log_reserve(ob_log *log, size_t n) {
+  if (n > log->capmsg) {
+    log->capmsg = n;
+    log->msg = ob_xrealloc(log->msg, log->capmsg * sizeof *log->msg);
+  }
+}
+
 const ob_msg *ob_log_at(const ob_log *log, size_t i) { return &log->msg[i]; }
 
 /* --- the document table ------------------------------------------------ */

@@ -46,6 +46,9 @@ void ob_log_free(ob_log *log);
  * shares them: much less memory and time for long runs; a read as of an
  * earlier position then answers absent. Set it before the first append. */
 void ob_log_keep_history(ob_log *log, int keep);
+/* Makes room for n messages in all (a run's log: one a call), so that the
+ * message array is not copied as it doubles (measured: 1% of fanout 100000). */
+void ob_log_reserve(ob_log *log, size_t n);
 
 /* Number of messages appended so far. */
 size_t ob_log_len(const ob_log *log);
