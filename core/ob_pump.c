@@ -18,12 +18,6 @@
 #include "ob_mem.h"
 #include "ob_sched.h"
 
-/* What starting a call reads lies in a dozen small blocks of the plan, cold
- * in a big plan (each call is read once). The scheduler often knows which
- * call starts next (the queue holds it, or it waits only for the call now
- * running), so it asks for those blocks ahead, in stages, each reading only
- * what an earlier one brought in: 1 the call's structs, 2 the blocks they
- * point to, 3 what those point to. Hints only: nothing waits for them. */
 /* n cache lines from p on (NULL: none). */
 static void prefetch_lines(const void *p, int n) {
   for (int k = 0; p && k < n; k++)
@@ -35,6 +29,12 @@ static void prefetch_lines(const void *p, int n) {
  * that stage 3 reads lie past the first two lines of one with two segments. */
 #define EXPR_LINES 4
 
+/* What starting a call reads lies in a dozen small blocks of the plan, cold
+ * in a big plan (each call is read once). The scheduler often knows which
+ * call starts next (the queue holds it, or it waits only for the call now
+ * running), so it asks for those blocks ahead, in stages, each reading only
+ * what an earlier one brought in: 1 the call's structs, 2 the blocks they
+ * point to, 3 what those point to. Hints only: nothing waits for them. */
 static void prefetch_call(const ob_run *r, size_t i, int stage) {
   const ob_call *call = &r->plan->calls[i];
   if (stage == 1) {
