@@ -18,16 +18,19 @@
 #include "ob_mem.h"
 #include "ob_sched.h"
 
-/* n cache lines from p on (NULL: none). */
-static void prefetch_lines(const void *p, int n) {
-  for (int k = 0; p && k < n; k++)
-    __builtin_prefetch((const char *)p + 64 * k);
-}
-
 /* A parsed expression's block holds its records (an alternative 24 bytes, a
  * reference 40, a path segment 32) and then its strings: the kind and the keys
  * that stage 3 reads lie past the first two lines of one with two segments. */
 #define EXPR_LINES 4
+
+/* The path a call's result will take into a wide object's index: the first
+ * `levels` nodes read, the next asked for (ob_log_prefetch_write). */
+static void prefetch_write(const ob_run *r, const ob_call *call, int levels) {
+  if (call->has_output) {
+    const ob_reference *x = &call->output.alts[0].refs[0];
+    ob_log_prefetch_write(r->log, x->kind, call->instance, &x->path, levels);
+  }
+}
 
 /* What starting a call reads lies in a dozen small blocks of the plan, cold
  * in a big plan (each call is read once). The scheduler often knows which
@@ -38,16 +41,12 @@ static void prefetch_lines(const void *p, int n) {
 static void prefetch_call(const ob_run *r, size_t i, int stage) {
   const ob_call *call = &r->plan->calls[i];
   if (stage == 1) {
-    __builtin_prefetch(&r->calls[i]);
-    __builtin_prefetch((const char *)&r->calls[i] + 64);
-    __builtin_prefetch(call);
-    __builtin_prefetch((const char *)call + 64);
-    __builtin_prefetch((const char *)call + 128);
-    __builtin_prefetch((const char *)call + 192);
+    ob_prefetch_lines(&r->calls[i], 2);
+    ob_prefetch_lines(call, 4);
   } else if (stage == 2) {
     ob_prefetch(call->raw);
     __builtin_prefetch(call->refs);
-    prefetch_lines(call->output.block, EXPR_LINES);
+    ob_prefetch_lines(call->output.block, EXPR_LINES);
     __builtin_prefetch(call->output_text);
     __builtin_prefetch(call->id);
     __builtin_prefetch(call->deps);
@@ -55,14 +54,11 @@ static void prefetch_call(const ob_run *r, size_t i, int stage) {
   } else if (stage == 3) {
     ob_prefetch_members(call->raw);
     if (call->nrefs)
-      prefetch_lines(call->refs[0].expr.block, EXPR_LINES);
-    if (call->has_output) {
+      ob_prefetch_lines(call->refs[0].expr.block, EXPR_LINES);
+    if (call->has_output)
       ob_prefetch(call->output_text[0]);
-      /* the path its result will take into a wide object's index (measured:
-       * a tenth of the cycles of a chain writing 100,000 keys) */
-      const ob_reference *x = &call->output.alts[0].refs[0];
-      ob_log_prefetch_write(r->log, x->kind, call->instance, &x->path, 2);
-    }
+    prefetch_write(r, call, 2); /* measured: a tenth of the cycles of a chain
+                                   writing 100,000 keys */
   }
 }
 
@@ -81,12 +77,7 @@ void ob_run_prefetch_users(const ob_run *r, const ob_call *call, int stage) {
  * next. Called as the tool starts, a tool's run ahead of the write. Measured
  * on chain 100000: with two levels only, the write's lookup waited on the
  * third for a sixth of the run. */
-void ob_run_prefetch_write(const ob_run *r, const ob_call *call) {
-  if (call->has_output) {
-    const ob_reference *x = &call->output.alts[0].refs[0];
-    ob_log_prefetch_write(r->log, x->kind, call->instance, &x->path, 3);
-  }
-}
+void ob_run_prefetch_write(const ob_run *r, const ob_call *call) { prefetch_write(r, call, 3); }
 
 /* The calls queued behind position q: three ahead at stage 1, two at 2, one at 3. */
 static void prefetch_queued(const ob_run *r, size_t q) {

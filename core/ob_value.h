@@ -112,6 +112,11 @@ void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val);
  * the cache, for the keys and values of a small object or the elements of a short
  * array. NULL is allowed. */
 void ob_prefetch(const ob_value *v);
+/* Asks for n cache lines (64 bytes) from p on; NULL: none. Reads nothing. */
+static inline void ob_prefetch_lines(const void *p, int n) {
+  for (int k = 0; p && k < n; k++)
+    __builtin_prefetch((const char *)p + 64 * k);
+}
 void ob_prefetch_members(const ob_value *v);
 /* For a wide object o (others: nothing), the path of the key with this hash
  * (ob_key_hash) in its index:
