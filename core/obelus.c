@@ -691,19 +691,17 @@ static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
 }
 
 /* Whether a run with options opt may go on threads, its plan and journal aside
- * (ob_shard decides by those): more than one asked for, no C tools (they are
- * the host's, on its thread), a valid --fsync (else refused when the journal opens). */
-static int may_thread(const obelus_engine *E, const obelus_run_options *opt) {
-  ob_fsync mode;
-  return opt->threads > 1 && !E->tools && (!opt->fsync || ob_fsync_parse(opt->fsync, &mode) == OB_OK);
-}
-
-/* The --fsync of the journal a run with options opt writes (OB_FSYNC_NEVER: none). */
-static ob_fsync journal_fsync(const obelus_run_options *opt) {
-  ob_fsync mode = OB_FSYNC_BATCH;
-  if (!opt->journal || (opt->fsync && ob_fsync_parse(opt->fsync, &mode) != OB_OK))
-    return OB_FSYNC_NEVER;
-  return mode;
+ * (ob_shard decides by those, given *journal: the --fsync of the journal it
+ * writes, OB_FSYNC_NEVER for none): more than one asked for, no C tools (they
+ * are the host's, on its thread), a valid --fsync (else refused when the
+ * journal opens). */
+static int may_thread(const obelus_engine *E, const obelus_run_options *opt, ob_fsync *journal) {
+  *journal = OB_FSYNC_BATCH;
+  if (opt->fsync && ob_fsync_parse(opt->fsync, journal) != OB_OK)
+    return 0;
+  if (!opt->journal)
+    *journal = OB_FSYNC_NEVER;
+  return opt->threads > 1 && !E->tools;
 }
 
 /* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
@@ -737,9 +735,11 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
    * them with every other problem (as `obelus check` does) */
   ob_plan_source src = {.name = name, .root = root, .inputs = inputs, .input_label = "input",
                         .max_calls = opt->max_calls};
-  ob_plan *p = may_thread(E, opt) ? ob_shard_read_plan(E->e, pv, &src, opt->threads,
-                                                       opt->concurrency, journal_fsync(opt))
-                                  : ob_run_read_plan(E->e, pv, &src, 0);
+  ob_fsync journal;
+  int threads = may_thread(E, opt, &journal);
+  ob_plan *p = threads ? ob_shard_read_plan(E->e, pv, &src, opt->threads, opt->concurrency,
+                                            journal)
+                       : ob_run_read_plan(E->e, pv, &src, 0);
   free(root);
   if (p->nerrors) {
     report_problems(E, p);
@@ -754,7 +754,7 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
   }
   ob_run_options ro = run_options(R, opt);
-  if (may_thread(E, opt) && ob_shard_threads(p, opt->threads, &ro) > 1) {
+  if (threads && ob_shard_threads(p, opt->threads, &ro) > 1) {
     R->threads = opt->threads; /* made at the start */
     R->inputs = inputs;
     R->ro = ro;
