@@ -46,6 +46,7 @@ typedef struct history {
 
 typedef struct doc {
   ob_value *kind, *instance; /* instance NULL: global */
+  const char *shared;        /* the kind's shared copy (ob_kind_shared), or NULL */
   uint32_t hash;
   history roots, schemas;
 } doc;
@@ -165,7 +166,7 @@ static int same_name(const char *a, const char *b) {
 
 static doc *doc_find(ob_log *log, const char *kind, const char *inst) {
   doc *last = log->last_global;
-  if (!inst && last && same_name(ob_string_ptr(last->kind), kind))
+  if (!inst && last && (kind == last->shared || same_name(ob_string_ptr(last->kind), kind)))
     return last;
   uint32_t h = doc_hash(kind, strlen(kind), inst, inst ? strlen(inst) : 0);
   doc *d = *doc_slot(log, kind, inst, h);
@@ -205,6 +206,7 @@ static doc *doc_get(ob_log *log, ob_value *kind, ob_value *inst) {
   if (!d)
     abort();
   d->kind = ob_ref(kind);
+  d->shared = ob_kind_shared(k, ob_string_len(kind));
   d->instance = ob_ref(inst);
   d->hash = h;
   *slot = d;

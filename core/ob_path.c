@@ -610,6 +610,14 @@ int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *e
   return rc;
 }
 
+const char *ob_kind_shared(const char *s, size_t len) {
+  static const char *const kinds[] = {"state", "input", "context"};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (strlen(kinds[i]) == len && !memcmp(kinds[i], s, len))
+      return kinds[i];
+  return NULL;
+}
+
 /* Moves a freshly parsed expression into one allocation (see ob_path.h). */
 static void compact(ob_expr *e) {
   size_t size = e->n * sizeof(ob_alt);
@@ -618,7 +626,9 @@ static void compact(ob_expr *e) {
     size += alt->n * sizeof(ob_reference) + strlen(alt->text) + 1;
     for (size_t r = 0; r < alt->n; r++) {
       const ob_reference *ref = &alt->refs[r];
-      size += strlen(ref->kind) + 1 + strlen(ref->text) + 1 + ref->path.n * sizeof(ob_seg);
+      size += strlen(ref->text) + 1 + ref->path.n * sizeof(ob_seg);
+      if (!ob_kind_shared(ref->kind, strlen(ref->kind)))
+        size += strlen(ref->kind) + 1;
       for (size_t k = 0; k < ref->path.n; k++)
         size += ref->path.segs[k].keylen + 1;
     }
@@ -647,7 +657,11 @@ static void compact(ob_expr *e) {
     for (size_t r = 0; r < alts[a].n; r++) {
       ob_reference *ref = &alts[a].refs[r];
       n = strlen(ref->kind) + 1;
-      ref->kind = memcpy(at, ref->kind, n), at += n;
+      const char *shared = ob_kind_shared(ref->kind, n - 1);
+      if (shared)
+        ref->kind = shared;
+      else
+        ref->kind = memcpy(at, ref->kind, n), at += n;
       n = strlen(ref->text) + 1;
       ref->text = memcpy(at, ref->text, n), at += n;
       for (size_t k = 0; k < ref->path.n; k++) {
@@ -673,7 +687,7 @@ void ob_expr_free(ob_expr *e) {
   for (size_t a = 0; a < e->n; a++) {
     ob_alt *alt = &e->alts[a];
     for (size_t r = 0; r < alt->n; r++) {
-      free(alt->refs[r].kind);
+      free((char *)alt->refs[r].kind); /* spread out: every piece its own */
       ob_path_free(&alt->refs[r].path);
       free(alt->refs[r].text);
     }

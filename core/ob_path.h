@@ -34,7 +34,8 @@ typedef struct ob_path {
 
 /* (Not "ob_ref": that name is ob_value.h's reference-count increment.) */
 typedef struct ob_reference {
-  char *kind;   /* malloc'ed kind name: [A-Za-z_][A-Za-z0-9_-]* */
+  const char *kind; /* kind name: [A-Za-z_][A-Za-z0-9_-]* (a shared static copy for the
+                     * common kinds once compacted: ob_kind_shared) */
   ob_path path;
   char *text;   /* the part as written, trimmed (e.g. "†state.failed" or "user.summary") */
   size_t pos;   /* 0-based character offset of the part in the parsed string */
@@ -77,6 +78,13 @@ enum {
  * Bytes >= 0x80 are taken as they are (not checked as UTF-8). A part ends at
  * white space, "|", "&" or the end; "||" and "&&" need no blanks around them. */
 int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *err);
+
+/* The kinds that nearly every call reads or writes ("state", "input", "context") have
+ * one static copy each, and a parsed expression's references point at it rather than at
+ * bytes of their own: the log then knows its most used document by a pointer compare,
+ * without reading the kind's text (ob_log.c's doc_find; three times a call). Gives that
+ * copy for s[0..len), or NULL for any other kind. */
+const char *ob_kind_shared(const char *s, size_t len);
 void ob_expr_free(ob_expr *e);
 
 /* Parses a bare path with no kind: "user.status", "users[\"a.b\"].age", "items.0".

@@ -295,9 +295,19 @@ static uint32_t string_hash(ob_value *key) {
 
 uint32_t ob_string_hash(ob_value *s) { return string_hash(s); }
 
+/* Keys are mostly short, and two that differ mostly do at their first bytes: a byte loop
+ * answers before a call to memcmp would have started (fan-out's small objects, h_find's
+ * hash-equal keys). */
 static int key_is(const ob_value *key, const char *s, size_t len) {
   const string_value *k = (const string_value *)key;
-  return k->len == len && memcmp(k->s, s, len) == 0;
+  if (k->len != len)
+    return 0;
+  if (len > 16)
+    return memcmp(k->s, s, len) == 0;
+  for (size_t i = 0; i < len; i++)
+    if (k->s[i] != s[i])
+      return 0;
+  return 1;
 }
 
 /* --- persistent vector internals --------------------------------------- */
