@@ -84,14 +84,18 @@ static void gc_idle_cb(uv_timer_t *t) {
 }
 
 /* A burst: many calls started in one pump while BURST_LIVE or more are alive
- * (they wait). Collecting in its middle finds little to free (what a
- * waiting call started with is live) and walks everything again each cycle;
- * so the collector holds off, until the heap has doubled (or grown 16 MB,
- * when smaller), and does its work while the loop has nothing due
- * (gc_idle_cb). Calls that finish at once (a chain) leave few alive: no
- * burst. Measured on sleep 10000 100 (8 interleaved runs): the start cascade
- * ~30% shorter, loop time median 151 to 144 ms, and 141 to 134 ms once the
- * work went to idle time rather than after; chain and fanout: unchanged. */
+ * (they wait). Collecting in its middle finds little to free (what a waiting
+ * call started with is live) and walks everything again each cycle; so the
+ * collector holds off, until the heap has doubled (or grown 16 MB, when
+ * smaller), and does its work while the loop has nothing due (gc_idle_cb).
+ * Calls that finish at once (a chain) leave few alive: no burst. Measured on
+ * sleep 10000 100 (8 interleaved runs): the start cascade ~30% shorter, loop
+ * time median 151 to 144 ms, and 141 to 134 ms once the work went to idle
+ * time rather than after; chain and fanout: unchanged.
+ * Many calls woken at once by the sleepers' timer (ob_sleep.c) while as many
+ * are alive are a burst too: the collector would otherwise sweep their garbage
+ * in whatever runs next. Measured on sleep 10000 100 (11 interleaved runs): its
+ * join 5.2 to 2.8 ms, loop time 115.6 to 112.6 ms, peak RSS +0.3 MB. */
 static void gc_hold(ob_engine *e) {
   if (e->gc_held || !lua_gc(e->L, LUA_GCISRUNNING))
     return;

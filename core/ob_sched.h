@@ -232,10 +232,10 @@ void ob_sleep_forget(ob_run *r);
 
 /* --- ob_gc.c ----------------------------------------------------------------- */
 
-#define OB_GC_BURST_CALLS 64 /* a burst is looked for every this many calls started */
+#define OB_GC_BURST_CALLS 64 /* a burst is looked for every this many calls started or woken */
 /* A call's coroutine came alive. */
 void ob_gc_call_up(ob_engine *e);
-/* The pump started OB_GC_BURST_CALLS more calls: a burst? */
+/* The pump started, or the sleep timer woke, OB_GC_BURST_CALLS more calls: a burst? */
 void ob_gc_burst_check(ob_engine *e);
 /* A run was freed with no call left alive in the engine. */
 void ob_gc_calls_gone(ob_engine *e);

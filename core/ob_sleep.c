@@ -81,7 +81,10 @@ static void sleep_fire(uv_timer_t *t) {
   ob_engine *e = t->data;
   uint64_t now = uv_now(e->loop), limit = e->sleep_seq;
   ob_sleeper *s;
+  size_t woken = 0;
   while ((s = sleep_first(e)) && s->due <= now && s->seq < limit) {
+    if (++woken % OB_GC_BURST_CALLS == 0)
+      ob_gc_burst_check(e); /* many waking while many wait: collect when idle (ob_gc.c) */
     uint64_t serial = s->serial;
     ob_crun *c = sleep_pop(e, s);
     if (e->queue_head + 2 < e->queue_tail) { /* the next ones' coroutines, ahead of time */

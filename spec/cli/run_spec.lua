@@ -263,6 +263,10 @@ return {
       return { running = running, kb = math.floor(kb) }
     end },
   { name = "gcsee", run = function() return collectgarbage("isrunning") end },
+  { name = "gcmid", run = function(call)
+      obelus.sleep(call.ms)
+      return collectgarbage("isrunning")
+    end },
 }
 ]]
 
@@ -272,18 +276,22 @@ return {
       calls[i] = string.format('{"_tool":"gcnap","kb":%d,"ms":%d,"_outputPath":"†state.naps.n%d"}', kb, ms, i)
     end
     calls[n + 1] = '{"_tool":"gcsee","all":"†state.naps","_outputPath":"†state.after"}'
+    -- woken alone, halfway through the naps: no burst then
+    calls[n + 2] = string.format('{"_tool":"gcmid","ms":%d,"_outputPath":"†state.mid"}', ms // 2)
     local tools = cli.tmpfile(GC_TOOLS, ".lua")
     return cli.run { "run", plan_file('{"plan":[' .. table.concat(calls, ",") .. '],"output":"†state"}'),
                      "--tools", tools }
   end
 
-  it("holds off while 2,000 calls start and wait, and runs again once the loop is idle", function()
+  it("holds off while 2,000 calls start and wait, runs once the loop is idle, holds off as they wake", function()
     local r = burst(2000, 0, 300)
     assert.are.equal(0, r.code, r.err)
     local out = cjson.decode(r.out)
     assert.is_true(out.naps.n1.running)     -- before any burst
     assert.is_false(out.naps.n2000.running) -- the last of the burst: held
-    assert.is_true(out.after)               -- the idle time before the wake-ups caught up
+    assert.is_true(out.mid)                 -- the idle time in the naps' middle caught up
+    assert.is_false(out.after)              -- the 2,000 woke at once: a burst again, the
+                                            -- join runs before the loop is idle
   end)
 
   it("lets the heap grow no more than its bound: garbage made in a burst is collected", function()
