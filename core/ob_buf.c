@@ -30,6 +30,28 @@ void ob_buf_grow(ob_buf *b, size_t extra) {
   b->cap = cap;
 }
 
+void ob_buf_add_uint(ob_buf *b, uint64_t n) {
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                              "31323334353637383940414243444546474849505152535455565758596061"
+                              "62636465666768697071727374757677787980818283848586878889909192"
+                              "93949596979899";
+  char d[20]; /* UINT64_MAX has 20 digits */
+  size_t k = sizeof d;
+  while (n >= 100) {
+    unsigned two = (unsigned)(n % 100);
+    n /= 100;
+    d[--k] = pairs[2 * two + 1];
+    d[--k] = pairs[2 * two];
+  }
+  if (n >= 10) {
+    d[--k] = pairs[2 * n + 1];
+    d[--k] = pairs[2 * n];
+  } else {
+    d[--k] = (char)('0' + n);
+  }
+  ob_buf_add(b, d + k, sizeof d - k);
+}
+
 void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
   char tmp[256];
   va_list ap;

@@ -166,15 +166,9 @@ void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
 
 /* An integer's digits (printf costs ten times more). */
 static void write_int(ob_buf *b, int64_t n) {
-  char d[24];
-  size_t k = sizeof d;
-  uint64_t u = n < 0 ? -(uint64_t)n : (uint64_t)n;
-  do
-    d[--k] = (char)('0' + u % 10);
-  while (u /= 10);
   if (n < 0)
-    d[--k] = '-';
-  ob_buf_add(b, d + k, sizeof d - k);
+    ob_buf_addc(b, '-');
+  ob_buf_add_uint(b, n < 0 ? -(uint64_t)n : (uint64_t)n);
 }
 
 /* The shortest of %.15g, %.16g, %.17g that reads back to the same double,

@@ -50,15 +50,6 @@
 #include "ob_sched.h"
 
 /* A number's digits (no printf: a line or two a call). */
-static void add_uint(ob_buf *b, uint64_t n) {
-  char d[24];
-  size_t k = sizeof d;
-  do
-    d[--k] = (char)('0' + n % 10);
-  while (n /= 10);
-  ob_buf_add(b, d + k, sizeof d - k);
-}
-
 static void add_lit(ob_buf *b, const char *s) { ob_buf_add(b, s, strlen(s)); }
 
 /* ,"t":<microseconds since the Unix epoch> */
@@ -66,7 +57,7 @@ static void add_time(ob_buf *b) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   ob_buf_add(b, ",\"t\":", 5);
-  add_uint(b, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
+  ob_buf_add_uint(b, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
 }
 /* A string literal, its length known when compiling. */
 #define ADD_LIT(b, s) ob_buf_add((b), (s), sizeof(s) - 1)
@@ -145,7 +136,7 @@ void ob_record_start(ob_crun *c) {
   ADD_LIT(b, ",\"id\":");
   ob_json_write_string(b, c->call->id, strlen(c->call->id));
   ADD_LIT(b, ",\"attempt\":");
-  add_uint(b, c->attempt);
+  ob_buf_add_uint(b, c->attempt);
   add_time(b);
   line_end(r, b);
 }

@@ -196,6 +196,8 @@ static inline void ob_buf_addc(ob_buf *b, char c) {
   b->data[b->len++] = c;
   b->data[b->len] = '\0';
 }
+/* Appends n's decimal digits (two a step: the journal writes a 16-digit time a line). */
+void ob_buf_add_uint(ob_buf *b, uint64_t n);
 void ob_buf_addf(ob_buf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

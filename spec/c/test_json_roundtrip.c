@@ -1,5 +1,7 @@
 /* test_json_roundtrip.c -- JSON text in and out: integers stay integers, reals print
  * shortest-exact, key order kept, UTF-8 and \u escapes (surrogates, NUL) round-trip. */
+#include <inttypes.h>
+
 #include "ob_value.h"
 #include "test.h"
 
@@ -32,6 +34,30 @@ TEST(scalars) {
   CHECK(roundtrip("-17", "-17"));
   CHECK(roundtrip("9223372036854775807", "9223372036854775807"));
   CHECK(roundtrip("-9223372036854775808", "-9223372036854775808"));
+}
+
+/* Integers print two digits a step (ob_buf_add_uint): every length, odd and even, and
+ * the numbers around each power of ten, against printf's digits. */
+TEST(integers_print_exactly_at_every_length) {
+  int64_t n = 1;
+  for (int digits = 1; digits <= 19; digits++, n *= 10) {
+    int64_t around[] = {n - 1, n, n + 1, n * 5 + 7, -n, -(n - 1), -(n + 1)};
+    for (size_t i = 0; i < sizeof around / sizeof *around; i++) {
+      char text[32];
+      snprintf(text, sizeof text, "%" PRId64, around[i]);
+      CHECK(roundtrip(text, text));
+    }
+  }
+  CHECK(roundtrip("9223372036854775807", "9223372036854775807"));
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add_uint(&b, UINT64_MAX);
+  ob_buf_add_uint(&b, 0);
+  ob_buf_add_uint(&b, 7);
+  ob_buf_add_uint(&b, 42);
+  ob_buf_add_uint(&b, 100);
+  CHECK(!strcmp(b.data, "18446744073709551615" "0" "7" "42" "100"));
+  ob_buf_free(&b);
 }
 
 TEST(reals_stay_reals_and_print_shortest) {
@@ -125,6 +151,7 @@ TEST(ten_megabyte_string) {
 
 int main(void) {
   RUN(scalars);
+  RUN(integers_print_exactly_at_every_length);
   RUN(reals_stay_reals_and_print_shortest);
   RUN(strings_and_escapes);
   RUN(containers_keep_order);
