@@ -39,14 +39,17 @@ TEST(scalars) {
 /* Integers print two digits a step (ob_buf_add_uint): every length, odd and even, and
  * the numbers around each power of ten, against printf's digits. */
 TEST(integers_print_exactly_at_every_length) {
-  int64_t n = 1;
-  for (int digits = 1; digits <= 19; digits++, n *= 10) {
-    int64_t around[] = {n - 1, n, n + 1, n * 5 + 7, -n, -(n - 1), -(n + 1)};
+  int64_t n = 1; /* 10^(digits-1), up to 10^18 (INT64_MAX is 9.2 * 10^18) */
+  for (int digits = 1; digits <= 19; digits++) {
+    int64_t five = n <= INT64_MAX / 5 - 7 ? n * 5 + 7 : n + 7;
+    int64_t around[] = {n - 1, n, n + 1, five, -n, -(n - 1), -(n + 1)};
     for (size_t i = 0; i < sizeof around / sizeof *around; i++) {
       char text[32];
       snprintf(text, sizeof text, "%" PRId64, around[i]);
       CHECK(roundtrip(text, text));
     }
+    if (digits < 19)
+      n *= 10;
   }
   CHECK(roundtrip("9223372036854775807", "9223372036854775807"));
   ob_buf b;
