@@ -79,13 +79,14 @@ enum {
  * white space, "|", "&" or the end; "||" and "&&" need no blanks around them. */
 int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *err);
 
+void ob_expr_free(ob_expr *e);
+
 /* The kinds that nearly every call reads or writes ("state", "input", "context") have
  * one static copy each, and a parsed expression's references point at it rather than at
  * bytes of their own: the log then knows its most used document by a pointer compare,
  * without reading the kind's text (ob_log.c's doc_find; three times a call). Gives that
  * copy for s[0..len), or NULL for any other kind. */
 const char *ob_kind_shared(const char *s, size_t len);
-void ob_expr_free(ob_expr *e);
 
 /* Parses a bare path with no kind: "user.status", "users[\"a.b\"].age", "items.0".
  * The empty string is the empty path (the document root). Same errors as above. */

@@ -49,7 +49,6 @@
 
 #include "ob_sched.h"
 
-/* A number's digits (no printf: a line or two a call). */
 static void add_lit(ob_buf *b, const char *s) { ob_buf_add(b, s, strlen(s)); }
 
 /* ,"t":<microseconds since the Unix epoch> */
