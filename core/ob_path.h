@@ -78,7 +78,6 @@ enum {
  * Bytes >= 0x80 are taken as they are (not checked as UTF-8). A part ends at
  * white space, "|", "&" or the end; "||" and "&&" need no blanks around them. */
 int ob_expr_parse(const char *s, size_t len, int mode, ob_expr *out, ob_error *err);
-
 void ob_expr_free(ob_expr *e);
 
 /* The kinds that nearly every call reads or writes ("state", "input", "context") have
