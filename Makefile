@@ -24,13 +24,20 @@ CFLAGS  ?= -O2 -g
 # 7% fewer instructions a call in bench chain/fanout). Fat objects keep ordinary code
 # too, so libobelus.a links into hosts built without LTO. `make REL_LTO=` turns it off.
 REL_LTO ?= -flto=auto -ffat-lto-objects
-# Calls into shared libraries (Lua's C API, libuv, libc) go through the GOT, not a PLT
-# stub: one indirect call rather than a call and a jump, and the engine makes about 40
-# Lua API calls a tool call. Measured (bench/obelus-bench, 9 and 11 paired rounds, the
-# floor built alike): chain 100000 7.7% and fanout 100000 2-3.5% more calls a second;
-# the bare-Lua floor itself 2-4%. Symbols are then bound as the program loads, not at
-# their first call. `make REL_NOPLT=` turns it off.
-REL_NOPLT ?= -fno-plt
+# Direct calls. -fno-plt: calls into shared libraries (Lua's C API, libuv, libc) go
+# through the GOT, not a PLT stub: one indirect call rather than a call and a jump, and
+# the engine makes about 40 Lua API calls a tool call. Measured (bench/obelus-bench, three
+# sets of 9-11 paired rounds, the floor built alike): chain 100000 4-8% and fanout 100000
+# 2-5% more calls a second; the bare-Lua floor itself 2-4%. Symbols are then bound as the
+# program loads, not at their first call (a one-call run: ~60 us more).
+# -fno-semantic-interposition: in the Lua module and libobelus.so the engine's functions
+# call each other directly and may be inlined, as in the program, rather than through
+# the PLT in case something replaced them at load time (nothing does). Measured: a
+# 50,000-call chain run through the Lua module, 7 paired runs, 175 to 164 ms (the plan's
+# reading included); the program, where the linker knew it already, +1-2% (noise). The
+# instrumented build (PGO) uses these too: they change what is inlined before the counts
+# are placed, and counts that do not match are ignored. `make REL_DIRECT=` turns both off.
+REL_DIRECT ?= -fno-plt -fno-semantic-interposition
 # Profile-guided optimisation of the release build: the engine's objects are first built
 # instrumented (build/pgo), bench/pgo-train runs them on the common paths, and the release
 # objects are compiled with the counts (inlining, code layout, branch order). Measured
@@ -91,7 +98,7 @@ deps-quiet:
 
 # --- the library, the CLI, the Lua module ---
 build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel $(PGO_STAMP)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) $(REL_NOPLT) $(REL_PGO) -MMD -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) $(REL_DIRECT) $(REL_PGO) -MMD -c $< -o $@
 build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
 build/tsan/%.o: core/%.c $(wildcard core/*.h) | build/tsan
@@ -116,7 +123,7 @@ build/tsan/libobelus.a: $(TSAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 bin/obelus: build/rel/main.o lib/libobelus.a | bin
-	$(CC) $(CFLAGS) $(REL_LTO) $(REL_NOPLT) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $^ $(LDLIBS)
 build/asan/obelus: build/asan/main.o build/asan/libobelus.a
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
 build/tsan/obelus: build/tsan/main.o build/tsan/libobelus.a
@@ -125,7 +132,7 @@ build/tsan/obelus: build/tsan/main.o build/tsan/libobelus.a
 # The Lua C module `obelus.core`, loadable from stock lua5.4 (and busted).
 lib/obelus/core.so: $(REL_OBJ)
 	@mkdir -p lib/obelus
-	$(CC) -shared $(CFLAGS) $(REL_LTO) $(REL_NOPLT) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+	$(CC) -shared $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
 # The shared library for hosts: the same PIC objects as libobelus.a, linked
 # against its dependencies (-z defs proves none is missing), versioned with an
@@ -133,7 +140,7 @@ lib/obelus/core.so: $(REL_OBJ)
 SO_MAJOR   := 0
 SO_VERSION := 0.1.0
 lib/libobelus.so.$(SO_VERSION): $(REL_OBJ) | lib
-	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) $(REL_LTO) $(REL_NOPLT) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $^ $(LDLIBS)
 lib/libobelus.so: lib/libobelus.so.$(SO_VERSION)
 	ln -sf libobelus.so.$(SO_VERSION) lib/libobelus.so.$(SO_MAJOR)
 	ln -sf libobelus.so.$(SO_MAJOR) $@
@@ -150,7 +157,7 @@ PGO_OBJ := $(CORE_SRC:core/%.c=build/pgo/%.o) build/pgo/main.o
 PGO_GEN := -fprofile-generate=$(PGO_DATA) -fprofile-update=single
 build/pgo/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p build/pgo
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(PGO_GEN) $(PGO_NAME) -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_DIRECT) $(PGO_GEN) $(PGO_NAME) -c $< -o $@
 build/pgo/obelus: $(PGO_OBJ) build/rel/ob_runtime_lua.o
 	$(CC) $(CFLAGS) $(PGO_GEN) -o $@ $^ $(LDLIBS)
 build/pgo/obelus-bench: $(BENCH_SRC) $(filter-out build/pgo/main.o,$(PGO_OBJ)) build/rel/ob_runtime_lua.o
@@ -284,7 +291,7 @@ test-examples: examples all
 
 # --- benchmarks ---
 bench/obelus-bench: $(BENCH_SRC) lib/libobelus.a
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) $(REL_NOPLT) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
 bench: bench/obelus-bench
 	sh bench/run
 
