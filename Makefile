@@ -38,6 +38,9 @@ REL_LTO ?= -flto=auto -ffat-lto-objects
 # instrumented build (PGO) uses these too: they change what is inlined before the counts
 # are placed, and counts that do not match are ignored. `make REL_DIRECT=` turns both off.
 REL_DIRECT ?= -fno-plt -fno-semantic-interposition
+# What the release objects and every link of them (program, Lua module, shared library,
+# bench) are built with, in one place.
+REL_CODE = $(REL_LTO) $(REL_DIRECT)
 # Profile-guided optimisation of the release build: the engine's objects are first built
 # instrumented (build/pgo), bench/pgo-train runs them on the common paths, and the release
 # objects are compiled with the counts (inlining, code layout, branch order). Measured
@@ -98,7 +101,7 @@ deps-quiet:
 
 # --- the library, the CLI, the Lua module ---
 build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel $(PGO_STAMP)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) $(REL_DIRECT) $(REL_PGO) -MMD -c $< -o $@
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_CODE) $(REL_PGO) -MMD -c $< -o $@
 build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
 build/tsan/%.o: core/%.c $(wildcard core/*.h) | build/tsan
@@ -123,7 +126,7 @@ build/tsan/libobelus.a: $(TSAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 bin/obelus: build/rel/main.o lib/libobelus.a | bin
-	$(CC) $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(REL_CODE) -o $@ $^ $(LDLIBS)
 build/asan/obelus: build/asan/main.o build/asan/libobelus.a
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
 build/tsan/obelus: build/tsan/main.o build/tsan/libobelus.a
@@ -132,7 +135,7 @@ build/tsan/obelus: build/tsan/main.o build/tsan/libobelus.a
 # The Lua C module `obelus.core`, loadable from stock lua5.4 (and busted).
 lib/obelus/core.so: $(REL_OBJ)
 	@mkdir -p lib/obelus
-	$(CC) -shared $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+	$(CC) -shared $(CFLAGS) $(REL_CODE) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
 # The shared library for hosts: the same PIC objects as libobelus.a, linked
 # against its dependencies (-z defs proves none is missing), versioned with an
@@ -140,7 +143,7 @@ lib/obelus/core.so: $(REL_OBJ)
 SO_MAJOR   := 0
 SO_VERSION := 0.1.0
 lib/libobelus.so.$(SO_VERSION): $(REL_OBJ) | lib
-	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libobelus.so.$(SO_MAJOR) -Wl,-z,defs $(CFLAGS) $(REL_CODE) -o $@ $^ $(LDLIBS)
 lib/libobelus.so: lib/libobelus.so.$(SO_VERSION)
 	ln -sf libobelus.so.$(SO_VERSION) lib/libobelus.so.$(SO_MAJOR)
 	ln -sf libobelus.so.$(SO_MAJOR) $@
@@ -291,7 +294,7 @@ test-examples: examples all
 
 # --- benchmarks ---
 bench/obelus-bench: $(BENCH_SRC) lib/libobelus.a
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_LTO) $(REL_DIRECT) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_CODE) -o $@ $(BENCH_SRC) lib/libobelus.a $(LDLIBS)
 bench: bench/obelus-bench
 	sh bench/run
 
