@@ -36,6 +36,7 @@
  * freed in constant stack.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,24 +103,32 @@ typedef struct hnode {
   void *slot[];
 } hnode;
 
+/* The wide form's three structures. They lie where a small object's entries
+ * would: an object is one form or the other, so a small one carries no room
+ * for them (a call as written, 3 keys, is 72 bytes: two cache lines, not 144
+ * bytes and three). */
+typedef struct wide_part {
+  pvec keys, vals;
+  hnode *index;
+} wide_part;
+
 typedef struct object_value {
   ob_value h;
   uint32_t depth;
   uint32_t n;
-  /* small form */
-  uint32_t cap;
-  /* wide form */
-  pvec keys, vals;
-  hnode *index;
-  ob_entry e[]; /* small form entries */
+  uint32_t cap; /* small form: room for cap entries */
+  ob_entry e[]; /* small form: its entries; wide form: one wide_part (wide_of) */
 } object_value;
+
+static inline wide_part *wide_of(const object_value *o) {
+  return (wide_part *)(void *)((char *)o + offsetof(object_value, e));
+}
 
 static ob_value null_v = {IMMORTAL, OB_NULL, 0};
 static ob_value true_v = {IMMORTAL, OB_TRUE, 0};
 static ob_value false_v = {IMMORTAL, OB_FALSE, 0};
 static array_value empty_array_v = {{IMMORTAL, OB_ARRAY, 0}, 1, {0, 0, NULL, NULL}};
-static object_value empty_object_v = {{IMMORTAL, OB_OBJECT, 0}, 1, 0, 0,
-                                      {0, 0, NULL, NULL}, {0, 0, NULL, NULL}, NULL};
+static object_value empty_object_v = {{IMMORTAL, OB_OBJECT, 0}, 1, 0, 0};
 
 /* --- reference counting and freeing ------------------------------------ */
 
@@ -736,10 +745,21 @@ size_t ob_object_len(const ob_value *o) { return ((const object_value *)o)->n; }
 
 static object_value *object_alloc(uint32_t cap) {
   object_value *o = ob_xmalloc(sizeof *o + cap * sizeof(ob_entry));
-  memset(o, 0, sizeof *o);
   o->h = (ob_value){1, OB_OBJECT, 0};
   o->depth = 1;
+  o->n = 0;
   o->cap = cap;
+  return o;
+}
+
+/* An empty wide object: its structures zeroed, no index yet. */
+static object_value *wide_alloc(void) {
+  object_value *o = ob_xmalloc(sizeof *o + sizeof(wide_part));
+  o->h = (ob_value){1, OB_OBJECT, 1};
+  o->depth = 1;
+  o->n = 0;
+  o->cap = 0;
+  memset(wide_of(o), 0, sizeof(wide_part));
   return o;
 }
 
@@ -751,11 +771,11 @@ static long small_find(const object_value *o, const char *key, size_t len) {
 }
 
 static long object_find(const object_value *o, const char *key, size_t len) {
-  return o->h.wide ? h_find(o->index, hash_bytes(key, len), key, len) : small_find(o, key, len);
+  return o->h.wide ? h_find(wide_of(o)->index, hash_bytes(key, len), key, len) : small_find(o, key, len);
 }
 
 static long object_find_h(const object_value *o, const char *key, size_t len, uint32_t hash) {
-  return o->h.wide ? h_find(o->index, hash, key, len) : small_find(o, key, len);
+  return o->h.wide ? h_find(wide_of(o)->index, hash, key, len) : small_find(o, key, len);
 }
 
 uint32_t ob_key_hash(const char *key, size_t keylen) { return hash_bytes(key, keylen); }
@@ -763,7 +783,7 @@ uint32_t ob_key_hash(const char *key, size_t keylen) { return hash_bytes(key, ke
 static ob_value *object_val(const object_value *obj, long i) {
   if (i < 0)
     return NULL;
-  return obj->h.wide ? pv_get(&obj->vals, (size_t)i) : obj->e[i].val;
+  return obj->h.wide ? pv_get(&wide_of(obj)->vals, (size_t)i) : obj->e[i].val;
 }
 
 ob_value *ob_object_get(const ob_value *o, const char *key, size_t keylen) {
@@ -779,8 +799,8 @@ ob_value *ob_object_get_h(const ob_value *o, const char *key, size_t keylen, uin
 void ob_object_at(const ob_value *o, size_t i, ob_value **key, ob_value **val) {
   const object_value *obj = (const object_value *)o;
   if (obj->h.wide) {
-    *key = pv_get(&obj->keys, i);
-    *val = pv_get(&obj->vals, i);
+    *key = pv_get(&wide_of(obj)->keys, i);
+    *val = pv_get(&wide_of(obj)->vals, i);
   } else {
     *key = obj->e[i].key;
     *val = obj->e[i].val;
@@ -803,14 +823,12 @@ static object_value *object_editable(ob_value *o, uint32_t need) {
   }
   object_value *c;
   if (o->wide) {
-    c = object_alloc(0);
-    c->h.wide = 1;
-    c->keys = src->keys;
-    c->vals = src->vals;
-    c->index = src->index;
-    pv_share(&c->keys);
-    pv_share(&c->vals);
-    c->index->rc++;
+    c = wide_alloc();
+    wide_part *cw = wide_of(c);
+    *cw = *wide_of(src);
+    pv_share(&cw->keys);
+    pv_share(&cw->vals);
+    cw->index->rc++;
   } else {
     uint32_t cap = need > src->n ? need : src->n;
     c = object_alloc(cap < 2 ? 2 : cap);
@@ -827,16 +845,16 @@ static object_value *object_editable(ob_value *o, uint32_t need) {
 
 /* Turns a full small object (exclusively owned) into the wide form. */
 static object_value *object_widen(object_value *o) {
-  object_value *w = object_alloc(0);
-  w->h.wide = 1;
+  object_value *w = wide_alloc();
+  wide_part *ww = wide_of(w);
   w->n = o->n;
   w->depth = o->depth;
-  w->index = h_alloc(0, 0, 0);
+  ww->index = h_alloc(0, 0, 0);
   for (uint32_t i = 0; i < o->n; i++) {
     ob_value *k = o->e[i].key;
-    pv_push(&w->keys, k);
-    pv_push(&w->vals, o->e[i].val);
-    w->index = h_insert(w->index, ob_ref(k), string_hash(k), i, 0);
+    pv_push(&ww->keys, k);
+    pv_push(&ww->vals, o->e[i].val);
+    ww->index = h_insert(ww->index, ob_ref(k), string_hash(k), i, 0);
   }
   free(o); /* entries moved, references and all */
   return w;
@@ -851,7 +869,7 @@ static ob_value *object_put(ob_value *o, long i, ob_value *keyv, const char *k, 
   obj->depth = depth_with(obj->depth, v);
   if (i >= 0) {
     if (obj->h.wide) {
-      pv_set(&obj->vals, (size_t)i, v);
+      pv_set(&wide_of(obj)->vals, (size_t)i, v);
     } else {
       ob_unref(obj->e[i].val);
       obj->e[i].val = v;
@@ -862,9 +880,10 @@ static ob_value *object_put(ob_value *o, long i, ob_value *keyv, const char *k, 
   if (!obj->h.wide && obj->n == SMALL_MAX)
     obj = object_widen(obj);
   if (obj->h.wide) {
-    pv_push(&obj->keys, ob_ref(key));
-    pv_push(&obj->vals, v);
-    obj->index = h_insert(obj->index, key, string_hash(key), obj->n, 0);
+    wide_part *w = wide_of(obj);
+    pv_push(&w->keys, ob_ref(key));
+    pv_push(&w->vals, v);
+    w->index = h_insert(w->index, key, string_hash(key), obj->n, 0);
   } else {
     obj->e[obj->n].key = key;
     obj->e[obj->n].val = v;
@@ -939,7 +958,7 @@ void ob_prefetch_members(const ob_value *v) {
 void ob_prefetch_key(const ob_value *v, uint32_t hash, int levels) {
   if (!v || v->type != OB_OBJECT || !v->wide)
     return;
-  const hnode *n = ((const object_value *)v)->index;
+  const hnode *n = wide_of((const object_value *)v)->index;
   for (uint32_t shift = 0; levels-- > 0 && !n->ncoll && shift < 32; shift += PV_BITS) {
     uint32_t bit = 1u << ((hash >> shift) & PV_MASK);
     if (!(n->nodemap & bit))
@@ -974,8 +993,8 @@ int ob_object_iter_next(ob_object_iter *it, ob_value **key, ob_value **val) {
     return 1;
   }
   if (i >= it->end) { /* the next leaves: keys and vals have the same shape */
-    it->keys = pv_leaf(&o->keys, i, &it->base, &it->end);
-    it->vals = pv_leaf(&o->vals, i, &it->base, &it->end);
+    it->keys = pv_leaf(&wide_of(o)->keys, i, &it->base, &it->end);
+    it->vals = pv_leaf(&wide_of(o)->vals, i, &it->base, &it->end);
   }
   *key = it->keys[i - it->base];
   *val = it->vals[i - it->base];
@@ -990,9 +1009,9 @@ static void value_free(ob_value *v) {
   } else if (v->type == OB_OBJECT) {
     object_value *o = (object_value *)v;
     if (v->wide) {
-      pv_release_all(&o->keys);
-      pv_release_all(&o->vals);
-      h_release(o->index);
+      pv_release_all(&wide_of(o)->keys);
+      pv_release_all(&wide_of(o)->vals);
+      h_release(wide_of(o)->index);
     } else {
       for (uint32_t i = 0; i < o->n; i++) {
         ob_unref(o->e[i].key);
