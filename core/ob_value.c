@@ -52,18 +52,38 @@
 struct ob_value {
   uint32_t rc;
   uint8_t type;
-  uint8_t wide; /* objects: 1 when in the keys/vals/index form */
+  uint8_t wide;   /* objects: 1 when in the keys/vals/index form */
+  uint8_t hashed; /* strings: hash holds the hash of the bytes */
 };
 
 typedef struct int_value { ob_value h; int64_t i; } int_value;
 typedef struct real_value { ob_value h; double d; } real_value;
+/* A string's header is 16 bytes (a key of a few bytes fits a 32-byte block of
+ * malloc's, not 48). A length of 4 GiB or more does not fit len: it is then
+ * LEN_LONG, and the length is a size_t at the start of s, the bytes after it. */
 typedef struct string_value {
   ob_value h;
   uint32_t hash;
-  uint8_t hashed;
-  size_t len;
+  uint32_t len;
   char s[];
 } string_value;
+
+#ifndef OB_TEST_LEN_LONG
+#define LEN_LONG UINT32_MAX
+#else /* a test build: "long" strings from a few bytes on (spec/c/test_value_long_strings.c) */
+#define LEN_LONG OB_TEST_LEN_LONG
+#endif
+
+static inline size_t str_len(const string_value *v) {
+  size_t n = v->len;
+  if (n == LEN_LONG)
+    memcpy(&n, v->s, sizeof n);
+  return n;
+}
+
+static inline const char *str_ptr(const string_value *v) {
+  return v->len == LEN_LONG ? v->s + sizeof(size_t) : v->s;
+}
 
 /* --- persistent vector ------------------------------------------------- */
 
@@ -124,11 +144,11 @@ static inline wide_part *wide_of(const object_value *o) {
   return (wide_part *)(void *)((char *)o + offsetof(object_value, e));
 }
 
-static ob_value null_v = {IMMORTAL, OB_NULL, 0};
-static ob_value true_v = {IMMORTAL, OB_TRUE, 0};
-static ob_value false_v = {IMMORTAL, OB_FALSE, 0};
-static array_value empty_array_v = {{IMMORTAL, OB_ARRAY, 0}, 1, {0, 0, NULL, NULL}};
-static object_value empty_object_v = {{IMMORTAL, OB_OBJECT, 0}, 1, 0, 0};
+static ob_value null_v = {IMMORTAL, OB_NULL, 0, 0};
+static ob_value true_v = {IMMORTAL, OB_TRUE, 0, 0};
+static ob_value false_v = {IMMORTAL, OB_FALSE, 0, 0};
+static array_value empty_array_v = {{IMMORTAL, OB_ARRAY, 0, 0}, 1, {0, 0, NULL, NULL}};
+static object_value empty_object_v = {{IMMORTAL, OB_OBJECT, 0, 0}, 1, 0, 0};
 
 /* --- reference counting and freeing ------------------------------------ */
 
@@ -219,7 +239,7 @@ ob_value *ob_bool(int b) { return b ? &true_v : &false_v; }
  * integers, and a tool returning one then allocates nothing; a join reading
  * thousands of them reads one cache line, not one each (-128 to 895). */
 #define SMALL_INT_MIN (-128)
-#define I1(n) {{IMMORTAL, OB_INT, 0}, (n)}
+#define I1(n) {{IMMORTAL, OB_INT, 0, 0}, (n)}
 #define I4(n) I1(n), I1((n) + 1), I1((n) + 2), I1((n) + 3)
 #define I16(n) I4(n), I4((n) + 4), I4((n) + 8), I4((n) + 12)
 #define I64(n) I16(n), I16((n) + 16), I16((n) + 32), I16((n) + 48)
@@ -236,27 +256,32 @@ ob_value *ob_int(int64_t i) {
   if (i >= SMALL_INT_MIN && i < SMALL_INT_MIN + (int64_t)(sizeof small_ints / sizeof *small_ints))
     return &small_ints[i - SMALL_INT_MIN].h;
   int_value *v = ob_xmalloc(sizeof *v);
-  v->h = (ob_value){1, OB_INT, 0};
+  v->h = (ob_value){1, OB_INT, 0, 0};
   v->i = i;
   return &v->h;
 }
 
 ob_value *ob_real(double d) {
   real_value *v = ob_xmalloc(sizeof *v);
-  v->h = (ob_value){1, OB_REAL, 0};
+  v->h = (ob_value){1, OB_REAL, 0, 0};
   v->d = d;
   return &v->h;
 }
 
 ob_value *ob_string(const char *s, size_t len) {
-  string_value *v = ob_xmalloc(sizeof *v + len + 1);
-  v->h = (ob_value){1, OB_STRING, 0};
-  v->hashed = 0;
+  size_t head = len < LEN_LONG ? 0 : sizeof(size_t);
+  if (len > SIZE_MAX - sizeof(string_value) - head - 1)
+    abort();
+  string_value *v = ob_xmalloc(sizeof *v + head + len + 1);
+  v->h = (ob_value){1, OB_STRING, 0, 0};
   v->hash = 0;
-  v->len = len;
+  v->len = head ? LEN_LONG : (uint32_t)len;
+  if (head)
+    memcpy(v->s, &len, sizeof len);
+  char *b = v->s + head;
   if (len)
-    memcpy(v->s, s, len);
-  v->s[len] = '\0';
+    memcpy(b, s, len);
+  b[len] = '\0';
   return &v->h;
 }
 
@@ -272,8 +297,8 @@ double ob_real_value(const ob_value *v) {
   return v->type == OB_REAL ? ((const real_value *)v)->d : (double)((const int_value *)v)->i;
 }
 
-const char *ob_string_ptr(const ob_value *v) { return ((const string_value *)v)->s; }
-size_t ob_string_len(const ob_value *v) { return ((const string_value *)v)->len; }
+const char *ob_string_ptr(const ob_value *v) { return str_ptr((const string_value *)v); }
+size_t ob_string_len(const ob_value *v) { return str_len((const string_value *)v); }
 
 /* FNV-1a, then a murmur finaliser so that all 32 bits are usable 5 at a time. */
 static uint32_t hash_bytes(const char *s, size_t len) {
@@ -295,9 +320,9 @@ static uint32_t hash_bytes(const char *s, size_t len) {
 
 static uint32_t string_hash(ob_value *key) {
   string_value *s = (string_value *)key;
-  if (!s->hashed) {
-    s->hash = hash_bytes(s->s, s->len);
-    s->hashed = 1;
+  if (!s->h.hashed) {
+    s->hash = hash_bytes(str_ptr(s), str_len(s));
+    s->h.hashed = 1;
   }
   return s->hash;
 }
@@ -307,9 +332,16 @@ uint32_t ob_string_hash(ob_value *s) { return string_hash(s); }
 /* Keys are mostly short, and two that differ mostly do at their first bytes: a byte loop
  * answers before a call to memcmp would have started (fan-out's small objects, h_find's
  * hash-equal keys). */
-static int key_is(const ob_value *key, const char *s, size_t len) {
+__attribute__((noinline, cold)) static int key_is_long(const string_value *k, const char *s,
+                                                      size_t len) {
+  return str_len(k) == len && memcmp(str_ptr(k), s, len) == 0;
+}
+
+static inline int key_is(const ob_value *key, const char *s, size_t len) {
   const string_value *k = (const string_value *)key;
-  if (k->len != len)
+  if (len >= LEN_LONG) /* k->len alone cannot tell (see string_value) */
+    return key_is_long(k, s, len);
+  if (k->len != len) /* a long k's LEN_LONG included */
     return 0;
   if (len > 16)
     return memcmp(k->s, s, len) == 0;
@@ -507,7 +539,7 @@ static array_value *array_editable(ob_value *a) {
   if (a->rc == 1)
     return src;
   array_value *c = ob_xmalloc(sizeof *c);
-  c->h = (ob_value){1, OB_ARRAY, 0};
+  c->h = (ob_value){1, OB_ARRAY, 0, 0};
   c->depth = src->depth;
   c->v = src->v;
   pv_share(&c->v);
@@ -745,7 +777,7 @@ size_t ob_object_len(const ob_value *o) { return ((const object_value *)o)->n; }
 
 static object_value *object_alloc(uint32_t cap) {
   object_value *o = ob_xmalloc(sizeof *o + cap * sizeof(ob_entry));
-  o->h = (ob_value){1, OB_OBJECT, 0};
+  o->h = (ob_value){1, OB_OBJECT, 0, 0};
   o->depth = 1;
   o->n = 0;
   o->cap = cap;
@@ -755,7 +787,7 @@ static object_value *object_alloc(uint32_t cap) {
 /* An empty wide object: its structures zeroed, no index yet. */
 static object_value *wide_alloc(void) {
   object_value *o = ob_xmalloc(sizeof *o + sizeof(wide_part));
-  o->h = (ob_value){1, OB_OBJECT, 1};
+  o->h = (ob_value){1, OB_OBJECT, 1, 0};
   o->depth = 1;
   o->n = 0;
   o->cap = 0;
@@ -905,7 +937,7 @@ ob_value *ob_object_add_h(ob_value *o, const char *key, size_t keylen, uint32_t 
   ob_value *k = ob_string(key, keylen);
   string_value *s = (string_value *)k;
   s->hash = hash;
-  s->hashed = 1;
+  s->h.hashed = 1;
   o = object_put(o, -1, k, key, keylen, v);
   ob_unref(k);
   return o;
