@@ -33,30 +33,31 @@
 /* A call of a run as the scheduler holds it. A C tool's handle
  * (ob_call_handle) is one of these. */
 typedef struct ob_crun {
+  /* what starting, resuming and settling a call read lie in its first 64 bytes */
   ob_run *run;
   ob_call *call;
-  ob_call_state state;
-  int upstream_failed; /* skipped because something upstream failed */
-  int detached;        /* fire-and-forget: not awaited */
-  size_t pending;      /* dependencies not settled yet */
-  lua_State *co;       /* while running */
-  int co_slot;         /* its slot in the engine's anchor table (or LUA_NOREF) */
-  int asleep;          /* in the engine's sleep heap (obelus.sleep) */
-  uint64_t slice_start; /* when the slice hook first fired in this resume */
-  uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
-  ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
-  ob_plan *subplan;
-  ob_value *subvalue;
-  ob_value *sublog;    /* its messages, attached to this call's output or error */
   const ob_tool *tool; /* what runs: the call's tool, or the approver's replacement's */
   ob_value *raw;       /* the approver's replacement call, or NULL (the call as written) */
+  lua_State *co;       /* while running */
+  uint32_t pending;    /* dependencies not settled yet */
+  int co_slot;         /* its slot in the engine's anchor table (or LUA_NOREF) */
+  uint8_t state;       /* an ob_call_state */
+  uint8_t upstream_failed; /* skipped because something upstream failed */
+  uint8_t detached;    /* fire-and-forget: not awaited */
+  uint8_t asleep;      /* in the engine's sleep heap (obelus.sleep) */
+  uint8_t retry_wait;  /* between two attempts: waiting for the next (ob_retry.c) */
   uint32_t attempt;    /* the attempt running or last run, from 1 (ctx.attempt) */
-  int retry_wait;      /* between two attempts: waiting for the next (ob_retry.c) */
+  uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
+  uint64_t slice_start; /* when the slice hook first fired in this resume */
   uint64_t serial;     /* the engine's count of attempts when this one started: tells
                           an attempt's sleeps and luv handles from a later one's */
   uv_timer_t *timer;   /* the attempt's _timeout, or the wait before the next attempt */
   ob_value *params;    /* the params resolved at the start, kept for later attempts */
   uint64_t ready_seq;  /* --fsync always: the journal's last line when it became ready */
+  ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
+  ob_plan *subplan;
+  ob_value *subvalue;
+  ob_value *sublog;    /* its messages, attached to this call's output or error */
 } ob_crun;
 
 /* The call as it runs: the approver's replacement, or the call as written. */
