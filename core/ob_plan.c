@@ -267,7 +267,7 @@ static void read_timeout(ob_plan *p, ob_call *c, const ob_value *v) {
 /* _retry: N (attempts in all) or {attempts, delay_ms, backoff, max_delay_ms,
  * jitter}; the defaults are 200 ms, 2, 30 s and jitter on. */
 static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
-  c->retry = (ob_retry){1, 200, 30000, 2.0, 1};
+  c->retry = (ob_retry){.attempts = 1, .delay_ms = 200, .max_delay_ms = 30000, .jitter = 1, .backoff = 2.0};
   if (!v)
     return;
   if (ob_typeof(v) != OB_OBJECT) {

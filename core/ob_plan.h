@@ -60,36 +60,37 @@ static inline const unsigned char *ob_param_ref_seen_c(const ob_param_ref *r) {
 /* _retry: attempts in all (0 or 1: no retry), and the wait between them. */
 typedef struct ob_retry {
   uint32_t attempts, delay_ms, max_delay_ms;
-  double backoff;
   int jitter;
+  double backoff;
 } ob_retry;
 
 typedef struct ob_call {
-  /* what starting and settling a call read come first: the scheduler touches
-   * a big plan's calls once each, so the fewer cache lines the better */
+  /* what starting and settling a call read come first, the first 64 bytes all
+   * of it but the output path: the scheduler touches a big plan's calls once
+   * each, so the fewer cache lines the better */
   size_t index;        /* position in the plan */
   const ob_tool *tool; /* NULL until validated against a tool set */
   ob_value *raw;       /* the call as written */
-  size_t nrefs;
   ob_param_ref *refs;
-  size_t ndeps, *deps;   /* calls this one depends on (indices, no duplicates) */
-  size_t nusers, *users; /* calls that depend on this one (in the plan's user_block) */
-  int has_output;      /* _outputPath given */
-  int output_shared;   /* output and output_text are another call's (ob_plan.c's memo) */
-  ob_method method;
+  size_t *deps;        /* calls this one depends on (indices, no duplicates) */
+  size_t *users;       /* calls that depend on this one (in the plan's user_block) */
+  uint32_t nrefs, ndeps, nusers;
+  uint32_t nliterals;  /* params strings beginning with †† (the first † is dropped at run time) */
   ob_expr output;      /* _outputPath parsed (output mode) */
   ob_value **output_text; /* per part (alternatives flattened): the path's canonical text */
-  char *id;            /* _id, or "#<index>" */
   const char *tool_name; /* _tool as written (in raw), or "?" when missing, "delegate" */
   char *instance;      /* _instance, or NULL */
-  int instance_shared; /* instance is the plan's instances[k] (a copy's), not its own */
   char *delegate;      /* _delegate: the plan file to run, as a path from the cwd (the
                           calling plan's folder joined with the path written), or NULL;
                           read only through ob_plan_read_delegate */
-  size_t nscopes;      /* _scopes: the kinds the delegated plan sees */
-  char **scopes;
-  size_t nliterals;    /* params strings beginning with †† (the first † is dropped at run time) */
   uint32_t timeout_ms; /* _timeout: per attempt (0: none) */
+  uint8_t has_output;  /* _outputPath given */
+  uint8_t output_shared; /* output and output_text are another call's (ob_plan.c's memo) */
+  uint8_t instance_shared; /* instance is the plan's instances[k] (a copy's), not its own */
+  uint8_t method;      /* an ob_method */
+  char *id;            /* _id, or "#<index>" */
+  char **scopes;       /* _scopes: the kinds the delegated plan sees */
+  uint32_t nscopes;
   ob_retry retry;      /* _retry */
 } ob_call;
 
