@@ -27,7 +27,7 @@ static void delegate_done(ob_run *sub, void *ud) {
   ob_value *sublog = ob_array();
   for (size_t i = 0; i < ob_log_len(sub->log); i++)
     sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
-  c->sublog = sublog;
+  c->del->log = sublog;
   ob_run_cancel(sub); /* its fire-and-forget calls end with it */
   if (sub->failed) {
     ob_buf why;
@@ -71,14 +71,17 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_run_emit(r, OB_EV_STARTED, call, NULL);
   }
   c->serial = ++r->e->attempt_serial;
-  if (c->sub) { /* an earlier attempt's run and plan */
-    ob_run_free(c->sub);
-    ob_plan_free(c->subplan);
-    ob_unref(c->subvalue);
-    ob_unref(c->sublog);
-    c->subplan = NULL;
-    c->subvalue = c->sublog = NULL;
+  if (!c->del) {
+    c->del = ob_xcalloc(1, sizeof *c->del);
+  } else { /* an earlier attempt's run and plan */
+    ob_run_free(c->del->run);
+    ob_plan_free(c->del->plan);
+    ob_unref(c->del->value);
+    ob_unref(c->del->log);
+    c->del->plan = NULL;
+    c->del->value = c->del->log = NULL;
   }
+  ob_cdel *d = c->del;
   ob_record_start(c);
   ob_record_flush(r);
   ob_timeout_arm(c);
@@ -102,18 +105,18 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                                                                                  : NULL;
   ob_error err;
   if (!rs)
-    c->subvalue = ob_plan_read_delegate(call, r->plans_root, &err);
+    d->value = ob_plan_read_delegate(call, r->plans_root, &err);
   else if (ob_plan_confine_delegate(call, r->plans_root, &err) == OB_OK) /* the path still */
-    c->subvalue = ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data));
-  if (c->subvalue) {
-    c->subplan = ob_plan_from_value(c->subvalue, call->delegate);
-    c->subplan->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL;
-    ob_plan_check_tools(c->subplan, &r->e->tools, ob_engine_has_latent(r->e));
+    d->value = ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data));
+  if (d->value) {
+    d->plan = ob_plan_from_value(d->value, call->delegate);
+    d->plan->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL;
+    ob_plan_check_tools(d->plan, &r->e->tools, ob_engine_has_latent(r->e));
   }
-  if (!c->subplan || c->subplan->nerrors) {
+  if (!d->plan || d->plan->nerrors) {
     ob_buf_free(&scope);
     ob_unref(params);
-    ob_crun_fail(c, "runtime", c->subplan ? c->subplan->errors[0] : err.msg);
+    ob_crun_fail(c, "runtime", d->plan ? d->plan->errors[0] : err.msg);
     return;
   }
   /* the clean room: only the kinds named by _scopes, as this call sees them,
@@ -157,15 +160,15 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                         .plans_root = r->plans_root,
                         .on_done = delegate_done,
                         .ud = c};
-  c->sub = rs ? ob_resume_run(r->e, c->subplan, rs, scope.data, &opt, &err)
-              : ob_run_new(r->e, c->subplan, c->subvalue, inputs, &opt, &err);
+  d->run = rs ? ob_resume_run(r->e, d->plan, rs, scope.data, &opt, &err)
+              : ob_run_new(r->e, d->plan, d->value, inputs, &opt, &err);
   ob_buf_free(&scope);
   ob_unref(pre);
   ob_unref(inputs);
-  if (!c->sub) {
+  if (!d->run) {
     ob_crun_fail(c, "runtime", err.msg);
     return;
   }
-  c->sub->parent = c;
-  ob_run_start(c->sub);
+  d->run->parent = c;
+  ob_run_start(d->run);
 }

@@ -264,8 +264,8 @@ void ob_run_cancel(ob_run *r) {
     if (c->state == OB_CALL_RUNNING)
       ob_crun_abandon(c); /* its luv handles closed, its delegated run cancelled */
     ob_crun_drop_coroutine(c);
-    if (c->sub)
-      ob_run_cancel(c->sub);
+    if (ob_crun_sub(c))
+      ob_run_cancel(ob_crun_sub(c));
   }
 }
 
@@ -275,15 +275,18 @@ void ob_run_free(ob_run *r) {
   ob_run_cancel(r);
   for (size_t k = 0; k < r->plan->ncalls; k++) {
     ob_crun *c = &r->calls[k];
-    ob_run_free(c->sub); /* clears c->sub through its parent pointer */
-    ob_plan_free(c->subplan);
-    ob_unref(c->subvalue);
-    ob_unref(c->sublog);
+    if (c->del) {
+      ob_run_free(c->del->run); /* clears c->del->run through its parent pointer */
+      ob_plan_free(c->del->plan);
+      ob_unref(c->del->value);
+      ob_unref(c->del->log);
+      free(c->del);
+    }
     ob_unref(c->raw);
     ob_unref(c->params);
   }
   if (r->parent)
-    r->parent->sub = NULL;
+    r->parent->del->run = NULL;
   ob_record_flush(r);
   if (r->jprep)
     uv_close((uv_handle_t *)r->jprep, free_prepare);

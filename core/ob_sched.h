@@ -30,11 +30,20 @@
 #include "ob_run.h"
 #include "ob_wal.h"
 
+/* A delegating call's plan and run (ob_delegate.c), made by its first attempt. */
+typedef struct ob_cdel {
+  ob_run *run;     /* the delegated plan's run (kept until this run is freed) */
+  ob_plan *plan;
+  ob_value *value; /* the plan as read */
+  ob_value *log;   /* its messages, attached to this call's output or error */
+} ob_cdel;
+
 /* A call of a run as the scheduler holds it. A C tool's handle
- * (ob_call_handle) is one of these. */
+ * (ob_call_handle) is one of these. 128 bytes, each on a cache line's start (the
+ * run's array is aligned): what starting, resuming and settling a call read lie
+ * in its first line. */
 typedef struct ob_crun {
-  /* what starting, resuming and settling a call read lie in its first 64 bytes */
-  ob_run *run;
+  _Alignas(64) ob_run *run;
   ob_call *call;
   const ob_tool *tool; /* what runs: the call's tool, or the approver's replacement's */
   ob_value *raw;       /* the approver's replacement call, or NULL (the call as written) */
@@ -54,11 +63,12 @@ typedef struct ob_crun {
   uv_timer_t *timer;   /* the attempt's _timeout, or the wait before the next attempt */
   ob_value *params;    /* the params resolved at the start, kept for later attempts */
   uint64_t ready_seq;  /* --fsync always: the journal's last line when it became ready */
-  ob_run *sub;         /* a delegated plan's run (kept until this run is freed) */
-  ob_plan *subplan;
-  ob_value *subvalue;
-  ob_value *sublog;    /* its messages, attached to this call's output or error */
+  ob_cdel *del;        /* a delegating call's, or NULL */
 } ob_crun;
+
+/* A delegating call's run, and the messages it left (NULL: none). */
+static inline ob_run *ob_crun_sub(const ob_crun *c) { return c->del ? c->del->run : NULL; }
+static inline ob_value *ob_crun_sublog(const ob_crun *c) { return c->del ? c->del->log : NULL; }
 
 /* The call as it runs: the approver's replacement, or the call as written. */
 static inline const ob_value *ob_crun_raw(const ob_crun *c) {

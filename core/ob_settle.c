@@ -71,8 +71,8 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
   if (c->call->instance)
     m = ob_object_set(m, "_instance", 9, ob_cstring(c->call->instance));
   m = ob_object_set(m, "data", 4, data);
-  if (c->sublog)
-    m = ob_object_set(m, "_log", 4, ob_ref(c->sublog));
+  if (ob_crun_sublog(c))
+    m = ob_object_set(m, "_log", 4, ob_ref(ob_crun_sublog(c)));
   ob_error err;
   if (ob_run_append(r, m, &err) < 0)
     fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);

@@ -90,7 +90,7 @@ void ob_crun_abandon(ob_crun *c) {
     c->asleep = 0; /* its sleeper, when due, sees another serial or nobody */
     ob_crun_drop_coroutine(c);
   }
-  if (c->sub)
-    ob_run_cancel(c->sub);
+  if (ob_crun_sub(c))
+    ob_run_cancel(ob_crun_sub(c));
   c->serial = 0; /* no later wake-up or sleep matches it */
 }

@@ -217,8 +217,8 @@ static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *s
       ob_buf_addf(why, "writing %s: %s", w[i].kind, err.msg);
       return 0;
     }
-    if (c->sublog && i == 0)
-      ob_log_attach(r->log, (size_t)pos, c->sublog);
+    if (ob_crun_sublog(c) && i == 0)
+      ob_log_attach(r->log, (size_t)pos, ob_crun_sublog(c));
   }
   ob_run_sync_journal(r);
   return 1;
