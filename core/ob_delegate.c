@@ -61,6 +61,14 @@ static void delegate_done(ob_run *sub, void *ud) {
   ob_unref(out);
 }
 
+void ob_cdel_clear(ob_cdel *d) {
+  ob_run_free(d->run); /* clears d->run through the run's parent pointer */
+  ob_plan_free(d->plan);
+  ob_unref(d->value);
+  ob_unref(d->log);
+  *d = (ob_cdel){0};
+}
+
 void ob_crun_delegate(ob_crun *c, ob_value *params) {
   ob_run *r = c->run;
   ob_call *call = c->call;
@@ -71,17 +79,10 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_run_emit(r, OB_EV_STARTED, call, NULL);
   }
   c->serial = ++r->e->attempt_serial;
-  if (!c->del) {
+  if (!c->del)
     c->del = ob_xcalloc(1, sizeof *c->del);
-  } else { /* an earlier attempt's run and plan */
-    ob_run_free(c->del->run);
-    ob_plan_free(c->del->plan);
-    ob_unref(c->del->value);
-    ob_unref(c->del->log);
-    c->del->plan = NULL;
-    c->del->value = c->del->log = NULL;
-  }
   ob_cdel *d = c->del;
+  ob_cdel_clear(d); /* an earlier attempt's run and plan */
   ob_record_start(c);
   ob_record_flush(r);
   ob_timeout_arm(c);

@@ -276,10 +276,7 @@ void ob_run_free(ob_run *r) {
   for (size_t k = 0; k < r->plan->ncalls; k++) {
     ob_crun *c = &r->calls[k];
     if (c->del) {
-      ob_run_free(c->del->run); /* clears c->del->run through its parent pointer */
-      ob_plan_free(c->del->plan);
-      ob_unref(c->del->value);
-      ob_unref(c->del->log);
+      ob_cdel_clear(c->del);
       free(c->del);
     }
     ob_unref(c->raw);

@@ -234,6 +234,9 @@ void ob_crun_launch(ob_crun *c);
 int ob_crun_approve(ob_crun *c, ob_value **params);
 /* Starts the delegated plan of the call (takes params). */
 void ob_crun_delegate(ob_crun *c, ob_value *params);
+/* Frees what an attempt of a delegating call made (its run, plan, plan value and
+ * messages) and leaves d empty, for the next attempt or to be freed itself. */
+void ob_cdel_clear(ob_cdel *d);
 
 /* --- ob_sleep.c -------------------------------------------------------------- */
 
