@@ -344,7 +344,7 @@ static void build_rows(const view *v, ob_log *log, rows *rs) {
       path_text(&b, m);
       if (m->method != OB_METHOD_SET)
         ob_buf_addf(&b, " %s", ob_method_name(m->method));
-      if (m->schema)
+      if (ob_msg_schema(m))
         ob_buf_addf(&b, " +schema");
       r->handled = m->type == OB_MSG_OUTPUT && is_routed_error(m->value);
       if (r->handled)

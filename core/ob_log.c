@@ -80,6 +80,8 @@ static void history_free(history *h) {
   free(h->v);
 }
 
+_Static_assert(sizeof(ob_msg) == 64, "a log message is one cache line");
+
 static void msg_free(ob_msg *m) {
   ob_unref(m->raw);
   ob_unref(m->kind);
@@ -87,7 +89,6 @@ static void msg_free(ob_msg *m) {
   ob_unref(m->path);
   ob_unref(m->value);
   ob_unref(m->call);
-  ob_unref(m->schema);
   ob_unref(m->sublog);
 }
 
@@ -371,6 +372,7 @@ static doc *compute_write(ob_log *log, ob_value *kind, ob_value *instance, const
 
 /* Applies m's write (at path p) to its document; on success records the new version. */
 static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t pos, ob_error *err) {
+  ob_value *schema = (ob_value *)ob_msg_schema(m);
   if (!log->keep_history && !m->instance) {
     /* nobody can ask for the old version: write into it, in place where unshared */
     doc *g = doc_get(log, m->kind, NULL);
@@ -384,8 +386,8 @@ static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t po
       g->roots.v[0].pos = pos;
     else
       history_push(&g->roots, pos, root, 0);
-    if (m->schema) {
-      history_push(&g->schemas, pos, ob_ref(m->schema), 0);
+    if (schema) {
+      history_push(&g->schemas, pos, ob_ref(schema), 0);
       log->nschemas++;
     }
     return OB_OK;
@@ -395,8 +397,8 @@ static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t po
   if (!next)
     return err ? err->code : OB_EWRITE;
   history_push(&target->roots, pos, next, log->keep_history);
-  if (m->schema) {
-    history_push(&target->schemas, pos, ob_ref(m->schema), log->keep_history);
+  if (schema) {
+    history_push(&target->schemas, pos, ob_ref(schema), log->keep_history);
     log->nschemas++;
   }
   return OB_OK;
@@ -439,6 +441,10 @@ static ob_value *field(const ob_value *o, const char *name) {
   return ob_object_get(o, name, strlen(name));
 }
 
+const ob_value *ob_msg_schema(const ob_msg *m) {
+  return m->raw && m->type != OB_MSG_OTHER ? field(m->raw, "schema") : NULL;
+}
+
 static int valid_kind(const ob_value *k) {
   const char *s = ob_string_ptr(k);
   size_t n = ob_string_len(k);
@@ -479,7 +485,7 @@ static int read_message(ob_value *msg, ob_msg *m, ob_path *p, ob_error *err) {
   ob_value *type = field(msg, "type"), *kind = field(msg, "kind");
   ob_value *inst = field(msg, "_instance"), *data = field(msg, "data");
   ob_value *call = field(msg, "_call"), *path = field(msg, "_path");
-  ob_value *method = field(msg, "_outputMethod"), *schema = field(msg, "schema");
+  ob_value *method = field(msg, "_outputMethod");
   if (type && ob_typeof(type) != OB_STRING)
     return bad(err, "\"type\" must be a string%s", "");
   if (kind && ob_typeof(kind) != OB_STRING)
@@ -500,7 +506,6 @@ static int read_message(ob_value *msg, ob_msg *m, ob_path *p, ob_error *err) {
   if (!valid_kind(m->kind))
     return bad(err, "\"%s\" is not a kind name ([A-Za-z_][A-Za-z0-9_-]*)", ob_string_ptr(m->kind));
   m->instance = ob_ref(inst);
-  m->schema = ob_ref(schema);
   m->value = data ? ob_ref(data) : dataless(msg);
   m->type = call || path ? OB_MSG_OUTPUT : OB_MSG_CONTEXT;
   m->method = m->type == OB_MSG_OUTPUT ? OB_METHOD_SET : OB_METHOD_MERGE;

@@ -17,22 +17,26 @@ typedef enum ob_msg_type {
   OB_MSG_OTHER    /* kept in the log, writes no document: {"type":"plan", ...} */
 } ob_msg_type;
 
-typedef struct ob_msg {
-  ob_msg_type type;
-  ob_value *raw;      /* the message as appended; NULL for an output made by
+typedef struct ob_msg { /* 64 bytes: a run's log holds one a call */
+  int64_t date_ms : 48; /* an output made here: when (ms since 1970, UTC, up to the year
+                           6400), printed as its _date when the message is materialised;
+                           else 0 */
+  uint64_t type : 8;    /* an ob_msg_type */
+  uint64_t method : 8;  /* an ob_method */
+  ob_value *raw;      /* the message as appended (its "schema", if any, is the one the
+                         message carries: ob_msg_schema); NULL for an output made by
                          ob_log_append_output (ob_log_message builds it) */
   ob_value *kind;     /* OB_STRING; NULL for OB_MSG_OTHER */
   ob_value *instance; /* OB_STRING, or NULL for the global scope */
   ob_value *path;     /* OB_STRING: where the value was written, canonical
                          path text ("" = the root) */
-  ob_method method;
   ob_value *value;    /* what was written */
   ob_value *call;     /* an output's _call, or NULL */
-  ob_value *schema;   /* the message's "schema", or NULL */
-  int64_t date_ms;    /* an output made here: when (ms since 1970, UTC), printed as its
-                         _date when the message is materialised; else 0 */
   ob_value *sublog;   /* the messages of a delegated plan, printed as "_log" */
 } ob_msg;
+
+/* The "schema" a data message carries (SPEC 4), or NULL. */
+const ob_value *ob_msg_schema(const ob_msg *m);
 
 /* Position meaning "the log as it is now" for every `at` argument. */
 #define OB_LOG_NOW ((size_t)-1)

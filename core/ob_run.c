@@ -122,8 +122,8 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   if (!r->log) {
     r->log = ob_log_new();
     ob_log_keep_history(r->log, opt->time_travel);
-    /* an output a call, its context's messages, the input's */
-    ob_log_reserve(r->log, plan->ncalls + ob_array_len(plan->context) + 1);
+    /* the plan's record, an output a call, its context's messages, the input's */
+    ob_log_reserve(r->log, plan->ncalls + ob_array_len(plan->context) + 2);
   }
   r->journaled = ob_log_len(r->log); /* a shared log's older messages are journaled already */
   r->opt = *opt;
