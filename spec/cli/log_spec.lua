@@ -126,6 +126,24 @@ describe("obelus log: the timeline", function()
     assert.matches('"xxxx+…$', line)
     assert.is_true(utf8.len(line:match('  ("x+…)$')) == 60)
   end)
+
+  it("marks the messages that carry a schema, and only those", function()
+    local j = journal("plans/translate/plan.json", { "plans/translate/tools" }, "--input", '{"text":"good morning my friend"}')
+    local msgs = journal_of(j)
+    local r = cli.run { "log", j }
+    assert.are.equal(0, r.code, r.err)
+    local _, at = timeline(r.out)
+    local marked = 0
+    for i, m in ipairs(msgs) do
+      local row = at[tostring(i - 1)]
+      assert(row, "no line for message " .. (i - 1) .. " in\n" .. r.out)
+      local shows = row.text:find(" +schema", 1, true) ~= nil
+      assert.are.equal(m.schema ~= nil and m.type ~= "plan", shows, row.text)
+      if shows then marked = marked + 1 end
+    end
+    assert.are.equal(1, marked) -- the plan's state schema, in its context
+    os.remove(j)
+  end)
 end)
 
 describe("obelus log --at N", function()
