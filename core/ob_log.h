@@ -35,7 +35,7 @@ typedef struct ob_msg { /* 64 bytes: a run's log holds one a call */
   ob_value *sublog;   /* the messages of a delegated plan, printed as "_log" */
 } ob_msg;
 
-/* The "schema" a data message carries (SPEC 4), or NULL. */
+/* The "schema" a data message carries (SPEC 1), or NULL. */
 const ob_value *ob_msg_schema(const ob_msg *m);
 
 /* Position meaning "the log as it is now" for every `at` argument. */
