@@ -20,6 +20,18 @@ static inline void *ob_xcalloc(size_t n, size_t size) {
   return p;
 }
 
+/* ob_xcalloc on an `align`-byte boundary (a power of two, a multiple of sizeof(void *));
+ * freed with free(). */
+static inline void *ob_xcalloc_aligned(size_t n, size_t size, size_t align) {
+  void *p = NULL;
+  n = n ? n : 1;
+  size = size ? size : 1;
+  if (n > (size_t)-1 / size || posix_memalign(&p, align, n * size))
+    abort();
+  memset(p, 0, n * size);
+  return p;
+}
+
 static inline void *ob_xrealloc(void *p, size_t n) {
   p = realloc(p, n ? n : 1);
   if (!p)

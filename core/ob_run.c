@@ -134,14 +134,8 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   r->always = opt->journal && ob_wal_mode(opt->journal) == OB_FSYNC_ALWAYS;
   ob_map_init(&r->schemas);
   /* on a cache line's start, so that each call's first 64 bytes are one line */
-  size_t ncrun = plan->ncalls ? plan->ncalls : 1;
-  void *calls = NULL;
-  if (ncrun > SIZE_MAX / sizeof *r->calls || posix_memalign(&calls, 64, ncrun * sizeof *r->calls))
-    abort();
-  r->calls = memset(calls, 0, ncrun * sizeof *r->calls);
-  r->queue = calloc(ncrun, sizeof *r->queue);
-  if (!r->queue)
-    abort();
+  r->calls = ob_xcalloc_aligned(plan->ncalls, sizeof *r->calls, 64);
+  r->queue = ob_xcalloc(plan->ncalls, sizeof *r->queue);
   r->serial = ++e->run_serial;
   r->next = e->runs;
   if (e->runs)
