@@ -372,7 +372,7 @@ static doc *compute_write(ob_log *log, ob_value *kind, ob_value *instance, const
 
 /* Applies m's write (at path p) to its document; on success records the new version. */
 static int apply_write(ob_log *log, const ob_msg *m, const ob_path *p, size_t pos, ob_error *err) {
-  ob_value *schema = (ob_value *)ob_msg_schema(m);
+  ob_value *schema = ob_msg_schema(m);
   if (!log->keep_history && !m->instance) {
     /* nobody can ask for the old version: write into it, in place where unshared */
     doc *g = doc_get(log, m->kind, NULL);
@@ -441,7 +441,7 @@ static ob_value *field(const ob_value *o, const char *name) {
   return ob_object_get(o, name, strlen(name));
 }
 
-const ob_value *ob_msg_schema(const ob_msg *m) {
+ob_value *ob_msg_schema(const ob_msg *m) {
   return m->raw && m->type != OB_MSG_OTHER ? field(m->raw, "schema") : NULL;
 }
 

@@ -36,7 +36,7 @@ typedef struct ob_msg { /* 64 bytes: a run's log holds one a call */
 } ob_msg;
 
 /* The "schema" a data message carries (SPEC 1), or NULL. */
-const ob_value *ob_msg_schema(const ob_msg *m);
+ob_value *ob_msg_schema(const ob_msg *m);
 
 /* Position meaning "the log as it is now" for every `at` argument. */
 #define OB_LOG_NOW ((size_t)-1)
