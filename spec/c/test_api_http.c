@@ -182,7 +182,7 @@ TEST(http_max_holds_the_transfers_at_once) {
   obelus_http_request rq = {0};
   rq.url = url;
   answers = 0;
-  snprintf(url, sizeof url, "%s/slow?ms=50&tag=c1", base);
+  snprintf(url, sizeof url, "%s/hold?n=1&tag=c1", base);
   for (int i = 0; i < 3; i++)
     CHECK_INT(obelus_http_start(e, &rq, body_answered, NULL, NULL), OBELUS_OK);
   turn_until(e, 3);

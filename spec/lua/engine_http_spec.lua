@@ -40,7 +40,7 @@ describe("obelus.http in the Lua module", function()
     local engine = obelus.engine { tools = tools, http_max = 2 }
     local plan = {}
     for i = 1, 6 do
-      plan[i] = { _tool = "get", url = s.url("/slow?ms=100&tag=lua2"), _outputPath = "†state.n" .. i }
+      plan[i] = { _tool = "get", url = s.url("/hold?n=2&tag=lua2"), _outputPath = "†state.n" .. i }
     end
     assert.are.equal(0, engine:run({ plan = plan }):wait())
     local peak = engine:run({ { _tool = "get", url = s.url("/peak?tag=lua2"), _outputPath = "†state.p" } })

@@ -9,7 +9,12 @@
 --   /big?n=N          N bytes of "x"
 --   /broken           promises 100 bytes, sends 10, closes
 --   /json             200 {"ok":true,"n":42}
---   /peak?tag=T       200 {"peak":N}: the most /slow?...&tag=T requests waiting at once
+--   /hold?tag=T&n=N[&grace=MS]
+--                     200 "held": held until N requests of tag T wait at once, then
+--                     answered together GRACE ms (default 200) later; a request over N
+--                     joins the batch. A barrier rather than a clock: however slow the
+--                     machine, the client's whole allowance of requests is in flight.
+--   /peak?tag=T       200 {"peak":N}: the most /slow or /hold requests of tag T waiting at once
 -- One request a connection (Connection: close).
 local uv = require "luv"
 local cjson = require "cjson"
@@ -28,6 +33,7 @@ local function query(path, key)
 end
 
 local waiting, peak = {}, {} -- by tag
+local held = {} -- by tag: the /hold requests of the batch now forming
 
 local function serve(client, req)
   local method, path = req.method, req.path
@@ -49,6 +55,24 @@ local function serve(client, req)
       waiting[tag] = waiting[tag] - 1
       if not client:is_closing() then answer(client, 200, "slow") end
     end)
+  elseif route == "/hold" then
+    local tag = query(path, "tag") or ""
+    waiting[tag] = (waiting[tag] or 0) + 1
+    if waiting[tag] > (peak[tag] or 0) then peak[tag] = waiting[tag] end
+    local batch = held[tag] or {}
+    held[tag] = batch
+    batch[#batch + 1] = client
+    if #batch == (tonumber(query(path, "n")) or 1) then
+      local t = uv.new_timer()
+      t:start(tonumber(query(path, "grace")) or 200, 0, function()
+        t:close()
+        held[tag] = nil -- the next requests form the next batch
+        for _, c in ipairs(batch) do
+          waiting[tag] = waiting[tag] - 1
+          if not c:is_closing() then answer(c, 200, "held") end
+        end
+      end)
+    end
   elseif route == "/peak" then
     answer(client, 200, cjson.encode { peak = peak[query(path, "tag") or ""] or 0 },
            { ["Content-Type"] = "application/json" })
