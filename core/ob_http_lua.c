@@ -98,13 +98,18 @@ static int xfer_is_closing(lua_State *L) {
   return 1;
 }
 
+/* A string option, read as C reads it: one with a NUL inside (a URL, a method
+ * or a path cut short at it, silently) is refused. */
 static const char *opt_str(lua_State *L, int t, const char *k) {
   int type = lua_getfield(L, t, k);
   const char *s = NULL;
+  size_t len = 0;
   if (type == LUA_TSTRING)
-    s = lua_tostring(L, -1); /* stays valid: opts holds it */
+    s = lua_tolstring(L, -1, &len); /* stays valid: opts holds it */
   else if (type != LUA_TNIL)
     luaL_error(L, "obelus.http: %s must be a string, not %s", k, luaL_typename(L, -1));
+  if (s && strlen(s) != len)
+    luaL_error(L, "obelus.http: %s has a NUL byte", k);
   lua_pop(L, 1);
   return s;
 }
@@ -132,6 +137,8 @@ int ob_http_lua_start(lua_State *L) {
   rq.download = opt_str(L, 1, "download");
   rq.timeout_ms = (unsigned long)opt_int(L, 1, "timeout_ms");
   rq.max_bytes = (size_t)opt_int(L, 1, "max_bytes");
+  rq.low_speed_limit = (unsigned long)opt_int(L, 1, "low_speed_limit");
+  rq.low_speed_time = (unsigned long)opt_int(L, 1, "low_speed_time");
   lua_getfield(L, 1, "follow");
   rq.follow = lua_isnil(L, -1) || lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -151,10 +158,20 @@ int ob_http_lua_start(lua_State *L) {
         ob_buf_free(&lines);
         return luaL_error(L, "obelus.http: headers must map names to strings");
       }
-      const char *k = lua_tostring(L, -2), *v = lua_tostring(L, -1);
-      if (strpbrk(k, "\r\n:") || strpbrk(v, "\r\n")) {
+      size_t klen, vlen;
+      const char *k = lua_tolstring(L, -2, &klen), *v = lua_tolstring(L, -1, &vlen);
+      /* the name checked here, where its end is known ("a:b" would pass in
+       * the line as name "a"); the value's CR and LF by ob_http_check, its NUL
+       * here (it would cut the line short) */
+      char q[400];
+      if (!ob_http_is_token(k, klen)) {
         ob_buf_free(&lines);
-        return luaL_error(L, "obelus.http: header %s: no line breaks (or ':' in a name)", k);
+        return luaL_error(L, "obelus.http: header name %s is not an HTTP token (letters, "
+                             "digits or !#$%%&'*+-.^_`|~)", ob_http_quote(q, sizeof q, k, klen));
+      }
+      if (strlen(v) != vlen) {
+        ob_buf_free(&lines);
+        return luaL_error(L, "obelus.http: header %s: its value has a NUL byte", k);
       }
       ob_buf_addf(&lines, "%s: %s", k, v);
       ob_buf_addc(&lines, '\0');
