@@ -750,7 +750,7 @@ const char *ob_http_denied(const void *sa) {
   if (a->sa_family != AF_INET6)
     return "a non-IP";
   const unsigned char *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-  static const unsigned char zero[16], ec2[16] = {0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54},
+  static const unsigned char zero[16], ec2[16] = {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, 0x54},
                                        mapped[12] = {[10] = 0xff, [11] = 0xff},
                                        nat64[12] = {0x00, 0x64, 0xff, 0x9b};
   if (!memcmp(b, zero, 16))
