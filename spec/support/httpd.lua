@@ -10,6 +10,10 @@
 --   /broken           promises 100 bytes, sends 10, closes
 --   /json             200 {"ok":true,"n":42}
 --   /peak?tag=T       200 {"peak":N}: the most /slow?...&tag=T requests waiting at once
+--   /trickle?ms=N     200, then one byte of body every N ms (500), never ending
+--   /endless          200, a chunked body of 64 KB chunks, never ending
+--   /gzip?file=F      200, the bytes of file F as a gzip-encoded body
+--   /seen             200 JSON: every request line and header line received so far
 -- One request a connection (Connection: close).
 local uv = require "luv"
 local cjson = require "cjson"
@@ -28,6 +32,30 @@ local function query(path, key)
 end
 
 local waiting, peak = {}, {} -- by tag
+local seen = {} -- the head of every request, as received
+
+-- Writes the next piece when the client has taken the last: never ending, until
+-- the client goes (a write fails) or the test's server is killed.
+local function forever(client, piece, every_ms)
+  local t = every_ms and uv.new_timer()
+  local function more()
+    if client:is_closing() then
+      if t then t:close() end
+      return
+    end
+    client:write(piece, function(err)
+      if err then
+        if not client:is_closing() then client:close() end
+        if t then t:close() end
+      elseif t then
+        t:start(every_ms, 0, more)
+      else
+        more()
+      end
+    end)
+  end
+  more()
+end
 
 local function serve(client, req)
   local method, path = req.method, req.path
@@ -59,6 +87,19 @@ local function serve(client, req)
     answer(client, 302, "", { Location = query(path, "to") or "/hello" })
   elseif route == "/big" then
     answer(client, 200, ("x"):rep(tonumber(query(path, "n")) or 0))
+  elseif route == "/trickle" then
+    client:write("HTTP/1.1 200 X\r\nConnection: close\r\nContent-Length: 1000000\r\n\r\n")
+    forever(client, "x", tonumber(query(path, "ms")) or 500)
+  elseif route == "/endless" then
+    client:write("HTTP/1.1 200 X\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n")
+    forever(client, ("10000\r\n%s\r\n"):format(("x"):rep(0x10000)))
+  elseif route == "/gzip" then
+    local f = assert(io.open(query(path, "file"), "rb"))
+    local body = f:read("a")
+    f:close()
+    answer(client, 200, body, { ["Content-Encoding"] = "gzip", ["Content-Type"] = "text/plain" })
+  elseif route == "/seen" then
+    answer(client, 200, cjson.encode(seen), { ["Content-Type"] = "application/json" })
   elseif route == "/broken" then
     client:write("HTTP/1.1 200 X\r\nContent-Length: 100\r\n\r\n0123456789", function()
       client:close()
@@ -67,6 +108,12 @@ local function serve(client, req)
     answer(client, 404, "not here")
   end
 end
+
+-- a client gone while an answer is still being written (/trickle, /endless) must
+-- not take the server down with SIGPIPE: the write fails instead
+local sigpipe = uv.new_signal()
+sigpipe:start("sigpipe", function() end)
+sigpipe:unref()
 
 local server = uv.new_tcp()
 assert(server:bind("127.0.0.1", 0))
@@ -88,6 +135,7 @@ server:listen(16384, function()
     local head_end = data:find("\r\n\r\n", 1, true)
     if not head_end then return end
     local head = data:sub(1, head_end - 1)
+    seen[#seen + 1] = head
     local method, path = head:match("^(%u+) (%S+)")
     local headers = {}
     for k, v in head:gmatch("\r\n([^:\r\n]+):%s*([^\r\n]*)") do headers[k:lower()] = v end
