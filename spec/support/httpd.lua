@@ -3,7 +3,9 @@
 -- loopback port, writes the port to PORTFILE, and serves until it is killed:
 --   /hello            200 "hello"
 --   /echo             200 JSON {method, path, headers (lower-case), body}
---   /slow?ms=N        200 "slow" after N ms
+--   /slow?ms=N        200 "slow" after N ms; with &until=K&tag=T, all of tag T waiting are
+--                     answered at once when K of them wait together (a peak that does not
+--                     hang on how fast they came)
 --   /status/N         status N, body "status N"
 --   /redirect?to=P    302 to P
 --   /big?n=N          N bytes of "x"
@@ -31,7 +33,7 @@ local function query(path, key)
   return path:match("[?&]" .. key .. "=([^&]*)")
 end
 
-local waiting, peak = {}, {} -- by tag
+local waiting, peak, held = {}, {}, {} -- by tag; held: the releases of those waiting
 local seen = {} -- the head of every request, as received
 
 -- Writes the next piece when the client has taken the last: never ending, until
@@ -72,11 +74,22 @@ local function serve(client, req)
     waiting[tag] = (waiting[tag] or 0) + 1
     if waiting[tag] > (peak[tag] or 0) then peak[tag] = waiting[tag] end
     local t = uv.new_timer()
-    t:start(tonumber(query(path, "ms")) or 1000, 0, function()
+    local function release()
+      if t:is_closing() then return end
       t:close()
       waiting[tag] = waiting[tag] - 1
       if not client:is_closing() then answer(client, 200, "slow") end
-    end)
+    end
+    held[tag] = held[tag] or {}
+    local n = tonumber(query(path, "until"))
+    if n and waiting[tag] >= n then -- all there at once: answered now, not at a time
+      for _, r in ipairs(held[tag]) do r() end
+      held[tag] = {}
+      release()
+      return
+    end
+    table.insert(held[tag], release)
+    t:start(tonumber(query(path, "ms")) or 1000, 0, release)
   elseif route == "/peak" then
     answer(client, 200, cjson.encode { peak = peak[query(path, "tag") or ""] or 0 },
            { ["Content-Type"] = "application/json" })
