@@ -38,43 +38,62 @@ static void release(lua_State *L, lxfer *lx) {
   lx->done_ref = lx->self_ref = LUA_NOREF;
 }
 
+/* The answer as a Lua table, built under lua_pcall: a body the Lua state cannot
+ * hold (its --max-memory, or the process's memory) is an error of the call,
+ * never a panic of a state with no protected call around it (the loop's). */
+static int push_response(lua_State *L) {
+  const ob_http_response *res = lua_touserdata(L, 1);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, res->status);
+  lua_setfield(L, -2, "status");
+  lua_createtable(L, 0, (int)res->nheaders);
+  for (size_t i = 0; i < res->nheaders; i++) {
+    /* a name given twice: its values joined, as HTTP allows for most */
+    if (lua_getfield(L, -1, res->names[i]) == LUA_TSTRING) {
+      lua_pushliteral(L, ", ");
+      lua_pushstring(L, res->values[i]);
+      lua_concat(L, 3);
+    } else {
+      lua_pop(L, 1);
+      lua_pushstring(L, res->values[i]);
+    }
+    lua_setfield(L, -2, res->names[i]);
+  }
+  lua_setfield(L, -2, "headers");
+  if (res->body) {
+    lua_pushlstring(L, res->body, res->body_len);
+    lua_setfield(L, -2, "body");
+  }
+  lua_pushinteger(L, (lua_Integer)res->body_len);
+  lua_setfield(L, -2, "bytes");
+  lua_pushstring(L, res->url);
+  lua_setfield(L, -2, "url");
+  lua_pushstring(L, res->version);
+  lua_setfield(L, -2, "version");
+  return 1;
+}
+
 static void on_done(void *ud, const ob_http_response *res) {
   lxfer *lx = ud;
   lua_State *L = lx->e->L;
   lua_rawgeti(L, LUA_REGISTRYINDEX, lx->done_ref);
   int nargs = 1;
-  if (res->error) {
+  if (!res->error) {
+    lua_pushcfunction(L, push_response);
+    lua_pushlightuserdata(L, (void *)res);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+      const char *why = lua_tostring(L, -1);
+      lua_pushfstring(L, "%s: the answer (%I bytes) could not be held: %s",
+                      res->url ? res->url : "?", (lua_Integer)res->body_len, why ? why : "?");
+      lua_remove(L, -2);
+      lua_pushnil(L);
+      lua_insert(L, -2);
+      nargs = 2;
+    }
+  } else {
     lua_pushnil(L);
     lua_pushstring(L, res->error);
     nargs = 2;
-  } else {
-    lua_createtable(L, 0, 5);
-    lua_pushinteger(L, res->status);
-    lua_setfield(L, -2, "status");
-    lua_createtable(L, 0, (int)res->nheaders);
-    for (size_t i = 0; i < res->nheaders; i++) {
-      /* a name given twice: its values joined, as HTTP allows for most */
-      if (lua_getfield(L, -1, res->names[i]) == LUA_TSTRING) {
-        lua_pushliteral(L, ", ");
-        lua_pushstring(L, res->values[i]);
-        lua_concat(L, 3);
-      } else {
-        lua_pop(L, 1);
-        lua_pushstring(L, res->values[i]);
-      }
-      lua_setfield(L, -2, res->names[i]);
-    }
-    lua_setfield(L, -2, "headers");
-    if (res->body) {
-      lua_pushlstring(L, res->body, res->body_len);
-      lua_setfield(L, -2, "body");
-    }
-    lua_pushinteger(L, (lua_Integer)res->body_len);
-    lua_setfield(L, -2, "bytes");
-    lua_pushstring(L, res->url);
-    lua_setfield(L, -2, "url");
-    lua_pushstring(L, res->version);
-    lua_setfield(L, -2, "version");
   }
   release(L, lx);
   if (ob_engine_pcall(L, nargs, 0) != LUA_OK) {
