@@ -149,6 +149,23 @@ describe("obelus.http against hostile input", function()
     assert.are.same({ status = 200, bytes = 5, url = s.url("/hello") }, r.r)
   end)
 
+  it("obelus mcp takes --http-allow-private and --http-max-bytes as run does", function()
+    local function call(url, ...)
+      local line = cjson.encode { jsonrpc = "2.0", id = 1, method = "tools/call",
+                                  params = { name = "raw", arguments = { url = url } } }
+      local args = { "mcp", "--tools", TOOLS, ... }
+      args.stdin = line .. "\n"
+      local r = cli.run(args)
+      assert.are.equal(0, r.code, r.err)
+      return cjson.decode(r.out).result.structuredContent
+    end
+    local zero = ("http://0.0.0.0:%d/hello"):format(s.port)
+    assert.matches("0.0.0.0 is an unspecified (0.0.0.0/8) address, denied", call(zero).errors[1], 1, true)
+    assert.are.same({ status = 200, bytes = 5, url = zero }, call(zero, "--http-allow-private").output)
+    assert.matches("response body larger than 4 bytes", call(s.url("/hello"), "--http-max-bytes", "4").errors[1],
+                   1, true)
+  end)
+
   it("a gzip bomb fails the call at max_bytes, counted decoded: 64 MB by default", function()
     local bomb = os.tmpname()
     assert(os.execute(("head -c 100000000 /dev/zero | gzip -1 > %s"):format(bomb))) -- 100 MB in ~100 KB
