@@ -702,7 +702,8 @@ int ob_http_check(const ob_http_request *rq, ob_error *err) {
     ok = is_tchar((unsigned char)method[i]);
   if (!ok)
     return ob_error_set(err, OB_EINVAL, 0, "http: method %s is not an HTTP method (1 to 64 "
-                        "letters, digits or !#$%%&'*+-.^_`|~)", ob_http_quote(q, sizeof q, method, mlen));
+                        "letters, digits or !#$%%&'*+-.^_`|~)",
+                        ob_http_quote(q, sizeof q, method, mlen));
   const char *url = rq->url ? rq->url : "";
   if (!*url)
     return ob_error_set(err, OB_EINVAL, 0, "%s: no url", method);
@@ -712,7 +713,8 @@ int ob_http_check(const ob_http_request *rq, ob_error *err) {
   for (const char *c = url; *c; c++)
     if ((unsigned char)*c <= 0x20 || *c == 0x7f)
       return ob_error_set(err, OB_EINVAL, 0, "%s %s: a URL has no space, line break or control "
-                          "byte (%%-encode it)", method, ob_http_quote(q, sizeof q, url, strlen(url)));
+                          "byte (%%-encode it)",
+                          method, ob_http_quote(q, sizeof q, url, strlen(url)));
   for (size_t i = 0; i < rq->nheaders; i++) {
     const char *line = rq->headers[i], *end = line;
     while (is_tchar((unsigned char)*end))

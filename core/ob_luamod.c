@@ -762,7 +762,8 @@ static int core_engine(lua_State *L) {
       lua_pop(L, 1);
       if (lua_type(L, -1) != LUA_TSTRING ||
           (strcmp(lua_tostring(L, -1), "tools") && strcmp(lua_tostring(L, -1), "scripts") &&
-           strcmp(lua_tostring(L, -1), "max_memory_mb") && strcmp(lua_tostring(L, -1), "http_max") &&
+           strcmp(lua_tostring(L, -1), "max_memory_mb") &&
+           strcmp(lua_tostring(L, -1), "http_max") &&
            strcmp(lua_tostring(L, -1), "http_max_bytes") &&
            strcmp(lua_tostring(L, -1), "http_allow_private")))
         return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts, "
