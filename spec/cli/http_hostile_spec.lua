@@ -104,10 +104,13 @@ describe("obelus.http against hostile input", function()
       assert.matches(c[2], r.err, 1, true)
     end
     assert.is_nil(seen():find("url-case", 1, true))
-    -- and a redirect to anything but http(s) is not followed
+    -- a redirect to anything but http(s) is not followed; nor are more than 20
     local r = raw { url = s.url("/redirect?to=file:///etc/passwd") }
     assert.is_nil(r.r)
     assert.matches("file", r.err)
+    r = raw { url = s.url("/loop") }
+    assert.is_nil(r.r)
+    assert.matches("Maximum (20) redirects followed", r.err, 1, true)
   end)
 
   it("a server that trickles a byte every 0.5 s is cut off by timeout_ms, or by the low-speed limit", function()

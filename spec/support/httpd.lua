@@ -8,6 +8,7 @@
 --                     hang on how fast they came)
 --   /status/N         status N, body "status N"
 --   /redirect?to=P    302 to P
+--   /loop             302 to itself
 --   /big?n=N          N bytes of "x"
 --   /broken           promises 100 bytes, sends 10, closes
 --   /json             200 {"ok":true,"n":42}
@@ -96,6 +97,8 @@ local function serve(client, req)
   elseif route:match("^/status/%d+$") then
     local n = tonumber(route:match("%d+"))
     answer(client, n, "status " .. n)
+  elseif route == "/loop" then
+    answer(client, 302, "", { Location = "/loop" })
   elseif route == "/redirect" then
     answer(client, 302, "", { Location = query(path, "to") or "/hello" })
   elseif route == "/big" then
