@@ -38,7 +38,6 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "ob_curl.h"
 #include "ob_http.h"
