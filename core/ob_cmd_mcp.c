@@ -15,6 +15,7 @@
 
 static const char mcp_help[] =
     "usage: obelus mcp --tools PATH... [--latent FILE] [--drain-timeout MS]\n"
+    "                  [--http-max-bytes N] [--http-allow-private]\n"
     "\n"
     "Serves the Model Context Protocol on standard input and output (JSON-RPC 2.0,\n"
     "one message a line): initialize, tools/list (every loaded tool, and run_plan,\n"

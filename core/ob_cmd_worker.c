@@ -19,6 +19,7 @@ static const char worker_help[] =
     "                     [--name NAME] [--dir DIR] [--plans-root DIR] [--latent FILE]\n"
     "                     [--call-timeout MS] [--max-memory MB] [--max-output KB]\n"
     "                     [--max-calls N] [--max-slice MS] [--http-max N] [--concurrency N]\n"
+    "                     [--http-max-bytes N] [--http-allow-private]\n"
     "\n"
     "Takes jobs that `obelus submit` queued in Redis and runs them, up to N at once\n"
     "(their calls all concurrently on one loop), writing each job's journal into\n"

@@ -65,8 +65,11 @@ static int tool_exit(lua_State *L) {
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes) { e->lua_pool->max = bytes; }
 
 ob_http *ob_engine_http(ob_engine *e, ob_error *err) {
-  if (!e->http && (e->http = ob_http_new(e->loop, err)))
+  if (!e->http && (e->http = ob_http_new(e->loop, err))) {
     ob_http_set_max(e->http, e->http_max);
+    ob_http_set_max_bytes(e->http, e->http_max_bytes);
+    ob_http_set_allow_private(e->http, e->http_allow_private);
+  }
   return e->http;
 }
 

@@ -49,6 +49,8 @@ typedef struct ob_engine {
   struct ob_http *http;   /* obelus.http's transfers (ob_http.h): made at the first
                              request, NULL before (and once the engine is freed) */
   size_t http_max;        /* transfers at once (ob_http_set_max; 0: its default) */
+  size_t http_max_bytes;  /* a body's limit when a request gives none (0: its default) */
+  int http_allow_private; /* connect to link-local and metadata addresses too */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
   /* obelus.sleep: one timer for the whole engine and the calls asleep, by

@@ -25,14 +25,19 @@
  * A uv handle is closed asynchronously: a `sock` record goes in its close
  * callback, and the timer likewise, so ob_http_free returns at once and the
  * memory goes on the loop's next turn. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "ob_curl.h"
 #include "ob_http.h"
@@ -44,6 +49,8 @@
  * grows with the transfers its multi handle holds, so many transfers are
  * spread over several, each with its sockets, timer and connections. */
 #define SHARD 64
+/* The header lines of one answer kept, at most: past it the transfer fails. */
+#define HEAD_MAX ((size_t)1 << 20)
 
 typedef struct shard {
   struct ob_http *h;
@@ -64,6 +71,8 @@ struct ob_http {
   ob_http_xfer *qhead, **qtail; /* waiting for their turn, through qnext */
   ob_http_xfer *failed; /* could not be handed over: called back from the loop */
   size_t max;          /* handed to libcurl at once, at most (ob_http_set_max) */
+  size_t max_bytes;    /* a request's body limit when it gives none */
+  int allow_private;   /* connect to what ob_http_denied names too */
   CURL *idle[KEEP_EASY]; /* easy handles of ended transfers, for the next ones */
   size_t nidle;
 };
@@ -77,8 +86,12 @@ struct ob_http_xfer {
   void *ud;
   char *method, *url;
   FILE *file;           /* a download's */
-  size_t max_bytes, got;
+  size_t got;
+  ob_http_settings set; /* its limits, defaults filled in */
   int too_big;          /* the body passed max_bytes: the transfer was stopped */
+  int no_memory;        /* a buffer could not grow: the transfer was stopped */
+  int head_too_big;     /* the header lines passed HEAD_MAX: likewise */
+  char denied[160];     /* an address refused (ob_http_denied): why, or "" */
   int state;            /* IN_FLIGHT, then DONE (its callback to come), CANCELLED
                            (cancelled meanwhile: no callback), CALLING (in its callback) */
   ob_buf body;
@@ -86,7 +99,6 @@ struct ob_http_xfer {
   size_t nheaders;
   char errbuf[CURL_ERROR_SIZE];
   ob_http_xfer *next, **prevp;
-  unsigned long timeout_ms;
   int follow, has_body;
   char *ca_file, *download;
   ob_buf send;          /* the request body */
@@ -287,18 +299,48 @@ static void free_xfer(ob_http_xfer *x) {
   free(x);
 }
 
+/* Appends to a transfer's buffer (the answer's body and headers, the
+ * request's body): the one place HTTP memory grows, so that a server or a
+ * tool asking for too much fails its transfer (-1: x->no_memory set)
+ * rather than the process (ob_buf_grow aborts). A memory account that
+ * charges a run for its buffers charges here. */
+static int xfer_buf_add(ob_http_xfer *x, ob_buf *b, const char *data, size_t len) {
+  if (b->len + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + len + 1) {
+      if (cap > SIZE_MAX / 2) {
+        x->no_memory = 1;
+        return -1;
+      }
+      cap *= 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (!p) {
+      x->no_memory = 1;
+      return -1;
+    }
+    b->data = p;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, data, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+  return 0;
+}
+
+/* Bodies arrive decoded (CURLOPT_ACCEPT_ENCODING), so max_bytes counts what a
+ * gzip bomb expands to, and an endless chunked body ends at it. */
 static size_t on_body(char *data, size_t size, size_t n, void *ud) {
   ob_http_xfer *x = ud;
   size_t len = size * n;
-  if (x->max_bytes && x->got + len > x->max_bytes) {
+  if (len > x->set.max_bytes - x->got) { /* got <= max_bytes always */
     x->too_big = 1;
     return 0; /* libcurl stops the transfer: CURLE_WRITE_ERROR */
   }
   x->got += len;
   if (x->file)
     return fwrite(data, 1, len, x->file);
-  ob_buf_add(&x->body, data, len);
-  return len;
+  return xfer_buf_add(x, &x->body, data, len) ? 0 : len;
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud) {
@@ -312,27 +354,74 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
   const char *colon = memchr(data, ':', len);
   if (!colon)
     return len; /* the blank line at the end, or nothing we keep */
+  if (x->head.len + len + 2 > HEAD_MAX) {
+    x->head_too_big = 1;
+    return 0;
+  }
   const char *v = colon + 1, *end = data + len;
   while (v < end && (*v == ' ' || *v == '\t'))
     v++;
   while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
     end--;
-  for (const char *c = data; c < colon; c++)
-    ob_buf_addc(&x->head, (char)tolower((unsigned char)*c));
-  ob_buf_addc(&x->head, '\0');
-  ob_buf_add(&x->head, v, (size_t)(end - v));
-  ob_buf_addc(&x->head, '\0');
+  char name[256];
+  size_t nlen = (size_t)(colon - data) < sizeof name ? (size_t)(colon - data) : sizeof name - 1;
+  for (size_t i = 0; i < nlen; i++)
+    name[i] = (char)tolower((unsigned char)data[i]);
+  name[nlen] = '\0';
+  /* a NUL inside a value would shift every later name and value: cut there */
+  const char *nul = memchr(v, '\0', (size_t)(end - v));
+  if (nul)
+    end = nul;
+  if (xfer_buf_add(x, &x->head, name, nlen + 1) ||
+      xfer_buf_add(x, &x->head, v, (size_t)(end - v)) || xfer_buf_add(x, &x->head, "", 1))
+    return 0;
   x->nheaders++;
   return len;
 }
 
+/* Every connection libcurl makes, redirects' included, is opened here, to the
+ * address it resolved: the deny list holds whatever a name resolves to, with
+ * no window between a check and the connect (no socket for a denied one). */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a) {
+  ob_http_xfer *x = ud;
+  (void)purpose;
+  const char *why = x->set.allow_private ? NULL : ob_http_denied(&a->addr);
+  if (why) {
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (a->family == AF_INET)
+      inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->addr)->sin_addr, ip, sizeof ip);
+    else if (a->family == AF_INET6)
+      inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->addr)->sin6_addr, ip, sizeof ip);
+    snprintf(x->denied, sizeof x->denied, "%s is %s address, denied (--http-allow-private "
+             "allows it)", ip, why);
+    return CURL_SOCKET_BAD; /* libcurl tries the name's other addresses, if any */
+  }
+  return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static void finish(ob_http_xfer *x, CURLcode rc) {
   ob_http_response res = {0};
-  char why[CURL_ERROR_SIZE + 160];
+  char why[CURL_ERROR_SIZE + 1024];
   const char **names = NULL, **values = NULL;
+  char *eff = NULL;
+  if (x->easy)
+    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &eff);
+  const char *via = eff && strcmp(eff, x->url) ? eff : NULL; /* a redirect's target */
   if (x->too_big) {
-    snprintf(why, sizeof why, "%s %s: the answer is larger than max_bytes (%zu)", x->method,
-             x->url, x->max_bytes);
+    snprintf(why, sizeof why, "%s %s: response body larger than %zu bytes (max_bytes)",
+             x->method, x->url, x->set.max_bytes);
+    res.error = why;
+  } else if (x->no_memory) {
+    snprintf(why, sizeof why, "%s %s: out of memory for the answer (%zu bytes so far)",
+             x->method, x->url, x->got);
+    res.error = why;
+  } else if (x->head_too_big) {
+    snprintf(why, sizeof why, "%s %s: response headers larger than %zu bytes", x->method,
+             x->url, HEAD_MAX);
+    res.error = why;
+  } else if (rc != CURLE_OK && x->denied[0]) {
+    snprintf(why, sizeof why, "%s %s: %s%s%.512s%s", x->method, x->url, x->denied,
+             via ? " (redirected to " : "", via ? via : "", via ? ")" : "");
     res.error = why;
   } else if (rc != CURLE_OK) {
     snprintf(why, sizeof why, "%s %s: %s", x->method, x->url,
@@ -345,8 +434,6 @@ static void finish(ob_http_xfer *x, CURLcode rc) {
   }
   if (!res.error) {
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &res.status);
-    char *eff = NULL;
-    curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &eff);
     res.url = eff ? eff : x->url;
     long v = 0;
     curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &v);
@@ -496,6 +583,7 @@ ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {
   h->loop = loop;
   h->qtail = &h->qhead;
   h->max = OB_HTTP_MAX_DEFAULT;
+  h->max_bytes = OB_HTTP_MAX_BYTES_DEFAULT;
   if (!(h->share = curl_share_init()) || !shard_new(h)) {
     if (h->share)
       curl_share_cleanup(h->share);
@@ -538,6 +626,152 @@ void ob_http_set_max(ob_http *h, size_t max) {
   pump(h);
 }
 
+void ob_http_set_max_bytes(ob_http *h, size_t max_bytes) {
+  h->max_bytes = max_bytes ? max_bytes : OB_HTTP_MAX_BYTES_DEFAULT;
+}
+
+void ob_http_set_allow_private(ob_http *h, int allow) { h->allow_private = allow != 0; }
+
+void ob_http_settings_of(const ob_http *h, const ob_http_request *rq, ob_http_settings *out) {
+  /* libcurl takes longs: a larger wish is as good as forever */
+  out->timeout_ms = rq->timeout_ms ? rq->timeout_ms : OB_HTTP_TIMEOUT_DEFAULT;
+  if (out->timeout_ms > (unsigned long)LONG_MAX)
+    out->timeout_ms = (unsigned long)LONG_MAX;
+  out->low_speed_limit = rq->low_speed_limit ? rq->low_speed_limit
+                                             : OB_HTTP_LOW_SPEED_LIMIT_DEFAULT;
+  out->low_speed_time = rq->low_speed_time ? rq->low_speed_time : OB_HTTP_LOW_SPEED_TIME_DEFAULT;
+  if (out->low_speed_limit > (unsigned long)LONG_MAX)
+    out->low_speed_limit = (unsigned long)LONG_MAX;
+  if (out->low_speed_time > (unsigned long)LONG_MAX)
+    out->low_speed_time = (unsigned long)LONG_MAX;
+  out->max_bytes = rq->max_bytes           ? rq->max_bytes
+                   : h && h->max_bytes ? h->max_bytes
+                                           : OB_HTTP_MAX_BYTES_DEFAULT;
+  out->allow_private = h ? h->allow_private : 0;
+  out->max_redirects = OB_HTTP_MAX_REDIRECTS;
+}
+
+/* --- what is refused before anything is sent -------------------------------- */
+
+/* RFC 9110's tchar: a method and a header name are made of these only. */
+static int is_tchar(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+int ob_http_is_token(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (!is_tchar((unsigned char)s[i]))
+      return 0;
+  return len > 0;
+}
+
+const char *ob_http_quote(char *out, size_t cap, const char *s, size_t len) {
+  size_t o = 0;
+  out[o++] = '"';
+  for (size_t i = 0; i < len && o + 8 < cap; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (i == 80) {
+      memcpy(out + o, "...", 3);
+      o += 3;
+      break;
+    }
+    if (c == '"' || c == '\\')
+      o += (size_t)snprintf(out + o, cap - o, "\\%c", c);
+    else if (c == '\r')
+      o += (size_t)snprintf(out + o, cap - o, "\\r");
+    else if (c == '\n')
+      o += (size_t)snprintf(out + o, cap - o, "\\n");
+    else if (c < 0x20 || c == 0x7f)
+      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+    else
+      out[o++] = (char)c;
+  }
+  out[o++] = '"';
+  out[o] = '\0';
+  return out;
+}
+
+int ob_http_check(const ob_http_request *rq, ob_error *err) {
+  char q[400];
+  const char *method = rq->method ? rq->method : "GET";
+  size_t mlen = strlen(method);
+  int ok = mlen > 0 && mlen <= 64;
+  for (size_t i = 0; ok && i < mlen; i++)
+    ok = is_tchar((unsigned char)method[i]);
+  if (!ok)
+    return ob_error_set(err, OB_EINVAL, 0, "http: method %s is not an HTTP method (1 to 64 "
+                        "letters, digits or !#$%%&'*+-.^_`|~)",
+                        ob_http_quote(q, sizeof q, method, mlen));
+  const char *url = rq->url ? rq->url : "";
+  if (!*url)
+    return ob_error_set(err, OB_EINVAL, 0, "%s: no url", method);
+  if (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))
+    return ob_error_set(err, OB_EINVAL, 0, "%s %s: only http:// and https:// URLs", method,
+                        ob_http_quote(q, sizeof q, url, strlen(url)));
+  for (const char *c = url; *c; c++)
+    if ((unsigned char)*c <= 0x20 || *c == 0x7f)
+      return ob_error_set(err, OB_EINVAL, 0, "%s %s: a URL has no space, line break or control "
+                          "byte (%%-encode it)",
+                          method, ob_http_quote(q, sizeof q, url, strlen(url)));
+  for (size_t i = 0; i < rq->nheaders; i++) {
+    const char *line = rq->headers[i], *end = line;
+    while (is_tchar((unsigned char)*end))
+      end++;
+    if (end == line || (*end != ':' && !(*end == ';' && !end[1]))) /* "Name;": empty */
+      return ob_error_set(err, OB_EINVAL, 0, "%s %s: header %s: its name is not an HTTP token "
+                          "(letters, digits or !#$%%&'*+-.^_`|~)", method, url,
+                          ob_http_quote(q, sizeof q, line, strcspn(line, ":")));
+    if (strpbrk(end, "\r\n"))
+      return ob_error_set(err, OB_EINVAL, 0, "%s %s: header %s: its value has a line break",
+                          method, url, ob_http_quote(q, sizeof q, line, (size_t)(end - line)));
+  }
+  return OB_OK;
+}
+
+/* The rules of ob_http_denied for an IPv4 address (host order). */
+static const char *denied_v4(uint32_t a) {
+  if ((a >> 24) == 0)
+    return "an unspecified (0.0.0.0/8)";
+  if ((a >> 16) == 0xa9fe)
+    return "a link-local (169.254.0.0/16: cloud metadata)";
+  if (a == 0x646464c8)
+    return "a cloud metadata (100.100.100.200)";
+  if ((a >> 28) == 0xe)
+    return "a multicast";
+  if ((a >> 28) == 0xf)
+    return "a reserved or broadcast";
+  return NULL;
+}
+
+const char *ob_http_denied(const void *sa) {
+  const struct sockaddr *a = sa;
+  if (a->sa_family == AF_INET)
+    return denied_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+  if (a->sa_family != AF_INET6)
+    return "a non-IP";
+  const unsigned char *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+  static const unsigned char zero[16], ec2[16] = {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, 0x54},
+                                       mapped[12] = {[10] = 0xff, [11] = 0xff},
+                                       nat64[12] = {0x00, 0x64, 0xff, 0x9b};
+  if (!memcmp(b, zero, 16))
+    return "an unspecified (::)";
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+    return "a link-local (fe80::/10)";
+  if (b[0] == 0xff)
+    return "a multicast";
+  if (!memcmp(b, ec2, 16))
+    return "a cloud metadata (fd00:ec2::254)";
+  /* an IPv4 address inside: mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::), or the old
+   * compatible form (::a.b.c.d) but ::1, loopback */
+  if (!memcmp(b, mapped, 12) || !memcmp(b, nat64, 12) ||
+      (!memcmp(b, zero, 12) && !(b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] == 1))) {
+    uint32_t v4 = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
+    return denied_v4(v4);
+  }
+  return NULL;
+}
+
 void ob_http_cancel(ob_http_xfer *x) {
   if (!x || x->state == CALLING || x->state == CANCELLED)
     return; /* in its own callback: freed after it */
@@ -575,11 +809,27 @@ static CURLcode setup_easy(ob_http_xfer *x) {
   curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* every decoding libcurl has */
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, x->follow ? 1L : 0L);
-  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 20L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  if (x->timeout_ms)
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)x->timeout_ms);
+  curl_easy_setopt(e, CURLOPT_MAXREDIRS, x->set.max_redirects);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)x->set.timeout_ms);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)x->set.low_speed_limit);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)x->set.low_speed_time);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
+  /* http and https only, redirects included: the _STR options since 7.85, the
+   * bit masks before (libcurl is loaded at run time: either may be there) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  if (rc == CURLE_OK &&
+      (curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+       curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK) &&
+      (curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) !=
+           CURLE_OK ||
+       curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) !=
+           CURLE_OK)) {
+    snprintf(x->errbuf, sizeof x->errbuf, "this libcurl cannot limit redirects to http and https");
+    rc = CURLE_UNKNOWN_OPTION;
+  }
+#pragma GCC diagnostic pop
   if (x->ca_file)
     curl_easy_setopt(e, CURLOPT_CAINFO, x->ca_file);
   if (!strcmp(x->method, "HEAD"))
@@ -598,18 +848,15 @@ static CURLcode setup_easy(ob_http_xfer *x) {
 ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb, void *ud,
                             ob_error *err) {
   const char *method = rq->method ? rq->method : "GET";
-  if (!rq->url || !*rq->url) {
-    ob_error_set(err, OB_EINVAL, 0, "%s: no url", method);
+  if (ob_http_check(rq, err) != OB_OK)
     return NULL;
-  }
   ob_http_xfer *x = ob_xcalloc(1, sizeof *x);
   x->h = h;
   x->cb = cb;
   x->ud = ud;
   x->method = ob_xstrdup(method);
   x->url = ob_xstrdup(rq->url);
-  x->max_bytes = rq->max_bytes;
-  x->timeout_ms = rq->timeout_ms;
+  ob_http_settings_of(h, rq, &x->set);
   x->follow = rq->follow;
   x->has_body = rq->has_body;
   x->ca_file = rq->ca_file ? ob_xstrdup(rq->ca_file) : NULL;
@@ -617,8 +864,12 @@ ob_http_xfer *ob_http_start(ob_http *h, const ob_http_request *rq, ob_http_cb cb
   ob_buf_init(&x->body);
   ob_buf_init(&x->head);
   ob_buf_init(&x->send);
-  if (rq->has_body)
-    ob_buf_add(&x->send, rq->body ? rq->body : "", rq->body_len);
+  if (rq->has_body && xfer_buf_add(x, &x->send, rq->body ? rq->body : "", rq->body_len)) {
+    ob_error_set(err, OB_ENOMEM, 0, "%s %s: out of memory for the request's body", method,
+                 rq->url);
+    free_xfer(x);
+    return NULL;
+  }
   for (size_t i = 0; i < rq->nheaders; i++) {
     struct curl_slist *l = curl_slist_append(x->headers, rq->headers[i]);
     if (!l) {

@@ -38,43 +38,62 @@ static void release(lua_State *L, lxfer *lx) {
   lx->done_ref = lx->self_ref = LUA_NOREF;
 }
 
+/* The answer as a Lua table, built under lua_pcall: a body the Lua state cannot
+ * hold (its --max-memory, or the process's memory) is an error of the call,
+ * never a panic of a state with no protected call around it (the loop's). */
+static int push_response(lua_State *L) {
+  const ob_http_response *res = lua_touserdata(L, 1);
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, res->status);
+  lua_setfield(L, -2, "status");
+  lua_createtable(L, 0, (int)res->nheaders);
+  for (size_t i = 0; i < res->nheaders; i++) {
+    /* a name given twice: its values joined, as HTTP allows for most */
+    if (lua_getfield(L, -1, res->names[i]) == LUA_TSTRING) {
+      lua_pushliteral(L, ", ");
+      lua_pushstring(L, res->values[i]);
+      lua_concat(L, 3);
+    } else {
+      lua_pop(L, 1);
+      lua_pushstring(L, res->values[i]);
+    }
+    lua_setfield(L, -2, res->names[i]);
+  }
+  lua_setfield(L, -2, "headers");
+  if (res->body) {
+    lua_pushlstring(L, res->body, res->body_len);
+    lua_setfield(L, -2, "body");
+  }
+  lua_pushinteger(L, (lua_Integer)res->body_len);
+  lua_setfield(L, -2, "bytes");
+  lua_pushstring(L, res->url);
+  lua_setfield(L, -2, "url");
+  lua_pushstring(L, res->version);
+  lua_setfield(L, -2, "version");
+  return 1;
+}
+
 static void on_done(void *ud, const ob_http_response *res) {
   lxfer *lx = ud;
   lua_State *L = lx->e->L;
   lua_rawgeti(L, LUA_REGISTRYINDEX, lx->done_ref);
   int nargs = 1;
-  if (res->error) {
+  if (!res->error) {
+    lua_pushcfunction(L, push_response);
+    lua_pushlightuserdata(L, (void *)res);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+      const char *why = lua_tostring(L, -1);
+      lua_pushfstring(L, "%s: the answer (%I bytes) could not be held: %s",
+                      res->url ? res->url : "?", (lua_Integer)res->body_len, why ? why : "?");
+      lua_remove(L, -2);
+      lua_pushnil(L);
+      lua_insert(L, -2);
+      nargs = 2;
+    }
+  } else {
     lua_pushnil(L);
     lua_pushstring(L, res->error);
     nargs = 2;
-  } else {
-    lua_createtable(L, 0, 5);
-    lua_pushinteger(L, res->status);
-    lua_setfield(L, -2, "status");
-    lua_createtable(L, 0, (int)res->nheaders);
-    for (size_t i = 0; i < res->nheaders; i++) {
-      /* a name given twice: its values joined, as HTTP allows for most */
-      if (lua_getfield(L, -1, res->names[i]) == LUA_TSTRING) {
-        lua_pushliteral(L, ", ");
-        lua_pushstring(L, res->values[i]);
-        lua_concat(L, 3);
-      } else {
-        lua_pop(L, 1);
-        lua_pushstring(L, res->values[i]);
-      }
-      lua_setfield(L, -2, res->names[i]);
-    }
-    lua_setfield(L, -2, "headers");
-    if (res->body) {
-      lua_pushlstring(L, res->body, res->body_len);
-      lua_setfield(L, -2, "body");
-    }
-    lua_pushinteger(L, (lua_Integer)res->body_len);
-    lua_setfield(L, -2, "bytes");
-    lua_pushstring(L, res->url);
-    lua_setfield(L, -2, "url");
-    lua_pushstring(L, res->version);
-    lua_setfield(L, -2, "version");
   }
   release(L, lx);
   if (ob_engine_pcall(L, nargs, 0) != LUA_OK) {
@@ -98,13 +117,18 @@ static int xfer_is_closing(lua_State *L) {
   return 1;
 }
 
+/* A string option, read as C reads it: one with a NUL inside (a URL, a method
+ * or a path cut short at it, silently) is refused. */
 static const char *opt_str(lua_State *L, int t, const char *k) {
   int type = lua_getfield(L, t, k);
   const char *s = NULL;
+  size_t len = 0;
   if (type == LUA_TSTRING)
-    s = lua_tostring(L, -1); /* stays valid: opts holds it */
+    s = lua_tolstring(L, -1, &len); /* stays valid: opts holds it */
   else if (type != LUA_TNIL)
     luaL_error(L, "obelus.http: %s must be a string, not %s", k, luaL_typename(L, -1));
+  if (s && strlen(s) != len)
+    luaL_error(L, "obelus.http: %s has a NUL byte", k);
   lua_pop(L, 1);
   return s;
 }
@@ -132,6 +156,8 @@ int ob_http_lua_start(lua_State *L) {
   rq.download = opt_str(L, 1, "download");
   rq.timeout_ms = (unsigned long)opt_int(L, 1, "timeout_ms");
   rq.max_bytes = (size_t)opt_int(L, 1, "max_bytes");
+  rq.low_speed_limit = (unsigned long)opt_int(L, 1, "low_speed_limit");
+  rq.low_speed_time = (unsigned long)opt_int(L, 1, "low_speed_time");
   lua_getfield(L, 1, "follow");
   rq.follow = lua_isnil(L, -1) || lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -151,10 +177,20 @@ int ob_http_lua_start(lua_State *L) {
         ob_buf_free(&lines);
         return luaL_error(L, "obelus.http: headers must map names to strings");
       }
-      const char *k = lua_tostring(L, -2), *v = lua_tostring(L, -1);
-      if (strpbrk(k, "\r\n:") || strpbrk(v, "\r\n")) {
+      size_t klen, vlen;
+      const char *k = lua_tolstring(L, -2, &klen), *v = lua_tolstring(L, -1, &vlen);
+      /* the name checked here, where its end is known ("a:b" would pass in
+       * the line as name "a"); the value's CR and LF by ob_http_check, its NUL
+       * here (it would cut the line short) */
+      char q[400];
+      if (!ob_http_is_token(k, klen)) {
         ob_buf_free(&lines);
-        return luaL_error(L, "obelus.http: header %s: no line breaks (or ':' in a name)", k);
+        return luaL_error(L, "obelus.http: header name %s is not an HTTP token (letters, "
+                             "digits or !#$%%&'*+-.^_`|~)", ob_http_quote(q, sizeof q, k, klen));
+      }
+      if (strlen(v) != vlen) {
+        ob_buf_free(&lines);
+        return luaL_error(L, "obelus.http: header %s: its value has a NUL byte", k);
       }
       ob_buf_addf(&lines, "%s: %s", k, v);
       ob_buf_addc(&lines, '\0');

@@ -762,9 +762,12 @@ static int core_engine(lua_State *L) {
       lua_pop(L, 1);
       if (lua_type(L, -1) != LUA_TSTRING ||
           (strcmp(lua_tostring(L, -1), "tools") && strcmp(lua_tostring(L, -1), "scripts") &&
-           strcmp(lua_tostring(L, -1), "max_memory_mb") && strcmp(lua_tostring(L, -1), "http_max")))
+           strcmp(lua_tostring(L, -1), "max_memory_mb") &&
+           strcmp(lua_tostring(L, -1), "http_max") &&
+           strcmp(lua_tostring(L, -1), "http_max_bytes") &&
+           strcmp(lua_tostring(L, -1), "http_allow_private")))
         return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts, "
-                             "max_memory_mb, http_max)",
+                             "max_memory_mb, http_max, http_max_bytes, http_allow_private)",
                           luaL_tolstring(L, -1, NULL));
     }
   }
@@ -814,6 +817,12 @@ static int core_engine(lua_State *L) {
     lua_Integer mb = opt_count(L, 1, "obelus.engine", "max_memory_mb", 1, 1048576);
     ob_engine_set_max_memory(eng->e, (size_t)mb << 20);
     eng->e->http_max = (size_t)opt_count(L, 1, "obelus.engine", "http_max", 1, 1000000);
+    eng->e->http_max_bytes =
+        (size_t)opt_count(L, 1, "obelus.engine", "http_max_bytes", 1, LUA_MAXINTEGER);
+    if (lua_getfield(L, 1, "http_allow_private") != LUA_TNIL && !lua_isboolean(L, -1))
+      return luaL_error(L, "obelus.engine: http_allow_private must be true or false");
+    eng->e->http_allow_private = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     load_each(L, idx, 1, "tools", engine_load_tools);
     load_each(L, idx, 1, "scripts", engine_load_script);
   }

@@ -111,6 +111,11 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
       if (!ob_cli_parse_count(argv[++i], &o->http_max) || !o->http_max || o->http_max > 1000000)
         return ob_cli_usage_error(o->cmd, "--http-max needs a number of transfers, from 1 to "
                                           "1000000");
+    } else if (!strcmp(a, "--http-max-bytes") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->http_max_bytes) || !o->http_max_bytes)
+        return ob_cli_usage_error(o->cmd, "--http-max-bytes needs a number of bytes, 1 or more");
+    } else if (!strcmp(a, "--http-allow-private")) {
+      o->http_allow_private = 1;
     } else if (!strcmp(a, "--max-slice") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
           o->max_slice_ms > 86400000)
@@ -198,6 +203,8 @@ int ob_cmd_plans_root(ob_cmd_options *o) {
 
 int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
   ob_error err;
+  e->http_max_bytes = o->http_max_bytes; /* every command's engine comes through here */
+  e->http_allow_private = o->http_allow_private;
   for (int i = 0; i < o->ntools; i++)
     if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
       fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);

@@ -30,6 +30,8 @@ typedef struct ob_cmd_options {
   size_t max_memory_mb, max_output_kb, max_calls; /* limits (0: none) */
   size_t max_slice_ms; /* the watchdog's (0: its default) */
   size_t http_max;     /* obelus.http's transfers at once (0: the default) */
+  size_t http_max_bytes; /* --http-max-bytes: a body's limit (0: the default) */
+  int http_allow_private; /* --http-allow-private */
   int max_depth;
   int approve, force;
   ob_fsync fsync;  /* the journal's durability (--fsync) */

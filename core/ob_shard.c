@@ -461,7 +461,8 @@ void ob_shard_loads_clear(ob_shard_loads *l) {
 /* The host's loads, copied with its engine's limits when the shards start. */
 typedef struct loads_copy {
   ob_shard_loads l;
-  size_t max_memory, http_max;
+  size_t max_memory, http_max, http_max_bytes;
+  int http_allow_private;
 } loads_copy;
 
 static loads_copy *loads_copy_of(const ob_shard_loads *l, const ob_engine *host) {
@@ -470,6 +471,8 @@ static loads_copy *loads_copy_of(const ob_shard_loads *l, const ob_engine *host)
     ob_shard_loads_add(&c->l, l->items[i][0], l->items[i] + 1);
   c->max_memory = host->lua_pool->max;
   c->http_max = host->http_max;
+  c->http_max_bytes = host->http_max_bytes;
+  c->http_allow_private = host->http_allow_private;
   return c;
 }
 
@@ -479,6 +482,8 @@ static int loads_setup(void *ud, ob_engine *e, ob_error *err) {
   const ob_shard_loads *l = &c->l;
   ob_engine_set_max_memory(e, c->max_memory);
   e->http_max = c->http_max;
+  e->http_max_bytes = c->http_max_bytes;
+  e->http_allow_private = c->http_allow_private;
   for (size_t i = 0; i < l->n; i++) {
     const char *path = l->items[i] + 1;
     int rc = l->items[i][0] == 't' ? ob_engine_load_tools(e, path, err)

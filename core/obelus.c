@@ -421,6 +421,18 @@ void obelus_engine_set_http_max(obelus_engine *E, size_t n) {
     ob_http_set_max(E->e->http, n);
 }
 
+void obelus_engine_set_http_max_bytes(obelus_engine *E, size_t n) {
+  E->e->http_max_bytes = n;
+  if (E->e->http)
+    ob_http_set_max_bytes(E->e->http, n);
+}
+
+void obelus_engine_set_http_allow_private(obelus_engine *E, int allow) {
+  E->e->http_allow_private = allow != 0;
+  if (E->e->http)
+    ob_http_set_allow_private(E->e->http, allow);
+}
+
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
   if (E)
     ob_engine_set_max_memory(E->e, mb << 20);
@@ -1097,7 +1109,7 @@ int obelus_http_start(obelus_engine *E, const obelus_http_request *rq, obelus_ht
     return set_error(E, OBELUS_EINVAL, "%s", err.msg);
   ob_http_request q = {rq->method, rq->url, rq->headers, rq->nheaders, rq->body, rq->body_len,
                        rq->body != NULL, rq->timeout_ms, !rq->no_follow, rq->max_bytes,
-                       rq->ca_file, rq->download};
+                       rq->ca_file, rq->download, rq->low_speed_limit, rq->low_speed_time};
   obelus_http *t = calloc(1, sizeof *t);
   if (!t)
     abort();

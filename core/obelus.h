@@ -169,6 +169,13 @@ void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
  * at once; the others wait their turn in order (`obelus run --http-max`).
  * 0: the default, 1000. */
 void obelus_engine_set_http_max(obelus_engine *e, size_t n);
+/* The largest answer body (decoded) a request that gives no max_bytes takes
+ * (0: 64 MB); past it the request fails. `obelus run --http-max-bytes`. */
+void obelus_engine_set_http_max_bytes(obelus_engine *e, size_t n);
+/* Non-zero: requests may connect to link-local and cloud metadata addresses
+ * (169.254.0.0/16, fe80::/10, 100.100.100.200, fd00:ec2::254, 0.0.0.0, ...),
+ * denied by default. `obelus run --http-allow-private`. */
+void obelus_engine_set_http_allow_private(obelus_engine *e, int allow);
 
 /* The loop the engine runs on (the host's, or its own). */
 uv_loop_t *obelus_engine_loop(obelus_engine *e);
@@ -277,11 +284,15 @@ typedef struct obelus_http_request {
   size_t nheaders;
   const char *body;           /* sent when not NULL (body_len bytes) */
   size_t body_len;
-  unsigned long timeout_ms;   /* the whole transfer; 0: none */
-  int no_follow;              /* non-zero: do not follow redirects */
-  size_t max_bytes;           /* the largest answer body taken; 0: no limit */
+  unsigned long timeout_ms;   /* the whole transfer; 0: 300 s */
+  int no_follow;              /* non-zero: do not follow redirects (followed: at most
+                                 20, to http and https only) */
+  size_t max_bytes;           /* the largest answer body taken (decoded); 0: the
+                                 engine's (obelus_engine_set_http_max_bytes) */
   const char *ca_file;        /* trust these CAs (PEM) instead of the system's */
   const char *download;       /* write the body to this file instead */
+  unsigned long low_speed_limit; /* bytes/s: slower than this for low_speed_time s, */
+  unsigned long low_speed_time;  /* the transfer fails; 0: 1 byte/s, 60 s */
 } obelus_http_request;
 
 typedef struct obelus_http_response {
@@ -304,8 +315,11 @@ typedef void (*obelus_http_cb)(const obelus_http_response *res, void *data);
 
 /* Starts a request; *out (may be NULL) is the transfer, for
  * obelus_http_cancel until its callback has been called. OBELUS_OK, or
- * OBELUS_EINVAL with the message on the engine (no url, a bad option, a
- * download file that cannot be made). Freeing the engine cancels the
+ * OBELUS_EINVAL with the message on the engine (no url, a URL not http(s) or
+ * with a space or control byte, a method or header name not an HTTP token, a
+ * header value with a line break, a bad option, a download file that cannot
+ * be made). A connection to a denied address (see
+ * obelus_engine_set_http_allow_private) fails the transfer. Freeing the engine cancels the
  * transfers left. */
 int obelus_http_start(obelus_engine *e, const obelus_http_request *rq, obelus_http_cb cb,
                       void *data, obelus_http **out);

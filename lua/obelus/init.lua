@@ -13,13 +13,17 @@
 -- Engines and runs (implemented in core/ob_luamod.c, whose first comment gives the
 -- design):
 --
---   obelus.engine([{tools = path|{paths}, scripts = path|{paths}, max_memory_mb = n, http_max = n}])
+--   obelus.engine([{tools = path|{paths}, scripts = path|{paths}, max_memory_mb = n, http_max = n,
+--                   http_max_bytes = n, http_allow_private = bool}])
 --       -> engine
 --       An engine on luv's loop, with its own Lua state for the tools. `tools` are tool
 --       files or folders of them (SPEC 7); `scripts` are Lua files that configure it
 --       (obelus.set_latent, obelus.set_approver); max_memory_mb caps the tools' Lua
 --       memory (`obelus run --max-memory`: the call that passes it fails); http_max
---       the obelus.http transfers at once (`--http-max`, default 1000).
+--       the obelus.http transfers at once (`--http-max`, default 1000); http_max_bytes
+--       the answer body a request without max_bytes takes (`--http-max-bytes`, 64 MB);
+--       http_allow_private lets requests connect to link-local and cloud metadata
+--       addresses (`--http-allow-private`).
 --   engine:load_tools(path) -> engine          engine:load_script(path) -> engine
 --   engine:check(plan [, opts]) -> true | nil, problems
 --       Validates without running: problems is a list of "file: call <id> (<tool>): <what>".

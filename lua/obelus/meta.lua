@@ -94,12 +94,15 @@ function obelus.await(fn) end
 
 ---@class obelus.http_request
 ---@field url string
----@field method? string "GET" by default ("POST" for http.json with a body)
----@field headers? table<string, string>
+---@field method? string "GET" by default ("POST" for http.json with a body); an HTTP token
+---@field headers? table<string, string> names HTTP tokens; values without CR, LF or NUL
 ---@field body? string (http.json: any JSON value)
----@field timeout_ms? integer the whole transfer (from its turn: see --http-max)
----@field follow? boolean follow redirects (default true)
----@field max_bytes? integer a larger answer body is a transport failure
+---@field timeout_ms? integer the whole transfer (from its turn: see --http-max); default 300000
+---@field low_speed_limit? integer bytes/s: slower than this for low_speed_time s fails (default 1)
+---@field low_speed_time? integer seconds (default 60)
+---@field follow? boolean follow redirects (default true; at most 20, http and https only)
+---@field max_bytes? integer a larger answer body (decoded) is a transport failure (default
+---the engine's: 64 MB, `--http-max-bytes`)
 ---@field ca_file? string trust these CAs (PEM) instead of the system's
 
 ---@class obelus.http_response
@@ -224,7 +227,7 @@ function log:resolve(expr, opts) end
 function log:close() end
 
 ---A new engine on luv's loop, with its own Lua state for the tools. Scripts only.
----@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer, http_max?: integer }
+---@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer, http_max?: integer, http_max_bytes?: integer, http_allow_private?: boolean }
 ---@return obelus.engine
 function obelus.engine(opts) end
 

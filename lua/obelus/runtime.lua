@@ -164,8 +164,11 @@ local function transfer(opts, level)
   return res
 end
 
---- request{url=, method="GET", headers={}, body=, timeout_ms=, follow=true,
---- max_bytes=, ca_file=} -> {status=, headers= (lower-case names), body=, url=}
+--- request{url=, method="GET", headers={}, body=, timeout_ms=300000, follow=true,
+--- max_bytes= (the engine's: 64 MB), low_speed_limit=1, low_speed_time=60, ca_file=}
+--- -> {status=, headers= (lower-case names), body=, url=}. A method, a header or
+--- a URL that could split the request (CR, LF, NUL, not a token, not http(s))
+--- raises before anything is sent.
 function http.request(opts) return transfer(opts, 3) end
 
 function http.get(url, opts) return transfer(with(opts, { url = url, method = "GET" }), 3) end

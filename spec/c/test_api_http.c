@@ -2,7 +2,8 @@
  * (spec/support/httpd.lua, started here on a free port): a C tool that calls an API and
  * completes its call from the answer; a host's own request; a status as data; a transport
  * failure named; a transfer cancelled (its callback never comes); an engine freed with a
- * transfer in flight (no callback, nothing leaked: ASan). */
+ * transfer in flight (no callback, nothing leaked: ASan); a method or header that could
+ * split the request refused, the engine's body limit and deny list (issue 26). */
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -193,6 +194,45 @@ TEST(http_max_holds_the_transfers_at_once) {
   obelus_engine_free(e);
 }
 
+/* issue 26: what a host's request may not carry, and the engine's HTTP limits */
+TEST(a_host_request_that_could_split_is_refused_and_the_engines_limits_hold) {
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  char url[128];
+  obelus_http_request rq = {0};
+  rq.url = url;
+  answers = 0;
+  snprintf(url, sizeof url, "%s/echo", base);
+  rq.method = "GET /x HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET";
+  CHECK_INT(obelus_http_start(e, &rq, host_answered, NULL, NULL), OBELUS_EINVAL);
+  CHECK(strstr(obelus_engine_errmsg(e), "is not an HTTP method") != NULL);
+  rq.method = NULL;
+  const char *bad[] = {"X-A: 1\r\nX-Injected: 2"};
+  rq.headers = bad;
+  rq.nheaders = 1;
+  CHECK_INT(obelus_http_start(e, &rq, host_answered, NULL, NULL), OBELUS_EINVAL);
+  CHECK(strstr(obelus_engine_errmsg(e), "header \"X-A\": its value has a line break") != NULL);
+  rq.headers = NULL;
+  rq.nheaders = 0;
+  /* the engine's body limit, for requests without their own */
+  obelus_engine_set_http_max_bytes(e, 1000);
+  snprintf(url, sizeof url, "%s/big?n=5000", base);
+  CHECK_INT(obelus_http_start(e, &rq, host_answered, NULL, NULL), OBELUS_OK);
+  turn_until(e, 1);
+  CHECK(strstr(last_error, "response body larger than 1000 bytes (max_bytes)") != NULL);
+  /* 0.0.0.0 (Linux connects it to loopback) is denied, unless allowed */
+  snprintf(url, sizeof url, "http://0.0.0.0:%s/hello", strrchr(base, ':') + 1);
+  CHECK_INT(obelus_http_start(e, &rq, host_answered, NULL, NULL), OBELUS_OK);
+  turn_until(e, 2);
+  CHECK(strstr(last_error, "0.0.0.0 is an unspecified (0.0.0.0/8) address, denied") != NULL);
+  obelus_engine_set_http_allow_private(e, 1);
+  CHECK_INT(obelus_http_start(e, &rq, host_answered, NULL, NULL), OBELUS_OK);
+  turn_until(e, 3);
+  CHECK_STR(last_error, "");
+  CHECK_INT((int)last_status, 200);
+  obelus_engine_free(e);
+}
+
 int main(void) {
   start_server();
   if (!base[0]) {
@@ -202,6 +242,7 @@ int main(void) {
   RUN(a_c_tool_calls_an_api_and_completes_from_the_answer);
   RUN(a_host_requests_cancels_and_frees_with_transfers_in_flight);
   RUN(http_max_holds_the_transfers_at_once);
+  RUN(a_host_request_that_could_split_is_refused_and_the_engines_limits_hold);
   kill(server, SIGTERM);
   return TEST_END();
 }

@@ -49,6 +49,32 @@ describe("obelus.http in the Lua module", function()
     engine:close()
   end)
 
+  it("http_max_bytes and http_allow_private: the engine's body limit and deny list", function()
+    local function get(engine, url)
+      local run = engine:run({ plan = { { _tool = "get", url = url, _outputPath = "†state.r || †state.err" } },
+                               output = { r = "†state.r", err = "†state.err" } })
+      assert.are.equal(0, run:wait())
+      local o = run:output()
+      return o.r ~= obelus.null and o.r or nil, o.err ~= obelus.null and o.err.error or nil
+    end
+    local zero = ("http://0.0.0.0:%d/hello"):format(s.port) -- Linux connects it to loopback
+    local engine = obelus.engine { tools = tools, http_max_bytes = 1000 }
+    local r, err = get(engine, s.url("/big?n=5000"))
+    assert.is_nil(r)
+    assert.matches("response body larger than 1000 bytes (max_bytes)", err, 1, true)
+    r, err = get(engine, zero)
+    assert.is_nil(r)
+    assert.matches("0.0.0.0 is an unspecified (0.0.0.0/8) address, denied", err, 1, true)
+    engine:close()
+    engine = obelus.engine { tools = tools, http_allow_private = true }
+    assert.are.equal(5000, #get(engine, s.url("/big?n=5000"))) -- 64 MB by default
+    assert.are.equal("hello", get(engine, zero))
+    engine:close()
+    assert.has_error(function() obelus.engine { http_allow_private = 1 } end,
+                     "obelus.engine: http_allow_private must be true or false")
+    assert.has_error(function() obelus.engine { http_max_bytes = 0 } end)
+  end)
+
   it("run:cancel() stops its transfers: the loop has nothing left to wait for", function()
     local engine = obelus.engine { tools = tools }
     local run = engine:run({ { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "x" } })
