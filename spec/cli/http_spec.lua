@@ -77,7 +77,7 @@ describe("obelus.http against the tests' own server", function()
     local cases = {
       { { url = dead }, "GET " .. dead .. ": .*onnect" },
       { { url = s.url("/broken") }, "GET " .. s.url("/broken"):gsub("%p", "%%%0") .. ": .*remaining" },
-      { { url = s.url("/big?n=5000"), max_bytes = 1000 }, "larger than max_bytes %(1000%)" },
+      { { url = s.url("/big?n=5000"), max_bytes = 1000 }, "response body larger than 1000 bytes %(max_bytes%)" },
       { { url = s.url("/slow?ms=3000"), timeout_ms = 100 }, "GET .*/slow%?ms=3000: .*timed out" },
       -- (a machine without DNS may time out rather than fail to resolve)
       { { url = "http://no-such-host.invalid/", timeout_ms = 10000 },
