@@ -261,10 +261,11 @@ static int looper_steps(looper *lp, int from) {
   return rc;
 }
 
-static void looper_free(looper *lp) {
-  if (lp->journal)
-    ob_runner_journal_close(lp->e, &lp->journal, lp->o->cmd);
-  ob_runner_close(&lp->rn, &lp->journal);
+static int looper_free(looper *lp, int rc) {
+  if (lp->journal && ob_runner_journal_close(lp->e, &lp->journal, lp->o->cmd) &&
+      (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+    rc = OB_EXIT_WRITE;
+  rc = ob_runner_close(&lp->rn, &lp->journal, rc);
   ob_engine_free(lp->e); /* frees the runs before the plans and the shared log they use */
   lp->e = NULL;
   for (size_t i = 0; i < lp->nsteps; i++) {
@@ -274,6 +275,7 @@ static void looper_free(looper *lp) {
   free(lp->steps);
   free(lp->values);
   ob_log_free(lp->log);
+  return rc;
 }
 
 int ob_cmd_loop(int argc, char **argv) {
@@ -307,7 +309,7 @@ int ob_cmd_loop(int argc, char **argv) {
     goto done;
   rc = looper_steps(&lp, 1);
 done:
-  looper_free(&lp);
+  rc = looper_free(&lp, rc);
   ob_cmd_cleanup(&o, NULL, p, pv);
   return rc;
 }
@@ -372,6 +374,5 @@ int ob_cmd_loop_resume(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_resume *r
         rc = looper_steps(&lp, step + 1);
     }
   }
-  looper_free(&lp);
-  return rc;
+  return looper_free(&lp, rc);
 }

@@ -108,11 +108,13 @@ int ob_cmd_resume(int argc, char **argv) {
   if (changes)
     fprintf(stderr, "obelus resume: --force: %s\n", why.data);
   ob_buf_free(&why);
+  if (ob_cmd_check_files(&o, e, p, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
+    goto done;
   int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
   if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
-    if (ob_resume_output(rs))
-      ob_cmd_print_json(ob_resume_output(rs));
     rc = ended_status;
+    if (ob_resume_output(rs) && ob_cmd_print_json(ob_resume_output(rs)) != OB_EXIT_OK)
+      rc = OB_EXIT_WRITE;
     goto done;
   }
   if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
@@ -126,6 +128,7 @@ int ob_cmd_resume(int argc, char **argv) {
   }
   ob_runner rn;
   if ((rc = ob_runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
+    rn.journal = journal; /* its failure stops the run */
     ob_run_options ro = ob_runner_run_options(&o, &rn, NULL, NULL);
     ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
     if (!r) {
@@ -135,7 +138,7 @@ int ob_cmd_resume(int argc, char **argv) {
       rc = ob_runner_finish(e, &journal, o.cmd, ob_resume_finish(rs, r), ob_run_output(r));
     }
   }
-  ob_runner_close(&rn, &journal);
+  rc = ob_runner_close(&rn, &journal, rc);
 done:
   if (journal)
     ob_runner_journal_close(e, &journal, "resume");

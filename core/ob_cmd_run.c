@@ -132,7 +132,7 @@ int ob_cmd_run(int argc, char **argv) {
       rc = ob_runner_finish(e, &journal, o.cmd, rc, ob_run_output(r));
     }
   }
-  ob_runner_close(&rn, &journal);
+  rc = ob_runner_close(&rn, &journal, rc);
   ob_cmd_cleanup(&o, e, p, pv);
   return rc;
 }

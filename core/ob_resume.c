@@ -67,6 +67,7 @@ struct ob_resume {
   int last_step;        /* the last loop step the journal tells of (0: none) */
   int ended, exit_status;
   long cut_at;          /* the length the file keeps (-1: all of it) */
+  uint64_t whole;       /* the length of its complete lines, as read */
   size_t lines;
 };
 
@@ -238,6 +239,8 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   ob_buf_init(&key);
   int ok = 1;
   const char *p = b.data, *end = b.data + ob_journal_len(b.data, b.len);
+  const char *last_nl = end > p ? memrchr(p, '\n', (size_t)(end - p)) : NULL;
+  rs->whole = last_nl ? (uint64_t)(last_nl + 1 - b.data) : 0;
   size_t line = 0;
   while (ok && p < end) {
     line++;
@@ -391,13 +394,9 @@ size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why) {
   return n;
 }
 
-int ob_resume_cut(const ob_resume *rs, ob_error *err) {
-  if (rs->cut_at < 0)
-    return OB_OK;
-  if (truncate(rs->path, rs->cut_at) != 0)
-    return ob_error_set(err, OB_EIO, 0, "%s: cannot cut the journal back to its last record",
-                        rs->path);
-  return OB_OK;
+void ob_resume_lengths(const ob_resume *rs, uint64_t *whole, uint64_t *keep) {
+  *whole = rs->whole;
+  *keep = rs->cut_at < 0 ? rs->whole : (uint64_t)rs->cut_at;
 }
 
 int ob_resume_has_run(const ob_resume *rs, const char *key) {

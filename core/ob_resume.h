@@ -24,8 +24,9 @@ int ob_resume_ended(const ob_resume *rs, int *exit_status);
 /* What changed since the run (the plan file, tool files: their contents or
  * which are loaded), described in why; returns how many. */
 size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why);
-/* Cuts the journal back to its last record (what came after never settled). */
-int ob_resume_cut(const ob_resume *rs, ob_error *err);
+/* The journal as read: *whole, the bytes of its complete lines; *keep, how many of
+ * them stay (up to its last record: what came after never settled). */
+void ob_resume_lengths(const ob_resume *rs, uint64_t *whole, uint64_t *keep);
 /* A run of plan (made from ob_resume_plan, validated) whose log and calls
  * are as the journal left them; ob_run_start goes on from there. key names
  * which run of the journal: "" the top-level one, a delegated plan's scope
@@ -61,7 +62,9 @@ const ob_value *ob_resume_output(const ob_resume *rs);
 ob_plan *ob_resume_check(ob_resume *rs, ob_engine *e, const char *name, const char *plans_root,
                          ob_value **plan_value, ob_buf *why, size_t *nchanges);
 /* Makes the journal ready for what the resumed run appends: for a run that
- * did not end, cut back to its last record and opened to append under mode
+ * did not end, opened to append under mode (locked: a journal another obelus
+ * writes is refused; one that changed since it was read too), then cut back to
+ * its last record
  * (*journal; the caller closes it after the run, ob_run_detach_journal first
  * if runs still use it); for a run that ended, nothing (*journal NULL). */
 int ob_resume_open(const ob_resume *rs, uv_loop_t *loop, ob_fsync mode, ob_wal **journal,
