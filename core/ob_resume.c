@@ -51,6 +51,9 @@ typedef struct part {
   ob_value *plan_msg; /* a delegated run's or a step's plan message, or NULL */
   ob_map state;       /* call id -> "done"|"failed"|"skipped" */
   ob_map attempt;     /* call id -> last attempt started (as uintptr_t) */
+  ob_map line;        /* call id -> the line of its first record (as uintptr_t) */
+  ob_map bare;        /* call id -> the line of a "settled" record with no message before */
+  size_t first_line;  /* the line of its first record */
   int ran;            /* its "run" record was seen */
   int used;           /* taken up already (ob_resume_run): a later attempt starts afresh */
 } part;
@@ -83,6 +86,8 @@ static void part_free(part *pt) {
     free(me->val);
   ob_map_free(&pt->state);
   ob_map_free(&pt->attempt);
+  ob_map_free(&pt->line);
+  ob_map_free(&pt->bare);
   ob_unref(pt->messages);
   ob_unref(pt->plan_msg);
   free(pt);
@@ -95,6 +100,8 @@ static part *part_get(ob_resume *rs, const char *key, int make) {
     pt->messages = ob_array();
     ob_map_init(&pt->state);
     ob_map_init(&pt->attempt);
+    ob_map_init(&pt->line);
+    ob_map_init(&pt->bare);
     ob_map_put(&rs->parts, key, strlen(key), pt);
   }
   return pt;
@@ -142,9 +149,17 @@ void ob_resume_free(ob_resume *rs) { resume_free(rs); }
 const char *ob_resume_path(const ob_resume *rs) { return rs->path; }
 
 /* One record of the run's progress (not a "msg"); key: the run it is of. */
-static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what) {
+static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what,
+                        size_t line, size_t nbefore) {
   part *pt = part_get(rs, key, 1);
   const char *id = str_member(v, "id");
+  if (!pt->first_line)
+    pt->first_line = line;
+  if (id && !ob_map_get(&pt->line, id, strlen(id)))
+    ob_map_put(&pt->line, id, strlen(id), (void *)(uintptr_t)line);
+  if (id && !strcmp(what, "settled")) {
+    ob_map_put(&pt->bare, id, strlen(id), nbefore ? NULL : (void *)(uintptr_t)line);
+  }
   ob_value *step = ob_object_get(v, "step", 4);
   if (step && ob_typeof(step) == OB_INT && ob_int_value(step) > rs->last_step &&
       !ob_object_get(v, "scope", 5))
@@ -220,6 +235,51 @@ static void commit(ob_resume *rs, ob_value *pending) {
   }
 }
 
+/* The journal's consistency, as a record (v, what, at line) comes after the messages
+ * since the last one (pending): a call's messages are written just before its
+ * "settled" record (ob_record.c), a run's first ones (plan, context, inputs) just
+ * before its "run" record, and a loop step's problems before its "step" record, so
+ * messages before any other record, or before another run's record, mean a record
+ * was lost or the journal was edited; and a failed call has its error message.
+ * 1, or 0 with err naming the line. (That the ids and scopes named are the plan's,
+ * and that a done call with an output has its message, is checked as each run is
+ * taken up: ob_resume_run.) */
+static int consistent(const ob_resume *rs, const ob_value *pending, const ob_value *v,
+                      const char *what, size_t line, ob_error *err) {
+  size_t n = ob_array_len(pending);
+  const char *scope = str_member(v, "scope");
+  if (!strcmp(what, "settled")) {
+    const char *st = str_member(v, "state");
+    if (!str_member(v, "id") || !st ||
+        (strcmp(st, "done") && strcmp(st, "failed") && strcmp(st, "skipped")))
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: a \"settled\" "
+                          "record without a call id or a state (done, failed, skipped)",
+                          rs->path, line), 0;
+    if (!strcmp(st, "failed") && !n)
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: call %s failed "
+                          "but its error message is not before its \"settled\" record (a "
+                          "line deleted?)", rs->path, line, str_member(v, "id")), 0;
+  }
+  if (!n)
+    return 1;
+  if (strcmp(what, "settled") && strcmp(what, "run") && strcmp(what, "step"))
+    return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: %zu message%s "
+                        "before this \"%s\" record belong%s to no call: a call's messages "
+                        "come just before its \"settled\" record (one deleted?)", rs->path,
+                        line, n, n == 1 ? "" : "s", what, n == 1 ? "s" : ""), 0;
+  for (size_t i = 0; i < n; i++) {
+    const ob_value *m = ob_array_get(pending, i);
+    const char *ms = str_member(m, "journal") ? str_member(m, "scope") : NULL;
+    if ((ms == NULL) != (scope == NULL) || (ms && strcmp(ms, scope)))
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: the record is "
+                          "of %s%s but the message%s before it of %s%s (a record deleted?)",
+                          rs->path, line, scope ? "scope " : "the top-level run",
+                          scope ? scope : "", n == 1 ? "" : "s", ms ? "scope " : "the top-level run",
+                          ms ? ms : ""), 0;
+  }
+  return 1;
+}
+
 ob_resume *ob_resume_load(const char *path, ob_error *err) {
   ob_buf b;
   ob_buf_init(&b);
@@ -282,12 +342,18 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
     if (!what || !strcmp(what, "msg")) {
       pending = ob_array_push(pending, v); /* committed when a record follows */
     } else { /* a record of the run's progress commits what came before */
+      record_key(v, &key);
+      if (!consistent(rs, pending, v, what, line, err)) {
+        ob_unref(v);
+        ok = 0;
+        break;
+      }
+      size_t nbefore = ob_array_len(pending);
       commit(rs, pending);
       ob_unref(pending);
       pending = ob_array();
       rs->cut_at = (long)(stop + 1 - b.data);
-      record_key(v, &key);
-      take_record(rs, key.len ? key.data : "", v, what);
+      take_record(rs, key.len ? key.data : "", v, what, line, nbefore);
       ob_unref(v);
     }
     p = nl ? nl + 1 : end;
@@ -423,6 +489,66 @@ int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err) {
   return OB_OK;
 }
 
+static const ob_call *call_of(const ob_plan *plan, const char *id, size_t len) {
+  for (size_t i = 0; i < plan->ncalls; i++)
+    if (!strncmp(plan->calls[i].id, id, len) && !plan->calls[i].id[len])
+      return &plan->calls[i];
+  return NULL;
+}
+
+/* The part's records name calls of its plan, its delegated runs' scopes delegating
+ * calls of it, and each call that settled done with an output has its message. */
+static int ids_check(const ob_resume *rs, const part *pt, const ob_plan *plan, const char *key,
+                     ob_error *err) {
+  size_t i = 0;
+  ob_map_entry *me;
+  const char *of = *key ? " of " : "", *which = *key ? key : "";
+  while (ob_map_next(&pt->line, &i, &me)) {
+    const ob_call *c = call_of(plan, me->key, strlen(me->key));
+    if (!c)
+      return ob_error_set(err, OB_EINVAL, (size_t)(uintptr_t)me->val,
+                          "%s:%zu: inconsistent journal: its record names call %s%s%s, which "
+                          "is not in the plan", rs->path, (size_t)(uintptr_t)me->val, me->key,
+                          of, which);
+  }
+  i = 0;
+  while (ob_map_next(&pt->bare, &i, &me)) {
+    if (!me->val)
+      continue; /* its last "settled" had its messages */
+    const ob_call *c = call_of(plan, me->key, strlen(me->key));
+    const char *st = ob_map_get(&pt->state, me->key, strlen(me->key));
+    if (c && c->has_output && st && !strcmp(st, "done"))
+      return ob_error_set(err, OB_EINVAL, (size_t)(uintptr_t)me->val,
+                          "%s:%zu: inconsistent journal: call %s%s%s settled done, but its "
+                          "output message is not before its \"settled\" record (a line "
+                          "deleted?)", rs->path, (size_t)(uintptr_t)me->val, me->key, of, which);
+  }
+  size_t klen = strlen(key);
+  i = 0;
+  while (ob_map_next(&rs->parts, &i, &me)) {
+    const char *k = me->key, *seg;
+    if (*key) {
+      if (strncmp(k, key, klen) || k[klen] != '/')
+        continue;
+      seg = k + klen + 1;
+    } else {
+      if (!strncmp(k, "step ", 5) || !*k)
+        continue;
+      seg = k;
+    }
+    const char *slash = strchr(seg, '/');
+    size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
+    const ob_call *c = call_of(plan, seg, len);
+    if (!c || !c->delegate) {
+      size_t at = ((part *)me->val)->first_line;
+      return ob_error_set(err, OB_EINVAL, at, "%s:%zu: inconsistent journal: its record's "
+                          "scope %s names no delegating call of the plan%s%s", rs->path, at, k,
+                          of, which);
+    }
+  }
+  return OB_OK;
+}
+
 ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
                       const ob_run_options *opt, ob_error *err) {
   part *pt = part_get(rs, key, 1);
@@ -439,6 +565,10 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
       ob_run_free(r);
       return NULL;
     }
+  }
+  if (ids_check(rs, pt, plan, key, err) != OB_OK) {
+    ob_run_free(r);
+    return NULL;
   }
   pt->used = 1;
   r->journaled = ob_log_len(r->log); /* they are in the journal already */
