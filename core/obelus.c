@@ -279,6 +279,8 @@ static int run_status(const obelus_run *R) {
     return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
   }
   int recorded;
+  if (R->journal && ob_wal_error(R->journal))
+    return OBELUS_EIO; /* its journal could not be written: the run was stopped */
   if (ob_run_finished(R->r) && R->resume && ob_resume_ended(R->resume, &recorded))
     return recorded; /* a journal of a run that had ended: its status as it was */
   if (ob_run_finished(R->r))
