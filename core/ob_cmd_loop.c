@@ -41,7 +41,8 @@
 
 static const char loop_help[] =
     "usage: obelus loop PLAN --planner FILE.lua [--max-steps N] [--tools PATH]...\n"
-    "                   [--input JSON|@FILE]... [--journal FILE] [run options]\n"
+    "                   [--input JSON|@FILE]... [--journal FILE] [--overwrite]\n"
+    "                   [run options]\n"
     "\n"
     "The planning loop: PLAN gives the initial context (its calls, if any, run\n"
     "first). Then, step after step, the planner is asked what to do: FILE.lua\n"
@@ -50,6 +51,8 @@ static const char loop_help[] =
     "(nil when absent). The calls run as a plan on the shared log; their errors\n"
     "join the log; the planner is asked again, until it returns an output\n"
     "(printed, exit 0) or --max-steps (default 10) is reached (exit 1).\n"
+    "An existing --journal FILE is refused unless --overwrite; exit 4 when the\n"
+    "journal, stdout or --events could not be written.\n"
     "\n"
     "example:\n"
     "  obelus loop plans/replan/plan.json --planner plans/replan/planner.lua \\\n"

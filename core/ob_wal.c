@@ -23,6 +23,25 @@
  * and nowhere else: one lock, no atomics to reason about, which is also what lets
  * ThreadSanitizer check it.
  *
+ * Creating, replacing, locking (OB_WAL_CREATE; issue 26). A journal must never
+ * destroy a file and never exist without its first record, so a regular file is
+ * not opened where it goes: its lines go to a file aside in the same folder -- an
+ * unnamed one (O_TMPFILE), or a hidden ".NAME.XXXXXX" where the file system has
+ * none -- and the first flush that writes lines links it into place (linkat of
+ * /proc/self/fd/N, or link(2)): link refuses an existing name, which is O_EXCL's
+ * semantics without O_EXCL's empty file. A file that is already there is replaced
+ * (a rename of the aside file over it) only when it was empty when opened and is
+ * still that file, or with OB_WAL_OVERWRITE; until then it is held open and locked,
+ * so that no other writer takes it meanwhile. A run that writes no line leaves no
+ * file, and one killed before its first flush leaves none either (an unnamed file
+ * goes with the process; a named one is left hidden, a dot file). Its first fsync
+ * (the syncer's, never the loop thread's) covers the lines, then the folder: the
+ * name is never durable before the lines it leads to. Every wal of a regular file
+ * holds flock(LOCK_EX|LOCK_NB) on it from open to close (OB_WAL_APPEND before it
+ * cuts anything): a second writer is refused, named by /proc/locks' pid; readers
+ * take no lock. Costs: a link and, when replacing, a rename at the first flush;
+ * one flock per open.
+ *
  * The syncer's loop: sleep while everything written has been taken on; in BATCH,
  * then sleep until the window that the first un-synced flush opened ends (a close
  * ends it early); take on everything written so far; fdatasync (mu released);
@@ -182,15 +201,14 @@ static void *syncer_main(void *arg) {
     w->taken = target;
     w->dir_fd = -1;
     pthread_mutex_unlock(&w->mu);
-    /* a new file's name must be on disk too, once, before its first line is (where
-     * the file system can sync a folder at all: some say EINVAL) */
-    int e = dir_fd >= 0 ? sync_fd(dir_fd, 0) : 0;
+    /* a new file's name must be on disk too, once, before its first line counts as
+     * durable (where the file system can sync a folder at all: some say EINVAL);
+     * after the file's lines, so that the name is never durable without them */
+    int e = sync_fd(w->fd, 1);
+    if (!e && dir_fd >= 0 && (e = sync_fd(dir_fd, 0)) && (e == EINVAL || e == ENOTSUP))
+      e = 0;
     if (dir_fd >= 0)
       close(dir_fd);
-    if (e == EINVAL || e == ENOTSUP)
-      e = 0;
-    if (!e)
-      e = sync_fd(w->fd, 1);
     pthread_mutex_lock(&w->mu);
     w->fsyncs++;
     if (e)
@@ -542,11 +560,12 @@ static char *name_aside(ob_wal *w) {
   return NULL;
 }
 
-/* The first flush: the lines are in the aside file; it becomes target. */
+/* The first flush: the lines are in the aside file (in the page cache: a kill
+ * cannot take them back); it becomes target. Not fsynced here: the loop thread
+ * never fsyncs; the syncer's first fsync makes the file's lines durable, then its
+ * name (the folder), so that a power cut too leaves the name only with them. */
 static int publish(ob_wal *w) {
   int e;
-  if (w->mode != OB_FSYNC_NEVER && (e = sync_fd(w->fd, 1)))
-    return fail(w, e, sync_failed);
   char proc[48];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", w->fd);
   int rc = w->tmp_name ? link(w->tmp_name, w->target)
