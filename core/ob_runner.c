@@ -510,6 +510,8 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
   ob_progress_end_run(rn->o->pg);
   rn->shards = NULL;
   say_abandoned(rn, ob_shards_abandoned(s));
+  if (!rn->signum && journal_failed(rn))
+    return say_journal_failed(rn);
   if (ob_shards_error(s))
     fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, ob_shards_error(s));
   if (rn->signum) {

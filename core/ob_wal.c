@@ -158,6 +158,15 @@ static int fail(ob_wal *w, int e, const char *what) {
   return w->code;
 }
 
+void ob_wal_fail(ob_wal *w, const char *why) {
+  if (w->code)
+    return;
+  w->code = OB_EIO;
+  snprintf(w->error, sizeof w->error, "%s", why ? why : "the journal failed");
+  if (w->note)
+    uv_async_send(&w->note->h);
+}
+
 static const char sync_failed[] = "cannot sync the journal to disk";
 
 /* Makes the syncer's error e (read under mu, or after the join) the wal's: loop thread. */
@@ -837,8 +846,11 @@ int ob_wal_flush(ob_wal *w) {
   }
   if (w->target && publish(w) != OB_OK)
     return w->code;
-  if (w->tee)
+  if (w->tee) {
     w->tee(w->tee_ud, w->buf.data, w->buf.len);
+    if (w->code) /* the copy could not be kept (ob_wal_fail): as if this had failed */
+      return w->code;
+  }
   if (w->buf.cap > KEEP_BUFFER)
     ob_buf_free(&w->buf);
   w->buf.len = 0;

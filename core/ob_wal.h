@@ -165,6 +165,10 @@ int ob_wal_flush(ob_wal *w);
  * journals to Redis this way. fn NULL: none. */
 typedef void (*ob_wal_tee_fn)(void *ud, const char *bytes, size_t len);
 void ob_wal_set_tee(ob_wal *w, ob_wal_tee_fn fn, void *ud);
+/* Fails w for good with the error why (copied: "run.jsonl: cannot write the journal:
+ * ..."), as a failed write would: a tee whose copy could not be kept calls it, and the
+ * flush that called the tee then fails. Nothing if w had failed already. */
+void ob_wal_fail(ob_wal *w, const char *why);
 
 /* Flushes, then cuts the file back to its lines now rather than at close: for a
  * journal that is complete (its end record added), so that it reads as it will

@@ -292,6 +292,32 @@ describe("a journal that cannot be written", function()
   end)
 end)
 
+describe("a journal that cannot be written, on threads", function()
+  it("stops every part: no tool runs without its start record; a resume is exact", function()
+    local d = setup()
+    local calls = {}
+    for i = 0, 19 do
+      calls[#calls + 1] = ('{"_tool":"mark","pad":3000,"_outputPath":"†state.c%d"}'):format(i)
+    end
+    write(d .. "/inst.json", '{"instances":["a","b","c","d"],"plan":[' ..
+      table.concat(calls, ",") .. '],"output":{"last":"†state.c19"}}')
+    local r = run_in(d, { "run", "inst.json", "--tools", "tools.lua", "--journal", "j",
+                          "--threads", "2", "--concurrency", "1" }, "ulimit -f 64;")
+    assert.are.equal(4, r.code)
+    assert.matches("j: cannot write the journal: File too large", r.err, 1, true)
+    local text = cli.slurp(d .. "/j")
+    local starts, settled = count(text, '"journal":"start"'), count(text, '"journal":"settled"')
+    local ran = lines(d .. "/marks")
+    assert.is_true(ran < 80)
+    assert.are.equal(ran, starts)
+    r = run_in(d, { "resume", "j" })
+    assert.are.equal(0, r.code, r.err)
+    local reruns = count(r.err, "had started %(attempt 1%) and did not settle: it runs again")
+    assert.are.equal(starts - settled, reruns)
+    assert.are.equal(80 + reruns, lines(d .. "/marks"))
+  end)
+end)
+
 describe("output that cannot be written", function()
   it("stdout on /dev/full exits 4, saying so", function()
     local d = setup()
