@@ -489,17 +489,29 @@ int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err) {
   return OB_OK;
 }
 
-static const ob_call *call_of(const ob_plan *plan, const char *id, size_t len) {
-  for (size_t i = 0; i < plan->ncalls; i++)
-    if (!strncmp(plan->calls[i].id, id, len) && !plan->calls[i].id[len])
-      return &plan->calls[i];
-  return NULL;
+static const ob_call *call_of(const ob_map *ids, const char *id, size_t len) {
+  return ob_map_get(ids, id, len);
 }
 
+static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *plan,
+                          const char *key, ob_error *err);
+
 /* The part's records name calls of its plan, its delegated runs' scopes delegating
- * calls of it, and each call that settled done with an output has its message. */
+ * calls of it, and each call that settled done with an output has its message.
+ * O(calls + records): the plan's ids in a map. */
 static int ids_check(const ob_resume *rs, const part *pt, const ob_plan *plan, const char *key,
                      ob_error *err) {
+  ob_map ids;
+  ob_map_init(&ids);
+  for (size_t i = 0; i < plan->ncalls; i++)
+    ob_map_put(&ids, plan->calls[i].id, strlen(plan->calls[i].id), &plan->calls[i]);
+  int rc = ids_check_with(rs, pt, &ids, key, err);
+  ob_map_free(&ids);
+  return rc;
+}
+
+static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *plan,
+                          const char *key, ob_error *err) {
   size_t i = 0;
   ob_map_entry *me;
   const char *of = *key ? " of " : "", *which = *key ? key : "";

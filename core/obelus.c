@@ -900,6 +900,11 @@ int obelus_run_wait(obelus_run *R) {
     int alive = uv_run(loop, UV_RUN_ONCE);
     if (E->wait_over)
       break;
+    if (R->journal && ob_wal_error(R->journal)) { /* the run was stopped (ob_record_flush) */
+      E->wait_status = set_error(E, OBELUS_EIO, "%s; the run was stopped",
+                                 ob_wal_error(R->journal));
+      break;
+    }
     /* nothing left on the loop, yet calls wait: they never will finish */
     if (!alive && !R->threads && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
         !uv_loop_alive(loop)) {
