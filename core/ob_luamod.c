@@ -1236,6 +1236,11 @@ static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
 /* Pushes the status: 0 or 1 once every awaited call settled (1: some call
  * failed), else nil and "running", "cancelled" or "closed". */
 static int push_status(lua_State *L, const lua_run *r) {
+  if (r->journal && ob_wal_error(r->journal)) { /* the run was stopped (ob_record_flush) */
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s; the run was stopped", ob_wal_error(r->journal));
+    return 2;
+  }
   if (run_finished(r)) {
     lua_pushinteger(L, exit_status(r));
     return 1;
@@ -1268,7 +1273,7 @@ static int run_wait(lua_State *L) {
                            "use on_done");
     safe_point(L, eng);
     if (!run_open(r) || r->cancelled || run_finished(r) || !eng->e ||
-        !uv_loop_alive(eng->e->loop))
+        !uv_loop_alive(eng->e->loop) || (r->journal && ob_wal_error(r->journal)))
       break;
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     lua_getfield(L, -1, "luv");
