@@ -92,14 +92,14 @@ end
 
 describe("a journal or events file that is a file the run reads", function()
   local cases = {
-    { "the plan", function(d) return "plan.json" end, "the plan plan.json" },
+    { "the plan", function() return "plan.json" end, "the plan plan.json" },
     { "a symbolic link to the plan", function(d)
         assert(os.execute("ln -s plan.json " .. q(d .. "/link.json"))); return "link.json" end,
       "the plan plan.json (the same file)" },
     { "a hard link to the plan", function(d)
         assert(os.execute("ln " .. q(d .. "/plan.json") .. " " .. q(d .. "/hard.json")))
         return "hard.json" end, "the plan plan.json (the same file)" },
-    { "the tool file", function(d) return "tools.lua" end, "tools.lua" },
+    { "the tool file", function() return "tools.lua" end, "tools.lua" },
   }
   for _, c in ipairs(cases) do
     for _, opt in ipairs { "--journal", "--events" } do
