@@ -24,9 +24,25 @@
  * has its waiting calls failed as stalled rather than hang. --max-calls counts
  * across every run the runner drives.
  *
+ * The files a run writes (issue 26). Before anything runs, ob_cmd_check_files
+ * compares the --journal and --events paths (by st_dev/st_ino, so through
+ * symbolic and hard links; by their folder's real path when they do not exist
+ * yet) with every file the run reads -- the plan, the tool files and every file
+ * of a --tools folder, --latent/--approver/--planner, --input @FILE, the plans
+ * it delegates to (a work list, each plan read once, at most 1,000), each other,
+ * and stdout/stderr when they are regular files -- and refuses a match, naming
+ * both; then an existing non-empty journal unless --overwrite (ob_wal refuses it
+ * too, and locks). A journal that fails mid-run has cancelled the run
+ * (ob_record_flush): the drive stops and says so, exit 4 (OB_EXIT_WRITE), no
+ * output printed. A failed write of --events (each line, and its close) or of
+ * stdout (ob_cmd_print_json checks fflush and ferror) is an exit 4 too, once the
+ * run is over. SIGXFSZ is ignored, so that a file-size limit is a write error
+ * (EFBIG) rather than a kill.
+ *
  * Costs: per run, three libuv handles reused across runs and, with --events,
  * one JSON line and an fflush per scheduler event; nothing per call besides
- * what the scheduler's events cost. */
+ * what the scheduler's events cost. ob_cmd_check_files: a stat per file read,
+ * only when a journal or events file is given. */
 #include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
@@ -743,7 +759,6 @@ int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_pla
     add_delegates(&ids, p, o->root);
   add_std(&ids, 1, "stdout");
   add_std(&ids, 2, "stderr");
-  size_t nread = ids.n;
   int bad = 0;
   if (journal && !append)
     bad |= clash(o, "--journal", journal, &ids);
@@ -751,7 +766,6 @@ int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_pla
     ids_add(&ids, append ? "the journal" : "--journal", journal);
   if (events && strcmp(events, "-"))
     bad |= clash(o, "--events", events, &ids);
-  (void)nread;
   for (size_t i = 0; i < ids.n; i++)
     id_free(&ids.v[i]);
   free(ids.v);
