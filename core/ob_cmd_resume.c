@@ -114,6 +114,10 @@ int ob_cmd_resume(int argc, char **argv) {
   ob_buf_free(&why);
   if (ob_cmd_check_files(&o, e, p, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
     goto done;
+  if (ob_resume_verify(rs, p, &err) != OB_OK) { /* before the journal is touched */
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    goto done;
+  }
   int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
   if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
     rc = ended_status;

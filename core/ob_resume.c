@@ -561,6 +561,11 @@ static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *pla
   return OB_OK;
 }
 
+int ob_resume_verify(const ob_resume *rs, const ob_plan *plan, ob_error *err) {
+  const part *pt = ob_map_get(&rs->parts, "", 0);
+  return pt ? ids_check(rs, pt, plan, "", err) : OB_OK;
+}
+
 ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
                       const ob_run_options *opt, ob_error *err) {
   part *pt = part_get(rs, key, 1);
