@@ -329,7 +329,7 @@ demo-run: bin/obelus
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' --events -
 	@mkdir -p build/demo
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' \
-	  --journal build/demo/weather.jsonl >/dev/null
+	  --journal build/demo/weather.jsonl --overwrite >/dev/null
 	@echo '$$ obelus log build/demo/weather.jsonl'
 	@bin/obelus log build/demo/weather.jsonl
 	@if command -v dot >/dev/null 2>&1; then \

@@ -41,7 +41,8 @@
 
 static const char loop_help[] =
     "usage: obelus loop PLAN --planner FILE.lua [--max-steps N] [--tools PATH]...\n"
-    "                   [--input JSON|@FILE]... [--journal FILE] [run options]\n"
+    "                   [--input JSON|@FILE]... [--journal FILE] [--overwrite]\n"
+    "                   [run options]\n"
     "\n"
     "The planning loop: PLAN gives the initial context (its calls, if any, run\n"
     "first). Then, step after step, the planner is asked what to do: FILE.lua\n"
@@ -50,6 +51,8 @@ static const char loop_help[] =
     "(nil when absent). The calls run as a plan on the shared log; their errors\n"
     "join the log; the planner is asked again, until it returns an output\n"
     "(printed, exit 0) or --max-steps (default 10) is reached (exit 1).\n"
+    "An existing --journal FILE is refused unless --overwrite; exit 4 when the\n"
+    "journal, stdout or --events could not be written.\n"
     "\n"
     "example:\n"
     "  obelus loop plans/replan/plan.json --planner plans/replan/planner.lua \\\n"
@@ -261,10 +264,11 @@ static int looper_steps(looper *lp, int from) {
   return rc;
 }
 
-static void looper_free(looper *lp) {
-  if (lp->journal)
-    ob_runner_journal_close(lp->e, &lp->journal, lp->o->cmd);
-  ob_runner_close(&lp->rn, &lp->journal);
+static int looper_free(looper *lp, int rc) {
+  if (lp->journal && ob_runner_journal_close(lp->e, &lp->journal, lp->o->cmd) &&
+      (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+    rc = OB_EXIT_WRITE;
+  rc = ob_runner_close(&lp->rn, &lp->journal, rc);
   ob_engine_free(lp->e); /* frees the runs before the plans and the shared log they use */
   lp->e = NULL;
   for (size_t i = 0; i < lp->nsteps; i++) {
@@ -274,6 +278,7 @@ static void looper_free(looper *lp) {
   free(lp->steps);
   free(lp->values);
   ob_log_free(lp->log);
+  return rc;
 }
 
 int ob_cmd_loop(int argc, char **argv) {
@@ -307,7 +312,7 @@ int ob_cmd_loop(int argc, char **argv) {
     goto done;
   rc = looper_steps(&lp, 1);
 done:
-  looper_free(&lp);
+  rc = looper_free(&lp, rc);
   ob_cmd_cleanup(&o, NULL, p, pv);
   return rc;
 }
@@ -372,6 +377,5 @@ int ob_cmd_loop_resume(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_resume *r
         rc = looper_steps(&lp, step + 1);
     }
   }
-  looper_free(&lp);
-  return rc;
+  return looper_free(&lp, rc);
 }

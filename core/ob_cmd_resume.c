@@ -37,6 +37,10 @@ static const char resume_help[] =
     "that changed since the run is refused (exit 2) unless --force. A run that\n"
     "ended prints its output again and runs nothing. Delegated plans stay confined\n"
     "to the plan's folder, or to --plans-root DIR (give the run's again).\n"
+    "A journal another obelus is writing (it is locked) or an inconsistent one\n"
+    "(a call's messages without its settled record, ids not in the plan: an\n"
+    "edited journal; the line is named) is refused, exit 2. Exit 4: the journal,\n"
+    "stdout or --events could not be written.\n"
     "\n"
     "example:\n"
     "  obelus run plan.json --tools tools/ --journal run.jsonl   # killed midway\n"
@@ -108,11 +112,17 @@ int ob_cmd_resume(int argc, char **argv) {
   if (changes)
     fprintf(stderr, "obelus resume: --force: %s\n", why.data);
   ob_buf_free(&why);
+  if (ob_cmd_check_files(&o, e, p, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
+    goto done;
+  if (ob_resume_verify(rs, p, &err) != OB_OK) { /* before the journal is touched */
+    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    goto done;
+  }
   int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
   if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
-    if (ob_resume_output(rs))
-      ob_cmd_print_json(ob_resume_output(rs));
     rc = ended_status;
+    if (ob_resume_output(rs) && ob_cmd_print_json(ob_resume_output(rs)) != OB_EXIT_OK)
+      rc = OB_EXIT_WRITE;
     goto done;
   }
   if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
@@ -126,6 +136,7 @@ int ob_cmd_resume(int argc, char **argv) {
   }
   ob_runner rn;
   if ((rc = ob_runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
+    rn.journal = journal; /* its failure stops the run */
     ob_run_options ro = ob_runner_run_options(&o, &rn, NULL, NULL);
     ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
     if (!r) {
@@ -135,7 +146,7 @@ int ob_cmd_resume(int argc, char **argv) {
       rc = ob_runner_finish(e, &journal, o.cmd, ob_resume_finish(rs, r), ob_run_output(r));
     }
   }
-  ob_runner_close(&rn, &journal);
+  rc = ob_runner_close(&rn, &journal, rc);
 done:
   if (journal)
     ob_runner_journal_close(e, &journal, "resume");

@@ -19,8 +19,8 @@
 
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
-    "                  [--events FILE|-] [--concurrency N] [--drain-timeout MS] [--latent FILE]\n"
-    "                  [--max-depth N] [--plans-root DIR] [--approver FILE] [--approve]\n"
+    "                  [--overwrite] [--events FILE|-] [--concurrency N] [--drain-timeout MS]\n"
+    "                  [--latent FILE] [--max-depth N] [--plans-root DIR] [--approver FILE] [--approve]\n"
     "                  [--call-timeout MS] [--fsync never|batch|always] [--max-memory MB]\n"
     "                  [--max-output KB] [--max-calls N] [--max-slice MS] [--http-max N]\n"
     "                  [--http-max-bytes N] [--http-allow-private] [--threads N]\n"
@@ -29,11 +29,16 @@ static const char run_help[] =
     "runs every call as soon as its inputs exist, concurrently, and prints the\n"
     "final output as JSON on stdout.\n"
     "Exit 0: every awaited call done or skipped; 1: some call failed; 2: invalid\n"
-    "plan, tool file or usage (nothing ran, stdout empty, no journal).\n"
+    "plan, tool file or usage (nothing ran, stdout empty, no journal); 4: the\n"
+    "journal, stdout or --events could not be written (disk full, I/O error): a run\n"
+    "stopped by its journal is taken up with `obelus resume FILE`.\n"
     "\n"
     "  --tools PATH        a tool file (.lua) or a folder of them; repeatable\n"
     "  --input JSON|@FILE  adds {\"type\":\"data\",\"kind\":\"input\",\"data\":JSON}; repeatable\n"
-    "  --journal FILE      the log as JSON Lines, written as it grows\n"
+    "  --journal FILE      the log as JSON Lines, written as it grows; locked while\n"
+    "                      written; never the plan, a tool or input file (exit 2)\n"
+    "  --overwrite         replace an existing --journal FILE (else it is refused:\n"
+    "                      `obelus resume FILE` takes its run up)\n"
     "  --fsync LEVEL       how durable the journal is: never, batch (default: on disk\n"
     "                      within 50 ms) or always (a result on disk before its readers)\n"
     "  --events FILE|-     scheduler events as JSON Lines (- for stderr)\n"
@@ -137,7 +142,7 @@ int ob_cmd_run(int argc, char **argv) {
       rc = ob_runner_finish(e, &journal, o.cmd, rc, ob_run_output(r));
     }
   }
-  ob_runner_close(&rn, &journal);
+  rc = ob_runner_close(&rn, &journal, rc);
   ob_cmd_cleanup(&o, e, p, pv);
   return rc;
 }

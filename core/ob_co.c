@@ -246,7 +246,8 @@ void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
   }
   c->serial = ++r->e->attempt_serial;
   ob_record_start(c);
-  ob_record_flush(r); /* what it reads, and that it started, are in the file first */
+  if (ob_record_flush(r) != OB_OK) /* what it reads, and that it started, are in the file */
+    return; /* first; if they cannot be, the tool never runs (the run is cancelled) */
   ob_timeout_arm(c);  /* before the tool runs: it may finish at once */
   if (c->tool->fn) { /* a tool written in C: it completes through its handle */
     c->tool->fn((ob_call_handle *)c, args->params, c->tool->fn_data);

@@ -84,7 +84,10 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   ob_cdel *d = c->del;
   ob_cdel_clear(d); /* an earlier attempt's run and plan */
   ob_record_start(c);
-  ob_record_flush(r);
+  if (ob_record_flush(r) != OB_OK) { /* the journal failed: the run is cancelled */
+    ob_unref(params);
+    return;
+  }
   ob_timeout_arm(c);
   if (r->opt.depth + 1 > max_depth) {
     ob_unref(params);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ob_engine.h"
 #include "ob_log.h"
@@ -873,6 +874,7 @@ typedef struct run_options {
   lua_Integer call_timeout_ms, max_output_kb, max_calls; /* 0: none */
   lua_Integer threads; /* engine:run: instances over this many threads (0: one engine) */
   int time_travel;
+  int overwrite; /* engine:run: an existing non-empty journal may be replaced */
 } run_options;
 
 static lua_Integer opt_count(lua_State *L, int opts, const char *fn, const char *name,
@@ -894,7 +896,8 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   static const char *const known_run[] = {"input",       "name",      "journal",     "fsync",
                                           "concurrency", "max_depth", "time_travel", "on_event",
                                           "on_done",     "plans_root", "call_timeout_ms",
-                                          "max_output_kb", "max_calls", "threads", NULL};
+                                          "max_output_kb", "max_calls", "threads",
+                                          "overwrite", NULL};
   static const char *const known_resume[] = {"name",        "fsync",    "force",
                                              "concurrency", "max_depth", "time_travel",
                                              "on_event",    "on_done",  "plans_root",
@@ -945,6 +948,9 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   o->max_output_kb = opt_count(L, opts, fn, "max_output_kb", 1, 1073741824);
   o->max_calls = opt_count(L, opts, fn, "max_calls", 1, LUA_MAXINTEGER);
   o->threads = opt_count(L, opts, fn, "threads", 1, 1024);
+  lua_getfield(L, opts, "overwrite");
+  o->overwrite = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, opts, "time_travel");
   o->time_travel = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -1167,9 +1173,17 @@ static int engine_run(lua_State *L) {
   hold_callbacks(L, idx, 1, on_event, on_done);
   raise_problems(L, r->plan, fn);
   ob_error err;
-  if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal, OB_WAL_CREATE, o.fsync,
-                                             &err)))
-    return luaL_error(L, "%s: cannot write the journal: %s", fn, err.msg);
+  struct stat js, ps;
+  if (o.journal && lua_type(L, 2) == LUA_TSTRING && stat(o.journal, &js) == 0 &&
+      stat(lua_tostring(L, 2), &ps) == 0 && js.st_dev == ps.st_dev && js.st_ino == ps.st_ino)
+    return luaL_error(L, "%s: the journal %s is the plan file %s: refused (it would be "
+                         "overwritten)", fn, o.journal, lua_tostring(L, 2));
+  /* an existing non-empty file is never truncated: refused unless overwrite */
+  if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal,
+                                             OB_WAL_CREATE | (o.overwrite ? OB_WAL_OVERWRITE : 0),
+                                             o.fsync, &err)))
+    return luaL_error(L, "%s: cannot write the journal: %s%s", fn, err.msg,
+                      o.overwrite ? "" : " (overwrite = true replaces an existing file)");
   return begin_run(L, eng, r, idx, &o, fn);
 }
 
@@ -1231,6 +1245,11 @@ static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
 /* Pushes the status: 0 or 1 once every awaited call settled (1: some call
  * failed), else nil and "running", "cancelled" or "closed". */
 static int push_status(lua_State *L, const lua_run *r) {
+  if (r->journal && ob_wal_error(r->journal)) { /* the run was stopped (ob_record_flush) */
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s; the run was stopped", ob_wal_error(r->journal));
+    return 2;
+  }
   if (run_finished(r)) {
     lua_pushinteger(L, exit_status(r));
     return 1;
@@ -1263,7 +1282,7 @@ static int run_wait(lua_State *L) {
                            "use on_done");
     safe_point(L, eng);
     if (!run_open(r) || r->cancelled || run_finished(r) || !eng->e ||
-        !uv_loop_alive(eng->e->loop))
+        !uv_loop_alive(eng->e->loop) || (r->journal && ob_wal_error(r->journal)))
       break;
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     lua_getfield(L, -1, "luv");

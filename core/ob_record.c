@@ -37,7 +37,8 @@
  * the run ends; so a call's completion is in the file before any call that
  * reads it starts, and a tool's start before the tool does anything. A
  * process killed mid-write leaves at most a torn last line, which readers
- * report and ignore.
+ * report and ignore. A flush that fails (ob_record_flush) cancels the run: no
+ * tool starts unless its start record is in the file.
  *
  * Costs: two short records a call (start, settled) besides its messages,
  * printed straight into the journal's buffer (ob_wal_line: no copy, no
@@ -168,9 +169,21 @@ void ob_record_settled(ob_crun *c) {
   ob_wal_line_end(r->opt.journal);
 }
 
-void ob_record_flush(ob_run *r) {
-  if (r->opt.journal)
-    ob_wal_flush(r->opt.journal); /* a failure is the wal's for good: its closer reports it */
+int ob_record_flush(ob_run *r) {
+  if (!r->opt.journal || ob_wal_flush(r->opt.journal) == OB_OK)
+    return OB_OK;
+  /* The journal could not be written (disk full, I/O error, file too large): what
+   * happens from here could not be taken up again, so nothing more starts. The
+   * top-level run is cancelled (its running calls abandoned) and the loop stopped;
+   * whoever drives it reads the failure from the wal (ob_wal_error) and reports it. */
+  ob_run *top = r;
+  while (top->parent)
+    top = top->parent->run;
+  if (!top->cancelled) {
+    ob_run_cancel(top);
+    uv_stop(r->e->loop);
+  }
+  return OB_EIO;
 }
 
 /* --fsync always: the engine's runs held back by ob_record_hold go on when their

@@ -51,6 +51,9 @@ typedef struct part {
   ob_value *plan_msg; /* a delegated run's or a step's plan message, or NULL */
   ob_map state;       /* call id -> "done"|"failed"|"skipped" */
   ob_map attempt;     /* call id -> last attempt started (as uintptr_t) */
+  ob_map line;        /* call id -> the line of its first record (as uintptr_t) */
+  ob_map bare;        /* call id -> the line of a "settled" record with no message before */
+  size_t first_line;  /* the line of its first record */
   int ran;            /* its "run" record was seen */
   int used;           /* taken up already (ob_resume_run): a later attempt starts afresh */
 } part;
@@ -67,6 +70,7 @@ struct ob_resume {
   int last_step;        /* the last loop step the journal tells of (0: none) */
   int ended, exit_status;
   long cut_at;          /* the length the file keeps (-1: all of it) */
+  uint64_t whole;       /* the length of its complete lines, as read */
   size_t lines;
 };
 
@@ -82,6 +86,8 @@ static void part_free(part *pt) {
     free(me->val);
   ob_map_free(&pt->state);
   ob_map_free(&pt->attempt);
+  ob_map_free(&pt->line);
+  ob_map_free(&pt->bare);
   ob_unref(pt->messages);
   ob_unref(pt->plan_msg);
   free(pt);
@@ -94,6 +100,8 @@ static part *part_get(ob_resume *rs, const char *key, int make) {
     pt->messages = ob_array();
     ob_map_init(&pt->state);
     ob_map_init(&pt->attempt);
+    ob_map_init(&pt->line);
+    ob_map_init(&pt->bare);
     ob_map_put(&rs->parts, key, strlen(key), pt);
   }
   return pt;
@@ -141,9 +149,17 @@ void ob_resume_free(ob_resume *rs) { resume_free(rs); }
 const char *ob_resume_path(const ob_resume *rs) { return rs->path; }
 
 /* One record of the run's progress (not a "msg"); key: the run it is of. */
-static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what) {
+static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what,
+                        size_t line, size_t nbefore) {
   part *pt = part_get(rs, key, 1);
   const char *id = str_member(v, "id");
+  if (!pt->first_line)
+    pt->first_line = line;
+  if (id && !ob_map_get(&pt->line, id, strlen(id)))
+    ob_map_put(&pt->line, id, strlen(id), (void *)(uintptr_t)line);
+  if (id && !strcmp(what, "settled")) {
+    ob_map_put(&pt->bare, id, strlen(id), nbefore ? NULL : (void *)(uintptr_t)line);
+  }
   ob_value *step = ob_object_get(v, "step", 4);
   if (step && ob_typeof(step) == OB_INT && ob_int_value(step) > rs->last_step &&
       !ob_object_get(v, "scope", 5))
@@ -219,6 +235,51 @@ static void commit(ob_resume *rs, ob_value *pending) {
   }
 }
 
+/* The journal's consistency, as a record (v, what, at line) comes after the messages
+ * since the last one (pending): a call's messages are written just before its
+ * "settled" record (ob_record.c), a run's first ones (plan, context, inputs) just
+ * before its "run" record, and a loop step's problems before its "step" record, so
+ * messages before any other record, or before another run's record, mean a record
+ * was lost or the journal was edited; and a failed call has its error message.
+ * 1, or 0 with err naming the line. (That the ids and scopes named are the plan's,
+ * and that a done call with an output has its message, is checked as each run is
+ * taken up: ob_resume_run.) */
+static int consistent(const ob_resume *rs, const ob_value *pending, const ob_value *v,
+                      const char *what, size_t line, ob_error *err) {
+  size_t n = ob_array_len(pending);
+  const char *scope = str_member(v, "scope");
+  if (!strcmp(what, "settled")) {
+    const char *st = str_member(v, "state");
+    if (!str_member(v, "id") || !st ||
+        (strcmp(st, "done") && strcmp(st, "failed") && strcmp(st, "skipped")))
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: a \"settled\" "
+                          "record without a call id or a state (done, failed, skipped)",
+                          rs->path, line), 0;
+    if (!strcmp(st, "failed") && !n)
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: call %s failed "
+                          "but its error message is not before its \"settled\" record (a "
+                          "line deleted?)", rs->path, line, str_member(v, "id")), 0;
+  }
+  if (!n)
+    return 1;
+  if (strcmp(what, "settled") && strcmp(what, "run") && strcmp(what, "step"))
+    return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: %zu message%s "
+                        "before this \"%s\" record belong%s to no call: a call's messages "
+                        "come just before its \"settled\" record (one deleted?)", rs->path,
+                        line, n, n == 1 ? "" : "s", what, n == 1 ? "s" : ""), 0;
+  for (size_t i = 0; i < n; i++) {
+    const ob_value *m = ob_array_get(pending, i);
+    const char *ms = str_member(m, "journal") ? str_member(m, "scope") : NULL;
+    if ((ms == NULL) != (scope == NULL) || (ms && strcmp(ms, scope)))
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: the record is "
+                          "of %s%s but the message%s before it of %s%s (a record deleted?)",
+                          rs->path, line, scope ? "scope " : "the top-level run",
+                          scope ? scope : "", n == 1 ? "" : "s", ms ? "scope " : "the top-level run",
+                          ms ? ms : ""), 0;
+  }
+  return 1;
+}
+
 ob_resume *ob_resume_load(const char *path, ob_error *err) {
   ob_buf b;
   ob_buf_init(&b);
@@ -238,6 +299,8 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   ob_buf_init(&key);
   int ok = 1;
   const char *p = b.data, *end = b.data + ob_journal_len(b.data, b.len);
+  const char *last_nl = end > p ? memrchr(p, '\n', (size_t)(end - p)) : NULL;
+  rs->whole = last_nl ? (uint64_t)(last_nl + 1 - b.data) : 0;
   size_t line = 0;
   while (ok && p < end) {
     line++;
@@ -279,12 +342,18 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
     if (!what || !strcmp(what, "msg")) {
       pending = ob_array_push(pending, v); /* committed when a record follows */
     } else { /* a record of the run's progress commits what came before */
+      record_key(v, &key);
+      if (!consistent(rs, pending, v, what, line, err)) {
+        ob_unref(v);
+        ok = 0;
+        break;
+      }
+      size_t nbefore = ob_array_len(pending);
       commit(rs, pending);
       ob_unref(pending);
       pending = ob_array();
       rs->cut_at = (long)(stop + 1 - b.data);
-      record_key(v, &key);
-      take_record(rs, key.len ? key.data : "", v, what);
+      take_record(rs, key.len ? key.data : "", v, what, line, nbefore);
       ob_unref(v);
     }
     p = nl ? nl + 1 : end;
@@ -391,13 +460,9 @@ size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why) {
   return n;
 }
 
-int ob_resume_cut(const ob_resume *rs, ob_error *err) {
-  if (rs->cut_at < 0)
-    return OB_OK;
-  if (truncate(rs->path, rs->cut_at) != 0)
-    return ob_error_set(err, OB_EIO, 0, "%s: cannot cut the journal back to its last record",
-                        rs->path);
-  return OB_OK;
+void ob_resume_lengths(const ob_resume *rs, uint64_t *whole, uint64_t *keep) {
+  *whole = rs->whole;
+  *keep = rs->cut_at < 0 ? rs->whole : (uint64_t)rs->cut_at;
 }
 
 int ob_resume_has_run(const ob_resume *rs, const char *key) {
@@ -424,6 +489,83 @@ int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err) {
   return OB_OK;
 }
 
+static const ob_call *call_of(const ob_map *ids, const char *id, size_t len) {
+  return ob_map_get(ids, id, len);
+}
+
+static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *plan,
+                          const char *key, ob_error *err);
+
+/* The part's records name calls of its plan, its delegated runs' scopes delegating
+ * calls of it, and each call that settled done with an output has its message.
+ * O(calls + records): the plan's ids in a map. */
+static int ids_check(const ob_resume *rs, const part *pt, const ob_plan *plan, const char *key,
+                     ob_error *err) {
+  ob_map ids;
+  ob_map_init(&ids);
+  for (size_t i = 0; i < plan->ncalls; i++)
+    ob_map_put(&ids, plan->calls[i].id, strlen(plan->calls[i].id), &plan->calls[i]);
+  int rc = ids_check_with(rs, pt, &ids, key, err);
+  ob_map_free(&ids);
+  return rc;
+}
+
+static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *plan,
+                          const char *key, ob_error *err) {
+  size_t i = 0;
+  ob_map_entry *me;
+  const char *of = *key ? " of " : "", *which = *key ? key : "";
+  while (ob_map_next(&pt->line, &i, &me)) {
+    const ob_call *c = call_of(plan, me->key, strlen(me->key));
+    if (!c)
+      return ob_error_set(err, OB_EINVAL, (size_t)(uintptr_t)me->val,
+                          "%s:%zu: inconsistent journal: its record names call %s%s%s, which "
+                          "is not in the plan", rs->path, (size_t)(uintptr_t)me->val, me->key,
+                          of, which);
+  }
+  i = 0;
+  while (ob_map_next(&pt->bare, &i, &me)) {
+    if (!me->val)
+      continue; /* its last "settled" had its messages */
+    const ob_call *c = call_of(plan, me->key, strlen(me->key));
+    const char *st = ob_map_get(&pt->state, me->key, strlen(me->key));
+    if (c && c->has_output && st && !strcmp(st, "done"))
+      return ob_error_set(err, OB_EINVAL, (size_t)(uintptr_t)me->val,
+                          "%s:%zu: inconsistent journal: call %s%s%s settled done, but its "
+                          "output message is not before its \"settled\" record (a line "
+                          "deleted?)", rs->path, (size_t)(uintptr_t)me->val, me->key, of, which);
+  }
+  size_t klen = strlen(key);
+  i = 0;
+  while (ob_map_next(&rs->parts, &i, &me)) {
+    const char *k = me->key, *seg;
+    if (*key) {
+      if (strncmp(k, key, klen) || k[klen] != '/')
+        continue;
+      seg = k + klen + 1;
+    } else {
+      if (!strncmp(k, "step ", 5) || !*k)
+        continue;
+      seg = k;
+    }
+    const char *slash = strchr(seg, '/');
+    size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
+    const ob_call *c = call_of(plan, seg, len);
+    if (!c || !c->delegate) {
+      size_t at = ((part *)me->val)->first_line;
+      return ob_error_set(err, OB_EINVAL, at, "%s:%zu: inconsistent journal: its record's "
+                          "scope %s names no delegating call of the plan%s%s", rs->path, at, k,
+                          of, which);
+    }
+  }
+  return OB_OK;
+}
+
+int ob_resume_verify(const ob_resume *rs, const ob_plan *plan, ob_error *err) {
+  const part *pt = ob_map_get(&rs->parts, "", 0);
+  return pt ? ids_check(rs, pt, plan, "", err) : OB_OK;
+}
+
 ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
                       const ob_run_options *opt, ob_error *err) {
   part *pt = part_get(rs, key, 1);
@@ -440,6 +582,10 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
       ob_run_free(r);
       return NULL;
     }
+  }
+  if (ids_check(rs, pt, plan, key, err) != OB_OK) {
+    ob_run_free(r);
+    return NULL;
   }
   pt->used = 1;
   r->journaled = ob_log_len(r->log); /* they are in the journal already */

@@ -24,8 +24,9 @@ int ob_resume_ended(const ob_resume *rs, int *exit_status);
 /* What changed since the run (the plan file, tool files: their contents or
  * which are loaded), described in why; returns how many. */
 size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why);
-/* Cuts the journal back to its last record (what came after never settled). */
-int ob_resume_cut(const ob_resume *rs, ob_error *err);
+/* The journal as read: *whole, the bytes of its complete lines; *keep, how many of
+ * them stay (up to its last record: what came after never settled). */
+void ob_resume_lengths(const ob_resume *rs, uint64_t *whole, uint64_t *keep);
 /* A run of plan (made from ob_resume_plan, validated) whose log and calls
  * are as the journal left them; ob_run_start goes on from there. key names
  * which run of the journal: "" the top-level one, a delegated plan's scope
@@ -35,6 +36,12 @@ int ob_resume_cut(const ob_resume *rs, ob_error *err);
  * once: a later ob_resume_has_run of its key says 0. */
 ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
                       const ob_run_options *opt, ob_error *err);
+/* The top-level run's records against its plan: every call id and delegated scope
+ * they name is the plan's, and every call that settled done with an output has its
+ * output message. OB_OK, or OB_EINVAL with err naming the journal's line (what
+ * ob_resume_run checks of each run it takes up; the CLI asks first, before the
+ * journal is opened). ob_resume_load checked the rest of its consistency. */
+int ob_resume_verify(const ob_resume *rs, const ob_plan *plan, ob_error *err);
 /* 1 when the journal holds a run of key that began and was not taken up yet. */
 int ob_resume_has_run(const ob_resume *rs, const char *key);
 /* That run's plan as it ran (borrowed), or NULL. */
@@ -61,7 +68,9 @@ const ob_value *ob_resume_output(const ob_resume *rs);
 ob_plan *ob_resume_check(ob_resume *rs, ob_engine *e, const char *name, const char *plans_root,
                          ob_value **plan_value, ob_buf *why, size_t *nchanges);
 /* Makes the journal ready for what the resumed run appends: for a run that
- * did not end, cut back to its last record and opened to append under mode
+ * did not end, opened to append under mode (locked: a journal another obelus
+ * writes is refused; one that changed since it was read too), then cut back to
+ * its last record
  * (*journal; the caller closes it after the run, ob_run_detach_journal first
  * if runs still use it); for a run that ended, nothing (*journal NULL). */
 int ob_resume_open(const ob_resume *rs, uv_loop_t *loop, ob_fsync mode, ob_wal **journal,

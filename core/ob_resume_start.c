@@ -13,9 +13,10 @@
  *      files (their contents, or which are loaded; C tools have no file and
  *      are never compared). The caller refuses the journal unless forced,
  *      each in its own words (--force for the CLI, force for the APIs);
- *   3. for a run that did not end, the journal cut back to its last record
- *      (what follows never settled) and opened to append under the caller's
- *      fsync level; a run that ended appends nothing and gets no journal;
+ *   3. for a run that did not end, the journal opened to append under the
+ *      caller's fsync level and locked (ob_wal: another writer is refused),
+ *      checked to be as it was read, and cut back to its last record (what
+ *      follows never settled); a run that ended appends nothing and gets no journal;
  *   4. the run made as the journal left it (ob_resume_run), writing to that
  *      journal and finding its delegated runs' records in the journal too;
  *   5. once it has finished: the exit status (the recorded one for a run that
@@ -51,11 +52,19 @@ int ob_resume_open(const ob_resume *rs, uv_loop_t *loop, ob_fsync mode, ob_wal *
   *journal = NULL;
   if (ob_resume_ended(rs, NULL))
     return OB_OK;
-  int rc = ob_resume_cut(rs, err);
-  if (rc != OB_OK)
-    return rc;
+  /* opened (and locked) first, then cut: a journal another obelus is writing is
+   * refused before anything of it is cut */
   if (!(*journal = ob_wal_open(loop, ob_resume_path(rs), OB_WAL_APPEND, mode, err)))
     return err->code;
+  uint64_t whole, keep;
+  ob_resume_lengths(rs, &whole, &keep);
+  if (ob_wal_cut_to(*journal, whole, keep) != OB_OK) {
+    const char *why = ob_wal_error(*journal);
+    ob_error_set(err, OB_EIO, 0, "%s", why ? why : "cannot cut the journal back");
+    ob_wal_close(*journal, NULL);
+    *journal = NULL;
+    return err->code;
+  }
   return OB_OK;
 }
 

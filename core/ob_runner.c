@@ -24,10 +24,29 @@
  * has its waiting calls failed as stalled rather than hang. --max-calls counts
  * across every run the runner drives.
  *
+ * The files a run writes (issue 26). Before anything runs, ob_cmd_check_files
+ * compares the --journal and --events paths (by st_dev/st_ino, so through
+ * symbolic and hard links; by their folder's real path when they do not exist
+ * yet) with every file the run reads -- the plan, the tool files and every file
+ * of a --tools folder, --latent/--approver/--planner, --input @FILE, the plans
+ * it delegates to (a work list, each plan read once, at most 1,000), each other,
+ * and stdout/stderr when they are regular files -- and refuses a match, naming
+ * both; then an existing non-empty journal unless --overwrite (ob_wal refuses it
+ * too, and locks). A journal that fails mid-run has cancelled the run
+ * (ob_record_flush): the drive stops and says so, exit 4 (OB_EXIT_WRITE), no
+ * output printed. A failed write of --events (each line, and its close) or of
+ * stdout (ob_cmd_print_json checks fflush and ferror) is an exit 4 too, once the
+ * run is over. SIGXFSZ is ignored, so that a file-size limit is a write error
+ * (EFBIG) rather than a kill.
+ *
  * Costs: per run, three libuv handles reused across runs and, with --events,
  * one JSON line and an fflush per scheduler event; nothing per call besides
- * what the scheduler's events cost. */
+ * what the scheduler's events cost. ob_cmd_check_files: a stat per file read,
+ * only when a journal or events file is given. */
+#include <dirent.h>
+#include <errno.h>
 #include <malloc.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +60,10 @@
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
   memset(o, 0, sizeof *o);
   o->cmd = argv[0];
+  o->argc = argc;
+  o->argv = argv;
+  /* a file grown past RLIMIT_FSIZE is a write error (EFBIG) to report, not a kill */
+  signal(SIGXFSZ, SIG_IGN);
   o->drain_ms = 5000;
   o->fsync = OB_FSYNC_BATCH;
   o->max_steps = 10;
@@ -61,6 +84,8 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
       o->tools[o->ntools++] = argv[++i];
     } else if (!strcmp(a, "--force") && !strcmp(o->cmd, "resume")) {
       o->force = 1;
+    } else if (!strcmp(a, "--overwrite") && (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "loop"))) {
+      o->overwrite = 1;
     } else if (!strcmp(a, "--approve")) {
       o->approve = 1;
     } else if ((!strcmp(a, "--latent") || !strcmp(a, "--approver")) && val) {
@@ -263,6 +288,8 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
             p->nerrors == 1 ? "" : "s");
     return OB_EXIT_USAGE;
   }
+  if (strcmp(o->cmd, "check"))
+    return ob_cmd_check_files(o, e, p, o->plan, o->journal, o->events, 0);
   return OB_EXIT_OK;
 }
 
@@ -301,6 +328,13 @@ static void on_done(ob_run *run, void *ud) {
   ob_drain_done(&rn->drain);
 }
 
+/* A write to --events failed: said once; the run goes on, and exits 4. */
+static void events_failed(ob_runner *rn) {
+  rn->events_errno = errno ? errno : EIO;
+  fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", rn->o->cmd,
+          strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
+}
+
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
   ob_progress_event(rn->o->pg, ev);
@@ -315,8 +349,12 @@ static void on_event(void *ud, const ob_event *ev) {
     if (ev->reason)
       o = ob_object_set(o, "reason", 6, ob_cstring(ev->reason));
     char *text = ob_json_print(o, OB_JSON_COMPACT, NULL);
-    fprintf(rn->events, "%s\n", text);
-    fflush(rn->events);
+    if (!rn->events_errno) {
+      errno = 0;
+      if (fprintf(rn->events, "%s\n", text) < 0 || fflush(rn->events) == EOF ||
+          ferror(rn->events))
+        events_failed(rn);
+    }
     free(text);
     ob_unref(o);
   }
@@ -341,14 +379,18 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
   *journal = NULL;
   ob_error err;
   if (o->journal &&
-      !(*journal = ob_wal_open(e->loop, o->journal, OB_WAL_CREATE, o->fsync, &err))) {
+      !(*journal = ob_wal_open(e->loop, o->journal,
+                               OB_WAL_CREATE | (o->overwrite ? OB_WAL_OVERWRITE : 0), o->fsync,
+                               &err))) {
     fprintf(stderr, "obelus %s: cannot write the journal: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
+  rn->journal = *journal;
   if (o->events)
-    rn->events = strcmp(o->events, "-") ? fopen(o->events, "w") : stderr;
+    rn->events = strcmp(o->events, "-") ? fopen(o->events, "we") : stderr;
   if (o->events && !rn->events) {
-    fprintf(stderr, "obelus %s: cannot write the events to %s\n", o->cmd, o->events);
+    fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", o->cmd, o->events,
+            strerror(errno));
     return OB_EXIT_USAGE;
   }
   ob_drain_init(&rn->drain, e->loop, o->drain_ms);
@@ -378,16 +420,19 @@ int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd) {
 }
 
 int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out) {
-  if (ob_runner_journal_close(e, journal, cmd) && rc == OB_EXIT_OK)
-    rc = OB_EXIT_FAIL;
-  ob_cmd_print_json(out);
+  if (ob_runner_journal_close(e, journal, cmd)) {
+    rc = OB_EXIT_WRITE; /* its output is not on disk: nothing printed claims it */
+  } else if (ob_cmd_print_json(out) != OB_EXIT_OK) {
+    rc = OB_EXIT_WRITE;
+  }
   ob_unref(out);
   return rc;
 }
 
-void ob_runner_close(ob_runner *rn, ob_wal **journal) {
-  if (*journal)
-    ob_runner_journal_close(rn->e, journal, rn->o->cmd);
+int ob_runner_close(ob_runner *rn, ob_wal **journal, int rc) {
+  if (*journal && ob_runner_journal_close(rn->e, journal, rn->o->cmd) &&
+      (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+    rc = OB_EXIT_WRITE;
   if (rn->open) {
     ob_drain_close(&rn->drain);
     uv_close((uv_handle_t *)&rn->sigint, NULL);
@@ -395,14 +440,35 @@ void ob_runner_close(ob_runner *rn, ob_wal **journal) {
     ob_progress_close_timer(rn->o->pg);
     uv_run(rn->e->loop, UV_RUN_NOWAIT);
   }
-  if (rn->events && rn->events != stderr)
-    fclose(rn->events);
+  if (rn->events) {
+    errno = 0;
+    if ((rn->events != stderr ? fclose(rn->events) : fflush(rn->events)) == EOF &&
+        !rn->events_errno)
+      events_failed(rn);
+    rn->events = NULL;
+  }
+  if (rn->events_errno && (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+    rc = OB_EXIT_WRITE;
+  return rc;
 }
 
 /* Runs r until every awaited call has settled and the fire-and-forget ones are
  * drained (or the drain timeout passes). Returns 0, or 128 + the signal that
  * interrupted it. */
-static int signalled(void *ud) { return ((ob_runner *)ud)->signum != 0; }
+static int journal_failed(const ob_runner *rn) {
+  return rn->journal && ob_wal_error(rn->journal) != NULL;
+}
+
+static int signalled(void *ud) { return ((ob_runner *)ud)->signum != 0 || journal_failed(ud); }
+
+/* The journal could not be written: the run was cancelled (ob_record_flush). */
+static int say_journal_failed(const ob_runner *rn) {
+  fprintf(stderr, "obelus %s: %s; the run was stopped: no call started after it, and none "
+                  "that had not completed on disk counts as done (`obelus resume %s` takes "
+                  "the run up once there is room)\n",
+          rn->o->cmd, ob_wal_error(rn->journal), ob_wal_path(rn->journal));
+  return OB_EXIT_WRITE;
+}
 
 static void say_abandoned(const ob_runner *rn, size_t n) {
   if (n)
@@ -418,6 +484,8 @@ int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
   size_t abandoned = ob_drain_wait(&rn->drain, signalled, rn);
   ob_progress_end_run(rn->o->pg);
   say_abandoned(rn, abandoned);
+  if (!rn->signum && journal_failed(rn))
+    return say_journal_failed(rn);
   if (rn->signum) {
     fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
             rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -465,6 +533,8 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
   ob_progress_end_run(rn->o->pg);
   rn->shards = NULL;
   say_abandoned(rn, ob_shards_abandoned(s));
+  if (!rn->signum && journal_failed(rn))
+    return say_journal_failed(rn);
   if (ob_shards_error(s))
     fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, ob_shards_error(s));
   if (rn->signum) {
@@ -478,6 +548,8 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
 /* The options of a run started from the command line (log: a shared log, or NULL). */
 ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_wal *journal,
                                      ob_log *log) {
+  if (journal)
+    rn->journal = journal; /* its failure stops the drive */
   ob_run_options ro = {.concurrency = o->concurrency,
                        .max_depth = o->max_depth,
                        .approve_tty = o->approve,
@@ -495,8 +567,222 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
   return ro;
 }
 
-void ob_cmd_print_json(const ob_value *v) {
+int ob_cmd_print_json(const ob_value *v) {
   char *text = ob_json_print(v, OB_JSON_PRETTY, NULL);
-  puts(text);
+  errno = 0;
+  int bad = puts(text) == EOF;
+  bad |= fflush(stdout) == EOF || ferror(stdout);
   free(text);
+  if (!bad)
+    return OB_EXIT_OK;
+  fprintf(stderr, "obelus: cannot write the output to stdout: %s\n",
+          strerror(errno ? errno : EIO));
+  return OB_EXIT_WRITE;
+}
+
+/* --- the files a run writes against those it reads (ob_cmd_check_files) --- */
+
+typedef struct file_id {
+  const char *what; /* "the plan", "the tool file", ... */
+  char *name;       /* as given (malloc'd) */
+  int exists;
+  dev_t dev;
+  ino_t ino;
+  char *norm; /* a file not there yet: its folder's real path and its name */
+} file_id;
+
+typedef struct file_ids {
+  file_id *v;
+  size_t n, cap;
+} file_ids;
+
+/* The identity of path: its inode (after symbolic links), or where it would be. */
+static file_id identify(const char *what, const char *path) {
+  file_id f = {what, ob_xstrdup(path), 0, 0, 0, NULL};
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    f.exists = 1;
+    f.dev = st.st_dev;
+    f.ino = st.st_ino;
+    return f;
+  }
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? ob_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : NULL;
+  char *real = realpath(dir ? dir : ".", NULL);
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_addf(&b, "%s/%s", real ? real : (dir ? dir : "."), slash ? slash + 1 : path);
+  f.norm = ob_xstrdup(b.data);
+  ob_buf_free(&b);
+  free(real);
+  free(dir);
+  return f;
+}
+
+static void ids_add(file_ids *ids, const char *what, const char *path) {
+  if (!path || !*path || !strcmp(path, "-"))
+    return;
+  if (ids->n == ids->cap) {
+    ids->cap = ids->cap ? 2 * ids->cap : 32;
+    ids->v = ob_xrealloc(ids->v, ids->cap * sizeof *ids->v);
+  }
+  ids->v[ids->n++] = identify(what, path);
+}
+
+static void id_free(file_id *f) {
+  free(f->name);
+  free(f->norm);
+}
+
+static int same(const file_id *a, const file_id *b) {
+  if (a->exists && b->exists)
+    return a->dev == b->dev && a->ino == b->ino;
+  return !a->exists && !b->exists && !strcmp(a->norm, b->norm);
+}
+
+/* Every file of a --tools folder (its direct entries), or the file itself. */
+static void add_tools(file_ids *ids, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    ids_add(ids, "the tool file", path);
+    return;
+  }
+  DIR *d = opendir(path);
+  struct dirent *de;
+  ob_buf b;
+  ob_buf_init(&b);
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+      continue;
+    b.len = 0;
+    ob_buf_addf(&b, "%s/%s", path, de->d_name);
+    struct stat fs;
+    if (stat(b.data, &fs) == 0 && S_ISREG(fs.st_mode))
+      ids_add(ids, "a file of the --tools folder", b.data);
+  }
+  if (d)
+    closedir(d);
+  ob_buf_free(&b);
+}
+
+/* The plans p delegates to, and those they delegate to, as resolved against the
+ * plans root: a work list (no recursion), each plan file read once, at most 1,000. */
+static void add_delegates(file_ids *ids, const ob_plan *p, const char *root) {
+  ob_plan **todo = ob_xmalloc(sizeof *todo);
+  size_t ntodo = 0, cap = 1, seen = 0;
+  size_t first = ids->n;
+  const ob_plan *cur = p;
+  for (;;) {
+    for (size_t i = 0; cur && i < cur->ncalls; i++) {
+      const ob_call *c = &cur->calls[i];
+      if (!c->delegate)
+        continue;
+      file_id f = identify("the delegated plan", c->delegate);
+      int known = 0;
+      for (size_t k = first; k < ids->n && !known; k++)
+        known = same(&ids->v[k], &f);
+      id_free(&f);
+      if (known || !f.exists)
+        continue;
+      ids_add(ids, "the delegated plan", c->delegate);
+      ob_error err;
+      ob_value *v = seen < 1000 ? ob_plan_read_delegate(c, root, &err) : NULL;
+      if (!v)
+        continue;
+      seen++;
+      ob_plan *sub = ob_plan_from_value(v, c->delegate);
+      ob_unref(v);
+      if (ntodo == cap)
+        todo = ob_xrealloc(todo, (cap *= 2) * sizeof *todo);
+      todo[ntodo++] = sub;
+    }
+    if (cur != p)
+      ob_plan_free((ob_plan *)cur);
+    if (!ntodo)
+      break;
+    cur = todo[--ntodo];
+  }
+  free(todo);
+}
+
+/* stdout or stderr, when it is a regular file (a terminal or a pipe is no file to
+ * destroy: --journal /dev/stdout writes the journal to it on purpose). */
+static void add_std(file_ids *ids, int fd, const char *what) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return;
+  if (ids->n == ids->cap) {
+    ids->cap = ids->cap ? 2 * ids->cap : 32;
+    ids->v = ob_xrealloc(ids->v, ids->cap * sizeof *ids->v);
+  }
+  ids->v[ids->n++] = (file_id){what, ob_xstrdup(what), 1, st.st_dev, st.st_ino, NULL};
+}
+
+/* 1 when the written file w is one of ids (said on stderr). */
+static int clash(const ob_cmd_options *o, const char *opt, const char *path, const file_ids *ids) {
+  file_id w = identify(opt, path);
+  struct stat st;
+  int bad = 0;
+  /* a device or a pipe (/dev/null, /dev/stdout on a terminal) destroys nothing */
+  int special = w.exists && stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  for (size_t i = 0; !special && i < ids->n && !bad; i++)
+    if (same(&w, &ids->v[i])) {
+      bad = 1;
+      if (!strcmp(ids->v[i].what, ids->v[i].name))
+        fprintf(stderr, "obelus %s: %s %s is the file of %s: refused (it would be "
+                        "overwritten)\n", o->cmd, opt, path, ids->v[i].what);
+      else
+        fprintf(stderr, "obelus %s: %s %s is %s %s%s: refused (it would be overwritten)\n",
+                o->cmd, opt, path, ids->v[i].what, ids->v[i].name,
+                strcmp(path, ids->v[i].name) ? " (the same file)" : "");
+    }
+  id_free(&w);
+  return bad;
+}
+
+int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_plan *p,
+                       const char *plan_file, const char *journal, const char *events,
+                       int append) {
+  if (!journal && (!events || !strcmp(events, "-")))
+    return OB_EXIT_OK;
+  file_ids ids = {0};
+  ids_add(&ids, "the plan", plan_file);
+  ob_value *tf = ob_engine_tool_files(e);
+  for (size_t i = 0; i < ob_array_len(tf); i++) {
+    ob_value *f = ob_object_get(ob_array_get(tf, i), "file", 4);
+    if (f && ob_typeof(f) == OB_STRING)
+      ids_add(&ids, "the tool file", ob_string_ptr(f));
+  }
+  ob_unref(tf);
+  for (int i = 0; i < o->ntools; i++)
+    add_tools(&ids, o->tools[i]);
+  for (int i = 0; i < o->nlatent; i++)
+    ids_add(&ids, "the --latent/--approver file", o->latent[i]);
+  ids_add(&ids, "the --planner file", o->planner);
+  for (int i = 1; i + 1 < o->argc; i++)
+    if (!strcmp(o->argv[i], "--input") && o->argv[i + 1][0] == '@')
+      ids_add(&ids, "the --input file", o->argv[++i] + 1);
+  if (p)
+    add_delegates(&ids, p, o->root);
+  add_std(&ids, 1, "stdout");
+  add_std(&ids, 2, "stderr");
+  int bad = 0;
+  if (journal && !append)
+    bad |= clash(o, "--journal", journal, &ids);
+  if (journal) /* resume's journal is read, and appended to: --events must not be it */
+    ids_add(&ids, append ? "the journal" : "--journal", journal);
+  if (events && strcmp(events, "-"))
+    bad |= clash(o, "--events", events, &ids);
+  for (size_t i = 0; i < ids.n; i++)
+    id_free(&ids.v[i]);
+  free(ids.v);
+  struct stat st;
+  if (!bad && journal && !append && !o->overwrite && stat(journal, &st) == 0 &&
+      S_ISREG(st.st_mode) && st.st_size > 0) {
+    fprintf(stderr, "obelus %s: %s exists and is not empty (a journal of an earlier run?): "
+                    "not overwritten. `obelus resume %s` takes that run up; --overwrite "
+                    "replaces the file\n", o->cmd, journal, journal);
+    bad = 1;
+  }
+  return bad ? OB_EXIT_USAGE : OB_EXIT_OK;
 }

@@ -34,6 +34,9 @@ typedef struct ob_cmd_options {
   int http_allow_private; /* --http-allow-private */
   int max_depth;
   int approve, force;
+  int overwrite;   /* run, loop --overwrite: an existing journal may be replaced */
+  int argc;        /* the command's arguments (for the --input @FILE files) */
+  char **argv;
   ob_fsync fsync;  /* the journal's durability (--fsync) */
   /* submit and worker (ob_cmd_submit.c, ob_cmd_worker.c) */
   const char *redis, *queue, *batch, *name, *dir;
@@ -71,15 +74,32 @@ int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_
  * the root, then removes the progress line. Any may be NULL. */
 void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_value);
 
-/* Prints v as pretty JSON and a newline on stdout: a command's output. */
-void ob_cmd_print_json(const ob_value *v);
+/* Prints v as pretty JSON and a newline on stdout, and flushes it: a command's
+ * output. OB_EXIT_OK, or OB_EXIT_WRITE said on stderr when stdout could not be
+ * written (a full disk, /dev/full, a closed pipe). */
+int ob_cmd_print_json(const ob_value *v);
+
+/* The files a run writes (journal: the path, or NULL; events: the path, NULL or
+ * "-") against every file it reads: the plan file (plan_file, NULL for none or
+ * "-"), the tool files loaded in e and every file of a --tools folder, --latent,
+ * --approver and --planner files, the --input @FILE files, the plans p delegates
+ * to (and those they do, as resolved against the plans root), each other, and
+ * stdout or stderr when they are regular files. A match (the same file, through a
+ * symbolic or hard link too) is refused, both named. Then a journal that exists
+ * and is not empty is refused unless append (resume) or --overwrite.
+ * OB_EXIT_OK, or 2 said on stderr. */
+int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_plan *p,
+                       const char *plan_file, const char *journal, const char *events,
+                       int append);
 
 /* Drives runs on the engine's loop, one after another (a loop's steps). */
 typedef struct ob_runner {
   ob_cmd_options *o;
   ob_engine *e;
   ob_run *run;
+  ob_wal *journal;  /* the run's journal, or NULL: its failure stops the drive */
   FILE *events;
+  int events_errno; /* a write to --events failed (said once): the exit is 4 */
   uv_signal_t sigint, sigterm;
   ob_drain drain; /* fire-and-forget calls, waited for at most --drain-timeout */
   int signum, open;
@@ -98,7 +118,9 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
 
 /* Starts r and runs the loop until every awaited call has settled and the
  * fire-and-forget ones are drained (or --drain-timeout passes). Returns 0, or
- * 128 + the signal (SIGINT, SIGTERM) that interrupted it. */
+ * 128 + the signal (SIGINT, SIGTERM) that interrupted it, or OB_EXIT_WRITE when
+ * rn->journal could not be written (said on stderr; the run was cancelled: no
+ * call started after the failure). */
 int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls);
 
 /* Runs plan p (value pv) on `threads` threads as ob_shard.h tells, with the
@@ -109,8 +131,9 @@ struct ob_shards;
 int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, ob_value *pv,
                            size_t threads, struct ob_shards **out);
 
-/* Closes *journal, if open, and the runner's handles and --events file. */
-void ob_runner_close(ob_runner *rn, ob_wal **journal);
+/* Closes *journal, if open, and the runner's handles and --events file. Returns
+ * rc, made OB_EXIT_WRITE when it was 0 or 1 and --events could not be written. */
+int ob_runner_close(ob_runner *rn, ob_wal **journal, int rc);
 
 /* Closes the journal (its last lines made durable as --fsync says): 1 when it
  * failed (said on stderr as cmd's), the run's record then incomplete. */
@@ -118,7 +141,8 @@ int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd);
 
 /* A command's ending once its journal's "end" line is written (rc: 0, or 1 when a
  * call failed): the journal closed, so the output is on disk first (a journal left
- * incomplete makes 0 a 1), then out printed (taken). Returns the exit status. */
+ * incomplete: exit 4 and no output), then out printed (taken). Returns the exit
+ * status: 4 too when stdout could not be written. */
 int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out);
 
 #endif

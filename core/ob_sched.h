@@ -120,8 +120,10 @@ void ob_record_run(ob_run *r);
 void ob_record_start(ob_crun *c);
 void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms);
 void ob_record_settled(ob_crun *c);
-/* Hands what was written to the file (before a tool runs, the loop waits, the run ends). */
-void ob_record_flush(ob_run *r);
+/* Hands what was written to the file (before a tool runs, the loop waits, the run
+ * ends). OB_OK; or OB_EIO when the journal failed: then the top-level run is
+ * cancelled and the loop stopped, and nothing may start. */
+int ob_record_flush(ob_run *r);
 /* --fsync always: 1 when journal line seq is not on disk yet; the run is pumped
  * again once it is. 0: go on. */
 int ob_record_hold(ob_run *r, uint64_t seq);

@@ -233,10 +233,19 @@ static void on_note(uv_async_t *h) {
 /* A flush of the part's journal: its lines go into the host's, on disk (or in
  * the page cache, where a SIGKILL cannot take them back) before the part goes on. */
 static void journal_tee(void *ud, const char *bytes, size_t len) {
-  ob_shards *s = ((shard *)ud)->all;
+  shard *sh = ud;
+  ob_shards *s = sh->all;
   uv_mutex_lock(&s->lock);
   journal_add(s->cfg.opt.journal, bytes, len);
-  ob_wal_flush(s->cfg.opt.journal); /* a failure is the wal's for good: its closer says so */
+  if (ob_wal_flush(s->cfg.opt.journal) != OB_OK) {
+    /* the host's journal failed (for good): every part stops, and this part's own
+     * wal fails with it, so that the tool about to start does not (ob_record_flush) */
+    ob_wal_fail(sh->wal, ob_wal_error(s->cfg.opt.journal));
+    s->cancelled = 1;
+    for (size_t k = 0; k < s->n; k++)
+      if (s->parts[k].wake_open && &s->parts[k] != sh)
+        uv_async_send(&s->parts[k].wake);
+  }
   uv_mutex_unlock(&s->lock);
 }
 

@@ -23,6 +23,25 @@
  * and nowhere else: one lock, no atomics to reason about, which is also what lets
  * ThreadSanitizer check it.
  *
+ * Creating, replacing, locking (OB_WAL_CREATE; issue 26). A journal must never
+ * destroy a file and never exist without its first record, so a regular file is
+ * not opened where it goes: its lines go to a file aside in the same folder -- an
+ * unnamed one (O_TMPFILE), or a hidden ".NAME.XXXXXX" where the file system has
+ * none -- and the first flush that writes lines links it into place (linkat of
+ * /proc/self/fd/N, or link(2)): link refuses an existing name, which is O_EXCL's
+ * semantics without O_EXCL's empty file. A file that is already there is replaced
+ * (a rename of the aside file over it) only when it was empty when opened and is
+ * still that file, or with OB_WAL_OVERWRITE; until then it is held open and locked,
+ * so that no other writer takes it meanwhile. A run that writes no line leaves no
+ * file, and one killed before its first flush leaves none either (an unnamed file
+ * goes with the process; a named one is left hidden, a dot file). Its first fsync
+ * (the syncer's, never the loop thread's) covers the lines, then the folder: the
+ * name is never durable before the lines it leads to. Every wal of a regular file
+ * holds flock(LOCK_EX|LOCK_NB) on it from open to close (OB_WAL_APPEND before it
+ * cuts anything): a second writer is refused, named by /proc/locks' pid; readers
+ * take no lock. Costs: a link and, when replacing, a rename at the first flush;
+ * one flock per open.
+ *
  * The syncer's loop: sleep while everything written has been taken on; in BATCH,
  * then sleep until the window that the first un-synced flush opened ends (a close
  * ends it early); take on everything written so far; fdatasync (mu released);
@@ -30,12 +49,16 @@
  * fsync runs gather for the next one: that is the group commit, in both modes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/file.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +117,13 @@ struct ob_wal {
   uint64_t written, taken, durable, fsyncs;
   struct timespec dirty_since; /* when the first line not taken on yet was flushed */
   int dir_fd;                  /* the folder of a new file, to fsync once, or -1 */
+  /* OB_WAL_CREATE of a regular file: written aside until its first flush */
+  char *target;   /* where it goes (a symbolic link followed), or NULL once there */
+  char *tmp_name; /* the aside file's name, when it has one (no O_TMPFILE), or NULL */
+  int old_fd;     /* the file target names now, held locked until replaced, or -1 */
+  dev_t old_dev;  /* and its identity: replaced only while still it and empty, */
+  ino_t old_ino;  /* unless OB_WAL_OVERWRITE */
+  int overwrite;
   int sync_errno;              /* a failed fsync's errno: no more fsyncs after it */
   int stop, idle;
   notifier *note;
@@ -126,6 +156,15 @@ static int fail(ob_wal *w, int e, const char *what) {
       uv_async_send(&w->note->h);
   }
   return w->code;
+}
+
+void ob_wal_fail(ob_wal *w, const char *why) {
+  if (w->code)
+    return;
+  w->code = OB_EIO;
+  snprintf(w->error, sizeof w->error, "%s", why ? why : "the journal failed");
+  if (w->note)
+    uv_async_send(&w->note->h);
 }
 
 static const char sync_failed[] = "cannot sync the journal to disk";
@@ -171,15 +210,14 @@ static void *syncer_main(void *arg) {
     w->taken = target;
     w->dir_fd = -1;
     pthread_mutex_unlock(&w->mu);
-    /* a new file's name must be on disk too, once, before its first line is (where
-     * the file system can sync a folder at all: some say EINVAL) */
-    int e = dir_fd >= 0 ? sync_fd(dir_fd, 0) : 0;
+    /* a new file's name must be on disk too, once, before its first line counts as
+     * durable (where the file system can sync a folder at all: some say EINVAL);
+     * after the file's lines, so that the name is never durable without them */
+    int e = sync_fd(w->fd, 1);
+    if (!e && dir_fd >= 0 && (e = sync_fd(dir_fd, 0)) && (e == EINVAL || e == ENOTSUP))
+      e = 0;
     if (dir_fd >= 0)
       close(dir_fd);
-    if (e == EINVAL || e == ENOTSUP)
-      e = 0;
-    if (!e)
-      e = sync_fd(w->fd, 1);
     pthread_mutex_lock(&w->mu);
     w->fsyncs++;
     if (e)
@@ -382,36 +420,241 @@ static int open_dir(const char *path) {
   return fd;
 }
 
+/* The pid holding a flock on fd's file, from /proc/locks ("1: FLOCK  ADVISORY  WRITE
+ * 1234 08:01:5678 0 EOF"), or 0 when it cannot be told. */
+static long lock_holder(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return 0;
+  FILE *f = fopen("/proc/locks", "re");
+  if (!f)
+    return 0;
+  char line[256];
+  long pid = 0;
+  while (!pid && fgets(line, sizeof line, f)) {
+    char kind[16];
+    long p;
+    unsigned maj, min;
+    unsigned long long ino;
+    if (sscanf(line, "%*[^:]: %15s %*s %*s %ld %x:%x:%llu", kind, &p, &maj, &min, &ino) == 5 &&
+        !strcmp(kind, "FLOCK") && ino == (unsigned long long)st.st_ino &&
+        maj == major(st.st_dev) && min == minor(st.st_dev))
+      pid = p;
+  }
+  fclose(f);
+  return pid;
+}
+
+/* Takes the writer's lock on fd's file (flock: the open file's, so another open of
+ * it, in this process too, is another writer): 0, or -1 with err said. */
+static int take_lock(int fd, const char *path, ob_error *err) {
+  int rc;
+  while ((rc = flock(fd, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR) {
+  }
+  if (rc == 0)
+    return 0;
+  if (errno == EWOULDBLOCK) {
+    long pid = lock_holder(fd);
+    char who[48] = "";
+    if (pid > 0)
+      snprintf(who, sizeof who, " (pid %ld)", pid);
+    ob_error_set(err, OB_EINVAL, 0, "%s is being written by another obelus%s: not touched", path,
+                 who);
+  } else if (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS) {
+    return 0; /* a file system without locks (some NFS): as before them */
+  } else {
+    ob_error_set(err, OB_EIO, 0, "%s: cannot lock the journal: %s", path, strerror(errno));
+  }
+  return -1;
+}
+
+/* OB_WAL_CREATE of a regular file (or of none yet). The file's lines are written
+ * aside -- an unnamed file (O_TMPFILE) in the folder it goes into, or a hidden
+ * ".NAME.XXXXXX" there where the file system has no unnamed files -- and the file
+ * is linked into place by the first flush (publish), whole lines in it: so no kill
+ * leaves a journal without its first record, and an existing file is never
+ * truncated: it is replaced by a rename, and only when empty (or with
+ * OB_WAL_OVERWRITE), while it stays the file seen here (a file that appears
+ * meanwhile is kept: link(2) refuses an existing name). Returns the aside file's fd
+ * (locked), or -1 with err said. */
+static int open_aside(ob_wal *w, const char *path, int overwrite, ob_error *err) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) { /* written where it leads */
+    char *real = realpath(path, NULL);
+    if (!real) {
+      ob_error_set(err, OB_EIO, 0, "%s: cannot write the journal: a symbolic link that leads "
+                                   "nowhere (%s)", path, strerror(errno));
+      return -1;
+    }
+    w->target = ob_xstrdup(real);
+    free(real);
+  } else {
+    w->target = ob_xstrdup(path);
+  }
+  if (stat(w->target, &st) == 0) {
+    int fd = open(w->target, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+      ob_error_set(err, OB_EIO, 0, "%s: cannot open the journal: %s", path, strerror(errno));
+      if (fd >= 0)
+        close(fd);
+      return -1;
+    }
+    w->old_fd = fd;
+    if (take_lock(fd, path, err))
+      return -1;
+    if (st.st_size > 0 && !overwrite) {
+      ob_error_set(err, OB_EINVAL, 0, "%s: a journal (or another file) is there already: not "
+                   "replaced", path);
+      return -1;
+    }
+    w->old_dev = st.st_dev;
+    w->old_ino = st.st_ino;
+  } else if (errno != ENOENT) {
+    ob_error_set(err, OB_EIO, 0, "%s: cannot open the journal: %s", path, strerror(errno));
+    return -1;
+  }
+  const char *slash = strrchr(w->target, '/');
+  char *dir = slash ? ob_xstrndup(w->target, slash == w->target ? 1 : (size_t)(slash - w->target))
+                    : ob_xstrdup(".");
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+  if (fd < 0 && errno != ENOENT && errno != EACCES && errno != EROFS) {
+    /* no unnamed files here (EOPNOTSUPP, EISDIR on old kernels): a hidden name */
+    const char *base = slash ? slash + 1 : w->target;
+    size_t n = strlen(dir) + strlen(base) + 16;
+    w->tmp_name = ob_xmalloc(n);
+    snprintf(w->tmp_name, n, "%s/.%s.XXXXXX", dir, base);
+    fd = mkostemp(w->tmp_name, O_CLOEXEC);
+    if (fd >= 0) {
+      mode_t um = umask(0);
+      umask(um);
+      fchmod(fd, 0666 & ~um);
+    } else {
+      free(w->tmp_name);
+      w->tmp_name = NULL;
+    }
+  }
+  free(dir);
+  if (fd < 0) {
+    ob_error_set(err, OB_EIO, 0, "%s: cannot open the journal: %s", path, strerror(errno));
+    return -1;
+  }
+  if (take_lock(fd, path, err)) {
+    close(fd);
+    return -1;
+  }
+  w->overwrite = overwrite;
+  return fd;
+}
+
+/* A name for the aside file next to target, for the rename that replaces a file:
+ * links the unnamed file there and returns it (malloc'd), or NULL with errno. */
+static char *name_aside(ob_wal *w) {
+  size_t n = strlen(w->target) + 24;
+  char *name = ob_xmalloc(n);
+  char proc[48];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", w->fd);
+  for (unsigned i = 0; i < 100; i++) {
+    const char *slash = strrchr(w->target, '/');
+    int dl = slash ? (int)(slash - w->target + 1) : 0;
+    snprintf(name, n, "%.*s.%s.%u.%u", dl, w->target, slash ? slash + 1 : w->target,
+             (unsigned)getpid(), (unsigned)rand() ^ i);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+      return name;
+    if (errno != EEXIST)
+      break;
+  }
+  int e = errno;
+  free(name);
+  errno = e;
+  return NULL;
+}
+
+/* The first flush: the lines are in the aside file (in the page cache: a kill
+ * cannot take them back); it becomes target. Not fsynced here: the loop thread
+ * never fsyncs; the syncer's first fsync makes the file's lines durable, then its
+ * name (the folder), so that a power cut too leaves the name only with them. */
+static int publish(ob_wal *w) {
+  int e;
+  char proc[48];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", w->fd);
+  int rc = w->tmp_name ? link(w->tmp_name, w->target)
+                       : linkat(AT_FDCWD, proc, AT_FDCWD, w->target, AT_SYMLINK_FOLLOW);
+  if (rc < 0 && errno == EEXIST) {
+    struct stat st;
+    int same = w->old_fd >= 0 && lstat(w->target, &st) == 0 && st.st_dev == w->old_dev &&
+               st.st_ino == w->old_ino && (st.st_size == 0 || w->overwrite);
+    if (!same && !w->overwrite) {
+      snprintf(w->error, sizeof w->error, "%s: a file appeared there while the run began: not "
+               "replaced", w->path);
+      w->code = OB_EIO;
+      return w->code;
+    }
+    char *from = w->tmp_name ? ob_xstrdup(w->tmp_name) : name_aside(w);
+    rc = from ? rename(from, w->target) : -1;
+    e = errno;
+    if (from && rc < 0)
+      unlink(from);
+    free(from);
+    errno = e;
+  }
+  if (rc < 0)
+    return fail(w, errno, "cannot put the journal in place");
+  if (w->tmp_name) {
+    unlink(w->tmp_name);
+    free(w->tmp_name);
+    w->tmp_name = NULL;
+  }
+  free(w->target);
+  w->target = NULL;
+  if (w->old_fd >= 0) { /* the file replaced: its lock goes with it */
+    close(w->old_fd);
+    w->old_fd = -1;
+  }
+  return OB_OK;
+}
+
 ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode, ob_error *err) {
+  int overwrite = (flags & OB_WAL_OVERWRITE) != 0;
+  flags &= ~OB_WAL_OVERWRITE;
   if ((flags != OB_WAL_CREATE && flags != OB_WAL_APPEND) ||
       (mode != OB_FSYNC_NEVER && mode != OB_FSYNC_BATCH && mode != OB_FSYNC_ALWAYS)) {
     ob_error_set(err, OB_EINVAL, 0, "%s: bad flags or fsync mode for the journal", path);
     return NULL;
   }
   int append = flags == OB_WAL_APPEND;
+  ob_wal *w = ob_xcalloc(1, sizeof *w);
+  w->old_fd = -1;
   /* a regular file (or a new one) is opened for reading too, as a mapping needs;
-   * anything else, or a file we may only write, as before: written with write(2)
-   * (a pipe opened for reading would never see its reader go) */
+   * anything else (a pipe, a terminal, /dev/null) as before: written with write(2),
+   * never truncated (a pipe opened for reading would never see its reader go) */
   struct stat st;
-  int base = O_APPEND | O_CLOEXEC | (append ? 0 : O_CREAT | O_TRUNC), fd = -1, rdwr = 0;
-  if (stat(path, &st) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT && !append) {
-    fd = open(path, base | O_RDWR, 0666);
-    rdwr = fd >= 0;
+  int fd = -1, rdwr = 0, regular = stat(path, &st) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT;
+  if (append) {
+    fd = open(path, O_APPEND | O_CLOEXEC | O_RDWR, 0666);
+    rdwr = regular;
+  } else if (regular) {
+    fd = open_aside(w, path, overwrite, err);
+    rdwr = 1;
+    if (fd < 0)
+      goto refused;
+  } else {
+    fd = open(path, O_APPEND | O_CLOEXEC | O_WRONLY | O_CREAT | O_NOCTTY, 0666);
   }
-  if (fd < 0)
-    fd = open(path, base | (append ? O_RDWR : O_WRONLY), 0666);
   if (fd < 0 || fstat(fd, &st) < 0) {
     ob_error_set(err, OB_EIO, 0, "%s: cannot open the journal: %s", path, strerror(errno));
     if (fd >= 0)
       close(fd);
-    return NULL;
+    goto refused;
   }
   if (append && !S_ISREG(st.st_mode)) {
     ob_error_set(err, OB_EIO, 0, "%s: cannot append to the journal: not a regular file", path);
     close(fd);
-    return NULL;
+    goto refused;
   }
-  ob_wal *w = ob_xcalloc(1, sizeof *w);
+  if (append && take_lock(fd, path, err)) { /* before anything is cut */
+    close(fd);
+    goto refused;
+  }
   w->loop = loop;
   w->path = ob_xstrdup(path);
   w->fd = fd;
@@ -435,7 +678,7 @@ ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode,
   w->map_off = w->end / page_size() * page_size();
   if (w->mode != OB_FSYNC_NEVER) {
     if (!append)
-      w->dir_fd = open_dir(path);
+      w->dir_fd = open_dir(w->target ? w->target : path);
     int e = syncer_start(w);
     if (e) {
       ob_error_set(err, OB_EIO, 0, "%s: cannot start the journal's fsync thread: %s", path,
@@ -445,7 +688,45 @@ ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode,
     }
   }
   return w;
+refused:
+  if (w->old_fd >= 0)
+    close(w->old_fd);
+  free(w->target);
+  if (w->tmp_name)
+    unlink(w->tmp_name);
+  free(w->tmp_name);
+  free(w);
+  return NULL;
 }
+
+int ob_wal_cut_to(ob_wal *w, uint64_t expect, uint64_t len) {
+  if (w->code)
+    return w->code;
+  if (w->seq || w->map || w->target || len > w->end)
+    return OB_EINVAL;
+  if (w->end != expect) {
+    snprintf(w->error, sizeof w->error, "%s: the journal changed since it was read (another "
+             "obelus wrote it meanwhile?): not touched", w->path);
+    return w->code = OB_EIO;
+  }
+  if (len == w->end)
+    return OB_OK;
+  if (ftruncate(w->fd, (off_t)len) < 0)
+    return fail(w, errno, "cannot cut the journal back to its last record");
+  if (w->mode != OB_FSYNC_NEVER) {
+    int e = sync_fd(w->fd, 1);
+    if (e)
+      return fail(w, e, sync_failed);
+    pthread_mutex_lock(&w->mu);
+    w->fsyncs++;
+    pthread_mutex_unlock(&w->mu);
+  }
+  w->end = w->alloc = len;
+  w->map_off = w->end / page_size() * page_size();
+  return OB_OK;
+}
+
+uint64_t ob_wal_size(const ob_wal *w) { return w->end; }
 
 /* --- adding and flushing ------------------------------------------------------------------ */
 
@@ -563,8 +844,13 @@ int ob_wal_flush(ob_wal *w) {
   } else if (write_all(w) != OB_OK) {
     return w->code;
   }
-  if (w->tee)
+  if (w->target && publish(w) != OB_OK)
+    return w->code;
+  if (w->tee) {
     w->tee(w->tee_ud, w->buf.data, w->buf.len);
+    if (w->code) /* the copy could not be kept (ob_wal_fail): as if this had failed */
+      return w->code;
+  }
   if (w->buf.cap > KEEP_BUFFER)
     ob_buf_free(&w->buf);
   w->buf.len = 0;
@@ -615,6 +901,12 @@ int ob_wal_close(ob_wal *w, ob_error *err) {
   close_note(w);
   if (w->dir_fd >= 0)
     close(w->dir_fd);
+  if (w->old_fd >= 0)
+    close(w->old_fd);
+  if (w->tmp_name) /* never put in place: nothing was written, or it failed */
+    unlink(w->tmp_name);
+  free(w->tmp_name);
+  free(w->target);
   if (close(w->fd) < 0) /* NFS reports some write errors only here */
     fail(w, errno, "cannot close the journal");
   int rc = w->code;

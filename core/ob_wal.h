@@ -94,11 +94,24 @@ const char *ob_fsync_name(ob_fsync mode);
 #define OB_WAL_BATCH_MS 50
 
 enum {
-  OB_WAL_CREATE = 1, /* a new, empty file (an old one is truncated) */
-  OB_WAL_APPEND = 2  /* keep the file (a regular file that exists) and add to its end;
-                        a tail of zeros and a torn last line are cut first
-                        (ob_wal_torn) */
+  OB_WAL_CREATE = 1,   /* a new file. A regular file (or none yet) is written aside and
+                          put in place by the first flush that writes lines (so the file
+                          never exists without its first lines, and nothing at all is
+                          left when none were written); an existing non-empty file is
+                          refused, never truncated, unless OB_WAL_OVERWRITE: then it is
+                          replaced (rename) by that flush. A file that appears at the
+                          path meanwhile is not replaced (that flush fails). A symbolic
+                          link is followed: the file it leads to is written. Anything
+                          else (a pipe, a terminal, /dev/null) is written as it is. */
+  OB_WAL_APPEND = 2,   /* keep the file (a regular file that exists) and add to its end;
+                          a tail of zeros and a torn last line are cut first
+                          (ob_wal_torn) */
+  OB_WAL_OVERWRITE = 4 /* with OB_WAL_CREATE: an existing file may be replaced */
 };
+
+/* Locking: a wal of a regular file holds flock(LOCK_EX) on it from open to close (on
+ * the file it replaces too, until it does): a second writer's ob_wal_open is refused
+ * ("FILE is being written by another obelus (pid N)"); readers do not lock. */
 
 typedef struct ob_wal ob_wal;
 
@@ -108,8 +121,18 @@ typedef struct ob_wal ob_wal;
  * are cut (not a torn line: no fsync for it), and a last line without its '\n'
  * (a process died while writing it) is cut, back to the end of the last complete line, before anything is added;
  * in BATCH and ALWAYS the cut is fsynced before open returns. NULL on error with err
- * naming the file (OB_EIO, or OB_EINVAL for bad flags). */
+ * naming the file (OB_EIO; OB_EINVAL for bad flags, a file locked by another writer,
+ * or an existing file OB_WAL_CREATE may not replace). */
 ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode, ob_error *err);
+
+/* OB_WAL_APPEND, before any line is added: checks that the file holds `expect` bytes
+ * of lines (after what open cut), as its reader saw it (else it changed since it
+ * was read: OB_EIO, the wal failed), then cuts it to len bytes (fsynced unless
+ * NEVER). OB_OK, OB_EINVAL for a len past the end or a wal that is not fresh. */
+int ob_wal_cut_to(ob_wal *w, uint64_t expect, uint64_t len);
+/* The bytes of lines in the file (what was there, after open's cuts, plus what was
+ * flushed). */
+uint64_t ob_wal_size(const ob_wal *w);
 
 /* Adds one line (text without its '\n'; text must hold none) to the buffer and
  * returns its sequence number: 1, 2, ... for the lines added through this wal (not
@@ -142,6 +165,10 @@ int ob_wal_flush(ob_wal *w);
  * journals to Redis this way. fn NULL: none. */
 typedef void (*ob_wal_tee_fn)(void *ud, const char *bytes, size_t len);
 void ob_wal_set_tee(ob_wal *w, ob_wal_tee_fn fn, void *ud);
+/* Fails w for good with the error why (copied: "run.jsonl: cannot write the journal:
+ * ..."), as a failed write would: a tee whose copy could not be kept calls it, and the
+ * flush that called the tee then fails. Nothing if w had failed already. */
+void ob_wal_fail(ob_wal *w, const char *why);
 
 /* Flushes, then cuts the file back to its lines now rather than at close: for a
  * journal that is complete (its end record added), so that it reads as it will

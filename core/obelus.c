@@ -279,6 +279,8 @@ static int run_status(const obelus_run *R) {
     return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
   }
   int recorded;
+  if (R->journal && ob_wal_error(R->journal))
+    return OBELUS_EIO; /* its journal could not be written: the run was stopped */
   if (ob_run_finished(R->r) && R->resume && ob_resume_ended(R->resume, &recorded))
     return recorded; /* a journal of a run that had ended: its status as it was */
   if (ob_run_finished(R->r))
@@ -910,6 +912,11 @@ int obelus_run_wait(obelus_run *R) {
     int alive = uv_run(loop, UV_RUN_ONCE);
     if (E->wait_over)
       break;
+    if (R->journal && ob_wal_error(R->journal)) { /* the run was stopped (ob_record_flush) */
+      E->wait_status = set_error(E, OBELUS_EIO, "%s; the run was stopped",
+                                 ob_wal_error(R->journal));
+      break;
+    }
     /* nothing left on the loop, yet calls wait: they never will finish */
     if (!alive && !R->threads && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
         !uv_loop_alive(loop)) {

@@ -542,7 +542,9 @@ int obelus_run_start(obelus_run *run);
  * tool awaiting a callback that can never come), those calls fail as
  * stalled (obelus_run_fail_stalled) and the run goes on. Returns
  * OBELUS_EINVAL for a run not started, OBELUS_EBUSY when called from inside
- * a callback of this engine (the loop is already running). Useful with the
+ * a callback of this engine (the loop is already running); OBELUS_EIO when its
+ * journal could not be written (a full disk, an I/O error): the run was stopped
+ * there, no call started after it (obelus_resume takes it up). Useful with the
  * engine's own loop; with the host's loop, the host usually runs it. */
 int obelus_run_wait(obelus_run *run);
 

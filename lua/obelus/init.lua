@@ -38,6 +38,8 @@
 --         on_done = fn(run)      every awaited call has settled
 --         concurrency = n, max_depth = n, journal = path, time_travel = bool,
 --         fsync = "never" | "batch" | "always"   (the journal's durability),
+--         overwrite = bool       replace an existing non-empty journal file (else the
+--                                run is refused: a journal is never truncated)
 --         name = text            (the plan's name in messages, for a table)
 --         plans_root = dir       the folder every _delegate path must lead into
 --                                (default: the plan file's folder; the current
@@ -45,6 +47,8 @@
 --         call_timeout_ms = n    a _timeout for every call without one
 --         max_output_kb = n      the largest message a call may write
 --         max_calls = n          the most calls in all (instances, delegated plans)
+--       A journal that cannot be written (disk full, I/O error) stops the run: no
+--       call starts after it; run:wait() returns nil and the reason.
 --       A journal ends with its end record once the run has finished (and no
 --       fire-and-forget call runs), or is cancelled or closed after finishing.
 --   engine:resume(journal [, opts]) -> run

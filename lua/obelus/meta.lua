@@ -237,7 +237,8 @@ function obelus.engine(opts) end
 ---@field on_done? fun(run: obelus.run) every awaited call has settled
 ---@field concurrency? integer
 ---@field max_depth? integer
----@field journal? string a file for the log as JSON Lines
+---@field journal? string a file for the log as JSON Lines (an existing non-empty file is refused, never truncated)
+---@field overwrite? boolean replace an existing non-empty journal file
 ---@field time_travel? boolean keep every version: run:resolve(expr, {at = n})
 ---@field name? string the plan's name in messages, for a plan given as a table
 ---@field plans_root? string the folder every _delegate path must lead into (default: the plan file's folder; the current directory for a table)

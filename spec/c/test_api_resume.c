@@ -300,6 +300,29 @@ static void cancel_soon(uv_timer_t *t) {
   uv_close((uv_handle_t *)t, NULL);
 }
 
+/* A journal that cannot be written (issue 26): the run stops, no tool runs without
+ * its start record in the file, and obelus_run_wait says OBELUS_EIO. */
+TEST(a_journal_that_cannot_be_written_stops_the_run) {
+  unlink(marker);
+  obelus_engine *e = engine();
+  host h = {0};
+  obelus_run_options opt = options(&h);
+  FILE *j = fopen("/dev/full", "w");
+  CHECK(j != NULL);
+  opt.journal = j;
+  obelus_run *run;
+  CHECK_INT(obelus_run_new(e, &run, PLAN, &opt), OBELUS_OK);
+  reset_counts();
+  CHECK_INT(obelus_run_start(run), OBELUS_OK);
+  CHECK_INT(obelus_run_wait(run), OBELUS_EIO);
+  obelus_run_free(run);
+  fclose(j);
+  obelus_engine_free(e);
+  CHECK_INT(ran("a"), 0); /* not even the first call */
+  CHECK_INT(ran("e"), 0);
+  CHECK_INT(marker_lines(), 0);
+}
+
 TEST(a_cancelled_run_is_taken_up_where_it_stopped) {
   unlink(marker);
   obelus_engine *e = engine();
@@ -417,6 +440,7 @@ int main(void) {
   write_tools("");
   RUN(a_killed_run_resumed_ends_as_the_uninterrupted_one_did);
   RUN(a_journal_of_a_run_that_ended_runs_nothing_and_writes_nothing);
+  RUN(a_journal_that_cannot_be_written_stops_the_run);
   RUN(a_cancelled_run_is_taken_up_where_it_stopped);
   RUN(a_changed_tool_file_is_refused_unless_forced);
   RUN(what_is_refused);

@@ -103,6 +103,11 @@ setup(function()
   write(tools, TOOLS)
 end)
 
+-- a journal is never truncated (issue 26): each test starts without one
+before_each(function()
+  if journal then os.remove(journal) end
+end)
+
 teardown(function()
   fs.rmtree(dir)
   collectgarbage()
@@ -160,7 +165,7 @@ describe("engine:resume", function()
 
     -- a run that failed: its status 1 again
     local failing = engine:run({ plan = { { _id = "z", _tool = "boom", tag = "z", mark = marker,
-      _outputPath = "†state.z" } } }, { journal = journal })
+      _outputPath = "†state.z" } } }, { journal = journal, overwrite = true })
     assert.are.equal(1, failing:wait())
     failing:close()
     local resumed = engine:resume(journal)
