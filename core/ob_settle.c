@@ -26,6 +26,11 @@ void ob_crun_enqueue(ob_run *r, ob_crun *c) {
 
 void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
   ob_run *r = c->run;
+  int freed = c->holds_slot; /* its --concurrency slot (ob_pump.c) */
+  if (freed) {
+    c->holds_slot = 0;
+    r->root->busy--;
+  }
   if (c->state == OB_CALL_RUNNING) {
     r->running--;
     if (c->detached)
@@ -53,6 +58,8 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
       r->opt.on_done(r, r->opt.ud);
   }
   ob_run_pump(r);
+  if (freed) /* the runs of the tree waiting for a slot (its own followers first) */
+    ob_run_wake(r->root);
 }
 
 /* Appends the error message of a call and settles it as failed. */
