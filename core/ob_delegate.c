@@ -30,16 +30,25 @@
 #include "ob_sched.h"
 
 
+static void deliver(ob_crun *c, ob_run *sub);
+
 /* The delegated plan settled: its output is the call's result; its failure
- * the call's error. Its messages go with the call's output or error. A
- * failure that comes of a limit of the whole run (--max-depth, --max-calls),
- * here or deeper, is not tried again: another attempt would meet it too. */
+ * the call's error. Its messages go with the call's output or error (in the
+ * journal, as the name of their scope: ob_record.c). A failure that comes of
+ * a limit of the whole run (--max-depth, --max-calls), here or deeper, is not
+ * tried again: another attempt would meet it too. */
 static void delegate_done(ob_crun *c, ob_run *sub) {
   ob_value *sublog = ob_array();
   for (size_t i = 0; i < ob_log_len(sub->log); i++)
     sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
   c->del->log = sublog;
   ob_run_cancel(sub); /* its fire-and-forget calls end with it */
+  c->run->journal_sub = c->del; /* its messages are in the journal already */
+  deliver(c, sub);
+  c->run->journal_sub = NULL;
+}
+
+static void deliver(ob_crun *c, ob_run *sub) {
   if (sub->failed) {
     ob_buf why;
     ob_buf_init(&why);

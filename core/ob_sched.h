@@ -115,6 +115,9 @@ struct ob_run {
   ob_run *blocked, **btail; /* root: the runs whose queue waits for a slot, in order */
   ob_run *bnext, **bprevp;  /* r's place in its root's list (bprevp NULL: not in it) */
   int waking;          /* root: handing freed slots out (never nests) */
+  const ob_cdel *journal_sub; /* the delegation whose outcome is being written: a message
+                                 carrying its messages names their scope in the journal
+                                 rather than holding them again (ob_record.c) */
 };
 
 /* --- ob_run.c ---------------------------------------------------------------- */
