@@ -78,6 +78,18 @@ describe("delegation, hostile", function()
     assert.is_true(runs >= 50) -- the bomb was going when the signal came
   end)
 
+  it("lets a _timeout fire and other calls finish during a delegation bomb", function()
+    local f = plan_file([[{"plan":[
+      {"_id":"bomb","_delegate":"bomb.json","_timeout":300,"_outputPath":"bombed"},
+      {"_id":"other","_tool":"busy","_outputPath":"other"}]}]])
+    local r = capped({ "run", f, "--tools", DIR .. "/tools.lua", "--max-depth", "12",
+                       "--max-calls", "100000000" }, 30)
+    os.remove(f)
+    assert.are.equal(1, r.code) -- not 137: the timeout fired inside the bomb
+    assert.matches("call bomb (delegate) failed (runtime): timeout after 300 ms", r.err, 1, true)
+    assert.are.same({ other = 1 }, cjson.decode(r.out))
+  end)
+
   it("bounds a bomb with _retry: a limit's failure is not tried again", function()
     local j = os.tmpname()
     os.remove(j)
