@@ -108,6 +108,8 @@ struct ob_run {
    * however deep plans delegate, and signals, timers and I/O get their turn. */
   uv_idle_t *kick;     /* made at the first delegation */
   size_t *kicks, nkicks, capkicks; /* indices of calls with a to_start or to_finish */
+  uint64_t kick_ms;    /* root: the loop's time of the turn kick_n counts (uv_now) */
+  size_t kick_n;       /* root: delegation steps done in that turn (OB_RUN_KICKS caps it) */
   /* --concurrency bounds the whole tree of runs (the run a host started and every
    * run delegated from it): the counts live in its root. */
   ob_run *root;        /* the run the host started (itself, or the delegating one's root) */
