@@ -125,6 +125,18 @@ describe("delegation, hostile", function()
     os.remove(j)
   end)
 
+  it("still reads a journal written before, with each _log inline", function()
+    -- old_journal.jsonl: old_parent.json run by the engine before this change
+    local j = DIR .. "/old_journal.jsonl"
+    assert.matches('"_log":[', cli.slurp(j), 1, true)
+    local log = cli.run { "log", j }
+    assert.are.equal(0, log.code)
+    assert.matches("2.3.2", log.out, 1, true)
+    local at = cli.run { "log", j, "--at", "3" }
+    assert.are.equal(0, at.code)
+    assert.are.same("liftoff", cjson.decode(at.out).documents.state.out)
+  end)
+
   it("bounds --concurrency across delegated runs: N in all, not N per run", function()
     local f = plan_file([[{"plan":[{"_delegate":"busy3.json","_outputPath":"a"},
       {"_delegate":"busy3.json","_outputPath":"b"},{"_delegate":"busy3.json","_outputPath":"c"}]}]])
