@@ -1,7 +1,8 @@
 /* ob_pump.c -- the pump: the one place calls start, and what a start decides.
  *
  * The pump takes calls from the run's queue in order, up to --concurrency
- * running, and never nests: a call that settles while the pump runs only
+ * running in the run's whole tree (its root's count, with the runs delegated
+ * from it: see "--concurrency N is one bound" below), and never nests: a call that settles while the pump runs only
  * queues its followers, which this same loop then starts. Starting a call
  * decides, against the log as it is now: skipped (something upstream failed,
  * or a reference's writer did not write it: a branch not taken), failed (a

@@ -21,8 +21,17 @@
  * freeing it, the journal of its log, and its final output. ob_sched.h lists
  * the other files of the scheduler, one concern each.
  *
+ * A run and the runs delegated from it form a tree as deep as --max-depth
+ * (10,000): cancelling and freeing walk it with a worklist, never by
+ * recursion, and delegation itself goes through the loop (ob_run_kick: a
+ * delegated run starts, and its outcome reaches its call, from the run's idle
+ * callback, at most OB_RUN_KICKS such steps a turn for the whole tree), so no
+ * C stack grows with the depth and the loop turns during a delegation bomb.
+ *
  * Costs per call: O(deps + users) bookkeeping, one coroutine, the params'
- * conversion to Lua and the result's back, and one path copy per write. */
+ * conversion to Lua and the result's back, and one path copy per write.
+ * Per delegation: an idle handle per delegating run, two turns of the loop;
+ * cancel and free O(runs in the tree) time and a pointer each of memory. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,9 @@
  * A call settles once. Settling gives back its coroutine, tells the listener,
  * counts it against the run's awaited calls (the run is finished when all
  * have settled), and lowers the pending count of each call that reads it:
- * those that reach zero are queued, and the pump starts them. A call that
+ * those that reach zero are queued, and the pump starts them. Its
+ * --concurrency slot, when it held one, goes back to its tree of runs: the
+ * runs waiting for one go on (ob_run_wake). A call that
  * settles while the pump runs only queues (the pump never nests), so a chain
  * of calls that finish at once runs in constant C stack. A failure is also a
  * message (kind error) in the log, written before the call settles.
