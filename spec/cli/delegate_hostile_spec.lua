@@ -52,6 +52,26 @@ describe("delegation, hostile", function()
     assert.are.same({}, cjson.decode(r.out))
   end)
 
+  it("cancels a chain of 5000 delegated runs on SIGTERM without a stack overflow", function()
+    local mark, out, err, rcf = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
+    os.remove(mark)
+    local f = plan_file(([[{"context":[{"type":"input","data":{"n":5000,"mark":%q}}],
+      "plan":[{"_delegate":"deep_wait.json","n":"†input.n","mark":"†input.mark","_outputPath":"out"}]}]]):format(mark))
+    -- the deepest run's call waits for good: SIGTERM once it has started (timeout forwards it)
+    os.execute(([[%s
+      timeout -s KILL 120 %s run %s --tools %s --max-depth 6000 >%s 2>%s &
+      P=$!; i=0
+      while [ ! -e %s ] && [ $i -lt 2000 ]; do sleep 0.05; i=$((i+1)); done
+      kill -TERM $P; wait $P; echo $? >%s]]):format(LIMIT, cli.quote(cli.bin), cli.quote(f),
+      cli.quote(DIR .. "/tools.lua"), out, err, cli.quote(mark), rcf))
+    os.remove(f)
+    local code, stderr, started = tonumber(cli.slurp(rcf)), cli.slurp(err), cli.slurp(mark)
+    os.remove(out); os.remove(err); os.remove(rcf); os.remove(mark)
+    assert.are.equal("started\n", started) -- the chain was 5001 runs deep
+    assert.are.equal(143, code)
+    assert.matches("interrupted by SIGTERM", stderr, 1, true)
+  end)
+
   it("ends a delegation bomb on SIGTERM, its journal whole", function()
     local j = os.tmpname()
     os.remove(j)
