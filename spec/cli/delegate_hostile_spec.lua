@@ -157,6 +157,26 @@ describe("delegation, hostile", function()
     assert.are.same("liftoff", cjson.decode(at.out).documents.state.out)
   end)
 
+  it("prints a journal of 10000 nested delegated runs with log, 64 levels of them", function()
+    -- written by hand: each scope's output names the next scope's messages as its _log
+    local j = os.tmpname()
+    local f = assert(io.open(j, "w"))
+    f:write('{"type":"plan","file":"top.json","plan":{"plan":[]}}\n')
+    for k = 10000, 1, -1 do
+      f:write(('{"journal":"msg","scope":"s%d","msg":{"type":"plan","file":"sub.json","plan":{"plan":[]}}}\n'):format(k))
+      if k < 10000 then
+        f:write(('{"journal":"msg","scope":"s%d","msg":{"type":"state","data":{"level":%d},"_log":{"scope":"s%d"}}}\n')
+          :format(k, k, k + 1))
+      end
+    end
+    f:write('{"type":"state","data":{"level":0},"_log":{"scope":"s1"}}\n')
+    f:close()
+    local r = capped({ "log", j }, 60)
+    os.remove(j)
+    assert.are.equal(0, r.code)
+    assert.matches("2 messages of a delegated run 64 levels deep: not shown", r.out, 1, true)
+  end)
+
   it("bounds --concurrency across delegated runs: N in all, not N per run", function()
     local f = plan_file([[{"plan":[{"_delegate":"busy3.json","_outputPath":"a"},
       {"_delegate":"busy3.json","_outputPath":"b"},{"_delegate":"busy3.json","_outputPath":"c"}]}]])
