@@ -68,9 +68,10 @@ static void deliver(ob_crun *c, ob_run *sub) {
       }
       break;
     }
-    if (sub->limit_failed) {
-      c->run->limit_failed = 1;
-      ob_crun_fail(c, "runtime", why.data);
+    if (sub->limit_failed) { /* no retry; a || alternative still receives it */
+      if (!c->call->has_output || c->call->output.n < 2)
+        c->run->limit_failed = 1;
+      ob_crun_tool_error(c, why.data, NULL);
     } else {
       ob_crun_attempt_failed(c, why.data, NULL);
     }

@@ -122,6 +122,18 @@ describe("delegation, hostile", function()
     assert.are.equal(0, retries)
   end)
 
+  it("routes a limit's failure to a || alternative, without retrying it", function()
+    local f = plan_file([[{"plan":[{"_id":"d","_delegate":"bomb_retry.json",
+      "_retry":{"attempts":5,"delay_ms":0},"_outputPath":"ok || err"}]}]])
+    local r = capped({ "run", f, "--max-depth", "2" }, 30)
+    os.remove(f)
+    assert.are.equal(0, r.code)
+    local err = cjson.decode(r.out).err
+    assert.are.equal("d", err.call)
+    assert.matches("delegation deeper than 2 levels", err.error, 1, true)
+    assert.is_nil(r.err:find("attempt 1 of 5 failed", 1, true))
+  end)
+
   it("writes each message of nested delegations once in the journal", function()
     local j = os.tmpname()
     os.remove(j)
