@@ -35,6 +35,7 @@ static const char log_help[] =
     "Times are counted from the first _date in the journal. A plan message is a\n"
     "header line; an error message is marked \xE2\x9C\x97 (red on a terminal); a\n"
     "delegated call's own messages are indented under it, numbered 3.0, 3.1, ...\n"
+    "(64 levels deep at most; deeper ones are counted on one line)\n"
     "Values are cut to the terminal's width (60 characters when piped). Colours\n"
     "only on a terminal, and never when NO_COLOR is set.\n"
     "\n"
@@ -163,9 +164,12 @@ static int parse_date(const char *s, double *ms) {
   return 1;
 }
 
+/* How deep delegated runs' messages are printed (and searched for the first _date). */
+#define SUBLOG_DEPTH 64
+
 /* Finds the earliest _date of the messages (an array), sub-logs included. */
 static void find_t0(view *v, const ob_value *msgs, int depth) {
-  for (size_t i = 0; depth < 64 && i < ob_array_len(msgs); i++) {
+  for (size_t i = 0; depth < SUBLOG_DEPTH && i < ob_array_len(msgs); i++) {
     const ob_value *m = ob_array_get(msgs, i);
     const char *date = field_str(m, "_date");
     double ms;
@@ -473,8 +477,17 @@ static void print_log(const view *v, ob_log *log, const char *prefix, int depth)
         sgr_off(v);
     }
     fputc('\n', v->out);
-    if (r->sublog)
+    if (r->sublog && depth + 1 < SUBLOG_DEPTH) {
       print_sublog(v, r->sublog, pos.data, depth + 1);
+    } else if (r->sublog) { /* as find_t0: a chain of --max-depth 10000 needs no deeper stack */
+      for (int d = 0; d <= depth; d++)
+        fputs("    ", v->out);
+      sgr(v, SGR_DIM);
+      fprintf(v->out, "%s.  %zu message%s of a delegated run %d levels deep: not shown\n",
+              pos.data, ob_array_len(r->sublog), ob_array_len(r->sublog) == 1 ? "" : "s",
+              depth + 1);
+      sgr_off(v);
+    }
   }
   ob_buf_free(&pos);
   ob_buf_free(&b);

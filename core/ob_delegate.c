@@ -8,8 +8,18 @@
  * Depth is bounded (--max-depth). The plan file is confined to the plans root
  * (ob_plan_read_delegate), checked again here though validation did: the
  * file may have changed since, and a host may start runs it never checked;
- * the sub-run and its plan keep the same root. Costs: a plan load and a run
- * per call. */
+ * the sub-run and its plan keep the same root.
+ *
+ * Delegation goes through the loop: the delegated run is made here but
+ * started from the run's idle callback (ob_run_kick), and its outcome reaches
+ * the call the same way, a turn later. Nothing about a delegated run happens
+ * inside the scheduler pass of the run above it, so the C stack stays flat
+ * at any depth (--max-depth is the only bound), and a plan that delegates to
+ * itself many times over ("a delegation bomb") still lets signals, timers and
+ * other calls in between. A call waiting on its delegated run holds no
+ * --concurrency slot (ob_pump.c): its run's calls need them.
+ *
+ * Costs: a plan load and a run per call; two turns of the loop. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +30,25 @@
 #include "ob_sched.h"
 
 
+static void deliver(ob_crun *c, ob_run *sub);
+
 /* The delegated plan settled: its output is the call's result; its failure
- * the call's error. Its messages go with the call's output or error. */
-static void delegate_done(ob_run *sub, void *ud) {
-  ob_crun *c = ud;
+ * the call's error. Its messages go with the call's output or error (in the
+ * journal, as the name of their scope: ob_record.c). A failure that comes of
+ * a limit of the whole run (--max-depth, --max-calls), here or deeper, is not
+ * tried again: another attempt would meet it too. */
+static void delegate_done(ob_crun *c, ob_run *sub) {
   ob_value *sublog = ob_array();
   for (size_t i = 0; i < ob_log_len(sub->log); i++)
     sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
   c->del->log = sublog;
   ob_run_cancel(sub); /* its fire-and-forget calls end with it */
+  c->run->journal_sub = c->del; /* its messages are in the journal already */
+  deliver(c, sub);
+  c->run->journal_sub = NULL;
+}
+
+static void deliver(ob_crun *c, ob_run *sub) {
   if (sub->failed) {
     ob_buf why;
     ob_buf_init(&why);
@@ -48,7 +68,13 @@ static void delegate_done(ob_run *sub, void *ud) {
       }
       break;
     }
-    ob_crun_attempt_failed(c, why.data, NULL);
+    if (sub->limit_failed) { /* no retry; a || alternative still receives it */
+      if (!c->call->has_output || c->call->output.n < 2)
+        c->run->limit_failed = 1;
+      ob_crun_tool_error(c, why.data, NULL);
+    } else {
+      ob_crun_attempt_failed(c, why.data, NULL);
+    }
     ob_buf_free(&why);
     return;
   }
@@ -61,11 +87,35 @@ static void delegate_done(ob_run *sub, void *ud) {
   ob_unref(out);
 }
 
+/* The delegated run finished (its on_done, deep in its scheduler): the loop
+ * hands its outcome to the call, from a callback of its own. */
+static void delegate_finished(ob_run *sub, void *ud) {
+  ob_crun *c = ud;
+  (void)sub;
+  c->del->to_finish = 1;
+  ob_run_kick(c->run, c);
+}
+
+void ob_crun_delegate_step(ob_crun *c) {
+  ob_cdel *d = c->del;
+  if (!d || (!d->to_start && !d->to_finish))
+    return; /* asked for by an attempt since abandoned (ob_cdel_clear) */
+  int start = d->to_start, finish = d->to_finish;
+  d->to_start = d->to_finish = 0;
+  if (!d->run || d->run->cancelled || c->state != OB_CALL_RUNNING)
+    return;
+  if (start)
+    ob_run_start(d->run); /* when it finishes at once, its outcome comes next turn */
+  else if (finish)
+    delegate_done(c, d->run);
+}
+
 void ob_cdel_clear(ob_cdel *d) {
   ob_run_free(d->run); /* clears d->run through the run's parent pointer */
   ob_plan_free(d->plan);
   ob_unref(d->value);
   ob_unref(d->log);
+  free(d->scope);
   *d = (ob_cdel){0};
 }
 
@@ -93,6 +143,7 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_unref(params);
     char why[160];
     snprintf(why, sizeof why, "delegation deeper than %d levels (see --max-depth)", max_depth);
+    r->limit_failed = 1;
     ob_crun_fail(c, "runtime", why);
     return;
   }
@@ -162,17 +213,23 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                         .journal_scope = scope.data,
                         .resume = r->opt.resume,
                         .plans_root = r->plans_root,
-                        .on_done = delegate_done,
+                        .on_done = delegate_finished,
                         .ud = c};
   d->run = rs ? ob_resume_run(r->e, d->plan, rs, scope.data, &opt, &err)
               : ob_run_new(r->e, d->plan, d->value, inputs, &opt, &err);
+  d->scope = ob_xstrdup(scope.data);
   ob_buf_free(&scope);
   ob_unref(pre);
   ob_unref(inputs);
   if (!d->run) {
+    r->limit_failed = 1; /* --max-calls (or its input refused): so would another attempt */
     ob_crun_fail(c, "runtime", err.msg);
     return;
   }
   d->run->parent = c;
-  ob_run_start(d->run);
+  d->run->root = r->root; /* one --concurrency for the whole tree */
+  /* started by the loop, not from inside this pass of the scheduler: the C stack
+   * does not grow with the depth, and a signal or a timer gets its turn */
+  d->to_start = 1;
+  ob_run_kick(r, c);
 }

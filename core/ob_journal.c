@@ -110,14 +110,61 @@ int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal
   return rc;
 }
 
+void ob_journal_subs_init(ob_journal_subs *s) { ob_map_init(&s->scopes); }
+
+void ob_journal_subs_free(ob_journal_subs *s) {
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&s->scopes, &i, &me))
+    ob_unref(me->val);
+  ob_map_free(&s->scopes);
+}
+
+static const char *str_of(const ob_value *o, const char *k) {
+  const ob_value *v = ob_typeof(o) == OB_OBJECT ? ob_object_get(o, k, strlen(k)) : NULL;
+  return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
+}
+
+ob_value *ob_journal_subs_expand(ob_journal_subs *s, const ob_value *msg) {
+  const ob_value *ref = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "_log", 4) : NULL;
+  const char *scope = ref ? str_of(ref, "scope") : NULL;
+  if (!scope)
+    return ob_ref((ob_value *)msg);
+  ob_value *msgs = ob_map_get(&s->scopes, scope, strlen(scope));
+  return ob_object_set(ob_ref((ob_value *)msg), "_log", 4, msgs ? ob_ref(msgs) : ob_array());
+}
+
+ob_value *ob_journal_subs_add(ob_journal_subs *s, const char *scope, const ob_value *msg) {
+  ob_value *m = ob_journal_subs_expand(s, msg);
+  const char *type = str_of(m, "type");
+  ob_value *msgs = ob_map_get(&s->scopes, scope, strlen(scope));
+  if (!msgs || (type && !strcmp(type, "plan"))) { /* its run begins (again) */
+    ob_unref(msgs);
+    msgs = ob_array();
+  }
+  ob_map_put(&s->scopes, scope, strlen(scope), ob_array_push(msgs, ob_ref(m)));
+  return m;
+}
+
 typedef struct loading {
   ob_log *log;
   const char *path;
+  ob_journal_subs subs;
 } loading;
 
 static int load_message(void *ud, const ob_journal_line *l, ob_error *err) {
   loading *ld = ud;
-  return l->is_record ? OB_OK : append_one(ld->log, l->value, ld->path, 1, l->line, err);
+  if (l->is_record) {
+    const char *what = str_of(l->value, "journal"), *scope = str_of(l->value, "scope");
+    const ob_value *m = ob_object_get(l->value, "msg", 3);
+    if (what && scope && m && !strcmp(what, "msg"))
+      ob_unref(ob_journal_subs_add(&ld->subs, scope, m));
+    return OB_OK;
+  }
+  ob_value *m = ob_journal_subs_expand(&ld->subs, l->value);
+  int rc = append_one(ld->log, m, ld->path, 1, l->line, err);
+  ob_unref(m);
+  return rc;
 }
 
 int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err) {
@@ -132,9 +179,11 @@ int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_err
     b.len = ob_journal_len(b.data, b.len);
     while (i < b.len && strchr(" \t\r\n", b.data[i]))
       i++;
-    loading ld = {log, path};
+    loading ld = {log, path, {{0}}};
+    ob_journal_subs_init(&ld.subs);
     rc = i < b.len && b.data[i] == '[' ? load_array(log, path, &b, info, err)
                                        : read_lines(path, &b, load_message, &ld, info, err);
+    ob_journal_subs_free(&ld.subs);
   }
   ob_buf_free(&b);
   return rc;

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "ob_log.h"
+#include "ob_map.h"
 
 /* What reading a journal found besides its lines. */
 typedef struct ob_journal_info {
@@ -61,11 +62,31 @@ int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal
 
 /* Appends every message of the file at path to log, in order. The format is
  * told by the first non-blank character: '[' a JSON array, anything else a
- * journal (as ob_journal_read reads it; records are skipped). info (may be NULL):
+ * journal (as ob_journal_read reads it; records are skipped, and a "_log"
+ * naming a scope is rebuilt from its "msg" lines: ob_journal_subs). info (may be NULL):
  * as ob_journal_read fills it (a JSON array: messages only). On error returns a
  * negative code with err naming the file, the line (JSON Lines) or message index
  * (array), and the reason; the messages before the bad one stay appended. */
 int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err);
+
+/* The messages of the delegated runs a journal holds, by scope, as its "msg" lines
+ * ({"journal":"msg","scope":S,"msg":M}) give them: what a delegating call's message
+ * names when its "_log" is {"scope":S} (ob_record.c writes each message once) and
+ * a reader rebuilds as the array of them. Journals written before hold the array
+ * itself, read as it is. */
+typedef struct ob_journal_subs {
+  ob_map scopes; /* scope -> ob_value * (an array of messages) */
+} ob_journal_subs;
+
+void ob_journal_subs_init(ob_journal_subs *s);
+void ob_journal_subs_free(ob_journal_subs *s);
+/* msg (borrowed) with its "_log" {"scope":S} replaced by S's messages so far (none:
+ * []); a new reference (to msg itself when it names no scope). */
+ob_value *ob_journal_subs_expand(ob_journal_subs *s, const ob_value *msg);
+/* A "msg" line: its message, expanded, joins those of its scope; a plan message
+ * starts the scope afresh (a retried delegation runs its plan again). Returns the
+ * expanded message (a new reference). */
+ob_value *ob_journal_subs_add(ob_journal_subs *s, const char *scope, const ob_value *msg);
 
 /* How much of a journal's text of len bytes counts: len without its tail of NUL
  * bytes (the zeros a writer reserved and has not written yet). Every reader of a

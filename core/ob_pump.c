@@ -1,7 +1,8 @@
 /* ob_pump.c -- the pump: the one place calls start, and what a start decides.
  *
  * The pump takes calls from the run's queue in order, up to --concurrency
- * running, and never nests: a call that settles while the pump runs only
+ * running in the run's whole tree (its root's count, with the runs delegated
+ * from it: see "--concurrency N is one bound" below), and never nests: a call that settles while the pump runs only
  * queues its followers, which this same loop then starts. Starting a call
  * decides, against the log as it is now: skipped (something upstream failed,
  * or a reference's writer did not write it: a branch not taken), failed (a
@@ -154,19 +155,72 @@ void ob_crun_launch(ob_crun *c) {
   ob_crun_run_tool(c, &args);
 }
 
+/* --concurrency N is one bound for a run and every run delegated from it: the
+ * count of calls holding a slot is its root's (ob_sched.h). A call holds one
+ * from its start to its settling (between attempts too), except a delegating
+ * call: it only waits for its run, whose calls need the slots (holding one
+ * while waiting would deadlock a chain of delegations under --concurrency 1).
+ * A run whose next call finds no slot joins the root's list of waiting runs;
+ * each slot given back (ob_settle.c, ob_run.c's cancel) lets the first go on. */
+
+/* r waits for a slot: at the end of its root's list, once. */
+static void block(ob_run *r) {
+  ob_run *root = r->root;
+  if (r->bprevp)
+    return;
+  r->bnext = NULL;
+  r->bprevp = root->btail;
+  *root->btail = r;
+  root->btail = &r->bnext;
+}
+
+void ob_run_unblock(ob_run *r) {
+  if (!r->bprevp)
+    return;
+  *r->bprevp = r->bnext;
+  if (r->bnext)
+    r->bnext->bprevp = r->bprevp;
+  else
+    r->root->btail = r->bprevp;
+  r->bnext = NULL;
+  r->bprevp = NULL;
+}
+
+void ob_run_wake(ob_run *root) {
+  size_t limit = root->opt.concurrency;
+  if (root->waking)
+    return; /* the loop below goes on with it */
+  root->waking = 1;
+  while (root->blocked && (!limit || root->busy < limit)) {
+    ob_run *b = root->blocked;
+    ob_run_unblock(b);
+    ob_run_pump(b); /* back at the end of the list when it fills the slots again */
+  }
+  root->waking = 0;
+}
+
 void ob_run_pump(ob_run *r) {
   if (r->pumping)
     return;
   r->pumping = 1;
-  size_t started = 0;
-  while (r->qhead < r->qtail && !r->cancelled &&
-         (r->opt.concurrency == 0 || r->running < r->opt.concurrency)) {
+  ob_run *root = r->root;
+  size_t started = 0, limit = root->opt.concurrency;
+  while (r->qhead < r->qtail && !r->cancelled) {
+    if (limit && root->busy >= limit) {
+      block(r);
+      break;
+    }
     if (r->always && ob_record_hold(r, r->calls[r->queue[r->qhead]].ready_seq))
       break; /* what it reads is not on disk yet: on_durable pumps again */
     if (++started % OB_GC_BURST_CALLS == 0)
       ob_gc_burst_check(r->e);
     prefetch_queued(r, r->qhead);
-    start(&r->calls[r->queue[r->qhead++]]);
+    ob_crun *c = &r->calls[r->queue[r->qhead++]];
+    start(c);
+    if (c->state == OB_CALL_RUNNING && !c->call->delegate && !c->holds_slot) {
+      c->holds_slot = 1; /* still running (a call that ended at once never held one) */
+      root->busy++;
+    }
   }
   r->pumping = 0;
 }

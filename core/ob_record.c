@@ -28,8 +28,16 @@
  * A delegated plan's run writes into the same journal: its records carry
  * "scope" (the delegating call's id, "#1/#0" when nested) and its messages,
  * which are its own log's and not the caller's, are wrapped:
- * {"journal":"msg","scope":S,"msg":M}. The runs of `obelus loop`'s steps share
- * the loop's log: their messages are plain and their records carry "step".
+ * {"journal":"msg","scope":S,"msg":M}. The delegating call's output or error
+ * message carries that run's messages in the log (_log); in the journal its
+ * "_log" is {"scope":S} instead, naming the "msg" lines above it that hold
+ * them, so each message is in the file once however deep plans delegate
+ * (journals before this wrote the array, again at every level: depth 8 made
+ * a leaf's message nine times over). A reader rebuilds the array: the
+ * messages of scope S since its last plan message (a retried delegation
+ * starts its plan again: ob_journal_load, ob_resume.c). The runs of `obelus
+ * loop`'s steps share the loop's log: their messages are plain and their
+ * records carry "step".
  *
  * Write-ahead: lines go to the stdio buffer as they happen and to the file
  * (one write) before any tool runs (ob_record_flush from ob_co.c and
@@ -92,19 +100,37 @@ static void line_end(ob_run *r, ob_buf *b) {
   ob_wal_line_end(r->opt.journal);
 }
 
+/* Message i of the run's log as JSON. A delegating call's output or error
+ * carries its run's messages (_log), which that run's "msg" lines hold
+ * already: it names their scope instead, {"scope":S}. */
+static void message_write(ob_run *r, size_t i, ob_buf *b) {
+  const ob_msg *m = ob_log_at(r->log, i);
+  const ob_cdel *d = r->journal_sub;
+  if (!d || !d->log || !d->scope ||
+      (m->sublog != d->log && !(m->raw && ob_object_get(m->raw, "_log", 4) == d->log))) {
+    ob_log_message_write(r->log, i, b);
+    return;
+  }
+  ob_value *ref = ob_object();
+  ref = ob_object_set(ref, "scope", 5, ob_cstring(d->scope));
+  ob_value *raw = ob_object_set(ob_log_message(r->log, i), "_log", 4, ref);
+  ob_json_write(b, raw, OB_JSON_COMPACT);
+  ob_unref(raw);
+}
+
 void ob_record_message(ob_run *r, size_t i) {
   ob_buf *b;
   if (r->scope) {
     if (!(b = line_begin(r, "msg")))
       return;
     ADD_LIT(b, ",\"msg\":");
-    ob_log_message_write(r->log, i, b);
+    message_write(r, i, b);
     line_end(r, b);
     return;
   }
   if (!(b = ob_wal_line(r->opt.journal)))
     return;
-  ob_log_message_write(r->log, i, b);
+  message_write(r, i, b);
   ob_wal_line_end(r->opt.journal);
 }
 

@@ -72,6 +72,7 @@ struct ob_resume {
   long cut_at;          /* the length the file keeps (-1: all of it) */
   uint64_t whole;       /* the length of its complete lines, as read */
   size_t lines;
+  ob_journal_subs subs; /* delegated runs' messages by scope, to rebuild "_log" */
 };
 
 static const char *str_member(const ob_value *o, const char *k) {
@@ -141,6 +142,7 @@ static void resume_free(ob_resume *rs) {
   while (ob_map_next(&rs->parts, &i, &me))
     part_free(me->val);
   ob_map_free(&rs->parts);
+  ob_journal_subs_free(&rs->subs);
   free(rs);
 }
 
@@ -214,7 +216,8 @@ static void record_key(const ob_value *v, ob_buf *key) {
     ob_buf_addf(key, "step %lld", (long long)ob_int_value(step));
 }
 
-/* Messages since the last record are committed: each to its run's log. */
+/* Messages since the last record are committed: each to its run's log (a
+ * "_log" that names a scope gets that scope's messages back: ob_journal_subs). */
 static void commit(ob_resume *rs, ob_value *pending) {
   for (size_t i = 0; i < ob_array_len(pending); i++) {
     ob_value *m = ob_array_get(pending, i);
@@ -223,10 +226,11 @@ static void commit(ob_resume *rs, ob_value *pending) {
       ob_value *inner = ob_object_get(m, "msg", 3);
       part *pt = part_get(rs, scope, 1);
       if (inner)
-        pt->messages = ob_array_push(pt->messages, ob_ref(inner));
+        pt->messages = ob_array_push(pt->messages, ob_journal_subs_add(&rs->subs, scope, inner));
       continue;
     }
-    rs->messages = ob_array_push(rs->messages, ob_ref(m));
+    m = ob_journal_subs_expand(&rs->subs, m);
+    rs->messages = ob_array_push(rs->messages, m);
     const char *type = str_member(m, "type");
     if (type && !strcmp(type, "plan")) {
       ob_unref(rs->last_plan);
@@ -294,6 +298,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   rs->messages = ob_array();
   rs->cut_at = -1;
   ob_map_init(&rs->parts);
+  ob_journal_subs_init(&rs->subs);
   ob_value *pending = ob_array(); /* messages since the last record */
   ob_buf key;
   ob_buf_init(&key);

@@ -21,8 +21,17 @@
  * freeing it, the journal of its log, and its final output. ob_sched.h lists
  * the other files of the scheduler, one concern each.
  *
+ * A run and the runs delegated from it form a tree as deep as --max-depth
+ * (10,000): cancelling and freeing walk it with a worklist, never by
+ * recursion, and delegation itself goes through the loop (ob_run_kick: a
+ * delegated run starts, and its outcome reaches its call, from the run's idle
+ * callback, at most OB_RUN_KICKS such steps a turn for the whole tree), so no
+ * C stack grows with the depth and the loop turns during a delegation bomb.
+ *
  * Costs per call: O(deps + users) bookkeeping, one coroutine, the params'
- * conversion to Lua and the result's back, and one path copy per write. */
+ * conversion to Lua and the result's back, and one path copy per write.
+ * Per delegation: an idle handle per delegating run, two turns of the loop;
+ * cancel and free O(runs in the tree) time and a pointer each of memory. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +146,8 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
   r->calls = ob_xcalloc_aligned(plan->ncalls, sizeof *r->calls, 64);
   r->queue = ob_xcalloc(plan->ncalls, sizeof *r->queue);
   r->serial = ++e->run_serial;
+  r->root = r; /* a delegated run's is set by its delegating call (ob_delegate.c) */
+  r->btail = &r->blocked;
   r->next = e->runs;
   if (e->runs)
     e->runs->prevp = &r->next;
@@ -248,29 +259,123 @@ void ob_run_detach_journal(ob_engine *e, ob_wal *w) {
   }
 }
 
-void ob_run_cancel(ob_run *r) {
+/* --- delegation through the loop ----------------------------------------------------- */
+
+/* The most delegation steps (a delegated run started, an outcome delivered) a
+ * tree of runs takes in one turn of the loop (one millisecond of its clock, when
+ * turns are quicker): a plan that delegates to itself four times over has 4^k
+ * runs to start at depth k, and the loop must still see a signal or a timer
+ * between them. The rest wait for the next turn, in order. */
+#define OB_RUN_KICKS 256
+
+static void kick_fire(uv_idle_t *h) {
+  ob_run *r = h->data, *root = r->root;
+  uint64_t now = uv_now(r->e->loop);
+  if (root->kick_ms != now) {
+    root->kick_ms = now;
+    root->kick_n = 0;
+  }
+  size_t n = r->nkicks, left = OB_RUN_KICKS - (root->kick_n < OB_RUN_KICKS ? root->kick_n
+                                                                           : OB_RUN_KICKS);
+  if (n > left)
+    n = left; /* the idle handle stays on: the rest next turn */
+  if (!n)
+    return;
+  root->kick_n += n;
+  /* the calls asked for so far; what they ask for next waits for the next turn */
+  size_t *list = ob_xmalloc(n * sizeof *list);
+  memcpy(list, r->kicks, n * sizeof *list);
+  memmove(r->kicks, r->kicks + n, (r->nkicks - n) * sizeof *list);
+  r->nkicks -= n;
+  if (!r->nkicks)
+    uv_idle_stop(h);
+  for (size_t i = 0; i < n && !r->cancelled; i++)
+    ob_crun_delegate_step(&r->calls[list[i]]);
+  free(list);
+}
+
+static void free_handle(uv_handle_t *h) { free(h); }
+
+void ob_run_kick(ob_run *r, ob_crun *c) {
+  if (!r->kick) {
+    r->kick = ob_xmalloc(sizeof *r->kick);
+    uv_idle_init(r->e->loop, r->kick);
+    r->kick->data = r;
+  }
+  if (r->nkicks == r->capkicks) {
+    r->capkicks = r->capkicks ? 2 * r->capkicks : 4;
+    r->kicks = ob_xrealloc(r->kicks, r->capkicks * sizeof *r->kicks);
+  }
+  r->kicks[r->nkicks++] = (size_t)(c - r->calls);
+  uv_idle_start(r->kick, kick_fire); /* the loop polls without waiting while it is on */
+}
+
+/* --- cancel and free, without recursion over the delegation depth ------------------- */
+
+/* A run and the runs delegated from it, at any depth, in an array (breadth first):
+ * an explicit worklist, so a chain of --max-depth runs needs no C stack. Runs
+ * already cancelled, and what was delegated from them, are left out when
+ * `live` (they were cancelled whole). */
+static ob_run **run_tree(ob_run *r, int live, size_t *n) {
+  size_t cap = 16, len = 0;
+  ob_run **all = ob_xmalloc(cap * sizeof *all);
+  all[len++] = r;
+  for (size_t k = 0; k < len; k++) {
+    ob_run *x = all[k];
+    for (size_t i = 0; i < x->plan->ncalls; i++) {
+      ob_run *sub = ob_crun_sub(&x->calls[i]);
+      if (!sub || (live && sub->cancelled))
+        continue;
+      if (len == cap)
+        all = ob_xrealloc(all, (cap *= 2) * sizeof *all);
+      all[len++] = sub;
+    }
+  }
+  *n = len;
+  return all;
+}
+
+/* Cancels r alone: its delegated runs are cancelled already (or by the caller). */
+static void cancel_one(ob_run *r) {
   r->cancelled = 1;
   ob_sleep_forget(r);
+  if (r->kick)
+    uv_idle_stop(r->kick);
+  ob_run_unblock(r);
   for (size_t i = 0; i < r->plan->ncalls; i++) {
     ob_crun *c = &r->calls[i];
     ob_timeout_disarm(c);
     c->retry_wait = 0;
     if (c->state == OB_CALL_RUNNING)
-      ob_crun_abandon(c); /* its luv handles closed, its delegated run cancelled */
+      ob_crun_abandon(c); /* its luv handles closed (its delegated run is cancelled) */
     ob_crun_drop_coroutine(c);
-    if (ob_crun_sub(c))
-      ob_run_cancel(ob_crun_sub(c));
+    if (c->holds_slot) { /* given back to the runs of the tree that go on */
+      c->holds_slot = 0;
+      r->root->busy--;
+    }
   }
 }
 
-void ob_run_free(ob_run *r) {
-  if (!r)
-    return;
-  ob_run_cancel(r);
+void ob_run_cancel(ob_run *r) {
+  if (r->cancelled)
+    return; /* whole: what was delegated from it too */
+  size_t n;
+  ob_run **all = run_tree(r, 1, &n);
+  for (size_t k = 0; k < n; k++)
+    all[k]->cancelled = 1; /* first, so that abandoning a call cancels nothing twice */
+  for (size_t k = 0; k < n; k++)
+    cancel_one(all[k]);
+  free(all);
+  if (!r->root->cancelled) /* a delegated run, abandoned: its slots go to the others */
+    ob_run_wake(r->root);
+}
+
+/* Frees r alone: the runs delegated from it are freed already. */
+static void free_one(ob_run *r) {
   for (size_t k = 0; k < r->plan->ncalls; k++) {
     ob_crun *c = &r->calls[k];
     if (c->del) {
-      ob_cdel_clear(c->del);
+      ob_cdel_clear(c->del); /* its run is gone: its plan and messages */
       free(c->del);
     }
     ob_unref(c->raw);
@@ -282,6 +387,9 @@ void ob_run_free(ob_run *r) {
   if (r->jprep)
     uv_close((uv_handle_t *)r->jprep, free_prepare);
   r->jprep = NULL;
+  if (r->kick)
+    uv_close((uv_handle_t *)r->kick, free_handle);
+  free(r->kicks);
   free(r->scope);
   free(r->plans_root);
   *r->prevp = r->next;
@@ -296,8 +404,19 @@ void ob_run_free(ob_run *r) {
     ob_log_free(r->log);
   free(r->calls);
   free(r->queue);
-  ob_engine *e = r->e;
   free(r);
+}
+
+void ob_run_free(ob_run *r) {
+  if (!r)
+    return;
+  ob_engine *e = r->e;
+  ob_run_cancel(r);
+  size_t n;
+  ob_run **all = run_tree(r, 0, &n);
+  while (n) /* the deepest first: a plan outlives its run, a run its delegated ones */
+    free_one(all[--n]);
+  free(all);
   if (e->live_calls == 0) /* no call is left waiting: the collector works as usual */
     ob_gc_calls_gone(e);
 }

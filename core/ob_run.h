@@ -43,7 +43,8 @@ typedef struct ob_event {
 #define OB_RUN_MAX_SLICE_MS 30000
 
 typedef struct ob_run_options {
-  size_t concurrency;      /* 0: unlimited */
+  size_t concurrency;      /* calls running at once in this run and every run delegated
+                              from it (a delegated run's own is not used); 0: unlimited */
   int depth;               /* 0 for a plan run directly; a delegated plan's is its caller's + 1 */
   int max_depth;           /* deepest delegation allowed (0: the default, 16) */
   const ob_value *pre_context; /* messages appended before the plan's context, or NULL */

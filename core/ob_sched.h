@@ -36,6 +36,9 @@ typedef struct ob_cdel {
   ob_plan *plan;
   ob_value *value; /* the plan as read */
   ob_value *log;   /* its messages, attached to this call's output or error */
+  char *scope;     /* its run's scope in the journal ("#1", "#1/#0"; ob_record.c) */
+  uint8_t to_start;  /* its run waits for the loop to start it (ob_run_kick) */
+  uint8_t to_finish; /* its run finished: the loop hands its outcome to the call */
 } ob_cdel;
 
 /* A call of a run as the scheduler holds it. A C tool's handle
@@ -55,6 +58,7 @@ typedef struct ob_crun {
   uint8_t detached;    /* fire-and-forget: not awaited */
   uint8_t asleep;      /* in the engine's sleep heap (obelus.sleep) */
   uint8_t retry_wait;  /* between two attempts: waiting for the next (ob_retry.c) */
+  uint8_t holds_slot;  /* counts against the --concurrency of its run's tree (ob_pump.c) */
   uint32_t attempt;    /* the attempt running or last run, from 1 (ctx.attempt) */
   uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
   uint64_t slice_start; /* when the slice hook first fired in this resume */
@@ -84,6 +88,8 @@ struct ob_run {
   size_t nawaited, settled_awaited, running, detached_running;
   size_t *queue, qhead, qtail; /* each call is queued at most once */
   int pumping, finished, failed, cancelled;
+  int limit_failed; /* a call failed of a limit of the whole run (--max-depth,
+                       --max-calls), here or in a run delegated from here */
   size_t journaled;
   uint64_t t0;
   ob_map schemas;   /* schema value (by address) -> compiled */
@@ -96,6 +102,24 @@ struct ob_run {
   int always;          /* --fsync always: a call starts once what it reads is on disk */
   uint64_t hold_seq;   /* held back until this journal line is durable (0: not held) */
   uint64_t durable_seq; /* the journal's durable line, as last asked */
+  /* Delegation goes through the loop (ob_delegate.c): a delegated run is started,
+   * and its outcome handed to its call, from this idle handle's callback, never
+   * from inside the scheduler pass that asked for it; so the C stack stays flat
+   * however deep plans delegate, and signals, timers and I/O get their turn. */
+  uv_idle_t *kick;     /* made at the first delegation */
+  size_t *kicks, nkicks, capkicks; /* indices of calls with a to_start or to_finish */
+  uint64_t kick_ms;    /* root: the loop's time of the turn kick_n counts (uv_now) */
+  size_t kick_n;       /* root: delegation steps done in that turn (OB_RUN_KICKS caps it) */
+  /* --concurrency bounds the whole tree of runs (the run a host started and every
+   * run delegated from it): the counts live in its root. */
+  ob_run *root;        /* the run the host started (itself, or the delegating one's root) */
+  size_t busy;         /* root: calls holding a slot in the whole tree */
+  ob_run *blocked, **btail; /* root: the runs whose queue waits for a slot, in order */
+  ob_run *bnext, **bprevp;  /* r's place in its root's list (bprevp NULL: not in it) */
+  int waking;          /* root: handing freed slots out (never nests) */
+  const ob_cdel *journal_sub; /* the delegation whose outcome is being written: a message
+                                 carrying its messages names their scope in the journal
+                                 rather than holding them again (ob_record.c) */
 };
 
 /* --- ob_run.c ---------------------------------------------------------------- */
@@ -109,6 +133,11 @@ void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *re
 long ob_run_append(ob_run *r, ob_value *msg, ob_error *err);
 /* Writes the messages appended since the last time to the journal. */
 void ob_run_sync_journal(ob_run *r);
+/* Asks the loop to come back for call c's delegation (its to_start or to_finish),
+ * in a callback of its own: the scheduler pass that asked ends first. */
+void ob_run_kick(ob_run *r, ob_crun *c);
+/* What the kick does for a delegating call (ob_delegate.c). */
+void ob_crun_delegate_step(ob_crun *c);
 /* The run's limit on a tool running without yielding, in ms. */
 unsigned ob_run_slice_limit(const ob_run *r);
 
@@ -140,6 +169,11 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg);
 
 /* Starts queued calls (up to the concurrency); never nests. */
 void ob_run_pump(ob_run *r);
+/* Slots came free in the tree of runs of root: the runs waiting for one go on,
+ * in the order they began to wait; never nests. */
+void ob_run_wake(ob_run *root);
+/* Takes r out of its root's runs waiting for a slot (cancelled or freed). */
+void ob_run_unblock(ob_run *r);
 /* Asks ahead for what starting the call's followers reads (stage 1 to 3). */
 void ob_run_prefetch_users(const ob_run *r, const ob_call *call, int stage);
 /* Asks ahead for the deeper part of the call's own write path (see ob_pump.c). */

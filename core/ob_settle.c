@@ -3,7 +3,9 @@
  * A call settles once. Settling gives back its coroutine, tells the listener,
  * counts it against the run's awaited calls (the run is finished when all
  * have settled), and lowers the pending count of each call that reads it:
- * those that reach zero are queued, and the pump starts them. A call that
+ * those that reach zero are queued, and the pump starts them. Its
+ * --concurrency slot, when it held one, goes back to its tree of runs: the
+ * runs waiting for one go on (ob_run_wake). A call that
  * settles while the pump runs only queues (the pump never nests), so a chain
  * of calls that finish at once runs in constant C stack. A failure is also a
  * message (kind error) in the log, written before the call settles.
@@ -26,6 +28,11 @@ void ob_crun_enqueue(ob_run *r, ob_crun *c) {
 
 void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
   ob_run *r = c->run;
+  int freed = c->holds_slot; /* its --concurrency slot (ob_pump.c) */
+  if (freed) {
+    c->holds_slot = 0;
+    r->root->busy--;
+  }
   if (c->state == OB_CALL_RUNNING) {
     r->running--;
     if (c->detached)
@@ -53,6 +60,8 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
       r->opt.on_done(r, r->opt.ud);
   }
   ob_run_pump(r);
+  if (freed) /* the runs of the tree waiting for a slot (its own followers first) */
+    ob_run_wake(r->root);
 }
 
 /* Appends the error message of a call and settles it as failed. */

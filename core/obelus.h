@@ -429,7 +429,9 @@ typedef struct obelus_run_options {
   const char *input;        /* JSON text of an input document, added after the plan's
                                context as {"type":"data","kind":"input","data":...}
                                (what `obelus run --input` does); NULL for none */
-  size_t concurrency;       /* at most this many calls running at once; 0: unlimited */
+  size_t concurrency;       /* at most this many calls running at once, the calls of its
+                               delegated plans included (one bound, not one per plan);
+                               0: unlimited */
   int time_travel;          /* non-zero: keep every version of every document, so
                                obelus_run_resolve can read as of any position (costs
                                memory and time on long runs; off by default) */

@@ -57,18 +57,31 @@ describe("_delegate", function()
     local r = run([[{"context":[{"type":"input","data":{"n":1}}],
       "plan":[{"_id":"count","_delegate":"countdown.json","n":"†input.n","_outputPath":"out"}]}]], "--journal", j)
     assert.are.equal(0, r.code)
-    local lines = {}
+    local lines, scoped = {}, {}
     for line in io.lines(j) do
       local m = cjson.decode(line)
       if not m.journal then lines[#lines + 1] = m end -- records (start, settled...) aside
+      if m.journal == "msg" then
+        scoped[m.scope] = scoped[m.scope] or {}
+        table.insert(scoped[m.scope], m.msg)
+      end
     end
     assert.are.equal(3, #lines) -- plan, input, the call's output
-    local sub = lines[3]._log
+    -- its _log names the scope whose "msg" lines hold the sub-plan's messages: each is
+    -- in the journal once, however deep the delegation
+    assert.are.same({ scope = "count" }, lines[3]._log)
+    local sub = scoped["count"]
     assert.are.equal("plan", sub[1].type)
     assert.are.equal("input", sub[2].kind) -- its params as input
     local last = sub[#sub]
     assert.are.equal("again", last._call._id) -- the nested delegation, with its own _log
-    assert.is_table(last._log)
+    assert.are.same({ scope = "count/again" }, last._log)
+    assert.is_table(scoped["count/again"])
+    -- `obelus log` puts them back under the call's line
+    local log = cli.run { "log", j }
+    assert.are.equal(0, log.code)
+    assert.matches("2.3.2", log.out, 1, true) -- the nested run's last message
+    os.remove(j)
   end)
 
   it("turns the sub-plan's failure into the call's runtime error, or routes it with ||", function()
