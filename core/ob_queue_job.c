@@ -63,6 +63,12 @@ static int printable_utf8(const char *s, size_t len) {
   return 1;
 }
 
+void ob_queue_text_clean(char *s) {
+  for (unsigned char *p = (unsigned char *)s; p && *p; p++)
+    if (*p < 0x20 || *p >= 0x7f)
+      *p = '?';
+}
+
 static int is_hex16(const char *s, size_t len) {
   if (len != 16)
     return 0;
@@ -89,6 +95,7 @@ static void problem(ob_queue_entry *e, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  ob_queue_text_clean(msg);
   e->error = ob_xstrdup(msg);
 }
 

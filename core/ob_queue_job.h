@@ -36,6 +36,10 @@ int ob_queue_entry_decode(const char *const *fv, const size_t *lens, size_t n,
                           ob_queue_entry *out);
 void ob_queue_entry_free(ob_queue_entry *e);
 
+/* Every byte of s that is not printable ASCII made '?': for messages that quote
+ * what an entry or a plan's text held (they are printed on terminals). */
+void ob_queue_text_clean(char *s);
+
 /* A job id as ob_queue_entry_decode accepts it. */
 int ob_queue_id_ok(const char *s, size_t len);
 
