@@ -69,6 +69,10 @@
 #define OB_QUEUE_CLAIM_IDLE_MS 30000
 /* A worker's default --max-deliveries. */
 #define OB_QUEUE_MAX_DELIVERIES 5
+/* A sharded job has at most this many parts (a job hash that says more is broken). */
+#define OB_QUEUE_PARTS_MAX 1000000
+#define OB_QUEUE_STR_(x) #x
+#define OB_QUEUE_STR(x) OB_QUEUE_STR_(x)
 
 /* The key for what of queue q (a job id, a plan hash...): "ob:{q}:what" or
  * "ob:{q}:what:id". Malloc'ed. */

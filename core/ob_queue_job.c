@@ -30,6 +30,12 @@ int ob_queue_id_ok(const char *s, size_t len) {
 }
 
 /* UTF-8 without control characters (C0, DEL, C1): safe to print. */
+static int printable_utf8(const char *s, size_t len);
+
+int ob_queue_plan_name_ok(const char *s, size_t len) {
+  return s && len && len <= OB_QUEUE_NAME_MAX && printable_utf8(s, len);
+}
+
 static int printable_utf8(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s, *end = p + len;
   while (p < end) {
@@ -140,8 +146,7 @@ int ob_queue_entry_decode(const char *const *fv, const size_t *lens, size_t n,
 
   if (!seen[F_NAME])
     out->name = ob_xstrdup("plan.json");
-  else if (!vlen[F_NAME] || vlen[F_NAME] > OB_QUEUE_NAME_MAX ||
-           !printable_utf8(val[F_NAME], vlen[F_NAME]))
+  else if (!ob_queue_plan_name_ok(val[F_NAME], vlen[F_NAME]))
     problem(out, "\"name\": not a plan's name (1 to 1024 bytes of UTF-8, no control "
                  "characters)");
   else

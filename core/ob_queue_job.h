@@ -40,6 +40,9 @@ void ob_queue_entry_free(ob_queue_entry *e);
  * what an entry or a plan's text held (they are printed on terminals). */
 void ob_queue_text_clean(char *s);
 
+/* A plan's name as ob_queue_entry_decode accepts it. */
+int ob_queue_plan_name_ok(const char *s, size_t len);
+
 /* A job id as ob_queue_entry_decode accepts it. */
 int ob_queue_id_ok(const char *s, size_t len);
 

@@ -206,6 +206,25 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
     assert.are.equal(1, l.code)
     assert.truthy(l.err:match("inputs.*object"), l.err)
     assert.truthy(text:match("b%-object"), text)
+    text = fs.slurp(log) or ""
+    assert.falsy(text:match("Sanitizer"), text)
+  end)
+
+  it("job hashes written by hand: wait prints a readable result, never a crash or a broken line", function()
+    rcli({ "HSET", "ob:{h4}:job:s1", "state", "sharded", "parts", "99999999999999999" })
+    rcli({ "HSET", "ob:{h4}:job:s2", "state", "sharded", "parts", "-3" })
+    rcli({ "HSET", "ob:{h4}:job:o1", "state", "done", "exit", "0", "output", "{not json" })
+    rcli({ "HSET", "ob:{h4}:job:o2", "state", "failed", "exit", "99999999999", "output", "[1]" })
+    local r, got = wait_all("h4", { "s1", "s2", "o1", "o2" })
+    assert.are.equal(1, r.code, r.err)
+    assert.are.equal(4, #lines(r.out), r.out)
+    for _, id in ipairs { "s1", "s2" } do
+      assert.are.equal(2, got[id].exit, r.out)
+      assert.truthy(got[id].error:match("broken"), r.out)
+    end
+    assert.are.equal(1, got.o1.exit, r.out)
+    assert.truthy(got.o1.error:match("not JSON"), r.out)
+    assert.are.same({ job = "o2", exit = 1, output = { 1 } }, got.o2)
   end)
 
   it("two entries with one job id: it runs once, and the second entry is acked", function()
@@ -262,6 +281,7 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
     local w2 = obelus({ "worker", "--redis", redis.url, "--queue", "h3", "--tools", tools, "--drain" }, 30)
     assert.are.equal(0, w2.code, w2.err)
     assert.truthy(w2.err:match("job " .. id .. ": already finished"), w2.err)
+    assert.truthy(w2.err:match("0 done, 0 failed, 0 taken over, 0 poison, 3 ignored"), w2.err)
     local r2, got2 = wait_all("h3", { id })
     assert.are.equal(0, r2.code, r2.err)
     assert.are.same({ job = id, exit = 0, output = 6 }, got2[id])
