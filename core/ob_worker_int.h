@@ -21,6 +21,7 @@ typedef struct wjob {
   struct wjob *next;
   char *id, *stream, *entry, *name, *plan_hash, *jkey, *path;
   ob_value *inputs;
+  char *holder;        /* "STREAM ENTRY": what the job's hash names as holding it */
   char *bad;           /* why its entry cannot run (ob_queue_entry_decode), or NULL */
   jstate state;
   int claimed, handed_back;

@@ -61,6 +61,10 @@ wjob *ob_wjob_new(ob_worker *w, const char *stream, redisReply *entry) {
   j->w = w;
   j->stream = ob_xstrdup(stream);
   j->entry = ob_xstrdup(entry->element[0]->str);
+  ob_buf hb;
+  ob_buf_init(&hb);
+  ob_buf_addf(&hb, "%s %s", stream, j->entry);
+  j->holder = hb.data;
   redisReply *f = entry->element[1];
   const char **fv = ob_xcalloc(f->elements + 1, sizeof *fv);
   size_t *lens = ob_xcalloc(f->elements + 1, sizeof *lens);
@@ -112,6 +116,7 @@ void ob_wjob_free(wjob *j) {
   free(j->id);
   free(j->stream);
   free(j->entry);
+  free(j->holder);
   free(j->name);
   free(j->plan_hash);
   free(j->jkey);
@@ -155,7 +160,7 @@ void ob_wjob_done(wjob *j) {
 /* A job's result stored, its end added to the done stream and counted, unless it
  * already has one (a finished job's result is never replaced: the first result
  * stands) or another entry of its id holds it (that entry's run will store it).
- * KEYS: the job's hash, the done stream, the stats hash. ARGV: entry, state, exit,
+ * KEYS: the job's hash, the done stream, the stats hash. ARGV: holder, state, exit,
  * output, finished, worker, done's MAXLEN, job id[, error]. 1: stored, 0: not. */
 static const char FINISH_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
@@ -239,7 +244,7 @@ void ob_worker_send_finishes(ob_worker *w) {
       char exit[8];
       snprintf(exit, sizeof exit, "%d", j->exit);
       char *jk = ob_queue_key(w->queue, "job", j->id);
-      const char *argv[16] = {"EVAL", FINISH_SCRIPT, "3", jk, done, stats, j->entry,
+      const char *argv[16] = {"EVAL", FINISH_SCRIPT, "3", jk, done, stats, j->holder,
                               j->exit ? "failed" : "done", exit, j->output ? j->output : "null",
                               nowms, w->me, keep, j->id};
       int argc = 14;
@@ -558,7 +563,8 @@ static void fetch_plan(wjob *j) {
  * takeover, a redelivery) gets it again. The plan's text comes back too when asked,
  * so that a job costs the round trips it did when this was an HSET and a GET.
  * KEYS: the job's hash, the entry's stream, the plan (or the job's hash again).
- * ARGV: worker, started, deliveries, claimed (0/1), entry, group, plan wanted (0/1).
+ * ARGV: worker, started, deliveries, claimed (0/1), entry, group, plan wanted (0/1),
+ * holder ("STREAM ENTRY", stored as the hash's "entry").
  * Reply: {"ok"|"done"|"failed"|"sharded"|"busy", plan text or nil[, holding entry]}. */
 static const char CLAIM_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
@@ -573,13 +579,13 @@ static const char CLAIM_SCRIPT[] =
     "end\n"
     "if st == 'running' then\n"
     "  local owner = redis.call('HGET', KEYS[1], 'entry')\n"
-    "  if owner and owner ~= ARGV[5] then\n"
+    "  if owner and owner ~= ARGV[8] then\n"
     "    redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"
     "    return {'busy', plan, owner}\n"
     "  end\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'started', ARGV[2],\n"
-    "           'deliveries', ARGV[3], 'entry', ARGV[5])\n"
+    "           'deliveries', ARGV[3], 'entry', ARGV[8])\n"
     "if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'claimed', '1') end\n"
     "return {'ok', plan}\n";
 
@@ -673,8 +679,8 @@ void ob_wjob_take(wjob *j) {
   snprintf(dl, sizeof dl, "%lld", j->deliveries);
   const char *argv[] = {"EVAL", CLAIM_SCRIPT, "3", jk, j->stream, pk, w->me, now, dl,
                         j->claimed ? "1" : "0", j->entry, OB_QUEUE_GROUP,
-                        j->asks_plan ? "1" : "0"};
-  if (ob_redis_send(w->cmd, on_claim, j, 13, argv, NULL) != OB_OK) {
+                        j->asks_plan ? "1" : "0", j->holder};
+  if (ob_redis_send(w->cmd, on_claim, j, 14, argv, NULL) != OB_OK) {
     j->asks_plan = 0;
     j->handed_back = 1; /* down: it stays pending, claimed again later */
     ob_wjob_done(j);
