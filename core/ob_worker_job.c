@@ -1,13 +1,17 @@
 /* ob_worker_job.c -- a job's life in a worker (ob_worker_int.h; the data it
  * reads and writes is laid out in ob_queue.h).
  *
- * A job goes FETCH (its plan's text: one GET per plan however many jobs of it
- * arrive together, parsed plans kept by hash) -> RUN (a run on the worker's
+ * A job's entry is decoded and checked first (ob_queue_job.h: a bad one still
+ * becomes a job, whose result says what is wrong). A job goes FETCH (its claim: an
+ * EVAL that marks it running unless it finished or another entry of its id holds
+ * it, in which case the entry is acked and the job dropped; and its plan's text,
+ * brought by the claim, or one GET per plan however many jobs of it arrive
+ * together, parsed plans kept by hash) -> RUN (a run on the worker's
  * engine, whose journal goes to /dev/null and, at every flush, to the job's copy
  * and an APPEND to ob:{Q}:journal:ID) -> RAN (the run settled: from the reaper,
  * its end record and result) -> FINISH (results stored in batches: one MULTI per
- * loop turn, per job an HSET and an XADD, one XACK per stream for all, the
- * counters once; EXEC answered) -> DONE (freed by the reaper). A job taken over
+ * loop turn, per job an EVAL that stores it unless the job has a result already,
+ * one XACK per stream for all, the rate once; EXEC answered) -> DONE (freed by the reaper). A job taken over
  * from a dead worker goes through RESUME first: its journal is read from Redis
  * into a file in the worker's folder, ob_resume cuts it back to its last record
  * and the run is made from it (completed calls are not run again), after Redis's
