@@ -35,6 +35,13 @@ ob_queue_batch *ob_queue_batch_new(const char *plan_text, size_t len, const char
       b->name = (free(b->name), ob_xstrdup("plan"));
   }
   ob_error err;
+  if (len > OB_QUEUE_PLAN_MAX) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s: %zu bytes; a queued plan is at most %zu MB", b->name, len,
+             OB_QUEUE_PLAN_MAX >> 20);
+    problem(b, msg);
+    return b;
+  }
   if (!(b->plan_value = ob_json_parse(plan_text, len, &err))) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s: %s", b->name, err.msg);

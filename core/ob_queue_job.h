@@ -15,6 +15,9 @@
 /* A plan's name (its file name, in messages): at most this many bytes of UTF-8,
  * no control characters. */
 #define OB_QUEUE_NAME_MAX 1024
+/* A plan's text in Redis: at most this many bytes (submit refuses more; a worker
+ * fails a job whose plan is longer). */
+#define OB_QUEUE_PLAN_MAX ((size_t)64 << 20)
 /* The inputs field: at most this many bytes of JSON. */
 #define OB_QUEUE_INPUTS_MAX ((size_t)64 << 20)
 

@@ -502,6 +502,11 @@ static ob_value *plan_of(ob_worker *w, const char *hash, redisReply *rp, ob_erro
     ob_error_set(err, OB_ENOENT, 0, "the job's plan is gone from Redis");
     return NULL;
   }
+  if (rp->len > OB_QUEUE_PLAN_MAX) {
+    ob_error_set(err, OB_EINVAL, 0, "the job's plan is %zu bytes; at most %zu MB", (size_t)rp->len,
+                 OB_QUEUE_PLAN_MAX >> 20);
+    return NULL;
+  }
   ob_error perr;
   if (!(v = ob_json_parse(rp->str, rp->len, &perr))) {
     ob_queue_text_clean(perr.msg);
