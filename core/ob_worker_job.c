@@ -569,12 +569,14 @@ static void fetch_plan(wjob *j) {
  * result stands), it is a sharded job's whole, or another entry of the same id holds
  * it (running, or pending on a worker that died: that entry is taken over). Then
  * this entry is acknowledged and the job dropped. An entry that holds the job (a
- * takeover, a redelivery) gets it again. The plan's text comes back too when asked,
+ * takeover, a redelivery) gets it again, and so does a new entry when the holder is
+ * gone from its stream or pending nowhere: "orphan", resumed from its journal. The plan's text comes back too when asked,
  * so that a job costs the round trips it did when this was an HSET and a GET.
  * KEYS: the job's hash, the entry's stream, the plan (or the job's hash again).
  * ARGV: worker, started, deliveries, claimed (0/1), entry, group, plan wanted (0/1),
  * holder ("STREAM ENTRY", stored as the hash's "entry").
- * Reply: {"ok"|"done"|"failed"|"sharded"|"busy", plan text or nil[, holding entry]}. */
+ * Reply: {"ok"|"done"|"failed"|"sharded"|"busy", plan text or nil[, the holder, or
+ * "orphan"]}. */
 static const char CLAIM_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
     "local plan = false\n"
@@ -586,17 +588,32 @@ static const char CLAIM_SCRIPT[] =
     "  redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"
     "  return {st, plan}\n"
     "end\n"
+    "local orphan = false\n"
     "if st == 'running' then\n"
     "  local owner = redis.call('HGET', KEYS[1], 'entry')\n"
     "  if owner and owner ~= ARGV[8] then\n"
-    "    redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"
-    "    return {'busy', plan, owner}\n"
+    "    local sp = string.find(owner, ' ', 1, true)\n"
+    "    local held = true\n"
+    "    if sp then\n"
+    "      local e = string.sub(owner, sp + 1)\n"
+    "      local s = string.sub(owner, 1, sp - 1)\n"
+    "      local r = redis.pcall('XRANGE', s, e, e)\n"
+    "      local p = redis.pcall('XPENDING', s, ARGV[6], e, e, 1)\n"
+    "      local gone = type(r) == 'table' and r.err == nil and #r == 0\n"
+    "      local idle = type(p) == 'table' and p.err == nil and #p == 0\n"
+    "      held = not gone and not idle\n"
+    "    end\n"
+    "    if held then\n"
+    "      redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"
+    "      return {'busy', plan, owner}\n"
+    "    end\n"
+    "    orphan = 'orphan'\n"
     "  end\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'started', ARGV[2],\n"
     "           'deliveries', ARGV[3], 'entry', ARGV[8])\n"
-    "if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'claimed', '1') end\n"
-    "return {'ok', plan}\n";
+    "if ARGV[4] == '1' or orphan then redis.call('HSET', KEYS[1], 'claimed', '1') end\n"
+    "return {'ok', plan, orphan}\n";
 
 static void on_claim(void *ud, redisReply *rp, const char *why) {
   wjob *j = ud;
@@ -636,6 +653,12 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     w->stats.refused++;
     ob_wjob_done(j);
     return;
+  }
+  if (rp->elements > 2 && rp->element[2]->type == REDIS_REPLY_STRING &&
+      !strcmp(rp->element[2]->str, "orphan") && !j->claimed) {
+    ob_worker_say(w, "job %s: the entry that held it is gone; entry %s takes it over", j->id,
+                  j->entry);
+    j->claimed = 1; /* resumed from its journal, as a takeover is */
   }
   if (j->deliveries > (long long)w->o.max_deliveries) {
     char why2[256];

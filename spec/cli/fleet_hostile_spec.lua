@@ -261,6 +261,44 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
     assert.are.equal(0, st.failed)
   end)
 
+  it("a job whose holding entry was deleted (its worker killed): a new entry of its id takes it over", function()
+    local marks = dir .. "/marks-orphan"
+    local plan = { plan = {} }
+    for i = 1, 5 do
+      plan.plan[i] = { _id = "s" .. i, _tool = "step", n = i == 1 and 1 or ("†state.s" .. (i - 1)), ms = 150,
+                       mark = marks, _outputPath = "†state.s" .. i }
+    end
+    plan.output = "†state.s5"
+    local p = plan_file("orphan.json", plan)
+    local s = obelus { "submit", p, "--redis", redis.url, "--queue", "h5", "--tools", tools }
+    assert.are.equal(0, s.code, s.err)
+    local id = s.out:match("%S+")
+    local stream = rcli({ "HGET", "ob:{h5}:job:" .. id, "stream" }):match("%S+")
+    local hash = rcli({ "HGET", "ob:{h5}:job:" .. id, "plan" }):match("%x+")
+    local entry = rcli({ "XRANGE", stream, "-", "+" }):match("%d+%-%d+")
+    local pid = start_worker("h5", { "--tools", tools, "--claim-idle", "300" })
+    local n = 0
+    for _ = 1, 400 do -- until two calls have run
+      n = #lines(fs.slurp(marks) or "")
+      if n >= 2 then break end
+      os.execute("sleep 0.02")
+    end
+    sh("kill -9 " .. pid)
+    stop(pid)
+    assert.is_true(n >= 2 and n < 5, "marks: " .. n)
+    assert.truthy(rcli({ "XDEL", stream, entry }):match("1"))
+    rcli({ "XADD", stream, "*", "job", id, "plan", hash, "name", "orphan.json" })
+    local w = obelus({ "worker", "--redis", redis.url, "--queue", "h5", "--tools", tools, "--claim-idle", "300", "--drain" }, 30)
+    assert.are.equal(0, w.code, w.err)
+    assert.truthy(w.err:match("the entry that held it is gone"), w.err)
+    local r, got = wait_all("h5", { id })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ job = id, exit = 0, output = 32 }, got[id])
+    -- resumed from its journal: five calls, plus at most the one in flight at the kill
+    local total = #lines(fs.slurp(marks) or "")
+    assert.is_true(total == 5 or total == 6, "runs: " .. total)
+  end)
+
   it("a finished job's entry added again (even malformed): acked and ignored, its result kept", function()
     local marks = dir .. "/marks-again"
     local p = plan_file("again.json", { plan = { { _tool = "step", n = "†input.n", mark = marks, _outputPath = "†state.a" } },
