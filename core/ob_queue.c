@@ -517,6 +517,8 @@ static void on_part_state(void *ud, redisReply *rp, const char *why) {
   (void)why;
   if (w && rp->type != REDIS_REPLY_ERROR)
     take_state(&w->slots[q->slot].parts[q->part], rp);
+  else if (w) /* not a hash (WRONGTYPE): it will never finish */
+    broken(&w->slots[q->slot].parts[q->part], "the job's record in Redis is broken: it is not a hash");
   ob_queue_wait *ow = q->w;
   free(q);
   if (w)
@@ -542,7 +544,10 @@ static void on_job_state(void *ud, redisReply *rp, const char *why) {
   wreq *q = ud;
   ob_queue_wait *w = reply_of(q, rp);
   (void)why;
-  if (w && rp->type == REDIS_REPLY_ARRAY && rp->elements == 5) {
+  if (w && rp->type == REDIS_REPLY_ERROR) { /* not a hash (WRONGTYPE): it will never finish */
+    w->slots[q->slot].resolved = 1;
+    broken(&w->slots[q->slot].parts[0], "the job's record in Redis is broken: it is not a hash");
+  } else if (w && rp->type == REDIS_REPLY_ARRAY && rp->elements == 5) {
     slot *s = &w->slots[q->slot];
     const char *state = ob_redis_str(rp->element[0]);
     if (!state) {

@@ -215,10 +215,11 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
     rcli({ "HSET", "ob:{h4}:job:s2", "state", "sharded", "parts", "-3" })
     rcli({ "HSET", "ob:{h4}:job:o1", "state", "done", "exit", "0", "output", "{not json" })
     rcli({ "HSET", "ob:{h4}:job:o2", "state", "failed", "exit", "99999999999", "output", "[1]" })
-    local r, got = wait_all("h4", { "s1", "s2", "o1", "o2" })
+    rcli({ "SET", "ob:{h4}:job:t1", "not a hash" })
+    local r, got = wait_all("h4", { "s1", "s2", "o1", "o2", "t1" })
     assert.are.equal(1, r.code, r.err)
-    assert.are.equal(4, #lines(r.out), r.out)
-    for _, id in ipairs { "s1", "s2" } do
+    assert.are.equal(5, #lines(r.out), r.out)
+    for _, id in ipairs { "s1", "s2", "t1" } do
       assert.are.equal(2, got[id].exit, r.out)
       assert.truthy(got[id].error:match("broken"), r.out)
     end
