@@ -27,6 +27,8 @@ typedef struct wjob {
   int claimed, handed_back;
   int fetching, awaits_plan; /* its GET of the plan is out; another job's GET will do */
   int asks_plan;       /* its claim (the EVAL that marks it running) also GETs the plan */
+  int replies;         /* replies still to come to commands sent with it as their ud: it
+                          is not freed before (a job handed back meanwhile ignores them) */
   long long deliveries;
   ob_value *plan_value;
   ob_plan *plan;

@@ -140,7 +140,7 @@ void ob_worker_reap_jobs(ob_worker *w) {
     wjob *j = *pp;
     if (j->state == J_RAN)
       run_finish(j);
-    if (j->state == J_DONE) {
+    if (j->state == J_DONE && !j->replies) {
       *pp = j->next;
       ob_wjob_free(j);
     } else {
@@ -463,10 +463,24 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   ob_run_start(j->run);
 }
 
+/* A reply to a command sent for j: 0 when j was handed back meanwhile (the reply is
+ * ignored; the reaper may free it now). */
+static int reply_for(wjob *j) {
+  j->replies--;
+  if (j->state != J_DONE)
+    return 1;
+  ob_worker_schedule_reap(j->w);
+  return 0;
+}
+
 static void on_journal(void *ud, redisReply *rp, const char *why) {
   wjob *j = ud;
-  if (!rp) {
-    job_result(j, 1, NULL, why); /* cannot happen often: the job is handed back below */
+  (void)why;
+  if (!reply_for(j))
+    return;
+  if (!rp) { /* the connection went: left pending, taken over again later */
+    j->handed_back = 1;
+    ob_wjob_done(j);
     return;
   }
   const char *text = ob_redis_str(rp);
@@ -487,6 +501,8 @@ static void job_begin(wjob *j) {
     j->state = J_RESUME;
     if (ob_redis_send(w->cmd, on_journal, j, 2, (const char *[]){"GET", j->jkey}, NULL) != OB_OK)
       ob_wjob_done(j); /* down: it stays pending, claimed again later */
+    else
+      j->replies++;
     return;
   }
   job_run(j);
@@ -539,8 +555,9 @@ static void on_plan(void *ud, redisReply *rp, const char *why) {
   j->fetching = 0;
   char hash[17];
   snprintf(hash, sizeof hash, "%s", j->plan_hash);
-  plan_arrived(j, rp);
-  for (wjob *o = w->jobs; o; o = o->next)
+  if (reply_for(j))
+    plan_arrived(j, rp);
+  for (wjob *o = w->jobs; o; o = o->next) /* whatever became of j */
     if (o->awaits_plan && o->state == J_FETCH && o->plan_hash && !strcmp(o->plan_hash, hash)) {
       o->awaits_plan = 0;
       plan_arrived(o, rp);
@@ -561,6 +578,7 @@ static void fetch_plan(wjob *j) {
     ob_wjob_done(j);
   } else {
     j->fetching = 1;
+    j->replies++;
   }
   free(pk);
 }
@@ -620,6 +638,8 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
   ob_worker *w = j->w;
   int asked = j->asks_plan;
   j->asks_plan = 0;
+  if (!reply_for(j))
+    return; /* handed back meanwhile (the worker stopped): its entry is claimable */
   if (!rp) { /* the connection went: whether it was marked or not, the entry stays pending */
     j->handed_back = 1;
     ob_wjob_done(j);
@@ -716,6 +736,8 @@ void ob_wjob_take(wjob *j) {
     j->asks_plan = 0;
     j->handed_back = 1; /* down: it stays pending, claimed again later */
     ob_wjob_done(j);
+  } else {
+    j->replies++;
   }
   free(jk);
   free(pk);
