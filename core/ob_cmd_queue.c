@@ -525,9 +525,22 @@ static int log_one(ob_cmd_redis *c, uv_loop_t *loop, const queue_args *a, const 
   }
   if (ob_typeof(text) != OB_STRING) {
     ob_unref(text);
-    fprintf(stderr, "obelus log: job %s has no journal in queue %s (not started, or no such "
-                    "job)\n",
-            job, a->queue);
+    /* a job that failed before it ran (a malformed entry, an invalid plan): why */
+    char *jk = ob_queue_key(a->queue, "job", job);
+    ob_value *st = call(c, loop, 4, (const char *[]){"HMGET", jk, "state", "error"});
+    free(jk);
+    const ob_value *state = st && ob_typeof(st) == OB_ARRAY && ob_array_len(st) == 2
+                                ? ob_array_get(st, 0) : NULL;
+    const ob_value *why = state ? ob_array_get(st, 1) : NULL;
+    if (why && ob_typeof(why) == OB_STRING && ob_typeof(state) == OB_STRING)
+      fprintf(stderr, "obelus log: job %s has no journal in queue %s: it %s before it ran: %s\n",
+              job, a->queue, !strcmp(ob_string_ptr(state), "failed") ? "failed" : "ended",
+              ob_string_ptr(why));
+    else
+      fprintf(stderr, "obelus log: job %s has no journal in queue %s (not started, or no such "
+                      "job)\n",
+              job, a->queue);
+    ob_unref(st);
     return OB_EXIT_FAIL;
   }
   const char *tmp = getenv("TMPDIR");

@@ -127,9 +127,12 @@ int ob_cmd_worker(int argc, char **argv) {
     fprintf(stderr, "obelus worker: %s\n", c.why);
     rc = OB_EXIT_UNAVAILABLE;
   } else {
-    fprintf(stderr, "obelus worker: ended: %llu done, %llu failed, %llu taken over, %llu poison\n",
+    fprintf(stderr, "obelus worker: ended: %llu done, %llu failed, %llu taken over, %llu poison",
             (unsigned long long)st.done, (unsigned long long)st.failed,
             (unsigned long long)st.claimed, (unsigned long long)st.poisoned);
+    if (st.refused) /* entries of jobs that had finished, or that another entry held */
+      fprintf(stderr, ", %llu ignored", (unsigned long long)st.refused);
+    fputc('\n', stderr);
     rc = OB_EXIT_OK;
   }
 done:

@@ -441,13 +441,36 @@ static void take_state(part *p, redisReply *rp) {
   p->state = state ? ob_xstrdup(state) : NULL;
   if (state && (!strcmp(state, "done") || !strcmp(state, "failed"))) {
     p->finished = 1;
-    p->exit = (int)ob_redis_int(rp->element[1], 1);
+    /* what a worker stored, or anyone with access to Redis: checked before it is
+     * printed as a result (an exit of 0 to 2, the output JSON) */
+    long long ex = ob_redis_int(rp->element[1], 1);
+    p->exit = ex >= 0 && ex <= 2 ? (int)ex : 1;
     const char *out = ob_redis_str(rp->element[2]), *err = ob_redis_str(rp->element[3]);
     free(p->output);
     free(p->error);
-    p->output = out ? ob_xstrdup(out) : NULL;
+    p->output = NULL;
     p->error = err ? ob_xstrdup(err) : NULL;
+    ob_value *v = out ? ob_json_parse(out, rp->element[2]->len, NULL) : NULL;
+    if (v) {
+      p->output = ob_xstrdup(out);
+    } else if (out && !p->error) {
+      p->exit = p->exit ? p->exit : 1;
+      p->error = ob_xstrdup("the job's stored output is not JSON");
+    }
+    ob_unref(v);
   }
+}
+
+/* A job whose hash cannot be right (a sharded job of no or too many parts): failed, with why. */
+static void broken(part *p, const char *why) {
+  p->known = p->finished = 1;
+  p->exit = 2;
+  free(p->state);
+  free(p->output);
+  free(p->error);
+  p->state = ob_xstrdup("failed");
+  p->output = NULL;
+  p->error = ob_xstrdup(why);
 }
 
 /* A reply of this wait: NULL when it is stale or the connection went (the
@@ -494,6 +517,8 @@ static void on_part_state(void *ud, redisReply *rp, const char *why) {
   (void)why;
   if (w && rp->type != REDIS_REPLY_ERROR)
     take_state(&w->slots[q->slot].parts[q->part], rp);
+  else if (w) /* not a hash (WRONGTYPE): it will never finish */
+    broken(&w->slots[q->slot].parts[q->part], "the job's record in Redis is broken: it is not a hash");
   ob_queue_wait *ow = q->w;
   free(q);
   if (w)
@@ -519,11 +544,20 @@ static void on_job_state(void *ud, redisReply *rp, const char *why) {
   wreq *q = ud;
   ob_queue_wait *w = reply_of(q, rp);
   (void)why;
-  if (w && rp->type == REDIS_REPLY_ARRAY && rp->elements == 5) {
+  if (w && rp->type == REDIS_REPLY_ERROR) { /* not a hash (WRONGTYPE): it will never finish */
+    w->slots[q->slot].resolved = 1;
+    broken(&w->slots[q->slot].parts[0], "the job's record in Redis is broken: it is not a hash");
+  } else if (w && rp->type == REDIS_REPLY_ARRAY && rp->elements == 5) {
     slot *s = &w->slots[q->slot];
     const char *state = ob_redis_str(rp->element[0]);
     if (!state) {
       s->missing = 1;
+    } else if (!strcmp(state, "sharded") &&
+               (ob_redis_int(rp->element[4], 0) < 1 ||
+                ob_redis_int(rp->element[4], 0) > OB_QUEUE_PARTS_MAX)) {
+      s->resolved = 1;
+      broken(&s->parts[0], "the job's record in Redis is broken: a sharded job whose \"parts\" "
+                           "is not a count of 1 to " OB_QUEUE_STR(OB_QUEUE_PARTS_MAX));
     } else if (!strcmp(state, "sharded")) {
       long long n = ob_redis_int(rp->element[4], 0);
       s->sharded = 1;

@@ -18,7 +18,8 @@
  *                            the same files read it, so a job waits for one
  *   ob:{Q}:streams           SET of those stream keys (status, and workers' claims)
  *     entry fields: job ID, plan H, name (the plan's file name), inputs (a JSON array
- *     of input documents, when any)
+ *     of input documents, when any); anyone with access can XADD one, so a worker
+ *     checks each field first (ob_queue_job.h) and fails a job that breaks one
  *     consumer group "workers"; a worker is a consumer named host:pid
  *   ob:{Q}:job:ID            HASH: state (queued, running, done, failed; "sharded"
  *                            for a job split into parts), stream, submitted,
@@ -26,8 +27,10 @@
  *                            deliveries, claimed (1 once taken over from a dead
  *                            worker), exit (0, 1, 2), output (the run's result,
  *                            JSON), error (why it failed without a result), tools
- *                            (the submitted tool files, JSON); a sharded job:
- *                            parts (how many), instances (JSON: each part's ids)
+ *                            (the submitted tool files, JSON), entry ("STREAM
+ *                            ENTRY": the entry that holds the job, set when a worker
+ *                            claims it); a sharded job: parts (how many, at most
+ *                            OB_QUEUE_PARTS_MAX), instances (JSON: each part's ids)
  *   ob:{Q}:journal:ID        STRING: the job's journal, the lines `run --journal`
  *                            writes, APPENDed as the worker flushes them
  *   ob:{Q}:done              STREAM of finished jobs (job, exit), trimmed to about
@@ -47,10 +50,17 @@
  * live worker. A job delivered more than --max-deliveries times (its worker died
  * each time) is failed as poison instead of run again.
  *
+ * A job id runs once however many entries name it: a worker claims a job with one
+ * EVAL that marks it running (recording its entry as "entry") unless it has
+ * finished, is a sharded job's whole, or another entry holds it; then the entry
+ * is acknowledged and dropped. An entry that holds its job (taken over, handed
+ * back) gets it again. Its result is stored by another script that keeps the first
+ * result: a finished job's result is never replaced.
+ *
  * Costs (per job, trivial plan): submit, 2 commands pipelined (HSET, XADD) after
  * one INCRBY for the whole batch; the worker, one XREADGROUP per batch of jobs, an
- * HSET, a GET of the plan the first time it sees it, one APPEND per journal
- * flush, and one MULTI (HSET, XADD, XACK, HINCRBY, INCR, EXPIRE) at the end;
+ * EVAL (the claim, which also GETs the plan the first time it sees it), one APPEND
+ * per journal flush, and one MULTI (an EVAL per job, XACK, INCRBY, EXPIRE) at the end;
  * wait, one XREAD per batch of finished jobs and one HMGET per job. */
 #ifndef OB_QUEUE_H
 #define OB_QUEUE_H
@@ -69,6 +79,10 @@
 #define OB_QUEUE_CLAIM_IDLE_MS 30000
 /* A worker's default --max-deliveries. */
 #define OB_QUEUE_MAX_DELIVERIES 5
+/* A sharded job has at most this many parts (a job hash that says more is broken). */
+#define OB_QUEUE_PARTS_MAX 1000000
+#define OB_QUEUE_STR_(x) #x
+#define OB_QUEUE_STR(x) OB_QUEUE_STR_(x)
 
 /* The key for what of queue q (a job id, a plan hash...): "ob:{q}:what" or
  * "ob:{q}:what:id". Malloc'ed. */

@@ -5,12 +5,14 @@
  * schemas, as `check` does. Inputs are checked as --input is. A sharded plan's
  * parts are the plan with "instances" cut to K ids each (the "auto" list already
  * resolved from the context), printed once and shared by every batch line. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ob_mem.h"
 #include "ob_plan.h"
 #include "ob_queue_batch.h"
+#include "ob_queue_job.h"
 #include "ob_run.h"
 
 static void problem(ob_queue_batch *b, const char *text) {
@@ -25,7 +27,21 @@ ob_queue_batch *ob_queue_batch_new(const char *plan_text, size_t len, const char
   b->plan_text = ob_xstrndup(plan_text, len);
   b->plan_len = len;
   b->name = ob_xstrdup(name ? name : "plan");
+  if (!ob_queue_plan_name_ok(b->name, strlen(b->name))) { /* what a worker would refuse */
+    if (strlen(b->name) > OB_QUEUE_NAME_MAX)
+      b->name[OB_QUEUE_NAME_MAX] = '\0';
+    ob_queue_text_clean(b->name);
+    if (!*b->name)
+      b->name = (free(b->name), ob_xstrdup("plan"));
+  }
   ob_error err;
+  if (len > OB_QUEUE_PLAN_MAX) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s: %zu bytes; a queued plan is at most %zu MB", b->name, len,
+             OB_QUEUE_PLAN_MAX >> 20);
+    problem(b, msg);
+    return b;
+  }
   if (!(b->plan_value = ob_json_parse(plan_text, len, &err))) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s: %s", b->name, err.msg);
@@ -54,6 +70,31 @@ ob_queue_batch *ob_queue_batch_new(const char *plan_text, size_t len, const char
 
   size_t nlines = lines ? ob_array_len(lines) : 1;
   size_t nparts = shard ? (p->ninstances + shard - 1) / shard : 0;
+  if (nparts > OB_QUEUE_PARTS_MAX) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "--shard %zu makes %zu parts; at most %d are allowed", shard, nparts,
+             OB_QUEUE_PARTS_MAX);
+    problem(b, msg);
+    return b;
+  }
+  for (size_t l = 0; l < nlines; l++) { /* what a worker would refuse */
+    ob_value *in = ob_array();
+    for (size_t i = 0; inputs && i < ob_array_len(inputs); i++)
+      in = ob_array_push(in, ob_ref(ob_array_get(inputs, i)));
+    if (lines)
+      in = ob_array_push(in, ob_ref(ob_array_get(lines, l)));
+    char *text = ob_json_print(in, OB_JSON_COMPACT, NULL);
+    size_t n = text ? strlen(text) : 0;
+    free(text);
+    ob_unref(in);
+    if (n > OB_QUEUE_INPUTS_MAX) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "%s%zu: the inputs are %zu bytes of JSON; a job's are at most %zu MB",
+               lines ? "batch line " : "job ", l + 1, n, OB_QUEUE_INPUTS_MAX >> 20);
+      problem(b, msg);
+      return b;
+    }
+  }
   b->jobs = ob_xcalloc(nlines * (1 + nparts) + 1, sizeof *b->jobs);
   b->inputs = ob_xcalloc(nlines + 1, sizeof *b->inputs);
   b->texts = ob_xcalloc(nparts + 1, sizeof *b->texts);

@@ -371,7 +371,9 @@ static void on_tick(uv_timer_t *t) {
   announce(w);
   ob_worker_draw(w, 0);
   claim_dead(w);
-  drain_check(w);
+  /* no drain check here: only a read that found nothing new may start one (from the
+   * tick, one could run before the first read delivered what was queued, see no
+   * entry pending, and end the worker with its jobs unread) */
 }
 
 /* --- connections ---------------------------------------------------------------------------- */

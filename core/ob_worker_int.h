@@ -21,9 +21,14 @@ typedef struct wjob {
   struct wjob *next;
   char *id, *stream, *entry, *name, *plan_hash, *jkey, *path;
   ob_value *inputs;
+  char *holder;        /* "STREAM ENTRY": what the job's hash names as holding it */
+  char *bad;           /* why its entry cannot run (ob_queue_entry_decode), or NULL */
   jstate state;
   int claimed, handed_back;
   int fetching, awaits_plan; /* its GET of the plan is out; another job's GET will do */
+  int asks_plan;       /* its claim (the EVAL that marks it running) also GETs the plan */
+  int replies;         /* replies still to come to commands sent with it as their ud: it
+                          is not freed before (a job handed back meanwhile ignores them) */
   long long deliveries;
   ob_value *plan_value;
   ob_plan *plan;
@@ -88,10 +93,13 @@ void ob_worker_ignore_reply(void *ud, redisReply *rp, const char *why);
 
 /* ob_worker_job.c */
 /* A job from a stream entry ([id, [field, value, ...]]) added to w's jobs; NULL for an
- * entry deleted meanwhile. */
+ * entry deleted meanwhile. The entry is decoded and checked (ob_queue_job.h): a bad one
+ * is still a job, whose result says what is wrong with it. */
 wjob *ob_wjob_new(ob_worker *w, const char *stream, redisReply *entry);
-/* Marks it running in Redis, then fetches its plan, then runs (or resumes) it; a
- * job delivered more than --max-deliveries times is failed as poison instead. */
+/* Claims it in Redis (one EVAL: marked running unless it is finished, or another
+ * entry of the same id runs it; then this entry is acknowledged and dropped), then
+ * fetches its plan, then runs (or resumes) it; a job delivered more than
+ * --max-deliveries times is failed as poison instead, a malformed one with why. */
 void ob_wjob_take(wjob *j);
 void ob_wjob_free(wjob *j);
 /* The job is over here (stored, handed back, or left pending): freed by the reaper. */

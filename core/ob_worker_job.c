@@ -1,13 +1,17 @@
 /* ob_worker_job.c -- a job's life in a worker (ob_worker_int.h; the data it
  * reads and writes is laid out in ob_queue.h).
  *
- * A job goes FETCH (its plan's text: one GET per plan however many jobs of it
- * arrive together, parsed plans kept by hash) -> RUN (a run on the worker's
+ * A job's entry is decoded and checked first (ob_queue_job.h: a bad one still
+ * becomes a job, whose result says what is wrong). A job goes FETCH (its claim: an
+ * EVAL that marks it running unless it finished or another entry of its id holds
+ * it, in which case the entry is acked and the job dropped; and its plan's text,
+ * brought by the claim, or one GET per plan however many jobs of it arrive
+ * together, parsed plans kept by hash) -> RUN (a run on the worker's
  * engine, whose journal goes to /dev/null and, at every flush, to the job's copy
  * and an APPEND to ob:{Q}:journal:ID) -> RAN (the run settled: from the reaper,
  * its end record and result) -> FINISH (results stored in batches: one MULTI per
- * loop turn, per job an HSET and an XADD, one XACK per stream for all, the
- * counters once; EXEC answered) -> DONE (freed by the reaper). A job taken over
+ * loop turn, per job an EVAL that stores it unless the job has a result already,
+ * one XACK per stream for all, the rate once; EXEC answered) -> DONE (freed by the reaper). A job taken over
  * from a dead worker goes through RESUME first: its journal is read from Redis
  * into a file in the worker's folder, ob_resume cuts it back to its last record
  * and the run is made from it (completed calls are not run again), after Redis's
@@ -30,6 +34,7 @@
 #include "ob_journal.h"
 #include "ob_mem.h"
 #include "ob_plan.h"
+#include "ob_queue_job.h"
 #include "ob_worker_int.h"
 
 /* --- plans ---------------------------------------------------------------------------------- */
@@ -53,28 +58,42 @@ static void cache_put(ob_worker *w, const char *hash, ob_value *v) {
 wjob *ob_wjob_new(ob_worker *w, const char *stream, redisReply *entry) {
   /* entry: [id, [field, value, ...]] */
   if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
+      entry->element[0]->type != REDIS_REPLY_STRING ||
       entry->element[1]->type != REDIS_REPLY_ARRAY)
     return NULL; /* deleted meanwhile */
   wjob *j = ob_xcalloc(1, sizeof *j);
   j->w = w;
   j->stream = ob_xstrdup(stream);
   j->entry = ob_xstrdup(entry->element[0]->str);
+  ob_buf hb;
+  ob_buf_init(&hb);
+  ob_buf_addf(&hb, "%s %s", stream, j->entry);
+  j->holder = hb.data;
   redisReply *f = entry->element[1];
-  for (size_t k = 0; k + 1 < f->elements; k += 2) {
-    const char *name = f->element[k]->str, *val = f->element[k + 1]->str;
-    if (!strcmp(name, "job"))
-      j->id = ob_xstrdup(val);
-    else if (!strcmp(name, "plan"))
-      j->plan_hash = ob_xstrdup(val);
-    else if (!strcmp(name, "name"))
-      j->name = ob_xstrdup(val);
-    else if (!strcmp(name, "inputs"))
-      j->inputs = ob_json_parse(val, f->element[k + 1]->len, NULL);
+  const char **fv = ob_xcalloc(f->elements + 1, sizeof *fv);
+  size_t *lens = ob_xcalloc(f->elements + 1, sizeof *lens);
+  for (size_t k = 0; k < f->elements; k++)
+    if (f->element[k]->type == REDIS_REPLY_STRING) {
+      fv[k] = f->element[k]->str;
+      lens[k] = f->element[k]->len;
+    }
+  ob_queue_entry e;
+  if (ob_queue_entry_decode(fv, lens, f->elements, &e) != OB_OK) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "malformed job: its stream entry %s: %s", j->entry, e.error);
+    j->bad = b.data;
   }
-  if (!j->name)
-    j->name = ob_xstrdup("plan.json");
-  if (!j->id)
-    j->id = ob_xstrdup(j->entry);
+  free(fv);
+  free(lens);
+  /* no valid id: the failure is stored under the entry's id */
+  j->id = e.id ? e.id : ob_xstrdup(j->entry);
+  j->plan_hash = e.plan[0] ? ob_xstrdup(e.plan) : NULL;
+  j->name = e.name;
+  j->inputs = e.inputs;
+  e.id = e.name = NULL;
+  e.inputs = NULL;
+  ob_queue_entry_free(&e);
   j->jkey = ob_queue_key(w->queue, "journal", j->id);
   ob_buf b;
   ob_buf_init(&b);
@@ -101,12 +120,14 @@ void ob_wjob_free(wjob *j) {
   free(j->id);
   free(j->stream);
   free(j->entry);
+  free(j->holder);
   free(j->name);
   free(j->plan_hash);
   free(j->jkey);
   free(j->path);
   free(j->output);
   free(j->error);
+  free(j->bad);
   ob_buf_free(&j->jbuf);
   free(j);
 }
@@ -119,7 +140,7 @@ void ob_worker_reap_jobs(ob_worker *w) {
     wjob *j = *pp;
     if (j->state == J_RAN)
       run_finish(j);
-    if (j->state == J_DONE) {
+    if (j->state == J_DONE && !j->replies) {
       *pp = j->next;
       ob_wjob_free(j);
     } else {
@@ -135,10 +156,27 @@ void ob_wjob_done(wjob *j) {
   ob_worker_schedule_reap(j->w);
 }
 /* Results are stored in batches: every job that ended since the last loop turn, in
- * one MULTI (per job an HSET and an XADD; one XACK per stream for all; the counters
+ * one MULTI (per job an EVAL of FINISH_SCRIPT; one XACK per stream for all; the rate
  * once), sent from the reaper. Its EXEC's answer ends them all; a connection lost
  * before it leaves them to be sent again once it is back. */
 #define FINISH_BATCH 256
+
+/* A job's result stored, its end added to the done stream and counted, unless it
+ * already has one (a finished job's result is never replaced: the first result
+ * stands) or another entry of its id holds it (that entry's run will store it).
+ * KEYS: the job's hash, the done stream, the stats hash. ARGV: holder, state, exit,
+ * output, finished, worker, done's MAXLEN, job id[, error]. 1: stored, 0: not. */
+static const char FINISH_SCRIPT[] =
+    "local st = redis.call('HGET', KEYS[1], 'state')\n"
+    "if st == 'done' or st == 'failed' or st == 'sharded' then return 0 end\n"
+    "local owner = redis.call('HGET', KEYS[1], 'entry')\n"
+    "if owner and owner ~= ARGV[1] then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'state', ARGV[2], 'exit', ARGV[3], 'output', ARGV[4],\n"
+    "           'finished', ARGV[5], 'worker', ARGV[6])\n"
+    "if ARGV[9] then redis.call('HSET', KEYS[1], 'error', ARGV[9]) end\n"
+    "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'job', ARGV[8], 'exit', ARGV[3])\n"
+    "redis.call('HINCRBY', KEYS[3], ARGV[2], 1)\n"
+    "return 1\n";
 
 typedef struct finish_batch {
   ob_worker *w;
@@ -155,10 +193,21 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
       j->finish_sent = 0; /* sent again: at the next reap, or once reconnected */
       continue;
     }
-    if (j->exit == 0)
-      fb->w->stats.done++;
-    else
+    /* EXEC's replies: the jobs' EVALs first, in order */
+    redisReply *r = rp->type == REDIS_REPLY_ARRAY && i < rp->elements ? rp->element[i] : NULL;
+    if (r && r->type == REDIS_REPLY_ERROR) {
+      ob_worker_say(fb->w, "job %s: its result could not be stored: %s", j->id, r->str);
       fb->w->stats.failed++;
+    } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+      ob_worker_say(fb->w, "job %s: it already has a result, which stands; this run's (exit %d) "
+                           "is dropped and its entry %s acked",
+                    j->id, j->exit, j->entry);
+      fb->w->stats.refused++;
+    } else if (j->exit == 0) {
+      fb->w->stats.done++;
+    } else {
+      fb->w->stats.failed++;
+    }
     ob_wjob_done(j);
   }
   ob_worker_draw(fb->w, 0);
@@ -188,30 +237,24 @@ void ob_worker_send_finishes(ob_worker *w) {
     }
     char *done = ob_queue_key(w->queue, "done", NULL), *stats = ob_queue_key(w->queue, "stats", NULL);
     uint64_t now = ob_queue_now_ms();
-    char nowms[32], sec[32], keep[32], ndone[32], nfailed[32];
+    char nowms[32], sec[32], keep[32];
     snprintf(nowms, sizeof nowms, "%" PRIu64, now);
     snprintf(sec, sizeof sec, "%" PRIu64, now / 1000);
     snprintf(keep, sizeof keep, "%d", OB_QUEUE_DONE_KEEP);
     char *rate = ob_queue_key(w->queue, "rate", sec);
     int ok = cmd(w, 1, (const char *[]){"MULTI"});
-    size_t failed = 0;
     for (size_t i = 0; ok && i < fb->n; i++) {
       wjob *j = fb->jobs[i];
       char exit[8];
       snprintf(exit, sizeof exit, "%d", j->exit);
-      failed += j->exit != 0;
       char *jk = ob_queue_key(w->queue, "job", j->id);
-      const char *h[16] = {"HSET", jk, "state", j->exit ? "failed" : "done", "exit", exit,
-                           "output", j->output ? j->output : "null", "finished", nowms,
-                           "worker", w->me};
-      int hc = 12;
-      if (j->error) {
-        h[hc++] = "error";
-        h[hc++] = j->error;
-      }
-      ok = cmd(w, hc, h) &&
-           cmd(w, 10, (const char *[]){"XADD", done, "MAXLEN", "~", keep, "*", "job", j->id, "exit",
-                                        exit});
+      const char *argv[16] = {"EVAL", FINISH_SCRIPT, "3", jk, done, stats, j->holder,
+                              j->exit ? "failed" : "done", exit, j->output ? j->output : "null",
+                              nowms, w->me, keep, j->id};
+      int argc = 14;
+      if (j->error)
+        argv[argc++] = j->error;
+      ok = cmd(w, argc, argv);
       free(jk);
     }
     for (int s = 0; ok && s < w->nstreams; s++) { /* one XACK per stream */
@@ -228,12 +271,8 @@ void ob_worker_send_finishes(ob_worker *w) {
       free(argv);
     }
     char nall[32];
-    snprintf(ndone, sizeof ndone, "%zu", fb->n - failed);
-    snprintf(nfailed, sizeof nfailed, "%zu", failed);
     snprintf(nall, sizeof nall, "%zu", fb->n);
-    ok = ok && cmd(w, 4, (const char *[]){"HINCRBY", stats, "done", ndone}) &&
-         cmd(w, 4, (const char *[]){"HINCRBY", stats, "failed", nfailed}) &&
-         cmd(w, 3, (const char *[]){"INCRBY", rate, nall}) &&
+    ok = ok && cmd(w, 3, (const char *[]){"INCRBY", rate, nall}) &&
          cmd(w, 3, (const char *[]){"EXPIRE", rate, "120"});
     free(done);
     free(stats);
@@ -424,10 +463,24 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   ob_run_start(j->run);
 }
 
+/* A reply to a command sent for j: 0 when j was handed back meanwhile (the reply is
+ * ignored; the reaper may free it now). */
+static int reply_for(wjob *j) {
+  j->replies--;
+  if (j->state != J_DONE)
+    return 1;
+  ob_worker_schedule_reap(j->w);
+  return 0;
+}
+
 static void on_journal(void *ud, redisReply *rp, const char *why) {
   wjob *j = ud;
-  if (!rp) {
-    job_result(j, 1, NULL, why); /* cannot happen often: the job is handed back below */
+  (void)why;
+  if (!reply_for(j))
+    return;
+  if (!rp) { /* the connection went: left pending, taken over again later */
+    j->handed_back = 1;
+    ob_wjob_done(j);
     return;
   }
   const char *text = ob_redis_str(rp);
@@ -448,9 +501,36 @@ static void job_begin(wjob *j) {
     j->state = J_RESUME;
     if (ob_redis_send(w->cmd, on_journal, j, 2, (const char *[]){"GET", j->jkey}, NULL) != OB_OK)
       ob_wjob_done(j); /* down: it stays pending, claimed again later */
+    else
+      j->replies++;
     return;
   }
   job_run(j);
+}
+
+/* A plan's text parsed and kept by hash (or the one kept): a new reference; NULL with
+ * err when the text is gone or no JSON. */
+static ob_value *plan_of(ob_worker *w, const char *hash, redisReply *rp, ob_error *err) {
+  ob_value *v = cache_get(w, hash);
+  if (v)
+    return ob_ref(v);
+  if (!rp || rp->type != REDIS_REPLY_STRING) {
+    ob_error_set(err, OB_ENOENT, 0, "the job's plan is gone from Redis");
+    return NULL;
+  }
+  if (rp->len > OB_QUEUE_PLAN_MAX) {
+    ob_error_set(err, OB_EINVAL, 0, "the job's plan is %zu bytes; at most %zu MB", (size_t)rp->len,
+                 OB_QUEUE_PLAN_MAX >> 20);
+    return NULL;
+  }
+  ob_error perr;
+  if (!(v = ob_json_parse(rp->str, rp->len, &perr))) {
+    ob_queue_text_clean(perr.msg);
+    ob_error_set(err, OB_EJSON, 0, "the job's plan (its text in Redis) is not JSON: %s", perr.msg);
+    return NULL;
+  }
+  cache_put(w, hash, v);
+  return v;
 }
 
 /* The plan's text for j and every job that waits for the same plan. */
@@ -460,21 +540,11 @@ static void plan_arrived(wjob *j, redisReply *rp) {
     ob_wjob_done(j);
     return;
   }
-  if (rp->type != REDIS_REPLY_STRING) {
-    job_invalid(j, NULL, "the job's plan is gone from Redis");
-    return;
-  }
-  ob_value *v = cache_get(j->w, j->plan_hash);
   ob_error err;
-  if (!v && !(v = ob_json_parse(rp->str, rp->len, &err))) {
+  if (!(j->plan_value = plan_of(j->w, j->plan_hash, rp, &err))) {
     job_invalid(j, NULL, err.msg);
     return;
   }
-  if (!cache_get(j->w, j->plan_hash)) {
-    cache_put(j->w, j->plan_hash, v);
-    ob_unref(v);
-  }
-  j->plan_value = ob_ref(v);
   job_begin(j);
 }
 
@@ -485,58 +555,20 @@ static void on_plan(void *ud, redisReply *rp, const char *why) {
   j->fetching = 0;
   char hash[17];
   snprintf(hash, sizeof hash, "%s", j->plan_hash);
-  plan_arrived(j, rp);
-  for (wjob *o = w->jobs; o; o = o->next)
-    if (o->awaits_plan && o->state == J_FETCH && !strcmp(o->plan_hash, hash)) {
+  if (reply_for(j))
+    plan_arrived(j, rp);
+  for (wjob *o = w->jobs; o; o = o->next) /* whatever became of j */
+    if (o->awaits_plan && o->state == J_FETCH && o->plan_hash && !strcmp(o->plan_hash, hash)) {
       o->awaits_plan = 0;
       plan_arrived(o, rp);
     }
 }
 
-/* A job delivered to this worker: marked running, then its plan, then run. */
-void ob_wjob_take(wjob *j) {
+/* The plan's text from Redis: one GET a plan however many jobs of it wait. */
+static void fetch_plan(wjob *j) {
   ob_worker *w = j->w;
-  char *jk = ob_queue_key(w->queue, "job", j->id);
-  char now[32];
-  snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
-  if (!j->deliveries)
-    j->deliveries = 1; /* a first delivery (XREADGROUP >) */
-  char dl[32];
-  snprintf(dl, sizeof dl, "%lld", j->deliveries);
-  const char *argv[12] = {"HSET", jk, "state", "running", "worker", w->me, "started", now,
-                          "deliveries", dl};
-  int argc = 10;
-  if (j->claimed) {
-    argv[argc++] = "claimed";
-    argv[argc++] = "1";
-  }
-  ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, argc, argv, NULL);
-  free(jk);
-  if (j->deliveries > (long long)w->o.max_deliveries) {
-    char why[256];
-    snprintf(why, sizeof why,
-             "poison: delivered %lld times, and each time its worker ended before it finished",
-             j->deliveries - 1);
-    ob_worker_say(w, "job %s: %s; failed", j->id, why);
-    w->stats.poisoned++;
-    char *stats = ob_queue_key(w->queue, "stats", NULL);
-    ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 4,
-                  (const char *[]){"HINCRBY", stats, "poisoned", "1"}, NULL);
-    free(stats);
-    job_result(j, 1, NULL, why);
-    return;
-  }
-  j->state = J_FETCH;
-  if ((j->plan_value = ob_ref(cache_get(w, j->plan_hash ? j->plan_hash : "")))) {
-    job_begin(j);
-    return;
-  }
-  if (!j->plan_hash) {
-    job_invalid(j, NULL, "the job names no plan");
-    return;
-  }
   for (wjob *o = w->jobs; o; o = o->next)
-    if (o->fetching && !strcmp(o->plan_hash, j->plan_hash)) { /* one GET a plan */
+    if (o->fetching && o->plan_hash && !strcmp(o->plan_hash, j->plan_hash)) {
       j->awaits_plan = 1;
       return;
     }
@@ -546,7 +578,167 @@ void ob_wjob_take(wjob *j) {
     ob_wjob_done(j);
   } else {
     j->fetching = 1;
+    j->replies++;
   }
   free(pk);
 }
 
+/* Marks a job running in Redis, atomically, unless it must not run: it finished (its
+ * result stands), it is a sharded job's whole, or another entry of the same id holds
+ * it (running, or pending on a worker that died: that entry is taken over). Then
+ * this entry is acknowledged and the job dropped. An entry that holds the job (a
+ * takeover, a redelivery) gets it again, and so does a new entry when the holder is
+ * gone from its stream or pending nowhere: "orphan", resumed from its journal. The plan's text comes back too when asked,
+ * so that a job costs the round trips it did when this was an HSET and a GET.
+ * KEYS: the job's hash, the entry's stream, the plan (or the job's hash again).
+ * ARGV: worker, started, deliveries, claimed (0/1), entry, group, plan wanted (0/1),
+ * holder ("STREAM ENTRY", stored as the hash's "entry").
+ * Reply: {"ok"|"done"|"failed"|"sharded"|"busy", plan text or nil[, the holder, or
+ * "orphan"]}. */
+static const char CLAIM_SCRIPT[] =
+    "local st = redis.call('HGET', KEYS[1], 'state')\n"
+    "local plan = false\n"
+    "if ARGV[7] == '1' then\n"
+    "  plan = redis.pcall('GET', KEYS[3])\n"
+    "  if type(plan) ~= 'string' then plan = false end\n"
+    "end\n"
+    "if st == 'done' or st == 'failed' or st == 'sharded' then\n"
+    "  redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"
+    "  return {st, plan}\n"
+    "end\n"
+    "local orphan = false\n"
+    "if st == 'running' then\n"
+    "  local owner = redis.call('HGET', KEYS[1], 'entry')\n"
+    "  if owner and owner ~= ARGV[8] then\n"
+    "    local sp = string.find(owner, ' ', 1, true)\n"
+    "    local held = true\n"
+    "    if sp then\n"
+    "      local e = string.sub(owner, sp + 1)\n"
+    "      local s = string.sub(owner, 1, sp - 1)\n"
+    "      local r = redis.pcall('XRANGE', s, e, e)\n"
+    "      local p = redis.pcall('XPENDING', s, ARGV[6], e, e, 1)\n"
+    "      local gone = type(r) == 'table' and r.err == nil and #r == 0\n"
+    "      local idle = type(p) == 'table' and p.err == nil and #p == 0\n"
+    "      held = not gone and not idle\n"
+    "    end\n"
+    "    if held then\n"
+    "      redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"
+    "      return {'busy', plan, owner}\n"
+    "    end\n"
+    "    orphan = 'orphan'\n"
+    "  end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'started', ARGV[2],\n"
+    "           'deliveries', ARGV[3], 'entry', ARGV[8])\n"
+    "if ARGV[4] == '1' or orphan then redis.call('HSET', KEYS[1], 'claimed', '1') end\n"
+    "return {'ok', plan, orphan}\n";
+
+static void on_claim(void *ud, redisReply *rp, const char *why) {
+  wjob *j = ud;
+  ob_worker *w = j->w;
+  int asked = j->asks_plan;
+  j->asks_plan = 0;
+  if (!reply_for(j))
+    return; /* handed back meanwhile (the worker stopped): its entry is claimable */
+  if (!rp) { /* the connection went: whether it was marked or not, the entry stays pending */
+    j->handed_back = 1;
+    ob_wjob_done(j);
+    return;
+  }
+  if (rp->type != REDIS_REPLY_ARRAY || rp->elements < 2 ||
+      rp->element[0]->type != REDIS_REPLY_STRING) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "the job could not be marked running: %s",
+             rp->type == REDIS_REPLY_ERROR ? rp->str : "an unexpected reply");
+    ob_worker_say(w, "job %s: %s; failed", j->id, msg);
+    job_result(j, 2, NULL, msg); /* its entry is acknowledged with the result */
+    return;
+  }
+  const char *st = rp->element[0]->str;
+  redisReply *text = rp->element[1];
+  ob_error err;
+  if (asked) /* kept for the jobs of the same plan, whatever becomes of this one */
+    ob_unref(plan_of(w, j->plan_hash, text, &err));
+  if (strcmp(st, "ok")) { /* acknowledged by the script */
+    if (!strcmp(st, "busy"))
+      ob_worker_say(w, "job %s: entry %s runs it already; entry %s of it is acked and ignored",
+                    j->id, rp->elements > 2 && rp->element[2]->str ? rp->element[2]->str : "?",
+                    j->entry);
+    else if (!strcmp(st, "sharded"))
+      ob_worker_say(w, "job %s: a sharded job (its parts run, not it); entry %s of it is acked "
+                       "and ignored", j->id, j->entry);
+    else
+      ob_worker_say(w, "job %s: already finished (%s), its result stands; entry %s of it is "
+                       "acked and ignored", j->id, st, j->entry);
+    w->stats.refused++;
+    ob_wjob_done(j);
+    return;
+  }
+  if (rp->elements > 2 && rp->element[2]->type == REDIS_REPLY_STRING &&
+      !strcmp(rp->element[2]->str, "orphan") && !j->claimed) {
+    ob_worker_say(w, "job %s: the entry that held it is gone; entry %s takes it over", j->id,
+                  j->entry);
+    j->claimed = 1; /* resumed from its journal, as a takeover is */
+  }
+  if (j->deliveries > (long long)w->o.max_deliveries) {
+    char why2[256];
+    snprintf(why2, sizeof why2,
+             "poison: delivered %lld times, and each time its worker ended before it finished",
+             j->deliveries - 1);
+    ob_worker_say(w, "job %s: %s; failed", j->id, why2);
+    w->stats.poisoned++;
+    char *stats = ob_queue_key(w->queue, "stats", NULL);
+    ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 4,
+                  (const char *[]){"HINCRBY", stats, "poisoned", "1"}, NULL);
+    free(stats);
+    job_result(j, 1, NULL, why2);
+    return;
+  }
+  if (j->bad) {
+    ob_worker_say(w, "job %s: %s; failed", j->id, j->bad);
+    job_result(j, 2, NULL, j->bad);
+    return;
+  }
+  if ((j->plan_value = ob_ref(cache_get(w, j->plan_hash)))) {
+    job_begin(j);
+    return;
+  }
+  if (asked) /* its text was gone, or no JSON */
+    plan_arrived(j, text);
+  else
+    fetch_plan(j);
+  (void)why;
+}
+
+/* A job delivered to this worker: claimed (marked running), then its plan, then run. */
+void ob_wjob_take(wjob *j) {
+  ob_worker *w = j->w;
+  if (!j->deliveries)
+    j->deliveries = 1; /* a first delivery (XREADGROUP >) */
+  j->state = J_FETCH;
+  /* the claim brings the plan unless it is kept, or another job's claim or GET brings it */
+  if (!j->bad && j->plan_hash && !cache_get(w, j->plan_hash)) {
+    int other = 0;
+    for (wjob *o = w->jobs; o && !other; o = o->next)
+      other = o != j && (o->fetching || o->asks_plan) && o->plan_hash &&
+              !strcmp(o->plan_hash, j->plan_hash);
+    j->asks_plan = !other;
+  }
+  char *jk = ob_queue_key(w->queue, "job", j->id);
+  char *pk = j->asks_plan ? ob_queue_key(w->queue, "plan", j->plan_hash) : ob_xstrdup(jk);
+  char now[32], dl[32];
+  snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
+  snprintf(dl, sizeof dl, "%lld", j->deliveries);
+  const char *argv[] = {"EVAL", CLAIM_SCRIPT, "3", jk, j->stream, pk, w->me, now, dl,
+                        j->claimed ? "1" : "0", j->entry, OB_QUEUE_GROUP,
+                        j->asks_plan ? "1" : "0", j->holder};
+  if (ob_redis_send(w->cmd, on_claim, j, 14, argv, NULL) != OB_OK) {
+    j->asks_plan = 0;
+    j->handed_back = 1; /* down: it stays pending, claimed again later */
+    ob_wjob_done(j);
+  } else {
+    j->replies++;
+  }
+  free(jk);
+  free(pk);
+}
