@@ -18,7 +18,9 @@
  * The runner drives one run after another on the engine's loop (a loop's
  * steps share one): the journal and --events file a run writes to, SIGINT and
  * SIGTERM (unref'd handles: they cancel the run and stop the loop, and the
- * command exits 128 + the signal), and the drain of fire-and-forget calls,
+ * command exits 128 + the signal; a tool running without yielding is stopped
+ * for the loop to get there, and a second signal exits at once with the same
+ * status: ob_watch_catch_signals), and the drain of fire-and-forget calls,
  * waited for at most --drain-timeout after the awaited calls settle. A run
  * that can make no more progress (the loop has nothing left, yet calls wait)
  * has its waiting calls failed as stalled rather than hang. --max-calls counts
@@ -37,6 +39,7 @@
 #include "ob_queue.h"
 #include "ob_runner.h"
 #include "ob_shard.h"
+#include "ob_watch.h"
 
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
   memset(o, 0, sizeof *o);
@@ -352,6 +355,9 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
   uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
   uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
   uv_unref((uv_handle_t *)&rn->sigterm);
+  /* a tool that never yields is stopped for the loop to take the signal; a
+   * second signal exits at once (ob_watch.h) */
+  ob_watch_catch_signals(2, NULL);
   ob_progress_start(o->pg, e->loop);
   rn->open = 1;
   return OB_EXIT_OK;
