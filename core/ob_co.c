@@ -227,6 +227,7 @@ static void co_stopped(ob_crun *c, lua_State *co, int why) {
   }
   if (why == OB_STOP_SIGNAL) {
     ob_crun_abandon(c);
+    ob_timeout_hold(c);
     return;
   }
   char buf[128];

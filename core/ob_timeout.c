@@ -64,6 +64,17 @@ void ob_timeout_arm(ob_crun *c) {
     uv_timer_start(t, timeout_fire, ms, 0);
 }
 
+/* Keeps the loop alive while a call stopped by a signal waits for what the
+ * command makes of the signal (the run's cancel, a job handed back): its
+ * loop must get to the signal, and must not find the call stalled first. */
+static void held(uv_timer_t *t) { (void)t; }
+
+void ob_timeout_hold(ob_crun *c) {
+  uv_timer_t *t = call_timer(c);
+  if (t)
+    uv_timer_start(t, held, 1000, 1000);
+}
+
 void ob_timeout_disarm(ob_crun *c) {
   if (!c->timer)
     return;
