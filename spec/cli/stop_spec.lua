@@ -70,8 +70,8 @@ local function start(args)
   os.remove(rcf)
   local parts = {}
   for i, a in ipairs(args) do parts[i] = q(a) end
-  os.execute(("(timeout -s KILL 30 sh -c 'echo $$ > %s; exec \"$0\" \"$@\"' %s %s >%s 2>%s; echo $? >%s) &")
-    :format(pidf, q(cli.bin), table.concat(parts, " "), out, err, rcf))
+  os.execute(("(timeout -s KILL 30 sh -c 'echo $$ > %s; exec \"$0\" \"$@\"' %s %s >%s 2>%s <%s; echo $? >%s) &")
+    :format(pidf, q(cli.bin), table.concat(parts, " "), out, err, args.stdin or "/dev/null", rcf))
   assert(wait_for(function() return cli.slurp(pidf):match("%d+") ~= nil end))
   local h = { pid = cli.slurp(pidf):match("%d+") }
   function h.wait()
@@ -199,6 +199,25 @@ describe("SIGINT and SIGTERM in a tool that never yields", function()
     assert.are.equal(143, r.code, r.err)
     assert.are.equal("", r.out) -- the tool never returned
     os.remove(started)
+  end)
+end)
+
+describe("obelus mcp, a tool that never yields", function()
+  it("SIGTERM ends the server", function()
+    local started, fifo, tag = os.tmpname(), os.tmpname(), "600." .. unique()
+    os.remove(started); os.remove(fifo)
+    assert.is_true(os.execute("mkfifo " .. q(fifo)))
+    local req = cjson.encode { jsonrpc = "2.0", id = 1, method = "tools/call",
+                               params = { name = "pcall_spin", arguments = { started = started } } }
+    -- the client: one request, then input kept open (the server must not see its end)
+    os.execute(("(printf '%%s\\n' %s; exec sleep %s) >%s &"):format(q(req), tag, q(fifo)))
+    local h = start { "mcp", "--tools", TOOLS, "--max-slice", "600000", stdin = q(fifo) }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    local r = h.wait()
+    kill_all("sleep " .. tag)
+    assert.are.equal(0, r.code, r.err) -- ended as a signal ends it: not the cap's 137
+    os.remove(started); os.remove(fifo)
   end)
 end)
 
