@@ -84,6 +84,7 @@ static void on_signal(uv_signal_t *s, int signum) {
   mcp_cli *c = s->data;
   (void)signum;
   c->stop = 1;
+  ob_watch_interrupt_done(); /* taken: the requests are cancelled as the server ends */
 }
 
 int ob_cmd_mcp(int argc, char **argv) {

@@ -322,10 +322,12 @@ static void on_event(void *ud, const ob_event *ev) {
 static void on_signal(uv_signal_t *s, int signum) {
   ob_runner *rn = s->data;
   rn->signum = signum;
-  if (rn->shards)
-    ob_shards_cancel(rn->shards);
-  else
+  if (rn->shards) {
+    ob_shards_cancel(rn->shards); /* the threads' tools stay stopped until they take it */
+  } else {
     ob_run_cancel(rn->run);
+    ob_watch_interrupt_done(); /* taken: what runs now (callbacks closing) may finish */
+  }
   uv_stop(rn->e->loop);
 }
 

@@ -239,6 +239,23 @@ describe("children a tool spawned", function()
     assert.is_false(exists(file))
   end)
 
+  it("die with a run SIGTERM cancels; nothing else is said", function()
+    local tag, started = unique(), os.tmpname()
+    os.remove(started)
+    local h = start { "run", plan_file({ { _id = "s", _tool = "spawner", n = 3, marker = "obelus-stop-" .. tag,
+      cmd = "sleep 600." .. tag, wait = 60000, started = started, _outputPath = "†state.a" } }), "--tools", TOOLS }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    local r = h.wait()
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("obelus-stop-" .. tag)
+    kill_all("sleep 600." .. tag)
+    assert.are.equal(143, r.code, r.err)
+    assert.are.equal("obelus run: interrupted by SIGTERM; running calls abandoned\n", r.err)
+    assert.is_true(gone, "children outlived the cancelled run")
+    os.remove(started)
+  end)
+
   it("still running when the run ends are killed, all of them", function()
     local tag = unique()
     local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", n = 100, marker = "obelus-stop-" .. tag,
