@@ -221,6 +221,30 @@ describe("obelus mcp, a tool that never yields", function()
   end)
 end)
 
+describe("obelus worker, a tool that never yields", function()
+  it("SIGTERM: the worker takes it, hands the job back after --grace and exits 0", function()
+    local servers = require "support.servers"
+    local redis, why = servers.redis()
+    if not redis then return pending(why) end
+    local started = os.tmpname()
+    os.remove(started)
+    local plan = plan_file({ { _id = "spin", _tool = "pcall_spin", started = started, _outputPath = "†state.a" } })
+    local s = run { "submit", plan, "--redis", redis.url, "--queue", "stop1", "--tools", TOOLS }
+    assert.are.equal(0, s.code, s.err)
+    local h = start { "worker", "--redis", redis.url, "--queue", "stop1", "--tools", TOOLS, "--grace", "200",
+                      "--max-slice", "600000" }
+    local ok = wait_for(function() return exists(started) end)
+    if ok then h.signal("TERM") end
+    local r = h.wait()
+    redis.stop()
+    assert.is_true(ok, r.err)
+    assert.are.equal(0, r.code, r.err) -- not the cap's 137
+    assert.matches("obelus worker: SIGTERM: taking no more jobs", r.err, 1, true)
+    assert.matches("obelus worker: ended", r.err, 1, true)
+    os.remove(started)
+  end)
+end)
+
 describe("children a tool spawned", function()
   it("die with the attempt that timed out: the group is killed, the file is never written", function()
     local tag = unique()
