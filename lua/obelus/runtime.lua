@@ -50,7 +50,7 @@ local function spawn(path, options, on_exit)
   end
   o.detached = true -- its own process group: killed as one (setsid)
   local child
-  local handle, pid = luv.spawn(path, o, function(...)
+  local r = table.pack(luv.spawn(path, o, function(...)
     if child then
       children[child.pid] = nil
       prim.child_untrack(child.slot)
@@ -60,8 +60,9 @@ local function spawn(path, options, on_exit)
       end
     end
     if on_exit then return on_exit(...) end
-  end)
-  if not handle then return handle, pid end
+  end))
+  local handle, pid = r[1], r[2]
+  if not handle then return table.unpack(r, 1, r.n) end -- nil, why, name
   child = { pid = pid, slot = prim.child_track(pid), handle = handle }
   children[pid] = child
   keep(child)
