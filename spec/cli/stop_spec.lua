@@ -280,6 +280,24 @@ describe("children a tool spawned", function()
     os.remove(started)
   end)
 
+  it("die when a second SIGTERM exits at once", function()
+    local tag, started = unique(), os.tmpname()
+    os.remove(started)
+    local h = start { "run", plan_file({ { _id = "s", _tool = "spawner", n = 3, marker = "obelus-stop-" .. tag,
+      cmd = "sleep 600." .. tag, block = "12." .. tag, started = started, _outputPath = "†state.a" } }), "--tools", TOOLS }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    h.signal("TERM")
+    local r = h.wait()
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("obelus-stop-" .. tag)
+    kill_all("sleep 600." .. tag)
+    kill_all("sleep 12." .. tag)
+    assert.are.equal(143, r.code, r.err)
+    assert.is_true(gone, "children outlived the process")
+    os.remove(started)
+  end)
+
   it("still running when the run ends are killed, all of them", function()
     local tag = unique()
     local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", n = 100, marker = "obelus-stop-" .. tag,
