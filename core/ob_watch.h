@@ -27,7 +27,8 @@
  *
  * Precision: a tool is stopped between its limit and the limit plus a
  * quarter of it (the sampling period, 250 ms at most); a deadline or a
- * signal within 250 ms. Not available when the signal already has a handler
+ * signal within 250 ms. Cost: the thread wakes every 250 ms once an engine
+ * has run a call (nothing is done per resume but plain stores). Not available when the signal already has a handler
  * (the host's) or no thread can be started: then ob_watch_new returns NULL
  * and the caller falls back to a count hook. Watches are reused, not freed,
  * while the thread runs, so that a signal still in flight when an engine goes
