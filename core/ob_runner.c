@@ -463,6 +463,7 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
   rn->shards = s;
   ob_progress_set_counts(rn->o->pg, shard_counts, s);
   ob_shards_wait(s);
+  ob_watch_interrupt_done(); /* every thread has taken the signal, if one came */
   ob_progress_end_run(rn->o->pg);
   rn->shards = NULL;
   say_abandoned(rn, ob_shards_abandoned(s));

@@ -186,6 +186,20 @@ describe("SIGINT and SIGTERM in a tool that never yields", function()
     end)
   end
 
+  it("SIGINT reaches a run on threads whose tools never yield: exit 130", function()
+    local started = os.tmpname()
+    os.remove(started)
+    local file = cli.tmpfile(cjson.encode { instances = { "a", "b", "c", "d" },
+      plan = { { _tool = "pcall_spin", started = started, _outputPath = "x" } } }, ".json")
+    local h = start { "run", file, "--tools", TOOLS, "--threads", "2", "--max-slice", "600000" }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("INT")
+    local r = h.wait()
+    assert.are.equal(130, r.code, r.err) -- not the cap's 137
+    assert.matches("interrupted by SIGINT", r.err, 1, true)
+    os.remove(started)
+  end)
+
   it("a second SIGTERM exits at once while a tool blocks in C (os.execute)", function()
     local started, tag = os.tmpname(), "12." .. unique()
     os.remove(started)
