@@ -2,7 +2,9 @@
  * input and output, the stdio transport: one JSON-RPC message a line each way, read
  * and answered on the engine's loop (so the runs of many requests go on together).
  * Standard error is for logs. At the end of input, the requests still running get
- * --drain-timeout ms (default 5000) to be answered; SIGINT or SIGTERM ends at once. */
+ * --drain-timeout ms (default 5000) to be answered; SIGINT or SIGTERM ends at once
+ * (a tool running without yielding is stopped for the loop to take it, and a
+ * second signal exits at once: ob_watch.h). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "ob_cli.h"
 #include "ob_mcp.h"
 #include "ob_runner.h"
+#include "ob_watch.h"
 
 static const char mcp_help[] =
     "usage: obelus mcp --tools PATH... [--latent FILE] [--drain-timeout MS]\n"
@@ -82,6 +85,7 @@ static void on_signal(uv_signal_t *s, int signum) {
   mcp_cli *c = s->data;
   (void)signum;
   c->stop = 1;
+  ob_watch_interrupt_done(); /* taken: the requests are cancelled as the server ends */
 }
 
 int ob_cmd_mcp(int argc, char **argv) {
@@ -111,6 +115,7 @@ int ob_cmd_mcp(int argc, char **argv) {
   sigint.data = sigterm.data = &c;
   uv_signal_start(&sigint, on_signal, SIGINT);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
+  ob_watch_catch_signals(2, NULL);
   uv_timer_init(e->loop, &c.drain);
   c.drain.data = &c;
   uv_handle_type kind = uv_guess_handle(0);

@@ -2,7 +2,10 @@
  * layer over ob_worker.c. It loads the tools, starts the worker on the engine's
  * loop, and turns signals into stops: the first SIGTERM or SIGINT stops taking
  * jobs and gives the running ones --grace ms to finish (then hands them back),
- * a second hands them back at once. Exit 0 when it ended that way or drained;
+ * a second hands them back at once, a third exits at once (128 + the signal).
+ * A tool running without yielding when a signal comes is stopped, so that the
+ * loop takes the signal (ob_watch.h); its job is handed back at the end of
+ * the grace. Exit 0 when it ended that way or drained;
  * 3 when Redis could not be reached at first; 2 for bad options or tools. */
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +14,7 @@
 
 #include "ob_cli.h"
 #include "ob_runner.h"
+#include "ob_watch.h"
 #include "ob_worker.h"
 
 static const char worker_help[] =
@@ -36,7 +40,9 @@ static const char worker_help[] =
     "                       poison (default 5)\n"
     "  --drain              exit once the queue is empty and nothing is pending\n"
     "  --grace MS           on SIGTERM, how long running jobs may finish before they are\n"
-    "                       handed back (default 30000); a second signal: at once\n"
+    "                       handed back (default 30000); a second signal: at once;\n"
+    "                       a third exits at once (a tool that never yields is\n"
+    "                       stopped at the first, its job handed back)\n"
     "  --name NAME          the worker's name in the group (default HOST:PID)\n"
     "  --dir DIR            where running jobs' journals are kept (default: a new\n"
     "                       temporary folder)\n"
@@ -61,6 +67,7 @@ static void on_end(void *ud, const char *why) {
 static void on_signal(uv_signal_t *s, int signum) {
   worker_cli *c = s->data;
   c->signals++;
+  ob_watch_interrupt_done(); /* taken: the running jobs' tools go on */
   fprintf(stderr, "obelus worker: %s: %s\n", signum == SIGINT ? "SIGINT" : "SIGTERM",
           c->signals == 1 ? "taking no more jobs, finishing the running ones"
                           : "handing the running jobs back");
@@ -116,6 +123,7 @@ int ob_cmd_worker(int argc, char **argv) {
   sigint.data = sigterm.data = &c;
   uv_signal_start(&sigint, on_signal, SIGINT);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
+  ob_watch_catch_signals(3, NULL);
   while (!c.ended)
     uv_run(e->loop, UV_RUN_ONCE);
   uv_close((uv_handle_t *)&sigint, NULL);

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "ob_pool.h"
+#include "ob_runtime.h"
 #include "ob_sched.h"
 #include "ob_lua.h"
 #include "ob_view.h"
@@ -113,32 +114,76 @@ void ob_crun_drop_coroutine(ob_crun *c) {
 
 
 /* A tool that runs on without yielding would stop the whole loop. With the
- * engine's watch (ob_watch.h), this hook is set on the call's coroutine only
- * once the watchdog saw it run past the run's limit: it stops the tool at
- * once. Without one, it is a count hook on every coroutine: every million
- * Lua instructions it checks how long the call has run since it was
- * resumed, and past the limit raises the error. */
+ * engine's watch (ob_watch.h), this hook is set on the Lua thread running
+ * once the watchdog saw it run past the run's limit or its attempt's
+ * deadline, or a SIGINT/SIGTERM came: it raises the stop's error, and stays,
+ * so that every later instruction raises it again until the resume ends
+ * (ob_crun_resume then fails the attempt for that reason, whatever the tool
+ * made of the error). Without a watch, it is a count hook on every coroutine:
+ * every million Lua instructions it checks how long the call has run since
+ * it was resumed, and past the limit raises the error, then at every
+ * instruction. */
 unsigned ob_run_slice_limit(const ob_run *r) {
   return r->opt.max_slice_ms ? r->opt.max_slice_ms : OB_RUN_MAX_SLICE_MS;
 }
 
+static const char engine_key = 0; /* registry: the engine, a light userdata */
+
+void ob_co_set_engine(lua_State *L, ob_engine *e) {
+  lua_pushlightuserdata(L, e);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &engine_key);
+}
+
+ob_engine *ob_co_engine(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &engine_key);
+  ob_engine *e = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return e;
+}
+
+/* The error a stop raises (why: OB_STOP_*), into buf. */
+static const char *stop_message(char *buf, size_t size, int why, unsigned limit_ms,
+                                unsigned timeout_ms) {
+  if (why == OB_STOP_TIMEOUT)
+    snprintf(buf, size, "timeout after %u ms", timeout_ms);
+  else if (why == OB_STOP_SIGNAL)
+    snprintf(buf, size, "interrupted by %s", ob_watch_interrupted == SIGINT ? "SIGINT" : "SIGTERM");
+  else
+    snprintf(buf, size, "the tool ran %u ms without yielding (an endless loop?); obelus stopped it",
+             limit_ms);
+  return buf;
+}
+
 void ob_co_slice_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
+  ob_engine *e = ob_co_engine(L);
+  ob_watch *w = e ? e->watch : NULL;
+  char buf[128];
+  if (w) {
+    int why = atomic_load_explicit(&w->stop, memory_order_relaxed);
+    if (!why) { /* a stop already over (a coroutine that was running then) */
+      lua_sethook(L, NULL, 0, 0);
+      return;
+    }
+    ob_crun *c = e->resuming;
+    unsigned limit = atomic_load_explicit(&w->limit_ms, memory_order_relaxed);
+    unsigned tmo = c ? (c->call->timeout_ms ? c->call->timeout_ms : c->run->opt.call_timeout_ms) : 0;
+    luaL_error(L, "%s", stop_message(buf, sizeof buf, why, limit, tmo));
+    return;
+  }
   ob_crun *c = *(ob_crun **)lua_getextraspace(L);
   if (!c)
     return;
   unsigned limit = ob_run_slice_limit(c->run);
-  if (c->run->e->watch) {
-    lua_sethook(L, NULL, 0, 0);
-  } else if (c->slice_resume != c->resumes) { /* the first million of this resume: start */
+  if (c->slice_resume != c->resumes) { /* the first million of this resume: start */
     c->slice_resume = c->resumes;
     c->slice_start = uv_hrtime();
     return;
   } else if ((uv_hrtime() - c->slice_start) / 1000000u <= limit) {
     return;
   }
-  luaL_error(L, "the tool ran %d ms without yielding (an endless loop?); obelus stopped it",
-             (int)limit);
+  lua_sethook(L, ob_co_slice_hook, LUA_MASKCOUNT, 1); /* a pcall that catches it gets it again */
+  luaL_error(L, "%s", stop_message(buf, sizeof buf, OB_STOP_SLICE, limit, 0));
 }
 
 /* The call's attempt failed with the Lua error st left on top of co: its
@@ -172,20 +217,63 @@ static void co_failed(ob_crun *c, lua_State *co, int st) {
 }
 
 
+/* The resume of the call's coroutine co was stopped (why: OB_STOP_*): the
+ * attempt fails for that reason, whatever the tool made of the error; a
+ * signal's stop only lets go of the attempt (the run's cancel settles it). */
+static void co_stopped(ob_crun *c, lua_State *co, int why) {
+  if (why == OB_STOP_TIMEOUT) {
+    ob_timeout_expire(c);
+    return;
+  }
+  if (why == OB_STOP_SIGNAL) {
+    ob_crun_abandon(c);
+    ob_timeout_hold(c);
+    return;
+  }
+  char buf[128];
+  stop_message(buf, sizeof buf, why, ob_run_slice_limit(c->run), 0);
+  lua_State *L = c->run->e->L;
+  luaL_traceback(L, co, buf, 0);
+  ob_crun_abandon(c);
+  ob_crun_attempt_failed(c, buf, lua_tostring(L, -1));
+  lua_pop(L, 1);
+}
+
+/* When the call's attempt times out, CLOCK_MONOTONIC ms (0: no _timeout):
+ * the watchdog stops a tool that does not yield past it. */
+static unsigned long long co_deadline(const ob_crun *c) {
+  if (!c->timer || c->retry_wait || !uv_is_active((const uv_handle_t *)c->timer))
+    return 0;
+  return uv_now(c->run->e->loop) + uv_timer_get_due_in(c->timer);
+}
+
 void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   lua_State *co = c->co;
+  ob_engine *e = c->run->e;
   int nres = 0;
   c->resumes++; /* the clock starts when the hook first fires: no clock read per resume */
-  ob_watch *w = c->run->e->watch;
-  lua_State *outer = w ? ob_watch_enter(w, co, ob_run_slice_limit(c->run)) : NULL;
-  ob_pool *pool = c->run->e->lua_pool;
+  ob_watch *w = e->watch;
+  ob_watch_outer outer = {0};
+  ob_crun *was_resuming = e->resuming;
+  if (w) {
+    e->resuming = c;
+    outer = ob_watch_enter(w, co, ob_run_slice_limit(c->run), co_deadline(c));
+  }
+  ob_pool *pool = e->lua_pool;
   size_t was = ob_pool_arm(pool);
   int st = lua_resume(co, from, nargs, &nres);
   ob_pool_disarm(pool, was);
-  if (w)
-    ob_watch_leave(w, co, outer);
+  int why = OB_STOP_NONE;
+  if (w) {
+    why = ob_watch_leave(w, co, outer);
+    e->resuming = was_resuming;
+  }
   if (c->state != OB_CALL_RUNNING || c->co != co)
     return; /* cancelled meanwhile */
+  if (why) {
+    co_stopped(c, co, why);
+    return;
+  }
   if (st == LUA_YIELD) {
     int ours = nres >= 1 && lua_touserdata(co, -nres) == &ob_run_yield_token;
     lua_pop(co, nres);

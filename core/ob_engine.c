@@ -26,7 +26,9 @@
 #include "ob_engine.h"
 #include "ob_hash.h"
 #include "ob_lua.h"
+#include "ob_run.h"
 #include "ob_runtime.h"
+#include "ob_watch.h"
 
 int ob_engine_pcall(lua_State *L, int nargs, int nres) {
   int base = lua_gettop(L) - nargs;
@@ -37,14 +39,23 @@ int ob_engine_pcall(lua_State *L, int nargs, int nres) {
   return rc;
 }
 
-/* luv runs every libuv callback through this. */
+/* luv runs every libuv callback through this. The watch covers it as it does
+ * a call's resume (at the default limit): a callback that never returns is
+ * stopped, and so is one running when a SIGINT or SIGTERM comes. */
 static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   int top = lua_gettop(L) - nargs - 1;
   void *pool;
   lua_getallocf(L, &pool);
+  ob_engine *e = ob_co_engine(L);
+  ob_watch *w = e ? e->watch : NULL;
+  ob_watch_outer outer = {0};
+  if (w)
+    outer = ob_watch_enter(w, L, OB_RUN_MAX_SLICE_MS, 0);
   size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
   ob_pool_disarm(pool, was);
+  if (w)
+    ob_watch_leave(w, L, outer);
   if (rc != LUA_OK) {
     fprintf(stderr, "obelus: error in a libuv callback of a tool: %s\n", lua_tostring(L, -1));
     lua_pop(L, 1);

@@ -53,6 +53,7 @@ typedef struct ob_engine {
   int http_allow_private; /* connect to link-local and metadata addresses too */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
+  struct ob_crun *resuming; /* the call whose coroutine is being resumed (ob_co.c) */
   /* obelus.sleep: one timer for the whole engine and the calls asleep, by
    * (due, seq): no timer handle to make and close per sleep. A sleep due no
    * earlier than the last one queued (the common case: calls sleeping alike)

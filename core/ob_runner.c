@@ -18,7 +18,9 @@
  * The runner drives one run after another on the engine's loop (a loop's
  * steps share one): the journal and --events file a run writes to, SIGINT and
  * SIGTERM (unref'd handles: they cancel the run and stop the loop, and the
- * command exits 128 + the signal), and the drain of fire-and-forget calls,
+ * command exits 128 + the signal; a tool running without yielding is stopped
+ * for the loop to get there, and a second signal exits at once with the same
+ * status: ob_watch_catch_signals), and the drain of fire-and-forget calls,
  * waited for at most --drain-timeout after the awaited calls settle. A run
  * that can make no more progress (the loop has nothing left, yet calls wait)
  * has its waiting calls failed as stalled rather than hang. --max-calls counts
@@ -56,6 +58,7 @@
 #include "ob_queue.h"
 #include "ob_runner.h"
 #include "ob_shard.h"
+#include "ob_watch.h"
 
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
   memset(o, 0, sizeof *o);
@@ -364,10 +367,12 @@ static void on_event(void *ud, const ob_event *ev) {
 static void on_signal(uv_signal_t *s, int signum) {
   ob_runner *rn = s->data;
   rn->signum = signum;
-  if (rn->shards)
-    ob_shards_cancel(rn->shards);
-  else
+  if (rn->shards) {
+    ob_shards_cancel(rn->shards); /* the threads' tools stay stopped until they take it */
+  } else {
     ob_run_cancel(rn->run);
+    ob_watch_interrupt_done(); /* taken: what runs now (callbacks closing) may finish */
+  }
   uv_stop(rn->e->loop);
 }
 
@@ -401,6 +406,9 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
   uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
   uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
   uv_unref((uv_handle_t *)&rn->sigterm);
+  /* a tool that never yields is stopped for the loop to take the signal; a
+   * second signal exits at once (ob_watch.h) */
+  ob_watch_catch_signals(2, NULL);
   ob_progress_start(o->pg, e->loop);
   rn->open = 1;
   return OB_EXIT_OK;
@@ -530,6 +538,7 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
   rn->shards = s;
   ob_progress_set_counts(rn->o->pg, shard_counts, s);
   ob_shards_wait(s);
+  ob_watch_interrupt_done(); /* every thread has taken the signal, if one came */
   ob_progress_end_run(rn->o->pg);
   rn->shards = NULL;
   say_abandoned(rn, ob_shards_abandoned(s));

@@ -8,6 +8,7 @@
  * the only way the scheduler's files enter it. The Lua half of the module
  * (lua/obelus/runtime.lua, compiled in) is built from the primitives here. */
 #include <lauxlib.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,14 +33,143 @@ static int prim_set_handler(lua_State *L) {
   return 0;
 }
 
+/* The children tools spawn (obelus.uv.spawn, runtime.lua): each in a process
+ * group of its own, tracked where a signal handler finds it (ob_watch.h), and
+ * killed with its group when its attempt is abandoned or the engine goes.
+ * child_track(pid) -> slot; child_untrack(slot); child_kill(pid, slot). */
+static int prim_child_track(lua_State *L) {
+  lua_Integer pid = luaL_checkinteger(L, 1);
+  lua_pushlightuserdata(L, pid > 0 && pid <= 0x7fffffff ? (void *)ob_watch_child_add((pid_t)pid)
+                                                        : NULL);
+  return 1;
+}
+
+static int prim_child_untrack(lua_State *L) {
+  ob_watch_child_remove(lua_touserdata(L, 1));
+  return 0;
+}
+
+static int prim_child_kill(lua_State *L) {
+  lua_Integer pid = luaL_checkinteger(L, 1);
+  if (pid > 0 && pid <= 0x7fffffff)
+    kill(-(pid_t)pid, SIGKILL); /* the group: what the child started goes with it */
+  ob_watch_child_remove(lua_touserdata(L, 2));
+  return 0;
+}
+
+/* coroutine.resume and coroutine.wrap as tools see them: Lua's, except that
+ * the engine's watch follows the coroutine resumed (ob_watch_nest), so that a
+ * tool spinning inside a coroutine it made is stopped as in its own. */
+static int watched_resume(lua_State *L, lua_State *co, int narg, ob_engine *e) {
+  if (!lua_checkstack(co, narg)) {
+    lua_pushliteral(L, "too many arguments to resume");
+    return -1;
+  }
+  lua_xmove(L, co, narg);
+  lua_State *outer = e->watch ? ob_watch_nest(e->watch, co) : NULL;
+  int nres, st = lua_resume(co, L, narg, &nres);
+  if (e->watch)
+    ob_watch_unnest(e->watch, outer);
+  if (st == LUA_OK || st == LUA_YIELD) {
+    if (!lua_checkstack(L, nres + 1)) {
+      lua_pop(co, nres);
+      lua_pushliteral(L, "too many results to resume");
+      return -1;
+    }
+    lua_xmove(co, L, nres);
+    return nres;
+  }
+  lua_xmove(co, L, 1);
+  return -1;
+}
+
+static int co_resume(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  luaL_argexpected(L, co, 1, "coroutine");
+  int r = watched_resume(L, co, lua_gettop(L) - 1, lua_touserdata(L, lua_upvalueindex(1)));
+  if (r < 0) {
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  lua_insert(L, -(r + 1));
+  return r + 1;
+}
+
+static int co_wrapped(lua_State *L) {
+  lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+  int r = watched_resume(L, co, lua_gettop(L), lua_touserdata(L, lua_upvalueindex(2)));
+  if (r >= 0)
+    return r;
+  int st = lua_status(co);
+  if (st != LUA_OK && st != LUA_YIELD) { /* an error in the coroutine: close it */
+    st = lua_resetthread(co);
+    lua_xmove(co, L, 1);
+  }
+  if (st != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+
+static int co_wrap(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_State *co = lua_newthread(L);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushcclosure(L, co_wrapped, 2);
+  return 1;
+}
+
+/* Hooks are the engine's: a tool that could set or clear them could stop
+ * the watchdog stopping it. debug.sethook fails; debug.gethook sees none. */
+static int no_sethook(lua_State *L) {
+  return luaL_error(L, "debug.sethook is not available to tools: obelus stops tools that run "
+                       "too long through hooks");
+}
+
+static int no_gethook(lua_State *L) {
+  lua_pushnil(L);
+  return 1;
+}
+
+/* Puts the engine's coroutine.resume, coroutine.wrap, debug.sethook and
+ * debug.gethook in place of Lua's (the tables are those `require` answers). */
+static void guard_libs(lua_State *L, ob_engine *e) {
+  lua_getglobal(L, "coroutine");
+  if (lua_istable(L, -1)) {
+    lua_pushlightuserdata(L, e);
+    lua_pushcclosure(L, co_resume, 1);
+    lua_setfield(L, -2, "resume");
+    lua_pushlightuserdata(L, e);
+    lua_pushcclosure(L, co_wrap, 1);
+    lua_setfield(L, -2, "wrap");
+  }
+  lua_pop(L, 1);
+  lua_getglobal(L, "debug");
+  if (lua_istable(L, -1)) {
+    lua_pushcfunction(L, no_sethook);
+    lua_setfield(L, -2, "sethook");
+    lua_pushcfunction(L, no_gethook);
+    lua_setfield(L, -2, "gethook");
+  }
+  lua_pop(L, 1);
+}
+
 /* The primitives that need the engine (an upvalue), and those that do not. */
 static const luaL_Reg engine_prims[] = {
     {"wake", ob_co_lua_wake}, {"sleep", ob_sleep_lua}, {"http_start", ob_http_lua_start},
     {NULL, NULL}};
 static const luaL_Reg plain_prims[] = {
-    {"totable", ob_view_lua_totable}, {"is_view", ob_view_lua_is_view},
-    {"next", ob_view_lua_next},       {"is_call", ob_co_lua_is_call},
-    {"attempt", ob_co_lua_attempt},   {NULL, NULL}};
+    {"totable", ob_view_lua_totable},   {"is_view", ob_view_lua_is_view},
+    {"next", ob_view_lua_next},         {"is_call", ob_co_lua_is_call},
+    {"attempt", ob_co_lua_attempt},     {"child_track", prim_child_track},
+    {"child_untrack", prim_child_untrack}, {"child_kill", prim_child_kill},
+    {NULL, NULL}};
 
 static int open_runtime(lua_State *L) {
   ob_engine *e = lua_touserdata(L, 1);
@@ -102,6 +232,8 @@ int ob_runtime_open(ob_engine *e, ob_error *err) {
   ob_co_push_prepare(L);
   e->body_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   e->watch = ob_watch_new(ob_co_slice_hook);
+  ob_co_set_engine(L, e);
+  guard_libs(L, e);
   e->pool = malloc(OB_ENGINE_POOL * sizeof *e->pool);
   if (!e->pool)
     abort();
@@ -119,10 +251,25 @@ int ob_runtime_open(ob_engine *e, ob_error *err) {
 
 static void free_handle(uv_handle_t *h) { free(h); }
 
+/* Kills the children tools spawned that are still tracked (runtime.lua's
+ * kill_children): the runs are over. */
+static void kill_children(ob_engine *e) {
+  lua_State *L = e->L;
+  if (!L || e->prim_ref == LUA_NOREF)
+    return;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->prim_ref);
+  if (lua_getfield(L, -1, "kill_children") == LUA_TFUNCTION &&
+      ob_engine_pcall(L, 0, 0) != LUA_OK)
+    fprintf(stderr, "obelus: killing the tools' children: %s\n", lua_tostring(L, -1));
+  lua_settop(L, top);
+}
+
 void ob_runtime_close(ob_engine *e) {
   e->gc_incremental = 0; /* no collector switch for a state about to close */
   while (e->runs)
     ob_run_free(e->runs);
+  kill_children(e);
   if (e->sleep_timer) /* freed by its close callback, when the loop gets to it */
     uv_close((uv_handle_t *)e->sleep_timer, free_handle);
   if (e->gc_idle)

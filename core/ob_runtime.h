@@ -3,6 +3,8 @@
 #ifndef OB_RUNTIME_H
 #define OB_RUNTIME_H
 
+#include <lua.h>
+
 #include "ob_error.h"
 
 struct ob_engine;
@@ -13,5 +15,10 @@ int ob_runtime_open(struct ob_engine *e, ob_error *err);
 /* Frees the engine's runs and closes the scheduler's handles (their memory
  * goes when the loop gets to their close callbacks). */
 void ob_runtime_close(struct ob_engine *e);
+
+/* The engine of a Lua state (any of its threads), from its registry; NULL
+ * before ob_runtime_open. */
+struct ob_engine *ob_co_engine(lua_State *L);
+void ob_co_set_engine(lua_State *L, struct ob_engine *e);
 
 #endif

@@ -253,6 +253,12 @@ void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback);
 void ob_timeout_arm(ob_crun *c);
 /* Stops and lets go of the call's timer (the attempt ended). */
 void ob_timeout_disarm(ob_crun *c);
+/* The attempt's _timeout passed: abandoned, failed with "timeout after N ms"
+ * (its timer, or the watchdog's stop of a tool that does not yield). */
+void ob_timeout_expire(ob_crun *c);
+/* The attempt was stopped by SIGINT/SIGTERM: the call waits, its loop kept
+ * alive, until the command's answer to the signal settles it (a cancel). */
+void ob_timeout_hold(ob_crun *c);
 /* Lets go of the running attempt: its coroutine (with its sleeps and the
  * luv handles it made), its delegated run; a C tool's late completion of it
  * is ignored. The call stays running: the caller settles or retries it. */

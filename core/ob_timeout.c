@@ -5,7 +5,9 @@
  * when the attempt ends. When it fires first, the attempt is abandoned and
  * fails with "timeout after N ms", a runtime error like any other: retried
  * when _retry allows (ob_retry.c), else routed to a || alternative or the
- * call's error.
+ * call's error. A tool that does not yield cannot let the timer fire: the
+ * watchdog (ob_watch.h) watches the attempt's deadline too, and stops the
+ * tool at it, which ends here the same way (ob_timeout_expire).
  *
  * Abandoning must leave nothing of the attempt that can run later:
  *   - its coroutine is let go (never resumed again): a callback that would
@@ -35,8 +37,9 @@ static uint32_t limit_ms(const ob_crun *c) {
   return c->call->timeout_ms ? c->call->timeout_ms : c->run->opt.call_timeout_ms;
 }
 
-static void timeout_fire(uv_timer_t *t) {
-  ob_crun *c = t->data;
+static void timeout_fire(uv_timer_t *t) { ob_timeout_expire(t->data); }
+
+void ob_timeout_expire(ob_crun *c) {
   if (c->state != OB_CALL_RUNNING || c->retry_wait)
     return;
   char why[64];
@@ -59,6 +62,17 @@ void ob_timeout_arm(ob_crun *c) {
   uv_timer_t *t = ms ? call_timer(c) : NULL;
   if (t)
     uv_timer_start(t, timeout_fire, ms, 0);
+}
+
+/* Keeps the loop alive while a call stopped by a signal waits for what the
+ * command makes of the signal (the run's cancel, a job handed back): its
+ * loop must get to the signal, and must not find the call stalled first. */
+static void held(uv_timer_t *t) { (void)t; }
+
+void ob_timeout_hold(ob_crun *c) {
+  uv_timer_t *t = call_timer(c);
+  if (t)
+    uv_timer_start(t, held, 1000, 1000);
 }
 
 void ob_timeout_disarm(ob_crun *c) {

@@ -1,7 +1,11 @@
-/* ob_watch.c -- the watchdog thread and its signal (see ob_watch.h). */
+/* ob_watch.c -- the watchdog thread and its signal, the SIGINT/SIGTERM handler
+ * in front of libuv's, and the tools' children's groups (see ob_watch.h). */
+#include <errno.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ob_watch.h"
 
@@ -14,7 +18,9 @@ static int running, nactive;  /* the thread; the watches in use (both under life
 static pthread_t thread;
 /* the thread's: the watches, and when to stop */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+/* wakes the watchdog: a semaphore, since sem_post is async-signal-safe */
+static sem_t wake;
+static int wake_made;
 static int stopping;
 static ob_watch *watches; /* every watch ever made, active or not */
 
@@ -34,22 +40,35 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     return;
   lua_State *co = atomic_load_explicit(&w->co, memory_order_acquire);
   if (co && atomic_load(&w->resumes) == atomic_load(&w->target)) {
-    atomic_store(&w->hooked, 1);
-    lua_sethook(co, w->hook, LUA_MASKCOUNT, 1);
+    int why = atomic_load(&w->want);
+    if (!atomic_load(&w->stop) || why == OB_STOP_SIGNAL)
+      atomic_store(&w->stop, why);
+    lua_sethook(co, w->hook, LUA_MASKCOUNT, 1); /* again, if it was: it may have gone */
   }
 }
 
 /* The sampling period: a quarter of the shortest limit in force, 5 ms at
- * least; 0 when no resume has a limit (sleep until a watch changes). */
+ * least and 250 ms at most (deadlines and signals are seen within it); 0
+ * when no watch has a limit (sleep until woken). */
 static unsigned long long period_ms(void) {
   unsigned long long p = 0;
   for (ob_watch *w = watches; w; w = w->next) {
     unsigned lim = atomic_load_explicit(&w->limit_ms, memory_order_relaxed);
-    unsigned long long q = lim / 4 < 5 ? 5 : lim / 4;
+    unsigned long long q = lim / 4 < 5 ? 5 : lim / 4 > 250 ? 250 : lim / 4;
     if (w->active && lim && (!p || q < p))
       p = q;
   }
   return p;
+}
+
+atomic_int ob_watch_interrupted;
+
+/* Sends w's loop thread the stop of its resume n, for why. */
+static void send_stop(ob_watch *w, unsigned n, int why) {
+  atomic_store(&w->want, why);
+  atomic_store(&w->target, n);
+  union sigval v = {.sival_ptr = w};
+  pthread_sigqueue(atomic_load(&w->thread), OB_WATCH_SIGNAL, v);
 }
 
 static void *watchdog(void *arg) {
@@ -57,38 +76,53 @@ static void *watchdog(void *arg) {
   pthread_mutex_lock(&lock);
   while (!stopping) {
     unsigned long long p = period_ms();
-    if (!p) { /* nothing limited: sleep until a run arms its watch */
-      pthread_cond_wait(&wake, &lock);
-      continue;
+    pthread_mutex_unlock(&lock);
+    if (!p) { /* nothing limited: sleep until a run arms its watch or a signal comes */
+      while (sem_wait(&wake) != 0 && errno == EINTR)
+        ;
+    } else {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_sec += (time_t)(p / 1000);
+      until.tv_nsec += (long)(p % 1000) * 1000000L;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+      while (sem_timedwait(&wake, &until) != 0 && errno == EINTR)
+        ;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)(p / 1000);
-    until.tv_nsec += (long)(p % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&wake, &lock, &until);
+    while (sem_trywait(&wake) == 0) /* one look serves every wake-up so far */
+      ;
+    pthread_mutex_lock(&lock);
     unsigned long long t = now_ms();
+    int sig = atomic_load(&ob_watch_interrupted);
     for (ob_watch *w = watches; w; w = w->next) {
       if (!w->active)
         continue;
       lua_State *co = atomic_load_explicit(&w->co, memory_order_acquire);
       unsigned n = atomic_load_explicit(&w->resumes, memory_order_relaxed);
       unsigned lim = atomic_load_explicit(&w->limit_ms, memory_order_relaxed);
-      if (!co || n != w->seen) { /* idle, or another resume than last time */
+      unsigned long long due = atomic_load_explicit(&w->deadline_ms, memory_order_relaxed);
+      if (!co) { /* idle */
         w->seen = n;
         w->seen_ms = t;
-        w->signalled = 0;
         continue;
       }
-      if (lim && !w->signalled && t - w->seen_ms >= lim) {
-        atomic_store(&w->target, n);
-        w->signalled = 1;
-        union sigval v = {.sival_ptr = w};
-        pthread_sigqueue(atomic_load(&w->thread), OB_WATCH_SIGNAL, v);
+      if (sig) { /* a SIGINT or SIGTERM the loop has not taken: stop what runs */
+        send_stop(w, n, OB_STOP_SIGNAL);
+        continue;
       }
+      if (n != w->seen) { /* another resume than last time */
+        w->seen = n;
+        w->seen_ms = t;
+      }
+      /* overdue: signalled at every sample until the resume ends (a hook
+       * that went missing is set again) */
+      if (due && t >= due)
+        send_stop(w, n, OB_STOP_TIMEOUT);
+      else if (lim && t - w->seen_ms >= lim)
+        send_stop(w, n, OB_STOP_SLICE);
     }
   }
   pthread_mutex_unlock(&lock);
@@ -113,13 +147,15 @@ static int install(void) {
 
 /* Starts the thread (under life). */
 static int start_thread(void) {
-  /* the thread must not take the signal itself: it goes to loop threads by id */
+  /* the thread takes no signal: OB_WATCH_SIGNAL goes to loop threads by id,
+   * SIGINT and SIGTERM to a loop thread (whose handler wakes this one) */
   sigset_t block, prev;
-  sigemptyset(&block);
-  sigaddset(&block, OB_WATCH_SIGNAL);
-  pthread_sigmask(SIG_BLOCK, &block, &prev);
+  sigfillset(&block);
+  pthread_sigmask(SIG_SETMASK, &block, &prev);
+  if (!wake_made && sem_init(&wake, 0, 0) == 0)
+    wake_made = 1;
   stopping = 0;
-  int ok = pthread_create(&thread, NULL, watchdog, NULL) == 0;
+  int ok = wake_made && pthread_create(&thread, NULL, watchdog, NULL) == 0;
   pthread_sigmask(SIG_SETMASK, &prev, NULL);
   return ok;
 }
@@ -143,9 +179,9 @@ ob_watch *ob_watch_new(lua_Hook hook) {
   if (w) {
     atomic_store(&w->co, NULL);
     atomic_store(&w->limit_ms, 0);
-    atomic_store(&w->hooked, 0);
+    atomic_store(&w->deadline_ms, 0);
+    atomic_store(&w->stop, OB_STOP_NONE);
     w->hook = hook;
-    w->signalled = 0;
     w->active = 1;
     nactive++;
   }
@@ -157,8 +193,8 @@ ob_watch *ob_watch_new(lua_Hook hook) {
 void ob_watch_arm(ob_watch *w, unsigned limit_ms) {
   pthread_mutex_lock(&lock);
   atomic_store(&w->limit_ms, limit_ms);
-  pthread_cond_signal(&wake); /* the period may be shorter now */
   pthread_mutex_unlock(&lock);
+  sem_post(&wake); /* the period may be shorter now */
 }
 
 void ob_watch_free(ob_watch *w) {
@@ -171,8 +207,8 @@ void ob_watch_free(ob_watch *w) {
   int last = --nactive == 0;
   if (last)
     stopping = 1;
-  pthread_cond_signal(&wake);
   pthread_mutex_unlock(&lock);
+  sem_post(&wake);
   if (last) {
     /* no engine has a watch: the thread ends, so no signal can come any more;
      * the watches go, and the handler is parked (ignored rather than the
@@ -193,4 +229,100 @@ void ob_watch_free(ob_watch *w) {
     }
   }
   pthread_mutex_unlock(&life);
+}
+
+/* --- SIGINT and SIGTERM --------------------------------------------------- */
+
+static struct sigaction before[2]; /* libuv's handlers of SIGINT and SIGTERM */
+static int exit_at;
+static const char *interrupt_say;
+static atomic_int interrupts;
+
+static void on_interrupt(int sig, siginfo_t *si, void *uc) {
+  int saved = errno;
+  int n = atomic_fetch_add(&interrupts, 1) + 1;
+  if (exit_at && n >= exit_at) { /* at once: the journal is as a kill leaves it */
+    ob_watch_children_kill();
+    _exit(128 + sig);
+  }
+  if (interrupt_say)
+    (void)!write(2, interrupt_say, strlen(interrupt_say));
+  atomic_store(&ob_watch_interrupted, sig);
+  if (wake_made)
+    sem_post(&wake);
+  const struct sigaction *b = &before[sig == SIGTERM];
+  if (b->sa_flags & SA_SIGINFO)
+    b->sa_sigaction(sig, si, uc);
+  else if (b->sa_handler != SIG_DFL && b->sa_handler != SIG_IGN)
+    b->sa_handler(sig);
+  errno = saved;
+}
+
+void ob_watch_catch_signals(int exit_after, const char *say) {
+  exit_at = exit_after;
+  interrupt_say = say;
+  atomic_store(&interrupts, 0);
+  atomic_store(&ob_watch_interrupted, 0);
+  const int sigs[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; i++) {
+    struct sigaction sa, old;
+    if (sigaction(sigs[i], NULL, &old) != 0 || (!(old.sa_flags & SA_SIGINFO) &&
+                                                old.sa_handler == SIG_IGN))
+      continue; /* ignored (nohup): left so */
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_interrupt)
+      continue; /* ours already */
+    before[i] = old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_interrupt;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
+void ob_watch_interrupt_done(void) { atomic_store(&ob_watch_interrupted, 0); }
+
+/* --- children ---------------------------------------------------------------
+ * Chunks of slots, only ever added to (a handler may walk them at any time);
+ * a slot is 0 when free. */
+#define CHUNK_SLOTS 1024
+typedef struct chunk {
+  _Atomic(pid_t) pid[CHUNK_SLOTS];
+  struct chunk *next;
+} chunk;
+static _Atomic(chunk *) chunks;
+
+_Atomic(pid_t) *ob_watch_child_add(pid_t pgid) {
+  if (pgid <= 0)
+    return NULL;
+  for (;;) {
+    chunk *head = atomic_load(&chunks);
+    for (chunk *k = head; k; k = k->next)
+      for (int i = 0; i < CHUNK_SLOTS; i++) {
+        pid_t zero = 0;
+        if (!atomic_load_explicit(&k->pid[i], memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&k->pid[i], &zero, pgid))
+          return &k->pid[i];
+      }
+    chunk *k = calloc(1, sizeof *k);
+    if (!k)
+      return NULL;
+    k->next = head;
+    if (!atomic_compare_exchange_strong(&chunks, &head, k))
+      free(k); /* another thread added one: look again */
+  }
+}
+
+void ob_watch_child_remove(_Atomic(pid_t) *slot) {
+  if (slot)
+    atomic_store(slot, 0);
+}
+
+void ob_watch_children_kill(void) {
+  for (chunk *k = atomic_load(&chunks); k; k = k->next)
+    for (int i = 0; i < CHUNK_SLOTS; i++) {
+      pid_t p = atomic_load(&k->pid[i]);
+      if (p > 0)
+        kill(-p, SIGKILL);
+    }
 }

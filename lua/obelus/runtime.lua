@@ -20,12 +20,20 @@ obelus.array_mt = prim.array_mt
 -- abandoned (its _timeout passed, its run was cancelled) the engine closes
 -- them, so that no callback of it runs later. Nothing is kept for handles
 -- made elsewhere (in a callback, or through require "luv").
+--
+-- A child process (obelus.uv.spawn) is started in a process group of its own
+-- (options.detached is always true) and tracked until it exits: when the
+-- attempt that started it is abandoned, its group gets SIGKILL (its exit
+-- callback then only closes its handle), and so does every group still
+-- tracked when the engine goes (the run's end) or the process exits on a
+-- second signal.
 local luv = prim.uv
 local owned = setmetatable({}, { __mode = "k" }) -- coroutine -> { serial =, handles... }
+local children = {} -- pid -> { pid =, slot =, handle =, abandoned = }, until it exits
 local function keep(handle)
   local co = coroutine.running()
   local serial = prim.attempt(co)
-  if not serial or type(handle) ~= "userdata" then return end
+  if not serial or (type(handle) ~= "userdata" and type(handle) ~= "table") then return end
   local list = owned[co]
   if not list or list.serial ~= serial then
     list = { serial = serial }
@@ -33,10 +41,40 @@ local function keep(handle)
   end
   list[#list + 1] = handle
 end
+
+local function spawn(path, options, on_exit)
+  if prim.is_view(options) then options = prim.totable(options) end
+  local o = {}
+  if type(options) == "table" then
+    for k, v in pairs(options) do o[k] = v end
+  end
+  o.detached = true -- its own process group: killed as one (setsid)
+  local child
+  local r = table.pack(luv.spawn(path, o, function(...)
+    if child then
+      children[child.pid] = nil
+      prim.child_untrack(child.slot)
+      if child.abandoned then
+        if not child.handle:is_closing() then child.handle:close() end
+        return
+      end
+    end
+    if on_exit then return on_exit(...) end
+  end))
+  local handle, pid = r[1], r[2]
+  if not handle then return table.unpack(r, 1, r.n) end -- nil, why, name
+  child = { pid = pid, slot = prim.child_track(pid), handle = handle }
+  children[pid] = child
+  keep(child)
+  return handle, pid
+end
+
 obelus.uv = setmetatable({}, {
   __index = function(t, k)
     local f = luv[k]
-    if type(f) == "function" and (k:sub(1, 4) == "new_" or k == "spawn") then
+    if k == "spawn" then
+      f = spawn
+    elseif type(f) == "function" and k:sub(1, 4) == "new_" then
       local made = f
       f = function(...)
         local r = table.pack(made(...))
@@ -49,15 +87,32 @@ obelus.uv = setmetatable({}, {
   end,
 })
 
---- Closes the handles attempt `serial` of coroutine co made (the engine calls it).
+local function kill(child)
+  if child.abandoned then return end
+  child.abandoned = true
+  prim.child_kill(child.pid, child.slot)
+  child.slot = nil
+end
+
+--- Closes the handles attempt `serial` of coroutine co made, and kills its
+--- children (the engine calls it).
 function prim.abandon(co, serial)
   local list = owned[co]
   if not list or list.serial ~= serial then return end
   owned[co] = nil
   for i = 1, #list do
     local h = list[i]
-    if not h:is_closing() then h:close() end
+    if type(h) == "table" then
+      kill(h) -- a child: its handle closes when it has exited
+    elseif not h:is_closing() then
+      h:close()
+    end
   end
+end
+
+--- Kills every child still tracked (the engine calls it as it goes).
+function prim.kill_children()
+  for _, child in pairs(children) do kill(child) end
 end
 obelus.sleep = prim.sleep
 obelus.encode = prim.encode

@@ -1,0 +1,326 @@
+-- stop_spec.lua -- stopping what a tool would not stop (issue 26, items 3 and 10): the
+-- slice watchdog cannot be caught, unhooked or escaped into a coroutine; _timeout and
+-- SIGINT/SIGTERM take effect in a tool that never yields; a second signal exits at once;
+-- the children a tool spawned die with its attempt, and with the run. Real processes and
+-- real signals; nothing here reads a clock: each run is capped by `timeout -s KILL` (a
+-- cap hit shows as 137), and a signal is sent once the tool says it runs (a file).
+local cli = require "support.cli"
+local cjson = require "cjson"
+
+local TOOLS = "spec/cli/fixtures/stop/tools.lua"
+local ASAN = cli.bin:find("/asan/", 1, true) ~= nil
+local q = cli.quote
+
+local function sh(cmd)
+  local p = io.popen(cmd)
+  local s = p:read("a")
+  p:close()
+  return s
+end
+
+local function exists(path)
+  local f = io.open(path)
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- waits (20 s at most) until ok() holds; false if it never did
+local function wait_for(ok)
+  for _ = 1, 400 do
+    if ok() then return true end
+    os.execute("sleep 0.05")
+  end
+  return ok()
+end
+
+local function unique() return ("%d%06d"):format(os.time(), math.random(0, 999999)) end
+
+-- the pids of processes whose command line holds pattern (its first letter in brackets,
+-- so that the shell running pgrep does not match itself)
+local function pids(pattern)
+  local t = {}
+  local re = "[" .. pattern:sub(1, 1) .. "]" .. pattern:sub(2)
+  for p in sh("pgrep -f " .. q(re) .. " || true"):gmatch("%d+") do t[#t + 1] = p end
+  return t
+end
+
+local function kill_all(pattern)
+  for _, p in ipairs(pids(pattern)) do os.execute("kill -9 " .. p .. " 2>/dev/null") end
+end
+
+local function plan_file(calls, output)
+  return cli.tmpfile(cjson.encode { plan = calls, output = output }, ".json")
+end
+
+-- runs obelus ARGS under a 30 s cap (ulimit -v outside ASan): code, out, err
+local function run(args)
+  local parts = { ASAN and "" or "ulimit -v 4000000;", "timeout -s KILL 30", q(cli.bin) }
+  for _, a in ipairs(args) do parts[#parts + 1] = q(a) end
+  local out, err = os.tmpname(), os.tmpname()
+  local _, how, code = os.execute("(" .. table.concat(parts, " ") .. ") >" .. out .. " 2>" .. err)
+  local r = { code = how == "exit" and code or 128 + code, out = cli.slurp(out), err = cli.slurp(err) }
+  os.remove(out); os.remove(err)
+  return r
+end
+
+-- starts obelus ARGS in the background (30 s cap); returns a handle with its pid, and
+-- wait() -> { code, out, err } once it ended
+local function start(args)
+  local pidf, rcf, out, err = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
+  os.remove(rcf)
+  local parts = {}
+  for i, a in ipairs(args) do parts[i] = q(a) end
+  os.execute(("(timeout -s KILL 30 sh -c 'echo $$ > %s; exec \"$0\" \"$@\"' %s %s >%s 2>%s <%s; echo $? >%s) &")
+    :format(pidf, q(cli.bin), table.concat(parts, " "), out, err, args.stdin or "/dev/null", rcf))
+  assert(wait_for(function() return cli.slurp(pidf):match("%d+") ~= nil end))
+  local h = { pid = cli.slurp(pidf):match("%d+") }
+  function h.wait()
+    assert(wait_for(function() return cli.slurp(rcf):match("%d+") ~= nil end), "still running")
+    local r = { code = tonumber(cli.slurp(rcf):match("%d+")), out = cli.slurp(out), err = cli.slurp(err) }
+    for _, f in ipairs { pidf, rcf, out, err } do os.remove(f) end
+    return r
+  end
+  -- sends sig; then waits until the process has taken it (no longer pending)
+  function h.signal(sig)
+    os.execute("kill -" .. sig .. " " .. h.pid)
+    wait_for(function()
+      local st = cli.slurp("/proc/" .. h.pid .. "/status")
+      return st == "" or not st:match("ShdPnd:%s*0*[1-9a-f]")
+    end)
+  end
+  return h
+end
+
+local function records(journal)
+  local t = {}
+  for line in io.lines(journal) do
+    if line:match("%S") then t[#t + 1] = cjson.decode(line) end
+  end
+  return t
+end
+
+describe("the watchdog cannot be defeated from Lua", function()
+  local function spins(call)
+    call._id = "spin"
+    call._outputPath = "†state.a"
+    local r = run { "run", plan_file({ call, { _tool = "ok", value = "after", _outputPath = "†state.b" } }, "†state.b"),
+                    "--tools", TOOLS, "--max-slice", "200" }
+    assert.are.equal(1, r.code, r.err) -- stopped: not the cap's 137
+    assert.are.equal("after", cjson.decode(r.out))
+    assert.matches("call spin %(" .. call._tool .. "%) failed %(runtime%): the tool ran 200 ms without yielding", r.err)
+  end
+
+  it("a pcall that catches the stop is stopped again at once", function()
+    spins { _tool = "pcall_spin" }
+  end)
+
+  it("a tool cannot clear the hook (debug.sethook() in a loop, under pcall)", function()
+    spins { _tool = "sethook_spin" }
+  end)
+
+  it("a spin inside a coroutine the tool made (coroutine.create / resume) is stopped", function()
+    spins { _tool = "nested_spin" }
+  end)
+
+  it("a spin inside coroutine.wrap, under pcall, is stopped", function()
+    spins { _tool = "nested_spin", how = "wrap" }
+  end)
+
+  it("debug.sethook fails in a tool and debug.gethook sees no hook; coroutines work as Lua's", function()
+    local r = run { "run", plan_file({ { _tool = "hooks", _outputPath = "†state.h" }, { _tool = "coro", _outputPath = "†state.c" } },
+                    { "†state.h", "†state.c" }), "--tools", TOOLS }
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    assert.are.same({ set = false, get = true,
+                      err = "debug.sethook is not available to tools: obelus stops tools that run too long through hooks" }, out[1])
+    assert.are.same({ 2, 20, true, 5, false, true, false, "cannot resume dead coroutine", false, true }, out[2])
+  end)
+end)
+
+describe("_timeout in a tool that never yields", function()
+  it("fails the call with its timeout error; the run goes on and || applies", function()
+    local r = run { "run", plan_file({
+      { _id = "spin", _tool = "pcall_spin", _timeout = 300, _outputPath = "†state.a || †state.failed" },
+      { _tool = "ok", value = "after", _outputPath = "†state.b" } }, { "†state.failed", "†state.b" }),
+      "--tools", TOOLS, "--max-slice", "600000" }
+    assert.are.equal(0, r.code, r.err) -- routed: not the cap's 137
+    local out = cjson.decode(r.out)
+    assert.matches("timeout after 300 ms", cjson.encode(out[1]), 1, true)
+    assert.are.equal("after", out[2])
+  end)
+
+  it("is retried as a timeout is", function()
+    local r = run { "run", plan_file({
+      { _id = "spin", _tool = "nested_spin", _timeout = 200, _retry = { attempts = 2, delay_ms = 1 }, _outputPath = "†state.a" } }),
+      "--tools", TOOLS, "--max-slice", "600000" }
+    assert.are.equal(1, r.code, r.err)
+    assert.matches("attempt 1 of 2 failed: timeout after 200 ms", r.err, 1, true)
+    assert.matches("call spin (nested_spin) failed (runtime): timeout after 200 ms", r.err, 1, true)
+  end)
+end)
+
+describe("SIGINT and SIGTERM in a tool that never yields", function()
+  for _, sig in ipairs { "TERM", "INT" } do
+    it("SIG" .. sig .. " cancels the run as it does any run: exit 128 + the signal, a journal resume takes", function()
+      local started, j = os.tmpname(), os.tmpname()
+      os.remove(started)
+      local h = start { "run", plan_file({
+        { _id = "spin", _tool = "pcall_spin", started = started, _outputPath = "†state.a" },
+        { _id = "ok", _tool = "ok", ms = 5, value = 1, _outputPath = "†state.b" } }),
+        "--tools", TOOLS, "--max-slice", "600000", "--journal", j }
+      assert.is_true(wait_for(function() return exists(started) end))
+      h.signal(sig)
+      local r = h.wait()
+      assert.are.equal(sig == "TERM" and 143 or 130, r.code, r.err) -- not the cap's 137
+      assert.matches("obelus run: interrupted by SIG" .. sig .. "; running calls abandoned", r.err, 1, true)
+      local recs = records(j)
+      assert.are.equal("plan", recs[1].type)
+      local settled = {}
+      for _, rec in ipairs(recs) do if rec.journal == "settled" then settled[rec.id] = rec.state end end
+      assert.is_nil(settled.spin) -- abandoned, not failed: resume runs it again
+      local log = run { "log", j }
+      assert.are.equal(0, log.code, log.err)
+      local res = run { "resume", j, "--tools", TOOLS, "--max-slice", "200" }
+      assert.matches("call spin (pcall_spin) had started (attempt 1) and did not settle: it runs again", res.err, 1, true)
+      os.remove(j); os.remove(started)
+    end)
+  end
+
+  it("SIGINT reaches a run on threads whose tools never yield: exit 130", function()
+    local started = os.tmpname()
+    os.remove(started)
+    local file = cli.tmpfile(cjson.encode { instances = { "a", "b", "c", "d" },
+      plan = { { _tool = "pcall_spin", started = started, _outputPath = "x" } } }, ".json")
+    local h = start { "run", file, "--tools", TOOLS, "--threads", "2", "--max-slice", "600000" }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("INT")
+    local r = h.wait()
+    assert.are.equal(130, r.code, r.err) -- not the cap's 137
+    assert.matches("interrupted by SIGINT", r.err, 1, true)
+    os.remove(started)
+  end)
+
+  it("a second SIGTERM exits at once while a tool blocks in C (os.execute)", function()
+    local started, tag = os.tmpname(), "12." .. unique()
+    os.remove(started)
+    local h = start { "run", plan_file({ { _id = "b", _tool = "blocked", seconds = tag, started = started, _outputPath = "†state.a" } }),
+                      "--tools", TOOLS }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM") -- taken, but the loop cannot get to it: the tool is in C
+    h.signal("TERM")
+    local r = h.wait()
+    kill_all("sleep " .. tag)
+    assert.are.equal(143, r.code, r.err)
+    assert.are.equal("", r.out) -- the tool never returned
+    os.remove(started)
+  end)
+end)
+
+describe("obelus mcp, a tool that never yields", function()
+  it("SIGTERM ends the server", function()
+    local started, fifo, tag = os.tmpname(), os.tmpname(), "600." .. unique()
+    os.remove(started); os.remove(fifo)
+    assert.is_true(os.execute("mkfifo " .. q(fifo)))
+    local req = cjson.encode { jsonrpc = "2.0", id = 1, method = "tools/call",
+                               params = { name = "pcall_spin", arguments = { started = started } } }
+    -- the client: one request, then input kept open (the server must not see its end)
+    os.execute(("(printf '%%s\\n' %s; exec sleep %s) >%s &"):format(q(req), tag, q(fifo)))
+    local h = start { "mcp", "--tools", TOOLS, "--max-slice", "600000", stdin = q(fifo) }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    local r = h.wait()
+    kill_all("sleep " .. tag)
+    assert.are.equal(0, r.code, r.err) -- ended as a signal ends it: not the cap's 137
+    os.remove(started); os.remove(fifo)
+  end)
+end)
+
+describe("obelus worker, a tool that never yields", function()
+  it("SIGTERM: the worker takes it, hands the job back after --grace and exits 0", function()
+    local servers = require "support.servers"
+    local redis, why = servers.redis()
+    if not redis then return pending(why) end
+    local started = os.tmpname()
+    os.remove(started)
+    local plan = plan_file({ { _id = "spin", _tool = "pcall_spin", started = started, _outputPath = "†state.a" } })
+    local s = run { "submit", plan, "--redis", redis.url, "--queue", "stop1", "--tools", TOOLS }
+    assert.are.equal(0, s.code, s.err)
+    local h = start { "worker", "--redis", redis.url, "--queue", "stop1", "--tools", TOOLS, "--grace", "200",
+                      "--max-slice", "600000" }
+    local ok = wait_for(function() return exists(started) end)
+    if ok then h.signal("TERM") end
+    local r = h.wait()
+    redis.stop()
+    assert.is_true(ok, r.err)
+    assert.are.equal(0, r.code, r.err) -- not the cap's 137
+    assert.matches("obelus worker: SIGTERM: taking no more jobs", r.err, 1, true)
+    assert.matches("obelus worker: ended", r.err, 1, true)
+    os.remove(started)
+  end)
+end)
+
+describe("children a tool spawned", function()
+  it("die with the attempt that timed out: the group is killed, the file is never written", function()
+    local tag = unique()
+    local file = os.tmpname()
+    os.remove(file)
+    local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", marker = "obelus-stop-" .. tag,
+      cmd = "sleep 600." .. tag .. "; touch " .. file, wait = 60000, _timeout = 300, _outputPath = "†state.a" } }),
+      "--tools", TOOLS }
+    assert.are.equal(1, r.code, r.err)
+    assert.matches("call s (spawner) failed (runtime): timeout after 300 ms", r.err, 1, true)
+    -- SIGKILL was sent before obelus exited; the kernel ends them
+    local gone = wait_for(function() return #pids("obelus-stop-" .. tag) + #pids("sleep 600." .. tag) == 0 end)
+    kill_all("obelus-stop-" .. tag)
+    kill_all("sleep 600." .. tag)
+    assert.is_true(gone, "a child of the attempt is still running")
+    assert.is_false(exists(file))
+  end)
+
+  it("die with a run SIGTERM cancels; nothing else is said", function()
+    local tag, started = unique(), os.tmpname()
+    os.remove(started)
+    local h = start { "run", plan_file({ { _id = "s", _tool = "spawner", n = 3, marker = "obelus-stop-" .. tag,
+      cmd = "sleep 600." .. tag, wait = 60000, started = started, _outputPath = "†state.a" } }), "--tools", TOOLS }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    local r = h.wait()
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("obelus-stop-" .. tag)
+    kill_all("sleep 600." .. tag)
+    assert.are.equal(143, r.code, r.err)
+    assert.are.equal("obelus run: interrupted by SIGTERM; running calls abandoned\n", r.err)
+    assert.is_true(gone, "children outlived the cancelled run")
+    os.remove(started)
+  end)
+
+  it("die when a second SIGTERM exits at once", function()
+    local tag, started = unique(), os.tmpname()
+    os.remove(started)
+    local h = start { "run", plan_file({ { _id = "s", _tool = "spawner", n = 3, marker = "obelus-stop-" .. tag,
+      cmd = "sleep 600." .. tag, block = "12." .. tag, started = started, _outputPath = "†state.a" } }), "--tools", TOOLS }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    h.signal("TERM")
+    local r = h.wait()
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("obelus-stop-" .. tag)
+    kill_all("sleep 600." .. tag)
+    kill_all("sleep 12." .. tag)
+    assert.are.equal(143, r.code, r.err)
+    assert.is_true(gone, "children outlived the process")
+    os.remove(started)
+  end)
+
+  it("still running when the run ends are killed, all of them", function()
+    local tag = unique()
+    local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", n = 100, marker = "obelus-stop-" .. tag,
+      cmd = "sleep 600." .. tag, _outputPath = "†state.a" } }, "†state.a"), "--tools", TOOLS }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("spawned", cjson.decode(r.out))
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("obelus-stop-" .. tag)
+    kill_all("sleep 600." .. tag)
+    assert.is_true(gone, "children outlived the run")
+  end)
+end)
