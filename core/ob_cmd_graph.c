@@ -338,7 +338,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
   ob_log_keep_history(log, 0); /* only read as it ends */
   ob_journal_info info;
   if (ob_journal_load(log, journal, &info, &err) != OB_OK) {
-    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_eprintf("obelus graph: %s\n", err.msg);
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
@@ -536,12 +536,12 @@ int ob_cmd_graph(int argc, char **argv) {
   ob_error err;
   ob_engine *e = NULL;
   if (ntools && !(e = ob_engine_new(NULL, &err))) {
-    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_eprintf("obelus graph: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
   for (int i = 0; i < ntools; i++)
     if (ob_engine_load_tools(e, tools[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus graph: %s\n", err.msg);
+      ob_eprintf("obelus graph: %s\n", err.msg);
       ob_engine_free(e);
       return OB_EXIT_USAGE;
     }
@@ -553,7 +553,7 @@ int ob_cmd_graph(int argc, char **argv) {
   }
   free(dir);
   if (!p) {
-    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_eprintf("obelus graph: %s\n", err.msg);
     ob_engine_free(e);
     return OB_EXIT_USAGE;
   }
@@ -561,7 +561,7 @@ int ob_cmd_graph(int argc, char **argv) {
   int rc = OB_EXIT_OK;
   if (p->nerrors) {
     for (size_t i = 0; i < p->nerrors; i++)
-      fprintf(stderr, "%s\n", p->errors[i]);
+      ob_eprintf("%s\n", p->errors[i]);
     fprintf(stderr, "obelus graph: %zu problem%s, nothing drawn\n", p->nerrors,
             p->nerrors == 1 ? "" : "s");
     rc = OB_EXIT_USAGE;
