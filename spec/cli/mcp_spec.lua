@@ -62,9 +62,10 @@ describe("obelus mcp", function()
     assert.truthy(r.failed.structuredContent.errors[1]:match("boom"))
     -- answered as they finish
     assert.are.same({ "fast", "slow" }, r.order)
-    -- cancelled at 100 ms (the call would take 5 s), and the server still serves
+    -- cancelled at 100 ms (the call would take 60 s: a bound far from both), and the
+    -- server still serves
     assert.truthy(r.cancelled:match("^rejected"))
-    assert.is_true(r.cancel_ms < 3000)
+    assert.is_true(r.cancel_ms < 20000)
     assert.are.equal('"still here"', r.after_cancel.content[1].text)
     assert.are.equal(-32602, r.unknown.error)
   end)

@@ -211,16 +211,20 @@ describe("obelus run --threads", function()
   it("stops every thread on SIGINT: exit 130", function()
     local ids = instances(4)
     local p = cli.tmpfile(string.format([[{"instances":%s,"plan":[
-      {"_tool":"sleepy","ms":5000,"value":1,"_outputPath":"x"}]}]], cjson.encode(ids)), ".json")
-    local out = os.tmpname()
+      {"_tool":"sleepy","ms":60000,"value":1,"_outputPath":"x"}]}]], cjson.encode(ids)), ".json")
+    local out, ev = os.tmpname(), os.tmpname()
     local t0 = os.time()
-    os.execute(string.format("%s run %s --tools %s --threads 2 >%s 2>&1 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid; echo \"rc=$?\" >> %s",
-      cli.bin, p, tools, out, out))
+    -- the signal is sent once a call has started (its event written), not after a guess
+    -- at how long starting takes; the calls would take 60 s
+    os.execute(string.format("timeout -s KILL 30 sh -c '%s run %s --tools %s --threads 2 --events %s >%s 2>&1 & pid=$!; " ..
+      "while ! grep -q started %s; do sleep 0.05; done; kill -INT $pid; wait $pid; echo \"rc=$?\" >> %s'",
+      cli.bin, p, tools, ev, out, ev, out))
     local text = cli.slurp(out)
     assert.matches("rc=130", text, 1, true)
     assert.matches("interrupted by SIGINT", text, 1, true)
-    assert.is_true(os.time() - t0 < 4)
+    assert.is_true(os.time() - t0 < 20)
     os.remove(out)
+    os.remove(ev)
   end)
 
   it("writes each call's start to the journal before its tool runs, on every thread", function()
