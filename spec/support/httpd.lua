@@ -10,6 +10,8 @@
 --   /broken           promises 100 bytes, sends 10, closes
 --   /json             200 {"ok":true,"n":42}
 --   /peak?tag=T       200 {"peak":N}: the most /slow?...&tag=T requests waiting at once
+--   /gate?n=N&tag=T   200 "gate" once N requests of tag T wait (then all of them): proof
+--                     that N were in flight at once, with no clock (counted in /peak too)
 -- One request a connection (Connection: close).
 local uv = require "luv"
 local cjson = require "cjson"
@@ -27,7 +29,7 @@ local function query(path, key)
   return path:match("[?&]" .. key .. "=([^&]*)")
 end
 
-local waiting, peak = {}, {} -- by tag
+local waiting, peak, gated = {}, {}, {} -- by tag
 
 local function serve(client, req)
   local method, path = req.method, req.path
@@ -49,6 +51,20 @@ local function serve(client, req)
       waiting[tag] = waiting[tag] - 1
       if not client:is_closing() then answer(client, 200, "slow") end
     end)
+  elseif route == "/gate" then
+    local tag, n = query(path, "tag") or "", tonumber(query(path, "n")) or 1
+    waiting[tag] = (waiting[tag] or 0) + 1
+    if waiting[tag] > (peak[tag] or 0) then peak[tag] = waiting[tag] end
+    gated[tag] = gated[tag] or {}
+    table.insert(gated[tag], client)
+    if #gated[tag] >= n then
+      local all = gated[tag]
+      gated[tag] = {}
+      for _, c in ipairs(all) do
+        waiting[tag] = waiting[tag] - 1
+        if not c:is_closing() then answer(c, 200, "gate") end
+      end
+    end
   elseif route == "/peak" then
     answer(client, 200, cjson.encode { peak = peak[query(path, "tag") or ""] or 0 },
            { ["Content-Type"] = "application/json" })
