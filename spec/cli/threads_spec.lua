@@ -189,8 +189,10 @@ describe("obelus run --threads", function()
     local want = run(p, "--threads", "1")
     -- killed while every instance sleeps, then resumed (on one engine)
     local j = os.tmpname()
-    os.execute(string.format("(%s run %s --tools %s --threads 3 --journal %s >/dev/null 2>&1 & echo $! > %s.pid); sleep 0.25; kill -9 $(cat %s.pid)",
-      cli.bin, p, tools, j, j, j))
+    -- killed once a call has started (its record in the journal), not after a guess
+    os.execute(string.format("(%s run %s --tools %s --threads 3 --journal %s >/dev/null 2>&1 & echo $! > %s.pid); " ..
+      "for i in $(seq 600); do grep -q '\"journal\":\"start\"' %s 2>/dev/null && break; sleep 0.05; done; kill -9 $(cat %s.pid)",
+      cli.bin, p, tools, j, j, j, j))
     os.execute("sleep 0.2")
     local res = cli.run { "resume", j, "--tools", tools }
     assert.are.equal(0, res.code, res.err)
