@@ -252,21 +252,27 @@ end)
 
 describe("obelus run: the collector during a burst of waiting calls", function()
   -- gcnap: makes `kb` KB of garbage, notes whether the engine's collector runs and the
-  -- heap's size, then sleeps `ms`, again and again while `rounds` is more than 1 and
-  -- gcmid has not seen the collector run (the naps wake together, so a round's first
-  -- nap decides for all: they stay in step); gcsee: whether the collector runs, once
-  -- all have slept; gcmid: polls until it sees the collector run, and says whether the
-  -- naps were still waiting then. Nothing depends on how long anything takes.
+  -- heap's size, then sleeps in rounds until gcmid has seen the collector run (at least
+  -- two rounds when `rounds` allows, at most `rounds`). A round's first nap fixes its
+  -- end (a loop time every nap sleeps until, so that they wake in one timer callback
+  -- however their starts were spread) and, as it wakes, whether it is the last: the naps
+  -- stay in step. gcsee: whether the collector runs, once all have slept; gcmid: polls
+  -- until it sees the collector run, and says whether the naps were still waiting then.
+  -- Nothing depends on how long anything takes.
   local GC_TOOLS = [[
 local obelus = require "obelus"
-local seen, done, decided = false, false, {}
+local seen, done, decided, due = false, false, {}, {}
 return {
   { name = "gcnap", run = function(call)
       for _ = 1, call.kb // 100 do local _ = string.rep("x", 100000 + call.kb) end
       local running, kb = collectgarbage("isrunning"), collectgarbage("count")
       for round = 1, call.rounds do
-        obelus.sleep(call.ms)
-        if decided[round] == nil then decided[round] = seen or round == call.rounds end
+        local now = obelus.uv.now()
+        due[round] = due[round] or now + call.ms
+        obelus.sleep(math.max(1, due[round] - now))
+        if decided[round] == nil then
+          decided[round] = (seen and round >= 2) or round == call.rounds
+        end
         if decided[round] then break end
       end
       done = true
