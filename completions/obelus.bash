@@ -34,7 +34,7 @@ _obelus() {
       return 0 ;;
     --queue|--name|--jobs|--claim-idle|--max-deliveries|--grace|--timeout|--concurrency|\
     --drain-timeout|--max-depth|--call-timeout|--max-memory|--max-output|--max-calls|\
-    --max-slice|--http-max|--http-max-bytes|--max-steps|--at|--instance|--shard)
+    --max-slice|--http-max|--http-max-bytes|--max-steps|--at|--instance|--shard|--max-line|--max-edges)
       COMPREPLY=()
       return 0 ;;
   esac

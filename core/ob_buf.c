@@ -1,11 +1,14 @@
 /* ob_buf.c -- a growable byte buffer for building text (JSON, paths, messages).
  * Always NUL-terminated after the first add, so data can be used as a C string. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ob_value.h"
 
@@ -76,21 +79,74 @@ void ob_buf_free(ob_buf *b) {
   ob_buf_init(b);
 }
 
-int ob_read_file(const char *path, ob_buf *b, ob_error *err) {
-  int is_stdin = !strcmp(path, "-");
-  FILE *f = is_stdin ? stdin : fopen(path, "rb");
-  if (!f)
-    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+static int read_stream(FILE *f, const char *name, ob_buf *b, ob_error *err) {
   char chunk[65536];
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
     ob_buf_add(b, chunk, n);
-  int failed = ferror(f);
-  if (!is_stdin)
-    fclose(f);
-  if (failed)
-    return ob_error_set(err, OB_EIO, 0, "%s: read error", is_stdin ? "standard input" : path);
+  if (ferror(f))
+    return ob_error_set(err, OB_EIO, 0, "%s: read error", name);
   if (!b->data)
     ob_buf_add(b, "", 0);
   return OB_OK;
+}
+
+/* What a file that is not a regular one is, for messages; NULL for a regular file. */
+static const char *odd_kind(mode_t m) {
+  return S_ISREG(m) ? NULL : S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO (named pipe)"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Opened without blocking (a FIFO with no writer would wait for one) and judged by
+ * fstat, not by its name. A FIFO is read only when fifo_ok: stat tells first, and it is
+ * opened blocking, so that it waits for its writer as a plain open would (closing a
+ * FIFO's read end to open it again would drop what a writer had put in). */
+static int read_file(const char *path, ob_buf *b, int fifo_ok, ob_error *err) {
+  if (!strcmp(path, "-"))
+    return read_stream(stdin, "standard input", b, err);
+  struct stat st;
+  int fifo = fifo_ok && stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | (fifo ? 0 : O_NONBLOCK));
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(e));
+  }
+  const char *kind = odd_kind(st.st_mode);
+  if (kind && !(fifo && S_ISFIFO(st.st_mode))) {
+    close(fd);
+    return ob_error_set(err, OB_EIO, 0, "%s: is %s, not a regular file", path, kind);
+  }
+  if (!fifo)
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+  }
+  int rc = read_stream(f, path, b, err);
+  fclose(f);
+  return rc;
+}
+
+int ob_read_file(const char *path, ob_buf *b, ob_error *err) { return read_file(path, b, 1, err); }
+
+int ob_read_regular_file(const char *path, ob_buf *b, ob_error *err) {
+  return read_file(path, b, 0, err);
+}
+
+int ob_file_check_regular(const char *path, ob_error *err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(e));
+  }
+  close(fd);
+  const char *kind = odd_kind(st.st_mode);
+  return kind ? ob_error_set(err, OB_EIO, 0, "%s: is %s, not a regular file", path, kind) : OB_OK;
 }

@@ -3,8 +3,8 @@
  *
  * The work is split in two so that later options can decorate the drawing
  * without touching either syntax: build_graph() turns the plan into a small
- * model (nodes with a label, a shape and a fill; edges with a label and a
- * style), and one printer per format writes that model. Node names are n0,
+ * model (nodes with a label, a shape and a fill), each_edge() makes the edges
+ * (a label and a style) one at a time, and one printer per format writes them. Node names are n0,
  * n1, ... by plan position, never the call id: ids may hold quotes, spaces or
  * `#`, which neither syntax accepts bare, and the real id is in the label.
  *
@@ -19,7 +19,12 @@
  * writer never feeds another instance.
  *
  * With --journal, each node is filled by the call's outcome in that run
- * (outcome_from_journal below says how a message is matched to its call). */
+ * (outcome_from_journal below says how a message is matched to its call).
+ *
+ * Costs: the nodes' labels in memory; edges are made and printed one at a time (a
+ * plan of n writers and m readers that all link has n*m of them: never held). A plan
+ * with more dependencies than --max-edges (10000 by default) is refused before
+ * anything is printed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +39,7 @@
 
 static const char graph_help[] =
     "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]... [--journal J]\n"
-    "                    [--plans-root DIR]\n"
+    "                    [--plans-root DIR] [--max-edges N]\n"
     "\n"
     "Prints the dependency graph of PLAN: one node per call (its id and tool),\n"
     "one edge from each call to each call that reads what it writes, labelled\n"
@@ -58,6 +63,9 @@ static const char graph_help[] =
     "                        label line.\n"
     "  --plans-root DIR      with --tools, where delegated plans must lie (as for\n"
     "                        run; default: PLAN's folder)\n"
+    "  --max-edges N         refuse (exit 2, nothing drawn) a plan with more than N\n"
+    "                        dependencies between its calls (default 10000; 0: no\n"
+    "                        bound); edges are printed as they are made, never held\n"
     "\n"
     "examples:\n"
     "  obelus graph plan.json | dot -Tsvg > plan.svg\n"
@@ -67,6 +75,10 @@ static const char graph_help[] =
     "  obelus graph plan.json --journal run.jsonl | dot -Tsvg > run.svg\n";
 
 enum { FORMAT_DOT, FORMAT_MERMAID };
+
+/* The most dependencies drawn by default: Graphviz lays out a few thousand edges in
+ * seconds; a plan past this is refused unless --max-edges says otherwise. */
+#define GRAPH_MAX_EDGES ((size_t)10000)
 
 /* --- the model ---------------------------------------------------------------- */
 
@@ -80,32 +92,21 @@ typedef struct gnode {
   const char *fill; /* a colour such as "#d4f4d4", or NULL for the default */
 } gnode;
 
+/* Edges are not kept: each is made and printed in turn (each_edge), so a plan whose
+ * calls read many writers costs its drawing's text, not that text in memory too. */
 typedef struct gedge {
   size_t from, to;  /* plan positions */
-  char *label;      /* lines joined by '\n', not escaped; "" for none */
+  const char *label; /* lines joined by '\n', not escaped; "" for none */
   int branch;       /* through one `||` alternative of the writer: dashed */
 } gedge;
 
 typedef struct graph {
   size_t nnodes;
   gnode *nodes;
-  size_t nedges, capedges;
-  gedge *edges;
+  const ob_plan *plan;
 } graph;
 
-static void add_edge(graph *g, size_t from, size_t to, ob_buf *label, int branch) {
-  if (g->nedges == g->capedges) {
-    g->capedges = g->capedges ? 2 * g->capedges : 8;
-    g->edges = realloc(g->edges, g->capedges * sizeof *g->edges);
-    if (!g->edges)
-      abort();
-  }
-  /* the buffer's memory moves into the edge */
-  g->edges[g->nedges++] = (gedge){from, to, label->data ? label->data : calloc(1, 1), branch};
-  if (!g->edges[g->nedges - 1].label)
-    abort();
-  ob_buf_init(label);
-}
+typedef void (*edge_fn)(FILE *out, const gedge *e);
 
 /* 1 when `line` is already one of the '\n'-separated lines of b. */
 static int has_line(const ob_buf *b, const char *line, size_t n) {
@@ -152,6 +153,7 @@ static void label_links(ob_buf *label, const ob_alt *alt, const ob_call *reader)
 
 static void build_graph(graph *g, const ob_plan *p) {
   memset(g, 0, sizeof *g);
+  g->plan = p;
   g->nnodes = p->ncalls;
   g->nodes = ob_xcalloc(p->ncalls, sizeof *g->nodes);
   for (size_t i = 0; i < p->ncalls; i++) {
@@ -167,39 +169,57 @@ static void build_graph(graph *g, const ob_plan *p) {
     g->nodes[i].shape = !c->has_output && !(c->tool && c->tool->latent) ? SHAPE_DETACHED
                                                                         : SHAPE_CALL;
   }
-  /* writers in plan order, then their readers in plan order (users ascend) */
+}
+
+static void emit(FILE *out, edge_fn fn, size_t from, size_t to, ob_buf *label, int branch) {
+  gedge e = {from, to, label->data ? label->data : "", branch};
+  fn(out, &e);
+  label->len = 0;
+  if (label->data)
+    label->data[0] = '\0';
+}
+
+/* Every edge, writers in plan order, then their readers in plan order (users ascend). */
+static void each_edge(const ob_plan *p, FILE *out, edge_fn fn) {
+  ob_buf label;
+  ob_buf_init(&label);
   for (size_t a = 0; a < p->ncalls; a++) {
     const ob_call *w = &p->calls[a];
     for (size_t u = 0; u < w->nusers; u++) {
       const ob_call *r = &p->calls[w->users[u]];
-      ob_buf label;
-      ob_buf_init(&label);
       if (w->output.n < 2) {
         for (size_t k = 0; k < w->output.n; k++)
           label_links(&label, &w->output.alts[k], r);
-        add_edge(g, a, r->index, &label, 0);
+        emit(out, fn, a, r->index, &label, 0);
         continue;
       }
-      size_t before = g->nedges;
+      int any = 0;
       for (size_t k = 0; k < w->output.n; k++) {
         label_links(&label, &w->output.alts[k], r);
-        if (label.len)
-          add_edge(g, a, r->index, &label, 1);
+        if (label.len) {
+          emit(out, fn, a, r->index, &label, 1);
+          any = 1;
+        }
       }
-      if (g->nedges == before) /* cannot happen while deps follow the same rule */
-        add_edge(g, a, r->index, &label, 1);
-      ob_buf_free(&label);
+      if (!any) /* cannot happen while deps follow the same rule */
+        emit(out, fn, a, r->index, &label, 1);
     }
   }
+  ob_buf_free(&label);
+}
+
+/* The dependencies (writer, reader pairs): what the edge bound counts. */
+static size_t count_links(const ob_plan *p) {
+  size_t n = 0;
+  for (size_t a = 0; a < p->ncalls; a++)
+    n += p->calls[a].nusers;
+  return n;
 }
 
 static void free_graph(graph *g) {
   for (size_t i = 0; i < g->nnodes; i++)
     free(g->nodes[i].label);
-  for (size_t i = 0; i < g->nedges; i++)
-    free(g->edges[i].label);
   free(g->nodes);
-  free(g->edges);
 }
 
 /* --- outcomes from a journal --------------------------------------------------- */
@@ -318,7 +338,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
   ob_log_keep_history(log, 0); /* only read as it ends */
   ob_journal_info info;
   if (ob_journal_load(log, journal, &info, &err) != OB_OK) {
-    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_eprintf("obelus graph: %s\n", err.msg);
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
@@ -381,6 +401,12 @@ static void dot_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+static void dot_edge(FILE *out, const gedge *e) {
+  fprintf(out, "  n%zu -> n%zu [label=", e->from, e->to);
+  dot_string(out, e->label);
+  fputs(e->branch ? ", style=dashed];\n" : "];\n", out);
+}
+
 static void print_dot(FILE *out, const graph *g) {
   fputs("digraph plan {\n"
         "  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n"
@@ -398,12 +424,7 @@ static void print_dot(FILE *out, const graph *g) {
     }
     fputs("];\n", out);
   }
-  for (size_t i = 0; i < g->nedges; i++) {
-    const gedge *e = &g->edges[i];
-    fprintf(out, "  n%zu -> n%zu [label=", e->from, e->to);
-    dot_string(out, e->label);
-    fputs(e->branch ? ", style=dashed];\n" : "];\n", out);
-  }
+  each_edge(g->plan, out, dot_edge);
   fputs("}\n", out);
 }
 
@@ -429,6 +450,16 @@ static void mermaid_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+static void mermaid_edge(FILE *out, const gedge *e) {
+  fprintf(out, "    n%zu %s", e->from, e->branch ? "-.->" : "-->");
+  if (e->label[0]) {
+    fputc('|', out);
+    mermaid_string(out, e->label);
+    fputc('|', out);
+  }
+  fprintf(out, " n%zu\n", e->to);
+}
+
 static void print_mermaid(FILE *out, const graph *g) {
   fputs("flowchart TD\n", out);
   for (size_t i = 0; i < g->nnodes; i++) {
@@ -438,16 +469,7 @@ static void print_mermaid(FILE *out, const graph *g) {
     mermaid_string(out, n->label);
     fputs("]\n", out);
   }
-  for (size_t i = 0; i < g->nedges; i++) {
-    const gedge *e = &g->edges[i];
-    fprintf(out, "    n%zu %s", e->from, e->branch ? "-.->" : "-->");
-    if (e->label[0]) {
-      fputc('|', out);
-      mermaid_string(out, e->label);
-      fputc('|', out);
-    }
-    fprintf(out, " n%zu\n", e->to);
-  }
+  each_edge(g->plan, out, mermaid_edge);
   for (size_t i = 0; i < g->nnodes; i++)
     if (g->nodes[i].fill)
       fprintf(out, "    style n%zu fill:%s\n", i, g->nodes[i].fill);
@@ -466,6 +488,7 @@ static void check_more(ob_plan *p, ob_engine *e) {
 
 int ob_cmd_graph(int argc, char **argv) {
   const char *file = NULL, *journal = NULL, *plans_root = NULL;
+  size_t max_edges = GRAPH_MAX_EDGES;
   const char *tools[64];
   int ntools = 0, format = FORMAT_DOT;
   for (int i = 1; i < argc; i++) {
@@ -492,6 +515,9 @@ int ob_cmd_graph(int argc, char **argv) {
       if (++i == argc)
         return ob_cli_usage_error("graph", "--journal needs a journal file (run --journal)");
       journal = argv[i];
+    } else if (!strcmp(a, "--max-edges")) {
+      if (++i == argc || !ob_cli_parse_count(argv[i], &max_edges))
+        return ob_cli_usage_error("graph", "--max-edges needs a number of edges (0: no bound)");
     } else if (!strcmp(a, "--plans-root")) {
       if (++i == argc)
         return ob_cli_usage_error("graph", "--plans-root needs a folder");
@@ -510,12 +536,12 @@ int ob_cmd_graph(int argc, char **argv) {
   ob_error err;
   ob_engine *e = NULL;
   if (ntools && !(e = ob_engine_new(NULL, &err))) {
-    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_eprintf("obelus graph: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
   for (int i = 0; i < ntools; i++)
     if (ob_engine_load_tools(e, tools[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus graph: %s\n", err.msg);
+      ob_eprintf("obelus graph: %s\n", err.msg);
       ob_engine_free(e);
       return OB_EXIT_USAGE;
     }
@@ -527,7 +553,7 @@ int ob_cmd_graph(int argc, char **argv) {
   }
   free(dir);
   if (!p) {
-    fprintf(stderr, "obelus graph: %s\n", err.msg);
+    ob_eprintf("obelus graph: %s\n", err.msg);
     ob_engine_free(e);
     return OB_EXIT_USAGE;
   }
@@ -535,9 +561,15 @@ int ob_cmd_graph(int argc, char **argv) {
   int rc = OB_EXIT_OK;
   if (p->nerrors) {
     for (size_t i = 0; i < p->nerrors; i++)
-      fprintf(stderr, "%s\n", p->errors[i]);
+      ob_eprintf("%s\n", p->errors[i]);
     fprintf(stderr, "obelus graph: %zu problem%s, nothing drawn\n", p->nerrors,
             p->nerrors == 1 ? "" : "s");
+    rc = OB_EXIT_USAGE;
+  } else if (max_edges && count_links(p) > max_edges) {
+    fprintf(stderr, "obelus graph: %s has %zu dependencies between its %zu calls, more than "
+                    "--max-edges %zu draws (a drawing that big is not readable); nothing drawn: "
+                    "raise --max-edges, or 0 to draw it whatever its size\n",
+            file, count_links(p), p->ncalls, max_edges);
     rc = OB_EXIT_USAGE;
   } else {
     graph g;

@@ -288,7 +288,17 @@ static char *time_of(const view *v, const ob_value *raw) {
   return ob_xstrdup(t);
 }
 
-/* One row per message of log; plan messages replace the plan used to name calls. */
+/* *s with terminal controls escaped, newlines too: a row is one line (ob_error.h). */
+static void escape_field(char **s) {
+  if (!*s)
+    return;
+  char *e = ob_escape_text(*s, strlen(*s), 0);
+  free(*s);
+  *s = e;
+}
+
+/* One row per message of log; plan messages replace the plan used to name calls. The
+ * texts a plan, a tool or a journal controls are escaped (ob_escape_text). */
 static void build_rows(const view *v, ob_log *log, rows *rs) {
   rs->n = ob_log_len(log);
   rs->r = calloc(rs->n ? rs->n : 1, sizeof *rs->r);
@@ -356,6 +366,11 @@ static void build_rows(const view *v, ob_log *log, rows *rs) {
       r->what = buf_take(&b);
       r->value = json_text(m->value);
     }
+    escape_field(&r->time);
+    escape_field(&r->id);
+    escape_field(&r->tool);
+    escape_field(&r->what);
+    escape_field(&r->value);
     ob_unref(raw);
   }
   ob_plan_free(plan);
@@ -387,8 +402,10 @@ static void print_sublog(const view *v, const ob_value *msgs, const char *pos, i
     for (int d = 0; d < depth; d++)
       fputs("    ", v->out);
     sgr(v, SGR_ERROR);
-    fprintf(v->out, "%s  %zu unreadable message%s in this delegated run (%s)\n", prefix.data,
-            bad, bad == 1 ? "" : "s", first);
+    fprintf(v->out, "%s  %zu unreadable message%s in this delegated run (", prefix.data, bad,
+            bad == 1 ? "" : "s");
+    ob_fputs_escaped(v->out, first, strlen(first), 0);
+    fputs(")\n", v->out);
     sgr_off(v);
   }
   ob_buf_free(&prefix);
@@ -624,7 +641,7 @@ int ob_cmd_log(int argc, char **argv) {
     ob_value *v = ob_trace_build(file, strcmp(format, "otlp") ? OB_TRACE_CHROME : OB_TRACE_OTLP,
                                  &terr);
     if (!v) {
-      fprintf(stderr, "obelus log: %s\n", terr.msg);
+      ob_eprintf("obelus log: %s\n", terr.msg);
       return OB_EXIT_USAGE;
     }
     char *text = ob_json_print(v, OB_JSON_COMPACT, NULL);
@@ -638,7 +655,7 @@ int ob_cmd_log(int argc, char **argv) {
   ob_error err;
   ob_journal_info info;
   if (ob_journal_load(log, file, &info, &err) != OB_OK) {
-    fprintf(stderr, "obelus log: %s\n", err.msg);
+    ob_eprintf("obelus log: %s\n", err.msg);
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }

@@ -164,7 +164,7 @@ static int looper_planner(looper *lp) {
   lua_State *L = lp->e->L;
   if (luaL_loadfile(L, lp->o->planner) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK ||
       !lua_isfunction(L, -1)) {
-    fprintf(stderr, "obelus %s: %s\n", lp->o->cmd,
+    ob_eprintf("obelus %s: %s\n", lp->o->cmd,
             lua_isstring(L, -1) ? lua_tostring(L, -1) : "the planner file must return a function");
     lua_pop(L, 1);
     return OB_EXIT_USAGE;
@@ -194,7 +194,7 @@ static int looper_steps(looper *lp, int from) {
   for (int step = from; rc < 0 && step <= (int)o->max_steps; step++) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, lp->planner);
     if (push_ctx(L, lp->log, step) != OB_OK || lua_pcall(L, 1, 1, 0) != LUA_OK) {
-      fprintf(stderr, "obelus %s: the planner failed at step %d: %s\n", o->cmd, step,
+      ob_eprintf("obelus %s: the planner failed at step %d: %s\n", o->cmd, step,
               lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
       lua_settop(L, 0);
       rc = OB_EXIT_FAIL;
@@ -212,7 +212,7 @@ static int looper_steps(looper *lp, int from) {
       ob_value *out = ob_lua_to_value_named(L, -1, "output", &err);
       lua_settop(L, 0);
       if (!out) {
-        fprintf(stderr, "obelus %s: step %d: %s\n", o->cmd, step, err.msg);
+        ob_eprintf("obelus %s: step %d: %s\n", o->cmd, step, err.msg);
         rc = OB_EXIT_FAIL;
         break;
       }
@@ -247,7 +247,7 @@ static int looper_steps(looper *lp, int from) {
     ro.journal_step = step;
     ob_run *r = ob_run_new(lp->e, sp, calls, NULL, &ro, &err);
     if (!r) {
-      fprintf(stderr, "obelus %s: step %d: %s\n", o->cmd, step, err.msg);
+      ob_eprintf("obelus %s: step %d: %s\n", o->cmd, step, err.msg);
       rc = OB_EXIT_FAIL;
       break;
     }
@@ -304,7 +304,7 @@ int ob_cmd_loop(int argc, char **argv) {
   ob_run *first = ob_run_new(e, p, pv, o.inputs, &first_opt, &err);
   ob_unref(loop);
   if (!first) {
-    fprintf(stderr, "obelus loop: %s\n", err.msg);
+    ob_eprintf("obelus loop: %s\n", err.msg);
     rc = OB_EXIT_USAGE;
     goto done;
   }
@@ -369,7 +369,7 @@ int ob_cmd_loop_resume(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_resume *r
       lp.ro.journal_step = 0;
     }
     if (need_run && !r) {
-      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      ob_eprintf("obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else {
       journal_record(lp.journal, record_new("resume"));

@@ -4,7 +4,10 @@
  * Standard error is for logs. At the end of input, the requests still running get
  * --drain-timeout ms (default 5000) to be answered; SIGINT or SIGTERM ends at once
  * (a tool running without yielding is stopped for the loop to take it, and a
- * second signal exits at once: ob_watch.h). */
+ * second signal exits at once: ob_watch.h).
+ * --max-line BYTES bounds a message (default 16 MB, OB_MCP_MAX_LINE): a longer line is
+ * answered with -32600 and dropped, and the server goes on. The option is this
+ * command's own: taken out of argv before the shared options are parsed. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,7 @@
 
 static const char mcp_help[] =
     "usage: obelus mcp --tools PATH... [--latent FILE] [--drain-timeout MS]\n"
-    "                  [--http-max-bytes N] [--http-allow-private]\n"
+    "                  [--http-max-bytes N] [--http-allow-private] [--max-line BYTES]\n"
     "\n"
     "Serves the Model Context Protocol on standard input and output (JSON-RPC 2.0,\n"
     "one message a line): initialize, tools/list (every loaded tool, and run_plan,\n"
@@ -26,13 +29,14 @@ static const char mcp_help[] =
     "tools/call (a tool's call, or a whole plan, run on the engine's loop; many at\n"
     "once), progress notifications when a call asks for them, cancellation. A plan\n"
     "that fails validation, or a run that fails, answers with isError: true.\n"
+    "A message longer than --max-line bytes (default 16777216, 16 MB) is answered\n"
+    "with a JSON-RPC error -32600 and skipped; notifications are never answered.\n"
     "\n"
     "example (an MCP client's configuration):\n"
     "  {\"command\": \"obelus\", \"args\": [\"mcp\", \"--tools\", \"/path/to/tools\"]}\n";
 
 typedef struct mcp_cli {
   ob_mcp *m;
-  ob_buf in;
   int eof, stop;
   uv_timer_t drain;
 } mcp_cli;
@@ -44,17 +48,6 @@ static void send_line(void *ud, const char *json, size_t len) {
   fflush(stdout);
 }
 
-static void take_lines(mcp_cli *c) {
-  size_t start = 0;
-  for (size_t i = 0; i < c->in.len; i++)
-    if (c->in.data[i] == '\n') {
-      ob_mcp_handle(c->m, c->in.data + start, i - start);
-      start = i + 1;
-    }
-  memmove(c->in.data, c->in.data + start, c->in.len - start);
-  c->in.len -= start;
-}
-
 static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf) {
   (void)h;
   buf->base = malloc(want);
@@ -64,12 +57,9 @@ static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf) {
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   mcp_cli *c = s->data;
   if (n > 0) {
-    ob_buf_add(&c->in, buf->base, (size_t)n);
-    take_lines(c);
+    ob_mcp_feed(c->m, buf->base, (size_t)n);
   } else if (n < 0) {
-    if (c->in.len) /* a last line without its newline */
-      ob_mcp_handle(c->m, c->in.data, c->in.len);
-    c->in.len = 0;
+    ob_mcp_feed_end(c->m);
     c->eof = 1;
     uv_read_stop(s);
   }
@@ -88,7 +78,33 @@ static void on_signal(uv_signal_t *s, int signum) {
   ob_watch_interrupt_done(); /* taken: the requests are cancelled as the server ends */
 }
 
+/* --max-line BYTES taken out of argv (kept in place otherwise); 0 when absent, -1 on a
+ * bad value (reported). */
+static long long take_max_line(int *argc, char **argv) {
+  long long max = 0;
+  int n = 0;
+  for (int i = 0; i < *argc; i++) {
+    if (!strcmp(argv[i], "--max-line") && i + 1 < *argc) {
+      size_t v;
+      if (!ob_cli_parse_count(argv[i + 1], &v) || v < 2 || v > ((size_t)1 << 40)) {
+        ob_cli_usage_error("mcp", "--max-line needs bytes, from 2 to 1099511627776");
+        return -1;
+      }
+      max = (long long)v;
+      i++;
+    } else {
+      argv[n++] = argv[i];
+    }
+  }
+  *argc = n;
+  argv[n] = NULL;
+  return max;
+}
+
 int ob_cmd_mcp(int argc, char **argv) {
+  long long max_line = take_max_line(&argc, argv);
+  if (max_line < 0)
+    return OB_EXIT_USAGE;
   ob_cmd_options o;
   int rc = ob_cmd_options_parse(argc, argv, &o, mcp_help);
   ob_unref(o.inputs);
@@ -107,8 +123,8 @@ int ob_cmd_mcp(int argc, char **argv) {
     return rc;
   }
   mcp_cli c = {0};
-  ob_buf_init(&c.in);
   c.m = ob_mcp_new(e, send_line, &c);
+  ob_mcp_set_max_line(c.m, (size_t)max_line);
   uv_signal_t sigint, sigterm;
   uv_signal_init(e->loop, &sigint);
   uv_signal_init(e->loop, &sigterm);
@@ -129,12 +145,9 @@ int ob_cmd_mcp(int argc, char **argv) {
   } else { /* a file: read whole, then answer */
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
-      ob_buf_add(&c.in, chunk, n);
-      take_lines(&c);
-    }
-    if (c.in.len)
-      ob_mcp_handle(c.m, c.in.data, c.in.len);
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
+      ob_mcp_feed(c.m, chunk, n);
+    ob_mcp_feed_end(c.m);
     c.eof = 1;
   }
   if (in) {
@@ -158,7 +171,6 @@ int ob_cmd_mcp(int argc, char **argv) {
   uv_close((uv_handle_t *)&c.drain, NULL);
   ob_mcp_free(c.m);
   uv_run(e->loop, UV_RUN_NOWAIT);
-  ob_buf_free(&c.in);
   ob_engine_free(e);
   return OB_EXIT_OK;
 }

@@ -154,7 +154,7 @@ int ob_cmd_report(int argc, char **argv) {
   ob_error err;
   ob_value *run = ob_trace_build(journal, OB_TRACE_RUN, &err);
   if (!run) {
-    fprintf(stderr, "obelus report: %s\n", err.msg);
+    ob_eprintf("obelus report: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
   char *json = ob_json_print(run, OB_JSON_COMPACT, NULL);

@@ -65,7 +65,7 @@ int ob_cmd_resolve(int argc, char **argv) {
   ob_expr e;
   ob_error err;
   if (ob_expr_parse(expr, strlen(expr), OB_EXPR_INPUT, &e, &err) != OB_OK) {
-    fprintf(stderr, "obelus resolve: malformed expression: %s\n", err.msg);
+    ob_eprintf("obelus resolve: malformed expression: %s\n", err.msg);
     show_position(expr, err.pos);
     return OB_EXIT_USAGE;
   }
@@ -73,7 +73,7 @@ int ob_cmd_resolve(int argc, char **argv) {
   int status;
   ob_journal_info info;
   if (ob_journal_load(log, file, &info, &err) != OB_OK) {
-    fprintf(stderr, "obelus resolve: %s\n", err.msg);
+    ob_eprintf("obelus resolve: %s\n", err.msg);
     status = OB_EXIT_USAGE;
   } else {
     ob_journal_report_torn(stderr, "obelus resolve", file, &info);

@@ -61,7 +61,7 @@ int ob_cmd_resume(int argc, char **argv) {
   ob_error err;
   ob_resume *rs = ob_resume_load(o.plan, &err);
   if (!rs) {
-    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    ob_eprintf("obelus resume: %s\n", err.msg);
     ob_unref(o.inputs);
     return OB_EXIT_USAGE;
   }
@@ -76,7 +76,7 @@ int ob_cmd_resume(int argc, char **argv) {
   if (ob_cmd_plans_root(&o) != OB_EXIT_OK)
     goto done;
   if (!(e = ob_engine_new(NULL, &err))) {
-    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    ob_eprintf("obelus resume: %s\n", err.msg);
     goto done;
   }
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
@@ -85,7 +85,7 @@ int ob_cmd_resume(int argc, char **argv) {
   for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
     ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);
     if (f && ob_typeof(f) == OB_STRING && ob_engine_load_tools(e, ob_string_ptr(f), &err) != OB_OK) {
-      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      ob_eprintf("obelus resume: %s\n", err.msg);
       goto done;
     }
   }
@@ -96,7 +96,7 @@ int ob_cmd_resume(int argc, char **argv) {
   size_t changes;
   p = ob_resume_check(rs, e, o.plan, o.root, &pv, &why, &changes);
   for (size_t i = 0; i < p->nerrors; i++)
-    fprintf(stderr, "%s\n", p->errors[i]);
+    ob_eprintf("%s\n", p->errors[i]);
   if (p->nerrors) {
     fprintf(stderr, "obelus resume: %zu problem%s, nothing ran\n", p->nerrors,
             p->nerrors == 1 ? "" : "s");
@@ -126,7 +126,7 @@ int ob_cmd_resume(int argc, char **argv) {
     goto done;
   }
   if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
-    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    ob_eprintf("obelus resume: %s\n", err.msg);
     goto done;
   }
   if (ob_resume_loop(rs)) {
@@ -140,7 +140,7 @@ int ob_cmd_resume(int argc, char **argv) {
     ob_run_options ro = ob_runner_run_options(&o, &rn, NULL, NULL);
     ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
     if (!r) {
-      fprintf(stderr, "obelus resume: %s\n", err.msg);
+      ob_eprintf("obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
       rc = ob_runner_finish(e, &journal, o.cmd, ob_resume_finish(rs, r), ob_run_output(r));

@@ -135,7 +135,7 @@ int ob_cmd_run(int argc, char **argv) {
       rc = run_threads(&o, &rn, &ro, e, p, pv, &journal, threads);
     } else if (!(r = ob_run_new(e, p, pv, o.inputs, &ro, &err))) {
       /* prepare() tried the context already: this is unexpected */
-      fprintf(stderr, "obelus run: %s\n", err.msg);
+      ob_eprintf("obelus run: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
       rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;

@@ -47,7 +47,7 @@ int ob_cmd_tools(int argc, char **argv) {
   ob_error err;
   ob_engine *e = ob_engine_new(NULL, &err);
   if (!e) {
-    fprintf(stderr, "obelus tools: %s\n", err.msg);
+    ob_eprintf("obelus tools: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
   if ((rc = ob_cmd_load(&o, e)) == OB_EXIT_OK) {

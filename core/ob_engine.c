@@ -418,6 +418,8 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
 static int load_lua_file(ob_engine *e, const char *file, int is_tools, ob_error *err) {
   lua_State *L = e->L;
   int top = lua_gettop(L);
+  if (ob_file_check_regular(file, err) != OB_OK) /* a FIFO named *.lua would hang */
+    return OB_EIO;
   if (luaL_loadfile(L, file) != LUA_OK) {
     /* Lua's message already reads "file:line: ..." */
     ob_error_set(err, OB_EINVAL, 0, "%s", lua_tostring(L, -1));

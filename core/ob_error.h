@@ -4,6 +4,7 @@
 #define OB_ERROR_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum {
   OB_OK = 0,
@@ -37,5 +38,24 @@ int ob_error_set(ob_error *err, int code, size_t pos, const char *fmt, ...)
     ;
 
 const char *ob_strerror(int code);
+
+/* Text a plan, a tool or a journal controls (an _id, a tool name, a path, an error
+ * message) printed for a person: terminal controls are written escaped, so that an
+ * ANSI sequence in an _id shows as \x1b[31m rather than turning the terminal red.
+ * Escaped: C0 control bytes (\xNN; with OB_ESC_LINES, newline and tab are kept), DEL,
+ * the C1 controls U+0080..U+009F (\u0080: a UTF-8 terminal may take U+009B for CSI)
+ * and bytes that are not UTF-8 (\xNN); and the backslash is written as it is (the
+ * result is for reading, not for parsing back). */
+enum { OB_ESC_LINES = 1 };
+void ob_fputs_escaped(FILE *f, const char *s, size_t len, int flags);
+/* The same into a new NUL-terminated string (free it). */
+char *ob_escape_text(const char *s, size_t len, int flags);
+/* printf-style, the result written through ob_fputs_escaped(..., OB_ESC_LINES) to
+ * stderr: what the engine and the CLI use for messages that carry such text. */
+void ob_eprintf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 
 #endif

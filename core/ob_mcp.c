@@ -3,9 +3,17 @@
  * Messages are JSON-RPC 2.0 objects. Requests handled: initialize (the client's
  * protocol version when we speak it, else our newest), ping, tools/list (the
  * engine's tools as ob_catalog gives them for MCP, and run_plan), tools/call.
- * Notifications: notifications/initialized (nothing to do), notifications/cancelled
- * (the request's run is cancelled and no answer is sent). Anything else: -32601; a
- * line that is not JSON: -32700 with id null; not a request: -32600.
+ * Notifications (a message without an id) are never answered (JSON-RPC 2.0):
+ * notifications/cancelled cancels the request's run, the others are ignored. A request
+ * for another method: -32601; a line that is not JSON: -32700 with id null; not a
+ * request (no jsonrpc "2.0", no method and no result/error, a bad id): -32600; a
+ * response (result or error, no method) is ignored: we send no requests.
+ *
+ * Lines (ob_mcp_feed): bytes are split at newlines as they come, each byte looked at
+ * once (a line arriving in many reads costs its length, not its length times the
+ * reads); a line is held until its newline, up to max_line bytes (OB_MCP_MAX_LINE by
+ * default): past that the line's bytes are dropped as they come, the client gets one
+ * -32600 with id null, and reading goes on after the line's newline.
  *
  * tools/call runs a plan: run_plan's own, or for a tool T the one-call plan
  * {"plan": [{"_tool": T, ...arguments, "_outputPath": "†state.result"}], "output":
@@ -47,6 +55,9 @@ struct ob_mcp {
   req *reqs;
   uv_timer_t *reaper;
   int reaping;
+  ob_buf line;     /* the line being read, before its newline */
+  size_t max_line; /* its bound in bytes */
+  int skipping;    /* the line passed max_line: its bytes dropped until its newline */
 };
 
 static void send_value(ob_mcp *m, ob_value *v) {
@@ -391,55 +402,107 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
     reply_error(m, NULL, -32700, text);
     return;
   }
-  const ob_value *id = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "id", 2) : NULL;
-  const ob_value *method = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "method", 6) : NULL;
-  const ob_value *jv = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "jsonrpc", 7) : NULL;
-  if (id && ob_typeof(id) != OB_STRING && ob_typeof(id) != OB_INT)
-    id = NULL;
-  if (ob_typeof(msg) != OB_OBJECT || !jv || ob_typeof(jv) != OB_STRING || strcmp(ob_string_ptr(jv), "2.0")) {
-    reply_error(m, id, -32600, "Invalid Request: a JSON-RPC 2.0 object is expected");
+  if (ob_typeof(msg) != OB_OBJECT) {
+    reply_error(m, NULL, -32600, "Invalid Request: a JSON-RPC 2.0 object is expected");
     ob_unref(msg);
     return;
   }
-  if (!method) { /* a response to us: we send no requests */
+  const ob_value *id = ob_object_get(msg, "id", 2);
+  const ob_value *method = ob_object_get(msg, "method", 6);
+  const ob_value *jv = ob_object_get(msg, "jsonrpc", 7);
+  /* an id is a string, a number or null; another is answered with id null */
+  int bad_id = id && ob_typeof(id) != OB_STRING && !ob_is_number(id) && ob_typeof(id) != OB_NULL;
+  const ob_value *answer_id = bad_id ? NULL : id;
+  if (!jv || ob_typeof(jv) != OB_STRING || strcmp(ob_string_ptr(jv), "2.0")) {
+    reply_error(m, answer_id, -32600, "Invalid Request: a JSON-RPC 2.0 object is expected");
     ob_unref(msg);
     return;
   }
-  if (ob_typeof(method) != OB_STRING) {
+  if (!method && (ob_object_get(msg, "result", 6) || ob_object_get(msg, "error", 5))) {
+    ob_unref(msg); /* a response to us: we send no requests */
+    return;
+  }
+  if (bad_id) {
+    reply_error(m, NULL, -32600, "Invalid Request: id must be a string, a number or null");
+  } else if (!method) {
+    reply_error(m, id, -32600, "Invalid Request: method is missing");
+  } else if (ob_typeof(method) != OB_STRING) {
     reply_error(m, id, -32600, "Invalid Request: method must be a string");
-    ob_unref(msg);
-    return;
-  }
-  const char *mt = ob_string_ptr(method);
-  const ob_value *params = ob_object_get(msg, "params", 6);
-  if (params && ob_typeof(params) != OB_OBJECT)
-    params = NULL;
-  if (!strncmp(mt, "notifications/", 14)) {
-    if (!strcmp(mt, "notifications/cancelled"))
-      cancelled(m, params);
-  } else if (!id) {
-    reply_error(m, NULL, -32600, "Invalid Request: a request needs an id");
-  } else if (!strcmp(mt, "initialize")) {
-    initialize(m, id, params);
-  } else if (!strcmp(mt, "ping")) {
-    reply(m, id, ob_object());
-  } else if (!strcmp(mt, "tools/list")) {
-    tools_list(m, id);
-  } else if (!strcmp(mt, "tools/call")) {
-    tools_call(m, id, params);
   } else {
-    char text[300];
-    snprintf(text, sizeof text, "Method not found: %s", mt);
-    reply_error(m, id, -32601, text);
+    const char *mt = ob_string_ptr(method);
+    const ob_value *params = ob_object_get(msg, "params", 6);
+    if (params && ob_typeof(params) != OB_OBJECT)
+      params = NULL;
+    if (!id) { /* a notification: never answered */
+      if (!strcmp(mt, "notifications/cancelled"))
+        cancelled(m, params);
+    } else if (!strcmp(mt, "initialize")) {
+      initialize(m, id, params);
+    } else if (!strcmp(mt, "ping")) {
+      reply(m, id, ob_object());
+    } else if (!strcmp(mt, "tools/list")) {
+      tools_list(m, id);
+    } else if (!strcmp(mt, "tools/call")) {
+      tools_call(m, id, params);
+    } else {
+      char text[300];
+      snprintf(text, sizeof text, "Method not found: %.200s", mt);
+      reply_error(m, id, -32601, text);
+    }
   }
   ob_unref(msg);
 }
+
+static void too_long(ob_mcp *m) {
+  char text[200];
+  snprintf(text, sizeof text, "Invalid Request: a line longer than %zu bytes (--max-line), ignored", m->max_line);
+  reply_error(m, NULL, -32600, text);
+  m->skipping = 1;
+  ob_buf_free(&m->line);
+  ob_buf_init(&m->line);
+}
+
+void ob_mcp_feed(ob_mcp *m, const char *data, size_t len) {
+  while (len) {
+    const char *nl = memchr(data, '\n', len);
+    size_t n = nl ? (size_t)(nl - data) : len;
+    if (m->skipping) {
+      m->skipping = !nl;
+    } else if (m->line.len + n > m->max_line) {
+      too_long(m);
+      m->skipping = !nl;
+    } else if (!nl) {
+      ob_buf_add(&m->line, data, n);
+    } else if (!m->line.len) {
+      ob_mcp_handle(m, data, n); /* a whole line in this read: not copied */
+    } else {
+      ob_buf_add(&m->line, data, n);
+      ob_mcp_handle(m, m->line.data, m->line.len);
+      m->line.len = 0;
+    }
+    if (!nl)
+      return;
+    data += n + 1;
+    len -= n + 1;
+  }
+}
+
+void ob_mcp_feed_end(ob_mcp *m) {
+  if (m->line.len && !m->skipping) /* a last line without its newline */
+    ob_mcp_handle(m, m->line.data, m->line.len);
+  m->line.len = 0;
+  m->skipping = 0;
+}
+
+void ob_mcp_set_max_line(ob_mcp *m, size_t max) { m->max_line = max ? max : OB_MCP_MAX_LINE; }
 
 ob_mcp *ob_mcp_new(ob_engine *e, ob_mcp_send_fn send, void *ud) {
   ob_mcp *m = ob_xcalloc(1, sizeof *m);
   m->e = e;
   m->send = send;
   m->ud = ud;
+  ob_buf_init(&m->line);
+  m->max_line = OB_MCP_MAX_LINE;
   m->reaper = ob_xmalloc(sizeof *m->reaper);
   uv_timer_init(e->loop, m->reaper);
   m->reaper->data = m;
@@ -464,5 +527,6 @@ void ob_mcp_free(ob_mcp *m) {
     req_free(q);
   }
   uv_close((uv_handle_t *)m->reaper, free_timer);
+  ob_buf_free(&m->line);
   free(m);
 }

@@ -9,9 +9,10 @@
  * finish, with progress notifications when the request asks for them
  * (_meta.progressToken) and cancellation (notifications/cancelled). A plan that fails
  * validation, or a run that fails, is a result with isError: true; malformed JSON-RPC
- * gets an error response, never a crash.
+ * gets an error response, never a crash; notifications never get an answer.
  *
- * Costs: per request in progress, a plan, a run and its log. */
+ * Costs: per request in progress, a plan, a run and its log; the line being read, at
+ * most its bound (16 MB by default). */
 #ifndef OB_MCP_H
 #define OB_MCP_H
 
@@ -23,8 +24,18 @@ typedef struct ob_mcp ob_mcp;
 typedef void (*ob_mcp_send_fn)(void *ud, const char *json, size_t len);
 
 ob_mcp *ob_mcp_new(ob_engine *e, ob_mcp_send_fn send, void *ud);
-/* One line from the client. */
+/* One line from the client (no newline), answered through send; no stdio: the MCP
+ * fuzz target drives this. */
 void ob_mcp_handle(ob_mcp *m, const char *line, size_t len);
+/* Bytes from the client, any split: each whole line handled as its newline comes, in
+ * time linear in the bytes; a line past the bound (ob_mcp_set_max_line) is dropped and
+ * answered with one -32600 (id null). ob_mcp_feed_end: the end of input (a last line
+ * without its newline is handled). */
+void ob_mcp_feed(ob_mcp *m, const char *data, size_t len);
+void ob_mcp_feed_end(ob_mcp *m);
+/* A line's bound in bytes (0: the default). */
+#define OB_MCP_MAX_LINE ((size_t)16 << 20)
+void ob_mcp_set_max_line(ob_mcp *m, size_t max);
 /* Requests still running. */
 size_t ob_mcp_pending(const ob_mcp *m);
 /* Cancels what runs (nothing more is sent) and frees m. */

@@ -1067,7 +1067,7 @@ ob_value *ob_plan_read_delegate(const ob_call *c, const char *root, ob_error *er
   ob_buf_init(&b);
   ob_error rerr;
   ob_value *v = NULL;
-  if (ob_read_file(real, &b, &rerr) != OB_OK) {
+  if (ob_read_regular_file(real, &b, &rerr) != OB_OK) { /* a FIFO would hang */
     const char *what = rerr.msg + (strncmp(rerr.msg, real, strlen(real)) ? 0 : strlen(real));
     ob_error_set(err, OB_EIO, 0, "_delegate: %s%s%s", c->delegate, what == rerr.msg ? ": " : "",
                  what);

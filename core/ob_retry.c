@@ -60,7 +60,7 @@ void ob_crun_attempt_failed(ob_crun *c, const char *msg, const char *traceback) 
   uint64_t wait = retry_delay(p, c->attempt);
   ob_record_retry(c, msg, wait);
   if (!c->run->opt.depth)
-    fprintf(stderr, "obelus: call %s (%s): attempt %u of %u failed: %s; again in %llu ms\n",
+    ob_eprintf("obelus: call %s (%s): attempt %u of %u failed: %s; again in %llu ms\n",
             c->call->id, c->call->tool_name, (unsigned)c->attempt, (unsigned)p->attempts, msg,
             (unsigned long long)wait);
   c->timer = malloc(sizeof *c->timer);

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "ob_mem.h"
+#include "ob_order.h"
 #include "ob_sched.h"
 #include "ob_watch.h"
 
@@ -441,43 +442,58 @@ size_t ob_run_fail_stalled(ob_run *r) {
   return n;
 }
 
+/* The output's key order is the plan's (ob_order.h): state objects are re-keyed as they
+ * are read for it, so that it does not depend on the order parallel writes landed. */
 typedef struct template_eval {
   ob_run *run;
   const char *inst;
+  const ob_order *order;
 } template_eval;
 
-/* An output template's reference, read in inst's view; absent is null. */
+/* An output template's reference, read in inst's view; absent is null. As ob_log_eval,
+ * knowing which part gave the value (its path places it in the order). */
 static ob_value *eval_template(void *ud, const ob_value *text) {
   template_eval *t = ud;
   ob_expr e;
   ob_error err;
   if (ob_expr_parse(ob_string_ptr(text), ob_string_len(text), OB_EXPR_INPUT, &e, &err) != OB_OK)
     return ob_null(); /* validation already reported it */
-  ob_value *x = ob_log_eval(t->run->log, &e, t->inst, OB_LOG_NOW);
+  ob_value *x = NULL;
+  for (size_t a = 0; a < e.n && !x; a++)
+    for (size_t k = 0; k < e.alts[a].n; k++) {
+      const ob_reference *ref = &e.alts[a].refs[k];
+      ob_unref(x);
+      if (!(x = ob_log_read(t->run->log, ref->kind, t->inst, &ref->path, OB_LOG_NOW)))
+        break;
+      if (k + 1 == e.alts[a].n && !strcmp(ref->kind, "state"))
+        x = ob_order_apply(t->order, ob_order_at(t->order, &ref->path), x);
+    }
   ob_expr_free(&e);
   return x ? x : ob_null();
 }
 
-static ob_value *resolve_template(ob_run *r, const ob_value *v, const char *inst) {
-  template_eval t = {r, inst};
-  return ob_str_substitute(v, eval_template, &t);
-}
-
-static ob_value *output_in(ob_run *r, const char *inst) {
-  if (r->plan->output)
-    return resolve_template(r, r->plan->output, inst);
+static ob_value *output_in(ob_run *r, const char *inst, const ob_order *order) {
+  if (r->plan->output) {
+    template_eval t = {r, inst, order};
+    return ob_str_substitute(r->plan->output, eval_template, &t);
+  }
   ob_path root = {0, NULL};
   ob_value *s = ob_log_read(r->log, "state", inst, &root, OB_LOG_NOW);
-  return s ? s : ob_object();
+  return s ? ob_order_apply(order, 0, s) : ob_object();
 }
 
 ob_value *ob_run_output(ob_run *r) {
-  if (!r->plan->ninstances)
-    return output_in(r, NULL);
-  ob_value *o = ob_object(); /* instance id -> that instance's result */
-  for (size_t i = 0; i < r->plan->ninstances; i++) {
-    const char *inst = r->plan->instances[i];
-    o = ob_object_set(o, inst, strlen(inst), output_in(r, inst));
+  ob_order *order = ob_order_new(r->plan);
+  ob_value *o;
+  if (!r->plan->ninstances) {
+    o = output_in(r, NULL, order);
+  } else {
+    o = ob_object(); /* instance id -> that instance's result */
+    for (size_t i = 0; i < r->plan->ninstances; i++) {
+      const char *inst = r->plan->instances[i];
+      o = ob_object_set(o, inst, strlen(inst), output_in(r, inst, order));
+    }
   }
+  ob_order_free(order);
   return o;
 }

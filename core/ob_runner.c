@@ -235,12 +235,12 @@ int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
   e->http_allow_private = o->http_allow_private;
   for (int i = 0; i < o->ntools; i++)
     if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+      ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
       return OB_EXIT_USAGE;
     }
   for (int i = 0; i < o->nlatent; i++)
     if (ob_engine_load_script(e, o->latent[i], &err) != OB_OK) {
-      fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+      ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
       return OB_EXIT_USAGE;
     }
   return OB_EXIT_OK;
@@ -267,14 +267,14 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
   *plan_value = NULL;
   ob_engine *e = *ep = ob_engine_new(NULL, &err);
   if (!e) {
-    fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+    ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
   if (engine_load(o, e) != OB_EXIT_OK)
     return OB_EXIT_USAGE;
   ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
   if (!v) {
-    fprintf(stderr, "obelus %s: %s\n", o->cmd, err.msg);
+    ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
   if (ob_cmd_plans_root(o) != OB_EXIT_OK)
@@ -285,7 +285,7 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
                                                      o->journal ? o->fsync : OB_FSYNC_NEVER)
                                 : ob_run_read_plan(e, v, &src, 0);
   for (size_t i = 0; i < p->nerrors; i++)
-    fprintf(stderr, "%s\n", p->errors[i]);
+    ob_eprintf("%s\n", p->errors[i]);
   if (p->nerrors) {
     fprintf(stderr, "obelus %s: %zu problem%s, nothing ran\n", o->cmd, p->nerrors,
             p->nerrors == 1 ? "" : "s");
@@ -532,7 +532,7 @@ int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, 
   ob_error err;
   ob_shards *s = *out = ob_shards_start(&cfg, &err);
   if (!s) {
-    fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, err.msg);
+    ob_eprintf("obelus %s: %s\n", rn->o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
   rn->shards = s;

@@ -87,7 +87,7 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
     fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);
   ob_unref(m);
   if (!r->opt.depth) /* a delegated plan's failures reach stderr through its caller's */
-    fprintf(stderr, "obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
+    ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
             c->detached ? " [fire-and-forget]" : "", phase, msg);
   if (!c->detached)
     r->failed = 1;

@@ -205,8 +205,15 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
     ;
 void ob_buf_free(ob_buf *b);
 /* Appends the whole content of the file at path ("-": standard input) to b.
- * OB_OK, or OB_EIO with err naming the file. */
+ * OB_OK, or OB_EIO with err naming the file. A directory, a device or a socket is
+ * refused ("is a character device, not a regular file"); a FIFO is read (a path the
+ * user named on the command line: `--input @<(cmd)`). */
 int ob_read_file(const char *path, ob_buf *b, ob_error *err);
+/* The same for a file a plan or a folder names (a delegated plan, a tool file): only
+ * a regular file is read, a FIFO refused too, never waited for. */
+int ob_read_regular_file(const char *path, ob_buf *b, ob_error *err);
+/* OB_OK when path is a regular file; OB_EIO naming what it is otherwise (not blocking). */
+int ob_file_check_regular(const char *path, ob_error *err);
 /* Appends v as JSON to b. */
 void ob_json_write(ob_buf *b, const ob_value *v, int flags);
 /* Appends s (len bytes) to b as a JSON string, quotes included. */

@@ -353,7 +353,7 @@ void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback) {
   ob_call *call = c->call;
   if (!call->has_output || call->output.n < 2) {
     if (traceback)
-      fprintf(stderr, "obelus: call %s (%s) raised an error:\n%s\n", call->id, call->tool_name,
+      ob_eprintf("obelus: call %s (%s) raised an error:\n%s\n", call->id, call->tool_name,
               traceback);
     ob_crun_fail(c, "runtime", msg);
     return;
@@ -362,7 +362,7 @@ void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback) {
   e = ob_object_set(e, "error", 5, ob_cstring(msg));
   e = ob_object_set(e, "tool", 4, ob_cstring(call->tool_name));
   e = ob_object_set(e, "call", 4, ob_cstring(call->id));
-  fprintf(stderr, "obelus: call %s (%s): the error goes to %s: %s\n", call->id, call->tool_name,
+  ob_eprintf("obelus: call %s (%s): the error goes to %s: %s\n", call->id, call->tool_name,
           call->output.alts[call->output.n - 1].text, msg);
   ob_crun_write_alt(c, call->output.n - 1, e);
   ob_unref(e);

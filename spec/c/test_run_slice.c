@@ -68,17 +68,18 @@ TEST(endless_tool_is_stopped) {
 }
 
 /* The limit is per slice (from one resume to the next yield), not per call:
- * a tool busy for 10 x 40 ms of CPU with sleeps in between runs to the end
- * under a 300 ms limit (room for a loaded machine), and so does the call
+ * a tool busy for 200 x 2 ms of CPU with sleeps in between (400 ms in all, past
+ * the limit whatever the load) runs to the end under a 300 ms limit (150 times a
+ * slice: a loaded machine's slowdown does not reach it), and so does the call
  * after it on the same coroutine. */
 TEST(yielding_tool_runs_past_the_limit_in_total) {
   int failed;
   char *text = run_with_slice("local obelus = require \"obelus\"\n"
                               "return { name = \"busy\", run = function(call)\n"
                               "  local n = 0\n"
-                              "  for _ = 1, 10 do\n"
+                              "  for _ = 1, 200 do\n"
                               "    local t0 = os.clock()\n"
-                              "    while os.clock() - t0 < 0.04 do n = n + 1 end\n"
+                              "    while os.clock() - t0 < 0.002 do n = n + 1 end\n"
                               "    obelus.sleep(1)\n"
                               "  end\n"
                               "  return n > 0\n"

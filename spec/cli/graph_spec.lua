@@ -396,4 +396,30 @@ return {
     assert.matches("  graph PLAN", r.out, 1, true)
     assert.matches("  resume ", r.out, 1, true)
   end)
+  it("refuses a plan with more dependencies than --max-edges (10000 by default) before printing", function()
+    -- 120 writers of state.x.wN and 120 readers of state.x: 14,400 dependencies
+    local calls = {}
+    for i = 1, 120 do
+      calls[#calls + 1] = ('{"_tool":"echo","value":%d,"_outputPath":"\xE2\x80\xA0state.x.w%d"}'):format(i, i)
+    end
+    for i = 1, 120 do
+      calls[#calls + 1] = ('{"_tool":"echo","value":"\xE2\x80\xA0state.x","_outputPath":"\xE2\x80\xA0state.r%d"}'):format(i)
+    end
+    local p = cli.tmpfile('{"plan":[' .. table.concat(calls, ",") .. "]}")
+    local r = cli.run { "graph", p }
+    assert.are.equal(2, r.code)
+    assert.are.equal("", r.out)
+    assert.matches("has 14400 dependencies between its 240 calls, more than --max-edges 10000", r.err, 1, true)
+    for _, fmt in ipairs { "dot", "mermaid" } do
+      r = cli.run { "graph", p, "--max-edges", "20000", "--format", fmt }
+      assert.are.equal(0, r.code, r.err)
+      local _, edges = r.out:gsub(fmt == "dot" and " %-> " or "n%d+ %-%->", "")
+      assert.are.equal(14400, edges)
+    end
+    r = cli.run { "graph", p, "--max-edges", "0" }
+    assert.are.equal(0, r.code, r.err)
+    r = cli.run { "graph", p, "--max-edges", "x" }
+    assert.are.equal(2, r.code)
+    os.remove(p)
+  end)
 end)

@@ -133,7 +133,9 @@ describe("obelus run: the progress line", function()
     local plan = cli.tmpfile('[{"_id":"s","_tool":"sleepy","ms":3000,"value":1,"_outputPath":"†state.s"},'
       .. '{"_id":"e","_tool":"echo","value":2,"_outputPath":"†state.e"}]', ".json")
     local out = on_tty(string.format("run %s --tools spec/cli/tools --events %s --journal %s & "
-      .. "sleep 0.4; kill -INT $!; wait $!; echo exit=$?", plan, ev, j))
+      -- the signal once e is done (its event written), not after a guess at how long that takes
+      .. "pid=$!; for i in $(seq 600); do grep -q '\"done\"' %s 2>/dev/null && break; sleep 0.05; done; "
+      .. "sleep 0.3; kill -INT $pid; wait $pid; echo exit=$?", plan, ev, j, ev))
     assert.matches("exit=130", out, 1, true)
     local d, text = drawings(out)
     assert.is_true(#d >= 2)

@@ -252,31 +252,50 @@ end)
 
 describe("obelus run: the collector during a burst of waiting calls", function()
   -- gcnap: makes `kb` KB of garbage, notes whether the engine's collector runs and the
-  -- heap's size, then sleeps; gcsee: whether the collector runs, once all have slept
+  -- heap's size, then sleeps in rounds until gcmid has seen the collector run (at least
+  -- two rounds when `rounds` allows, at most `rounds`). A round's first nap fixes its
+  -- end (a loop time every nap sleeps until, so that they wake in one timer callback
+  -- however their starts were spread) and, as it wakes, whether it is the last: the naps
+  -- stay in step. gcsee: whether the collector runs, once all have slept; gcmid: polls
+  -- until it sees the collector run, and says whether the naps were still waiting then.
+  -- Nothing depends on how long anything takes.
   local GC_TOOLS = [[
 local obelus = require "obelus"
+local seen, done, decided, due = false, false, {}, {}
 return {
   { name = "gcnap", run = function(call)
       for _ = 1, call.kb // 100 do local _ = string.rep("x", 100000 + call.kb) end
       local running, kb = collectgarbage("isrunning"), collectgarbage("count")
-      obelus.sleep(call.ms)
+      for round = 1, call.rounds do
+        local now = obelus.uv.now()
+        due[round] = due[round] or now + call.ms
+        obelus.sleep(math.max(1, due[round] - now))
+        if decided[round] == nil then
+          decided[round] = (seen and round >= 2) or round == call.rounds
+        end
+        if decided[round] then break end
+      end
+      done = true
       return { running = running, kb = math.floor(kb) }
     end },
   { name = "gcsee", run = function() return collectgarbage("isrunning") end },
   { name = "gcmid", run = function(call)
       obelus.sleep(call.ms)
-      return collectgarbage("isrunning")
+      while not collectgarbage("isrunning") do obelus.sleep(5) end
+      seen = true
+      return not done
     end },
 }
 ]]
 
-  local function burst(n, kb, ms)
+  local function burst(n, kb, ms, rounds)
     local calls = {}
     for i = 1, n do
-      calls[i] = string.format('{"_tool":"gcnap","kb":%d,"ms":%d,"_outputPath":"†state.naps.n%d"}', kb, ms, i)
+      calls[i] = string.format('{"_tool":"gcnap","kb":%d,"ms":%d,"rounds":%d,"_outputPath":"†state.naps.n%d"}',
+                               kb, ms, rounds, i)
     end
     calls[n + 1] = '{"_tool":"gcsee","all":"†state.naps","_outputPath":"†state.after"}'
-    -- woken alone, halfway through the naps: no burst then
+    -- woken alone, while the naps wait: no burst then
     calls[n + 2] = string.format('{"_tool":"gcmid","ms":%d,"_outputPath":"†state.mid"}', ms // 2)
     local tools = cli.tmpfile(GC_TOOLS, ".lua")
     return cli.run { "run", plan_file('{"plan":[' .. table.concat(calls, ",") .. '],"output":"†state"}'),
@@ -284,19 +303,19 @@ return {
   end
 
   it("holds off while 2,000 calls start and wait, runs once the loop is idle, holds off as they wake", function()
-    local r = burst(2000, 0, 300)
+    local r = burst(2000, 0, 300, 60)
     assert.are.equal(0, r.code, r.err)
     local out = cjson.decode(r.out)
     assert.is_true(out.naps.n1.running)     -- before any burst
     assert.is_false(out.naps.n2000.running) -- the last of the burst: held
-    assert.is_true(out.mid)                 -- the idle time in the naps' middle caught up
+    assert.is_true(out.mid)                 -- the loop's idle time while they waited caught up
     assert.is_false(out.after)              -- the 2,000 woke at once: a burst again, the
                                             -- join runs before the loop is idle
   end)
 
   it("lets the heap grow no more than its bound: garbage made in a burst is collected", function()
     -- each call makes ~0.5 MB of garbage before it waits: 500 MB in all without a bound
-    local r = burst(1000, 500, 50)
+    local r = burst(1000, 500, 50, 1)
     assert.are.equal(0, r.code, r.err)
     local naps, peak, held = cjson.decode(r.out).naps, 0, 0
     for _, v in pairs(naps) do

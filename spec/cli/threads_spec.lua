@@ -189,8 +189,10 @@ describe("obelus run --threads", function()
     local want = run(p, "--threads", "1")
     -- killed while every instance sleeps, then resumed (on one engine)
     local j = os.tmpname()
-    os.execute(string.format("(%s run %s --tools %s --threads 3 --journal %s >/dev/null 2>&1 & echo $! > %s.pid); sleep 0.25; kill -9 $(cat %s.pid)",
-      cli.bin, p, tools, j, j, j))
+    -- killed once a call has started (its record in the journal), not after a guess
+    os.execute(string.format("(%s run %s --tools %s --threads 3 --journal %s >/dev/null 2>&1 & echo $! > %s.pid); " ..
+      "for i in $(seq 600); do grep -q '\"journal\":\"start\"' %s 2>/dev/null && break; sleep 0.05; done; kill -9 $(cat %s.pid)",
+      cli.bin, p, tools, j, j, j, j))
     os.execute("sleep 0.2")
     local res = cli.run { "resume", j, "--tools", tools }
     assert.are.equal(0, res.code, res.err)
@@ -211,16 +213,20 @@ describe("obelus run --threads", function()
   it("stops every thread on SIGINT: exit 130", function()
     local ids = instances(4)
     local p = cli.tmpfile(string.format([[{"instances":%s,"plan":[
-      {"_tool":"sleepy","ms":5000,"value":1,"_outputPath":"x"}]}]], cjson.encode(ids)), ".json")
-    local out = os.tmpname()
+      {"_tool":"sleepy","ms":60000,"value":1,"_outputPath":"x"}]}]], cjson.encode(ids)), ".json")
+    local out, ev = os.tmpname(), os.tmpname()
     local t0 = os.time()
-    os.execute(string.format("%s run %s --tools %s --threads 2 >%s 2>&1 & pid=$!; sleep 0.3; kill -INT $pid; wait $pid; echo \"rc=$?\" >> %s",
-      cli.bin, p, tools, out, out))
+    -- the signal is sent once a call has started (its event written), not after a guess
+    -- at how long starting takes; the calls would take 60 s
+    os.execute(string.format("timeout -s KILL 30 sh -c '%s run %s --tools %s --threads 2 --events %s >%s 2>&1 & pid=$!; " ..
+      "while ! grep -q started %s; do sleep 0.05; done; kill -INT $pid; wait $pid; echo \"rc=$?\" >> %s'",
+      cli.bin, p, tools, ev, out, ev, out))
     local text = cli.slurp(out)
     assert.matches("rc=130", text, 1, true)
     assert.matches("interrupted by SIGINT", text, 1, true)
-    assert.is_true(os.time() - t0 < 4)
+    assert.is_true(os.time() - t0 < 20)
     os.remove(out)
+    os.remove(ev)
   end)
 
   it("writes each call's start to the journal before its tool runs, on every thread", function()

@@ -45,7 +45,7 @@ report.order = order;
 // cancellation: the request is abandoned, the server goes on serving
 const ac = new AbortController();
 const t0 = Date.now();
-const cancelled = client.callTool({ name: "sleepy", arguments: { ms: 5000, value: 1 } }, undefined, { signal: ac.signal })
+const cancelled = client.callTool({ name: "sleepy", arguments: { ms: 60000, value: 1 } }, undefined, { signal: ac.signal })
   .then(() => "answered", (e) => "rejected: " + e.message);
 setTimeout(() => ac.abort("enough"), 100);
 report.cancelled = await cancelled;
