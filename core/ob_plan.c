@@ -72,6 +72,14 @@ static ob_value *field(const ob_value *o, const char *name) {
   return ob_object_get(o, name, strlen(name));
 }
 
+/* Whether string v holds a NUL byte: a name, an id, a path or a file name with
+ * one would be cut at it by every C string that carries it ("echo\u0000x" would
+ * run echo, a _delegate would be checked on one file and read as another), so
+ * each is a validation error. */
+static int has_nul(const ob_value *v) {
+  return ob_typeof(v) == OB_STRING && memchr(ob_string_ptr(v), '\0', ob_string_len(v)) != NULL;
+}
+
 /* --- finding references in params -------------------------------------- */
 
 typedef struct walk {
@@ -271,11 +279,11 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
   if (!v)
     return;
   if (ob_typeof(v) != OB_OBJECT) {
-    int64_t n = whole_in(v, 1, 1000000);
+    int64_t n = whole_in(v, 1, OB_RETRY_MAX_ATTEMPTS);
     if (n < 0)
-      ob_plan_error(p, c, "_retry must be the number of attempts (a whole number from 1, the "
-                          "first included) or an object {attempts, delay_ms, backoff, "
-                          "max_delay_ms, jitter}");
+      ob_plan_error(p, c, "_retry must be the number of attempts (a whole number from 1 to %d, "
+                          "the first included) or an object {attempts, delay_ms, backoff, "
+                          "max_delay_ms, jitter}", OB_RETRY_MAX_ATTEMPTS);
     else
       c->retry.attempts = (uint32_t)n;
     return;
@@ -287,9 +295,9 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
     const char *key = ob_string_ptr(k);
     int64_t n;
     if (!strcmp(key, "attempts")) {
-      if ((n = whole_in(x, 1, 1000000)) < 0)
-        ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 (the first attempt "
-                            "included)");
+      if ((n = whole_in(x, 1, OB_RETRY_MAX_ATTEMPTS)) < 0)
+        ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 to %d (the first "
+                            "attempt included)", OB_RETRY_MAX_ATTEMPTS);
       else
         c->retry.attempts = (uint32_t)n;
     } else if (!strcmp(key, "delay_ms") || !strcmp(key, "max_delay_ms")) {
@@ -333,7 +341,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     return;
   }
   ob_value *tool = field(raw, "_tool"), *id = field(raw, "_id");
-  c->tool_name = tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?";
+  c->tool_name = tool && ob_typeof(tool) == OB_STRING && !has_nul(tool) ? ob_string_ptr(tool)
+                                                                         : "?";
   if (id && ob_typeof(id) == OB_STRING && ob_string_len(id) > 0 &&
       !memchr(ob_string_ptr(id), '@', ob_string_len(id)) &&
       strlen(ob_string_ptr(id)) == ob_string_len(id)) {
@@ -341,7 +350,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
   } else {
     c->id = ob_xstrdup(idbuf);
     if (id)
-      ob_plan_error(p, c, "_id must be a non-empty string without '@'");
+      ob_plan_error(p, c, "_id must be a non-empty string without '@' or a NUL byte");
   }
   if (as_instance) { /* a copy per instance: "<id>@<instance>" */
     size_t n = strlen(c->id), m = strlen(as_instance);
@@ -362,6 +371,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
   ob_value *delegate = field(raw, "_delegate"), *scopes = field(raw, "_scopes");
   if (delegate && (ob_typeof(delegate) != OB_STRING || !ob_string_len(delegate))) {
     ob_plan_error(p, c, "_delegate must be the path of a plan file");
+  } else if (delegate && has_nul(delegate)) {
+    ob_plan_error(p, c, "_delegate holds a NUL byte (\\u0000): no file name can");
   } else if (delegate) {
     /* relative to the calling plan's folder */
     const char *d = ob_string_ptr(delegate), *slash = strrchr(p->file, '/');
@@ -386,7 +397,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     if (ob_typeof(k) == OB_STRING)
       ob_buf_addf(&b, OB_DAGGER "%s", ob_string_ptr(k));
     ob_expr e;
-    if (ob_typeof(k) != OB_STRING ||
+    if (ob_typeof(k) != OB_STRING || has_nul(k) ||
         ob_expr_parse(b.data, b.len, OB_EXPR_INPUT, &e, &kerr) != OB_OK) {
       ob_plan_error(p, c, "_scopes[%zu] is not a kind name", i);
     } else {
@@ -406,6 +417,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     ob_plan_error(p, c, "_tool is %s: every call names its tool with a string (or a plan with "
                         "_delegate)",
                   tool ? "not a string" : "missing");
+  else if (tool && has_nul(tool))
+    ob_plan_error(p, c, "_tool holds a NUL byte (\\u0000): no tool has such a name");
 
   ob_object_iter it;
   ob_value *k, *v;
@@ -475,8 +488,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
       c->method = (ob_method)m;
   }
   if (inst) {
-    if (ob_typeof(inst) != OB_STRING || ob_string_len(inst) == 0)
-      ob_plan_error(p, c, "_instance must be a non-empty string");
+    if (ob_typeof(inst) != OB_STRING || ob_string_len(inst) == 0 || has_nul(inst))
+      ob_plan_error(p, c, "_instance must be a non-empty string without a NUL byte");
     else
       c->instance = ob_xstrndup(ob_string_ptr(inst), ob_string_len(inst));
   }
@@ -747,7 +760,7 @@ static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
     for (size_t i = 0; i < ob_array_len(p->context); i++) {
       const ob_value *m = ob_array_get(p->context, i);
       ob_value *inst = ob_typeof(m) == OB_OBJECT ? field(m, "_instance") : NULL;
-      if (inst && ob_typeof(inst) == OB_STRING && ob_string_len(inst))
+        if (inst && ob_typeof(inst) == OB_STRING && ob_string_len(inst) && !has_nul(inst))
         add_instance(p, seen, ob_string_ptr(inst), ob_string_len(inst));
     }
     if (!p->ninstances)
@@ -760,15 +773,34 @@ static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
   }
   for (size_t i = 0; i < ob_array_len(v); i++) {
     const ob_value *x = ob_array_get(v, i);
-    if (ob_typeof(x) != OB_STRING || !ob_string_len(x) ||
-        strlen(ob_string_ptr(x)) != ob_string_len(x)) {
-      ob_plan_error(p, NULL, "\"instances\"[%zu] must be a non-empty string", i);
+    if (ob_typeof(x) != OB_STRING || !ob_string_len(x) || has_nul(x)) {
+      ob_plan_error(p, NULL, "\"instances\"[%zu] must be a non-empty string without a NUL byte",
+                    i);
       continue;
     }
     size_t before = p->ninstances;
     add_instance(p, seen, ob_string_ptr(x), ob_string_len(x));
     if (p->ninstances == before)
       ob_plan_error(p, NULL, "\"instances\" lists \"%s\" twice", ob_string_ptr(x));
+  }
+}
+
+/* Every schema a context message carries must compile: a schema that does not
+ * (a bad pattern, "type": "objekt", a $ref to nowhere) would otherwise check
+ * nothing, and writes it forbids would go through. Named by the message and by
+ * the place in the schema ob_schema_compile gives. */
+static void check_context_schemas(ob_plan *p) {
+  for (size_t i = 0; i < ob_array_len(p->context); i++) {
+    const ob_value *m = ob_array_get(p->context, i), *type, *schema;
+    if (ob_typeof(m) != OB_OBJECT || !(schema = field(m, "schema")))
+      continue;
+    if ((type = field(m, "type")) && ob_typeof(type) == OB_STRING && !strcmp(ob_string_ptr(type), "plan"))
+      continue; /* not a document's message (ob_log.c) */
+    ob_error err;
+    ob_schema *s = ob_schema_compile(schema, &err);
+    if (!s)
+      ob_plan_error(p, NULL, "context[%zu]: the schema is not usable: %s", i, err.msg);
+    ob_schema_free(s);
   }
 }
 
@@ -795,6 +827,7 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
       ob_plan_error(p, NULL, "\"context\" must be an array of messages");
     else if (ctx)
       p->context = ob_ref(ctx);
+    check_context_schemas(p);
     if ((p->output = field(v, "output"))) {
       walk w = {p, NULL, {0}, {0}};
       ob_buf_init(&w.where);

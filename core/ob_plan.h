@@ -58,6 +58,7 @@ static inline const unsigned char *ob_param_ref_seen_c(const ob_param_ref *r) {
 }
 
 /* _retry: attempts in all (0 or 1: no retry), and the wait between them. */
+#define OB_RETRY_MAX_ATTEMPTS 1000000
 typedef struct ob_retry {
   uint32_t attempts, delay_ms, max_delay_ms;
   int jitter;
