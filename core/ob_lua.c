@@ -58,6 +58,11 @@
  * key of a 10 MB document does not pay for all of it; converting back takes a view as
  * its value (a reference). Deciding costs at most OB_VIEW_MIN steps a param.
  *
+ * Whatever goes to C must be what a journal can hold and read back: keys are
+ * valid UTF-8 without a NUL byte (jansson refuses "\u0000" in a key), strings
+ * valid UTF-8, numbers finite; anything else fails the conversion, naming the
+ * place, so a tool's result that could not be read back fails its call at once.
+ *
  * Both directions recurse once per nesting level, bounded by OB_MAX_DEPTH
  * (a few hundred bytes of C stack a level), and check the Lua stack at each
  * level. A Lua table that contains itself is caught by the same bound.
@@ -858,10 +863,13 @@ static int add_member(conv *c, int key, uint32_t depth, const where *w, size_t r
   size_t len;
   const char *k = lua_tolstring(L, key, &len);
   size_t bad = utf8_invalid_at(k, len);
-  if (bad < len) {
+  if (bad < len || memchr(k, '\0', len)) {
     char kd[80];
     describe_key(L, key, kd, sizeof kd);
-    fail(c, w, OB_EINVAL, "%s is not valid UTF-8 (byte %zu)", kd, bad);
+    if (bad < len)
+      fail(c, w, OB_EINVAL, "%s is not valid UTF-8 (byte %zu)", kd, bad);
+    else /* JSON text cannot carry it in a key: the journal could not be read back */
+      fail(c, w, OB_EINVAL, "%s holds a NUL byte (no JSON object key can)", kd);
     return 0;
   }
   where cw = {w, k, len, 0};

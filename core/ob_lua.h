@@ -95,7 +95,8 @@ int ob_lua_push_safe(lua_State *L, const ob_value *v, ob_error *err);
  *   - a table with the array metatable: elements 1..n, n its raw length
  *     (a nil in 1..n, or any other key, is an error);
  *   - any other table (its metatable, if any, is ignored: raw access only):
- *     empty -> {}, keys exactly 1..n -> array, all keys strings -> object,
+ *     empty -> {}, keys exactly 1..n -> array, all keys strings -> object
+ *     (each valid UTF-8 without a NUL byte, else OB_EINVAL),
  *     anything else (mixed keys, sparse integer keys, float, boolean or
  *     table keys) -> OB_EINVAL;
  *   - integer -> OB_INT; float -> OB_REAL (NaN, inf -> OB_ETYPE);
