@@ -145,12 +145,17 @@ static const ob_param_ref *add_ref(walk *w, const ob_expr *e, const ref_like *li
   return r;
 }
 
-/* Visits every string at any depth; references are parsed (and, in a call,
- * recorded). `where` and `pointer` name the place for messages. */
-static void find_refs(walk *w, const ob_value *v) {
-  size_t wl = w->where.len, pl = w->pointer.len;
-  switch (ob_typeof(v)) {
-  case OB_STRING: {
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+/* A string of the params: parsed when it is a reference. Kept out of find_refs, which
+ * recurses once per nesting level of a plan (at most OB_JOURNAL_MAX_DEPTH), so that
+ * its frame stays small: the parse's error and expression live here, one at a time. */
+static NOINLINE void find_ref_string(walk *w, const ob_value *v) {
+  {
     const char *s = ob_string_ptr(v);
     size_t n = ob_string_len(v);
     int cls = ob_str_classify(s, n);
@@ -188,8 +193,18 @@ static void find_refs(walk *w, const ob_value *v) {
       memo->slot[at].where = r->where;
       memo->slot[at].pointer = r->pointer;
     }
-    return;
   }
+}
+
+/* Visits every string at any depth; references are parsed (and, in a call,
+ * recorded). `where` and `pointer` name the place for messages. Recursive, with
+ * a small frame, over a plan's nesting (bounded: OB_JOURNAL_MAX_DEPTH). */
+static void find_refs(walk *w, const ob_value *v) {
+  size_t wl = w->where.len, pl = w->pointer.len;
+  switch (ob_typeof(v)) {
+  case OB_STRING:
+    find_ref_string(w, v);
+    return;
   case OB_ARRAY:
     for (size_t i = 0; i < ob_array_len(v); i++) {
       ob_buf_addf(&w->where, "[%zu]", i);
@@ -809,6 +824,12 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
   p->probe = probe;
   p->file = ob_xstrdup(name);
   ob_map_init(&p->ids);
+  if (ob_depth(v) > OB_JOURNAL_MAX_DEPTH) { /* its journal could not be read back */
+    ob_plan_error(p, NULL, "the plan is nested %u levels deep: at most %d",
+                  (unsigned)ob_depth(v), OB_JOURNAL_MAX_DEPTH);
+    p->context = ob_array();
+    return p;
+  }
   const ob_value *calls = v;
   p->context = ob_array();
   if (ob_typeof(v) == OB_OBJECT) {

@@ -9,7 +9,6 @@
  * _outputPath (fire-and-forget, a thought) writes nothing.
  *
  * Costs: one conversion of the result from Lua, one append per path. */
-#include <jansson.h> /* JSON_PARSER_MAX_DEPTH: the deepest line a journal's reader takes */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,9 +170,9 @@ static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *s
   const char *inst = c->call->instance;
   for (size_t i = 0; i < n; i++) { /* the journal's line nests the value under its path */
     size_t depth = 1 + w[i].path.n + ob_depth(w[i].value);
-    if (depth > JSON_PARSER_MAX_DEPTH) {
+    if (depth > OB_JOURNAL_MAX_DEPTH) {
       ob_buf_addf(why, "the result written to %s is nested %zu levels deep at its path, and a "
-                       "journal's line holds at most %d", w[i].kind, depth, JSON_PARSER_MAX_DEPTH);
+                       "journal's message holds at most %d", w[i].kind, depth, OB_JOURNAL_MAX_DEPTH);
       return 0;
     }
   }
