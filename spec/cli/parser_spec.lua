@@ -159,12 +159,31 @@ describe("a tool value the journal cannot hold", function()
   it("a value nested deeper than a journal's line can be read fails the call", function()
     local r, log = runs("nested", ',"depth":3000')
     assert.are.equal(1, r.code, r.err)
-    assert.matches("nested 3002 levels deep at its path, and a journal's line holds at most 2048",
+    assert.matches("nested 3002 levels deep at its path, and a journal's message holds at most 2040",
                    r.err, 1, true)
     assert.are.equal(0, log.code, log.err)
-    r, log = runs("nested", ',"depth":2000')
+    r, log = runs("nested", ',"depth":2039')
+    assert.are.equal(1, r.code, r.err)
+    assert.matches("nested 2041 levels deep", r.err, 1, true)
+    r, log = runs("nested", ',"depth":2038') -- the deepest that fits: the journal reads back
     assert.are.equal(0, r.code, r.err)
     assert.are.equal(0, log.code, log.err)
+  end)
+
+  it("a plan nested deeper than its journal could be read is a validation error", function()
+    local function plan(depth)
+      return '[{"_tool":"echo","value":' .. string.rep("[", depth - 2) .. "1" ..
+             string.rep("]", depth - 2) .. ',"_outputPath":"x"}]'
+    end
+    local r = on("run", plan(2041))
+    assert.are.equal(2, r.code, r.err)
+    assert.matches("the plan is nested 2041 levels deep: at most 2040", r.err, 1, true)
+    local j = tmp()
+    r = on("run", plan(2040), "--journal", j)
+    assert.are.equal(0, r.code, r.err)
+    local log = cli.run_for(30, { "log", j })
+    assert.are.equal(0, log.code, log.err)
+    os.remove(j)
   end)
 end)
 
