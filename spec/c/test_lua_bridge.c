@@ -159,8 +159,8 @@ TEST(added_keys_come_after_original_keys_sorted) {
   ob_unref(v2);
   /* a table built in Lua has no recorded order: sorted bytewise */
   lua_pushnil(L);
-  run(L, "return { b = 1, a = 2, ['B'] = 3, ['a\\0'] = 4, [''] = 5 }");
-  CHECK_STR(convert_top(L, NULL), "{\"\":5,\"B\":3,\"a\":2,\"a\\u0000\":4,\"b\":1}");
+  run(L, "return { b = 1, a = 2, ['B'] = 3, ['a\\1'] = 4, [''] = 5 }");
+  CHECK_STR(convert_top(L, NULL), "{\"\":5,\"B\":3,\"a\":2,\"a\\u0001\":4,\"b\":1}");
   ob_unref(v);
   lua_close(L);
 }
@@ -211,6 +211,9 @@ TEST(errors_name_the_place_and_free_everything) {
   run(L, "return { n = { nil }, e = {} }"); /* {nil} is an empty table: {} */
   CHECK_STR(convert_top(L, NULL), "{\"e\":{},\"n\":{}}");
   check_error(L, "return nil", OB_ETYPE, "result: cannot convert nil to JSON");
+  /* a key JSON text cannot carry: the journal could not read it back */
+  check_error(L, "return { x = { ['a\\0b'] = 1 } }", OB_EINVAL,
+              "result.x: key \"a\\u0000b\" holds a NUL byte (no JSON object key can)");
   check_error(L, "return print", OB_ETYPE, "result: cannot convert a function");
   lua_close(L);
 }
