@@ -6,9 +6,10 @@
  * Lua -> value -> JSON -> value: the input is also read as a small program that builds
  * Lua values on a stack (integers, any double, strings of any bytes, tables filled with
  * any keys, the array metatable, a table stored into itself...). Whatever the bridge
- * accepts from the top of the stack must be a value the journal can hold: printed as
- * JSON, it parses back (no NUL in a key, valid UTF-8, finite numbers, not too deep)
- * to the same value. What it refuses it refuses with an error, never a crash. */
+ * accepts from the stack must be a value the journal can hold: printed as JSON, it
+ * parses back (no NUL in a key, valid UTF-8, finite numbers) to the same value, when
+ * it is no deeper than a journal's message may be (2040 levels: ob_write.c refuses
+ * deeper results). What it refuses it refuses with an error, never a crash. */
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdint.h>
@@ -134,8 +135,10 @@ static void from_program(lua_State *L, const unsigned char *p, const unsigned ch
   for (int i = lua_gettop(L); i > base; i--) {
     ob_error err;
     ob_value *v = ob_lua_to_value_named(L, i, "result", &err);
-    if (v) {
-      round_trip(v, "a value the bridge took does not read back from JSON");
+    if (v) { /* deeper ones are taken (up to OB_MAX_DEPTH) but never written: ob_write.c */
+      must(ob_depth(v) <= OB_MAX_DEPTH, "a value deeper than OB_MAX_DEPTH was taken", NULL);
+      if (ob_depth(v) <= 2040)
+        round_trip(v, "a value the bridge took does not read back from JSON");
       ob_unref(v);
     } else {
       must(err.msg[0] != '\0', "a refusal without a message", NULL);
