@@ -103,7 +103,8 @@ int ob_lua_push_safe(lua_State *L, const ob_value *v, ob_error *err);
  *     boolean; string (must be valid UTF-8, else OB_EINVAL); obelus.null;
  *   - a view (ob_view.h): a new reference to its value, as it is;
  *   - nil, functions, coroutines, other userdata -> OB_ETYPE;
- *   - nested deeper than OB_MAX_DEPTH (which also catches cycles) -> OB_EDEPTH.
+ *   - a table met again inside itself (a cycle), or nested deeper than
+ *     OB_MAX_DEPTH -> OB_EDEPTH.
  * The message names the place, from the root named "value", with Lua's
  * 1-based indices: `value.items[3]: cannot convert a function to JSON`. */
 ob_value *ob_lua_to_value(lua_State *L, int idx, ob_error *err);

@@ -156,6 +156,13 @@ describe("a tool value the journal cannot hold", function()
     assert.matches("bad \u{FFFD} byte", log.out, 1, true)
   end)
 
+  it("a table that contains itself fails the call at once (twice in itself: no 2^4096 steps)", function()
+    local r, log = runs("cycle")
+    assert.are.equal(1, r.code, r.err)
+    assert.matches("result[1]: a table that contains itself cannot be converted to JSON", r.err, 1, true)
+    assert.are.equal(0, log.code, log.err)
+  end)
+
   it("a value nested deeper than a journal's line can be read fails the call", function()
     local r, log = runs("nested", ',"depth":3000')
     assert.are.equal(1, r.code, r.err)
