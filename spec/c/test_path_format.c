@@ -205,7 +205,7 @@ static size_t random_key(char *k) {
   }
   for (size_t i = 0; i < parts; i++) {
     switch (rnd() % 6) {
-    case 0: k[n++] = (char)(rnd() % 256); break;
+    case 0: k[n++] = (char)(1 + rnd() % 255); break; /* any byte but NUL (refused in a key) */
     case 1: k[n++] = specials[rnd() % (sizeof specials - 1)]; break;
     case 2: k[n++] = (char)('a' + rnd() % 26); break;
     case 3: k[n++] = (char)('0' + rnd() % 10); break;

@@ -385,11 +385,11 @@ TEST(long_paths_grow) {
   ob_path p;
   ob_error err = {0};
   ob_buf_init(&b);
-  for (int i = 0; i < 5000; i++)
+  for (int i = 0; i < OB_PATH_MAX_SEGS; i++) /* the longest a path may be */
     ob_buf_addf(&b, i % 3 == 2 ? "[%d]" : i ? ".k%d" : "k%d", i);
   CHECK_INT(ob_path_parse(b.data, b.len, &p, &err), OB_OK);
-  CHECK_INT(p.n, 5000);
-  CHECK(p.n == 5000 && SEG(&p, 4999, "k4999", -1) && SEG(&p, 2, "2", 2));
+  CHECK_INT(p.n, 1000);
+  CHECK(p.n == 1000 && SEG(&p, 999, "k999", -1) && SEG(&p, 2, "2", 2));
   ob_path_free(&p);
   ob_buf_free(&b);
 }
