@@ -252,10 +252,15 @@ TEST(deep_and_cyclic_tables_are_errors_not_crashes) {
   ob_unref(deep);
   snprintf(chunk, sizeof chunk, "local t = {} for i = 1, %d do t = { x = t } end return t", OB_MAX_DEPTH);
   check_error(L, chunk, OB_EDEPTH, "nested deeper than 4096 levels");
+  check_error(L, chunk, OB_EDEPTH, "result.x.x.x.x"); /* a long place is cut: */
+  check_error(L, chunk, OB_EDEPTH, "x.x[...].x.x.x: nested deeper");
+  /* a cycle is refused where the table is met again, at once */
   check_error(L, "local t = { 1, 2 } t[3] = { a = t } return { root = t }", OB_EDEPTH,
-              "result.root[3].a[3].a[3].a");
-  check_error(L, "local t = {} t.self = t return t", OB_EDEPTH, "result.self.self.self");
-  check_error(L, "local t = {} t.self = t return t", OB_EDEPTH, "self[...].self");
+              "result.root[3].a: a table that contains itself cannot be converted to JSON");
+  check_error(L, "local t = {} t.self = t return t", OB_EDEPTH,
+              "result.self: a table that contains itself");
+  /* a table held twice side by side is no cycle: it is written twice */
+  check_error(L, "local x = { 1 } return { a = x, b = { x, x } }", 0, "{\"a\":[1],\"b\":[[1],[1]]}");
   lua_close(L);
 }
 
