@@ -65,10 +65,13 @@ ob_value *ob_json_parse(const char *text, size_t len, ob_error *err) {
                          &jerr);
   if (!j) {
     /* jansson says "duplicate object key near '"k"'": say which, and that it is refused */
-    const char *dup = strstr(jerr.text, "duplicate object key");
+    const char *hint = strstr(jerr.text, "duplicate object key")
+                           ? " (a key may appear once in an object)"
+                       : strstr(jerr.text, "maximum parsing depth")
+                           ? " (JSON text may nest 2047 levels)"
+                           : "";
     ob_error_set(err, OB_EJSON, (size_t)(jerr.line > 0 ? jerr.line : 0),
-                 "line %d, column %d: %s%s", jerr.line, jerr.column, jerr.text,
-                 dup ? " (a key may appear once in an object)" : "");
+                 "line %d, column %d: %s%s", jerr.line, jerr.column, jerr.text, hint);
     return NULL;
   }
   ob_map keys;

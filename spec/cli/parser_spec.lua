@@ -177,6 +177,12 @@ describe("a tool value the journal cannot hold", function()
     assert.are.equal(0, log.code, log.err)
   end)
 
+  it("JSON text nested deeper than 2047 levels is an error that says so", function()
+    local r = on("check", string.rep("[", 3000) .. string.rep("]", 3000))
+    assert.are.equal(2, r.code, r.err)
+    assert.matches("maximum parsing depth reached near '[' (JSON text may nest 2047 levels)", r.err, 1, true)
+  end)
+
   it("a plan nested deeper than its journal could be read is a validation error", function()
     local function plan(depth)
       return '[{"_tool":"echo","value":' .. string.rep("[", depth - 2) .. "1" ..
