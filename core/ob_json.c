@@ -13,8 +13,13 @@
 
 /* jansson keeps object keys in insertion order (since 2.8) and, with
  * JSON_ALLOW_NUL, strings holding \u0000; it refuses invalid UTF-8, lone
- * surrogates, and nesting deeper than JSON_PARSER_MAX_DEPTH (2048). Integers
- * beyond int64 are refused too ("too big integer"), never silently rounded. */
+ * surrogates, a \u0000 in an object key, and nesting deeper than
+ * JSON_PARSER_MAX_DEPTH (2048). Integers beyond int64 are
+ * refused too ("too big integer"), never silently rounded. A key that appears
+ * twice in one object is refused (JSON_REJECT_DUPLICATES): every text read
+ * here (a plan, an --input, a journal's line, a job) is an authority, and
+ * last-wins would let {"_tool":"nosuch","_tool":"echo"} say one thing to a
+ * reader and another to obelus. The message names the key, its line and column. */
 /* Object keys repeat (every call of a plan has "_tool", "_outputPath" ...):
  * one string value per distinct key text serves every object of a parse. */
 static ob_value *key_of(ob_map *keys, const char *k, size_t klen) {
@@ -56,10 +61,17 @@ static ob_value *from_jansson(json_t *j, ob_map *keys) {
 
 ob_value *ob_json_parse(const char *text, size_t len, ob_error *err) {
   json_error_t jerr;
-  json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+                         &jerr);
   if (!j) {
+    /* jansson says "duplicate object key near '"k"'": say which, and that it is refused */
+    const char *hint = strstr(jerr.text, "duplicate object key")
+                           ? " (a key may appear once in an object)"
+                       : strstr(jerr.text, "maximum parsing depth")
+                           ? " (JSON text may nest 2047 levels)"
+                           : "";
     ob_error_set(err, OB_EJSON, (size_t)(jerr.line > 0 ? jerr.line : 0),
-                 "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+                 "line %d, column %d: %s%s", jerr.line, jerr.column, jerr.text, hint);
     return NULL;
   }
   ob_map keys;
@@ -91,16 +103,46 @@ ob_value *ob_json_parse_file(const char *path, ob_error *err) {
 
 /* --- printing ---------------------------------------------------------- */
 
-/* Whether any of the 8 bytes in w is below 0x20, '"' or '\\' (exact: no false
- * positives, whatever the other bytes hold). */
+/* Whether any of the 8 bytes in w is below 0x20, '"', '\\' or above 0x7f (exact:
+ * no false positives, whatever the other bytes hold). */
 static inline int needs_escape8(uint64_t w) {
   const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
   uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
   uint64_t below = (w - ones * 0x20) & ~w, zq = (q - ones) & ~q, zb = (bs - ones) & ~bs;
-  return ((below | zq | zb) & highs) != 0;
+  return ((below | zq | zb | w) & highs) != 0;
 }
 
-/* Whether s[0..len) holds nothing to escape: 8 bytes at a time, the last 8 read
+/* The length of the valid UTF-8 sequence at s[0..n) (n >= 1, s[0] >= 0x80), or 0
+ * when it is not one: overlong forms, surrogates and code points above U+10FFFF
+ * are not, as for jansson, which would refuse the text. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char b = s[0], lo = 0x80, hi = 0xBF;
+  size_t len;
+  if (b >= 0xC2 && b <= 0xDF)
+    len = 2;
+  else if (b == 0xE0)
+    len = 3, lo = 0xA0;
+  else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF)
+    len = 3;
+  else if (b == 0xED)
+    len = 3, hi = 0x9F;
+  else if (b == 0xF0)
+    len = 4, lo = 0x90;
+  else if (b >= 0xF1 && b <= 0xF3)
+    len = 4;
+  else if (b == 0xF4)
+    len = 4, hi = 0x8F;
+  else
+    return 0;
+  if (n < len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t k = 2; k < len; k++)
+    if ((s[k] & 0xC0) != 0x80)
+      return 0;
+  return len;
+}
+
+/* Whether s[0..len) is ASCII with nothing to escape: 8 bytes at a time, the last 8 read
  * again if need be (a short string bytewise). */
 static int plain_string(const char *s, size_t len) {
   static const unsigned char escaped[256] = {
@@ -110,7 +152,7 @@ static int plain_string(const char *s, size_t len) {
   if (len < 8) {
     unsigned char any = 0;
     for (size_t i = 0; i < len; i++)
-      any |= escaped[(unsigned char)s[i]];
+      any |= escaped[(unsigned char)s[i]] | (unsigned char)s[i] >> 7; /* or above 0x7f */
     return !any;
   }
   for (size_t i = 0; i + 8 < len; i += 8) {
@@ -122,6 +164,12 @@ static int plain_string(const char *s, size_t len) {
   return !needs_escape8(w);
 }
 
+/* Text with bytes above 0x7f (checked as UTF-8 here) or to escape takes the
+ * slow path, byte by byte. A byte that does not begin a valid UTF-8 sequence is
+ * written as \ufffd (the replacement character): a value never holds one (the
+ * bridge and the parser refuse them), but a message made in C may quote one (a
+ * tool's error naming a bad key), and what is printed here must parse again:
+ * one such byte would make a whole journal unreadable. */
 void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
   static const char hex[] = "0123456789abcdef";
   ob_buf_reserve(b, len + 2); /* enough, unless something is to be escaped */
@@ -138,6 +186,17 @@ void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
   size_t from = 0; /* s[from..i) is copied as it is, in one go */
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80) {
+      size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+      if (n) {
+        i += n - 1;
+        continue;
+      }
+      ob_buf_add(b, s + from, i - from);
+      from = i + 1;
+      ob_buf_add(b, "\\ufffd", 6);
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\')
       continue;
     ob_buf_add(b, s + from, i - from);

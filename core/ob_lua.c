@@ -58,9 +58,15 @@
  * key of a 10 MB document does not pay for all of it; converting back takes a view as
  * its value (a reference). Deciding costs at most OB_VIEW_MIN steps a param.
  *
+ * Whatever goes to C must be what a journal can hold and read back: keys are
+ * valid UTF-8 without a NUL byte (jansson refuses "\u0000" in a key), strings
+ * valid UTF-8, numbers finite; anything else fails the conversion, naming the
+ * place, so a tool's result that could not be read back fails its call at once.
+ *
  * Both directions recurse once per nesting level, bounded by OB_MAX_DEPTH
  * (a few hundred bytes of C stack a level), and check the Lua stack at each
- * level. A Lua table that contains itself is caught by the same bound.
+ * level. A Lua table that contains itself is refused when it is met inside
+ * itself (the tables open on the way down are kept by address: open_table).
  *
  * Allocation on the way back: one ob_value a node (the value store needs
  * them), keys shared through a small per-call cache keyed by the Lua string's
@@ -86,6 +92,7 @@
 #define SHAPE_MAX_KEYS 32      /* wider objects get a list of their own */
 #define KEY_CACHE 64 /* a power of two */
 #define INLINE_ENTRIES 32
+#define OPEN_BUCKETS 64 /* a power of two */
 #define NO_RANK SIZE_MAX
 
 /* --- registry ------------------------------------------------------------ */
@@ -634,8 +641,19 @@ typedef struct entry { /* one converted object member awaiting its place */
   size_t rank;
 } entry;
 
+/* A table being converted (in conv_table's frame): the tables open on the way down,
+ * by address, in OPEN_BUCKETS chains, so that a table met again inside itself is a
+ * cycle, refused at once (and not only after OB_MAX_DEPTH levels of it: a table
+ * holding itself twice would take 2^4096 steps to get there). Entries come and go
+ * in stack order, so each one leaves its chain as it came: at the head. */
+typedef struct open_table {
+  const void *t;
+  struct open_table *next;
+} open_table;
+
 typedef struct conv {
   lua_State *L;
+  open_table *open[OPEN_BUCKETS];
   int array_mt, order; /* absolute stack indices, 0 when the registry has none */
   const char *root;
   ob_error *err;
@@ -858,10 +876,13 @@ static int add_member(conv *c, int key, uint32_t depth, const where *w, size_t r
   size_t len;
   const char *k = lua_tolstring(L, key, &len);
   size_t bad = utf8_invalid_at(k, len);
-  if (bad < len) {
+  if (bad < len || memchr(k, '\0', len)) {
     char kd[80];
     describe_key(L, key, kd, sizeof kd);
-    fail(c, w, OB_EINVAL, "%s is not valid UTF-8 (byte %zu)", kd, bad);
+    if (bad < len)
+      fail(c, w, OB_EINVAL, "%s is not valid UTF-8 (byte %zu)", kd, bad);
+    else /* JSON text cannot carry it in a key: the journal could not be read back */
+      fail(c, w, OB_EINVAL, "%s holds a NUL byte (no JSON object key can)", kd);
     return 0;
   }
   where cw = {w, k, len, 0};
@@ -1092,11 +1113,25 @@ fail:
   return NULL;
 }
 
+static ob_value *conv_table_in(conv *c, int t, uint32_t depth, const where *w);
+
 static ob_value *conv_table(conv *c, int t, uint32_t depth, const where *w) {
-  lua_State *L = c->L;
   if (depth > OB_MAX_DEPTH)
-    return fail(c, w, OB_EDEPTH, "nested deeper than %d levels (does a table contain itself?)",
-                OB_MAX_DEPTH);
+    return fail(c, w, OB_EDEPTH, "nested deeper than %d levels", OB_MAX_DEPTH);
+  open_table self = {lua_topointer(c->L, t), NULL};
+  size_t h = ((uintptr_t)self.t >> 4) & (OPEN_BUCKETS - 1);
+  for (const open_table *o = c->open[h]; o; o = o->next)
+    if (o->t == self.t)
+      return fail(c, w, OB_EDEPTH, "a table that contains itself cannot be converted to JSON");
+  self.next = c->open[h];
+  c->open[h] = &self;
+  ob_value *r = conv_table_in(c, t, depth, w);
+  c->open[h] = self.next;
+  return r;
+}
+
+static ob_value *conv_table_in(conv *c, int t, uint32_t depth, const where *w) {
+  lua_State *L = c->L;
   if (!lua_checkstack(L, 6))
     return fail(c, w, OB_ENOMEM, "out of Lua stack");
   int list = 0;
@@ -1199,6 +1234,7 @@ ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_erro
   c.nents = 0;
   c.capents = INLINE_ENTRIES;
   memset(c.keys, 0, sizeof c.keys);
+  memset(c.open, 0, sizeof c.open);
   ob_value *v = conv_value(&c, idx, 0, NULL);
   lua_settop(L, top);
   for (size_t i = 0; i < KEY_CACHE; i++)

@@ -95,14 +95,16 @@ int ob_lua_push_safe(lua_State *L, const ob_value *v, ob_error *err);
  *   - a table with the array metatable: elements 1..n, n its raw length
  *     (a nil in 1..n, or any other key, is an error);
  *   - any other table (its metatable, if any, is ignored: raw access only):
- *     empty -> {}, keys exactly 1..n -> array, all keys strings -> object,
+ *     empty -> {}, keys exactly 1..n -> array, all keys strings -> object
+ *     (each valid UTF-8 without a NUL byte, else OB_EINVAL),
  *     anything else (mixed keys, sparse integer keys, float, boolean or
  *     table keys) -> OB_EINVAL;
  *   - integer -> OB_INT; float -> OB_REAL (NaN, inf -> OB_ETYPE);
  *     boolean; string (must be valid UTF-8, else OB_EINVAL); obelus.null;
  *   - a view (ob_view.h): a new reference to its value, as it is;
  *   - nil, functions, coroutines, other userdata -> OB_ETYPE;
- *   - nested deeper than OB_MAX_DEPTH (which also catches cycles) -> OB_EDEPTH.
+ *   - a table met again inside itself (a cycle), or nested deeper than
+ *     OB_MAX_DEPTH -> OB_EDEPTH.
  * The message names the place, from the root named "value", with Lua's
  * 1-based indices: `value.items[3]: cannot convert a function to JSON`. */
 ob_value *ob_lua_to_value(lua_State *L, int idx, ob_error *err);

@@ -25,7 +25,10 @@
  * A part ends at white space, "|", "&" or the end of the input, so operators need
  * no surrounding blanks ("†a||†b"). After a "]" or a kind only ".", "[", the end of
  * the part or the end may come. Raw control bytes are refused (in a plain segment
- * they would be invisible; in a JSON string they are invalid); bytes >= 0x80 pass
+ * they would be invisible; in a JSON string they are invalid), and so is \u0000
+ * in a bracketed key (JSON text cannot carry a NUL in an object key, so a value
+ * written there could never be read back from a journal). A path has at most
+ * OB_PATH_MAX_SEGS segments (ob_path.h); bytes >= 0x80 pass
  * through unchecked, so every key, valid UTF-8 or not, has a text form that parses
  * back to it, which is what ob_path_format relies on.
  *
@@ -243,6 +246,11 @@ static int seg_add(parser *p, ob_path *path, size_t *cap, char *key, size_t len)
   ob_seg *segs;
   if (!key)
     return nomem(p->err);
+  if (path->n >= OB_PATH_MAX_SEGS) {
+    free(key);
+    return syntax_error(p, p->i, 0, NULL, "a path has at most %d segments; this one goes on",
+                        OB_PATH_MAX_SEGS);
+  }
   segs = grow(path->segs, path->n, cap, sizeof *segs);
   if (!segs) {
     free(key);
@@ -369,6 +377,9 @@ static int decode_string(parser *p, size_t q, size_t end, char *key, size_t *key
       used = decode_u(p, j, end, &cp);
       if (!used)
         return OB_ESYNTAX;
+      if (!cp) /* no JSON object key can hold it: the journal could not be read back */
+        return syntax_error(p, j, 0, NULL, "\\u0000 (a NUL byte) in a bracketed key: "
+                                           "no object key can hold it");
       k += utf8_put(key + k, cp);
       j += used;
       continue;

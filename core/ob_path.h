@@ -10,7 +10,8 @@
 #include "ob_value.h"
 
 /* One step of a path. Plain segments ("user", "17") and bracketed ones
- * (["a.b@x.com"], [3]) both end up here with their decoded key text. */
+ * (["a.b@x.com"], [3]) both end up here with their decoded key text. A parsed
+ * key never holds a NUL byte (\u0000 is refused); one made by hand may. */
 typedef struct ob_seg {
   char *key;     /* malloc'ed, NUL-terminated; may contain NUL bytes (use keylen) */
   size_t keylen;
@@ -26,6 +27,12 @@ typedef struct ob_seg {
 static inline uint32_t ob_seg_hash(const ob_seg *s) {
   return s->hash ? s->hash : ob_key_hash(s->key, s->keylen);
 }
+
+/* The most segments a parsed path may have (a longer one is a syntax error):
+ * far beyond any document a person or a model writes, and small enough that
+ * every walk along a path, and the output message that nests a value under it,
+ * stays well inside the journal's nesting limit of 2048 levels (ob_json.c). */
+#define OB_PATH_MAX_SEGS 1000
 
 typedef struct ob_path {
   size_t n; /* 0 = the whole document */
@@ -73,7 +80,7 @@ enum {
  * Segments: a plain one is a run of bytes other than . [ ] | & and ASCII
  * control characters (white space included); a bracketed one, written with no
  * dot before it, is a JSON string (["a.b@x.com"], escapes decoded, \u0000
- * allowed) or, as a convenience, a canonical index: [3] is the same segment
+ * refused: no object key can hold it) or, as a convenience, a canonical index: [3] is the same segment
  * as .3 (and as ["3"]); [03], [-1] and indices beyond int64 are errors.
  * Bytes >= 0x80 are taken as they are (not checked as UTF-8). A part ends at
  * white space, "|", "&" or the end; "||" and "&&" need no blanks around them. */

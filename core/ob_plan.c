@@ -72,6 +72,14 @@ static ob_value *field(const ob_value *o, const char *name) {
   return ob_object_get(o, name, strlen(name));
 }
 
+/* Whether string v holds a NUL byte: a name, an id, a path or a file name with
+ * one would be cut at it by every C string that carries it ("echo\u0000x" would
+ * run echo, a _delegate would be checked on one file and read as another), so
+ * each is a validation error. */
+static int has_nul(const ob_value *v) {
+  return ob_typeof(v) == OB_STRING && memchr(ob_string_ptr(v), '\0', ob_string_len(v)) != NULL;
+}
+
 /* --- finding references in params -------------------------------------- */
 
 typedef struct walk {
@@ -137,12 +145,17 @@ static const ob_param_ref *add_ref(walk *w, const ob_expr *e, const ref_like *li
   return r;
 }
 
-/* Visits every string at any depth; references are parsed (and, in a call,
- * recorded). `where` and `pointer` name the place for messages. */
-static void find_refs(walk *w, const ob_value *v) {
-  size_t wl = w->where.len, pl = w->pointer.len;
-  switch (ob_typeof(v)) {
-  case OB_STRING: {
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+/* A string of the params: parsed when it is a reference. Kept out of find_refs, which
+ * recurses once per nesting level of a plan (at most OB_JOURNAL_MAX_DEPTH), so that
+ * its frame stays small: the parse's error and expression live here, one at a time. */
+static NOINLINE void find_ref_string(walk *w, const ob_value *v) {
+  {
     const char *s = ob_string_ptr(v);
     size_t n = ob_string_len(v);
     int cls = ob_str_classify(s, n);
@@ -180,8 +193,18 @@ static void find_refs(walk *w, const ob_value *v) {
       memo->slot[at].where = r->where;
       memo->slot[at].pointer = r->pointer;
     }
-    return;
   }
+}
+
+/* Visits every string at any depth; references are parsed (and, in a call,
+ * recorded). `where` and `pointer` name the place for messages. Recursive, with
+ * a small frame, over a plan's nesting (bounded: OB_JOURNAL_MAX_DEPTH). */
+static void find_refs(walk *w, const ob_value *v) {
+  size_t wl = w->where.len, pl = w->pointer.len;
+  switch (ob_typeof(v)) {
+  case OB_STRING:
+    find_ref_string(w, v);
+    return;
   case OB_ARRAY:
     for (size_t i = 0; i < ob_array_len(v); i++) {
       ob_buf_addf(&w->where, "[%zu]", i);
@@ -271,11 +294,11 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
   if (!v)
     return;
   if (ob_typeof(v) != OB_OBJECT) {
-    int64_t n = whole_in(v, 1, 1000000);
+    int64_t n = whole_in(v, 1, OB_RETRY_MAX_ATTEMPTS);
     if (n < 0)
-      ob_plan_error(p, c, "_retry must be the number of attempts (a whole number from 1, the "
-                          "first included) or an object {attempts, delay_ms, backoff, "
-                          "max_delay_ms, jitter}");
+      ob_plan_error(p, c, "_retry must be the number of attempts (a whole number from 1 to %d, "
+                          "the first included) or an object {attempts, delay_ms, backoff, "
+                          "max_delay_ms, jitter}", OB_RETRY_MAX_ATTEMPTS);
     else
       c->retry.attempts = (uint32_t)n;
     return;
@@ -287,9 +310,9 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
     const char *key = ob_string_ptr(k);
     int64_t n;
     if (!strcmp(key, "attempts")) {
-      if ((n = whole_in(x, 1, 1000000)) < 0)
-        ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 (the first attempt "
-                            "included)");
+      if ((n = whole_in(x, 1, OB_RETRY_MAX_ATTEMPTS)) < 0)
+        ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 to %d (the first "
+                            "attempt included)", OB_RETRY_MAX_ATTEMPTS);
       else
         c->retry.attempts = (uint32_t)n;
     } else if (!strcmp(key, "delay_ms") || !strcmp(key, "max_delay_ms")) {
@@ -333,7 +356,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     return;
   }
   ob_value *tool = field(raw, "_tool"), *id = field(raw, "_id");
-  c->tool_name = tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "?";
+  c->tool_name = tool && ob_typeof(tool) == OB_STRING && !has_nul(tool) ? ob_string_ptr(tool)
+                                                                         : "?";
   if (id && ob_typeof(id) == OB_STRING && ob_string_len(id) > 0 &&
       !memchr(ob_string_ptr(id), '@', ob_string_len(id)) &&
       strlen(ob_string_ptr(id)) == ob_string_len(id)) {
@@ -341,7 +365,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
   } else {
     c->id = ob_xstrdup(idbuf);
     if (id)
-      ob_plan_error(p, c, "_id must be a non-empty string without '@'");
+      ob_plan_error(p, c, "_id must be a non-empty string without '@' or a NUL byte");
   }
   if (as_instance) { /* a copy per instance: "<id>@<instance>" */
     size_t n = strlen(c->id), m = strlen(as_instance);
@@ -362,6 +386,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
   ob_value *delegate = field(raw, "_delegate"), *scopes = field(raw, "_scopes");
   if (delegate && (ob_typeof(delegate) != OB_STRING || !ob_string_len(delegate))) {
     ob_plan_error(p, c, "_delegate must be the path of a plan file");
+  } else if (delegate && has_nul(delegate)) {
+    ob_plan_error(p, c, "_delegate holds a NUL byte (\\u0000): no file name can");
   } else if (delegate) {
     /* relative to the calling plan's folder */
     const char *d = ob_string_ptr(delegate), *slash = strrchr(p->file, '/');
@@ -386,7 +412,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     if (ob_typeof(k) == OB_STRING)
       ob_buf_addf(&b, OB_DAGGER "%s", ob_string_ptr(k));
     ob_expr e;
-    if (ob_typeof(k) != OB_STRING ||
+    if (ob_typeof(k) != OB_STRING || has_nul(k) ||
         ob_expr_parse(b.data, b.len, OB_EXPR_INPUT, &e, &kerr) != OB_OK) {
       ob_plan_error(p, c, "_scopes[%zu] is not a kind name", i);
     } else {
@@ -406,6 +432,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     ob_plan_error(p, c, "_tool is %s: every call names its tool with a string (or a plan with "
                         "_delegate)",
                   tool ? "not a string" : "missing");
+  else if (tool && has_nul(tool))
+    ob_plan_error(p, c, "_tool holds a NUL byte (\\u0000): no tool has such a name");
 
   ob_object_iter it;
   ob_value *k, *v;
@@ -475,8 +503,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
       c->method = (ob_method)m;
   }
   if (inst) {
-    if (ob_typeof(inst) != OB_STRING || ob_string_len(inst) == 0)
-      ob_plan_error(p, c, "_instance must be a non-empty string");
+    if (ob_typeof(inst) != OB_STRING || ob_string_len(inst) == 0 || has_nul(inst))
+      ob_plan_error(p, c, "_instance must be a non-empty string without a NUL byte");
     else
       c->instance = ob_xstrndup(ob_string_ptr(inst), ob_string_len(inst));
   }
@@ -747,7 +775,7 @@ static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
     for (size_t i = 0; i < ob_array_len(p->context); i++) {
       const ob_value *m = ob_array_get(p->context, i);
       ob_value *inst = ob_typeof(m) == OB_OBJECT ? field(m, "_instance") : NULL;
-      if (inst && ob_typeof(inst) == OB_STRING && ob_string_len(inst))
+        if (inst && ob_typeof(inst) == OB_STRING && ob_string_len(inst) && !has_nul(inst))
         add_instance(p, seen, ob_string_ptr(inst), ob_string_len(inst));
     }
     if (!p->ninstances)
@@ -760,9 +788,9 @@ static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
   }
   for (size_t i = 0; i < ob_array_len(v); i++) {
     const ob_value *x = ob_array_get(v, i);
-    if (ob_typeof(x) != OB_STRING || !ob_string_len(x) ||
-        strlen(ob_string_ptr(x)) != ob_string_len(x)) {
-      ob_plan_error(p, NULL, "\"instances\"[%zu] must be a non-empty string", i);
+    if (ob_typeof(x) != OB_STRING || !ob_string_len(x) || has_nul(x)) {
+      ob_plan_error(p, NULL, "\"instances\"[%zu] must be a non-empty string without a NUL byte",
+                    i);
       continue;
     }
     size_t before = p->ninstances;
@@ -772,11 +800,36 @@ static void read_instance_list(ob_plan *p, const ob_value *v, ob_map *seen) {
   }
 }
 
+/* Every schema a context message carries must compile: a schema that does not
+ * (a bad pattern, "type": "objekt", a $ref to nowhere) would otherwise check
+ * nothing, and writes it forbids would go through. Named by the message and by
+ * the place in the schema ob_schema_compile gives. */
+static void check_context_schemas(ob_plan *p) {
+  for (size_t i = 0; i < ob_array_len(p->context); i++) {
+    const ob_value *m = ob_array_get(p->context, i), *type, *schema;
+    if (ob_typeof(m) != OB_OBJECT || !(schema = field(m, "schema")))
+      continue;
+    if ((type = field(m, "type")) && ob_typeof(type) == OB_STRING && !strcmp(ob_string_ptr(type), "plan"))
+      continue; /* not a document's message (ob_log.c) */
+    ob_error err;
+    ob_schema *s = ob_schema_compile(schema, &err);
+    if (!s)
+      ob_plan_error(p, NULL, "context[%zu]: the schema is not usable: %s", i, err.msg);
+    ob_schema_free(s);
+  }
+}
+
 static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
   ob_plan *p = ob_xcalloc(1, sizeof *p);
   p->probe = probe;
   p->file = ob_xstrdup(name);
   ob_map_init(&p->ids);
+  if (ob_depth(v) > OB_JOURNAL_MAX_DEPTH) { /* its journal could not be read back */
+    ob_plan_error(p, NULL, "the plan is nested %u levels deep: at most %d",
+                  (unsigned)ob_depth(v), OB_JOURNAL_MAX_DEPTH);
+    p->context = ob_array();
+    return p;
+  }
   const ob_value *calls = v;
   p->context = ob_array();
   if (ob_typeof(v) == OB_OBJECT) {
@@ -795,6 +848,7 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
       ob_plan_error(p, NULL, "\"context\" must be an array of messages");
     else if (ctx)
       p->context = ob_ref(ctx);
+    check_context_schemas(p);
     if ((p->output = field(v, "output"))) {
       walk w = {p, NULL, {0}, {0}};
       ob_buf_init(&w.where);

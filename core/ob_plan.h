@@ -57,7 +57,14 @@ static inline const unsigned char *ob_param_ref_seen_c(const ob_param_ref *r) {
   return r->nparts <= sizeof r->seen.in ? r->seen.in : r->seen.heap;
 }
 
+/* The deepest nesting a plan, or a message a call writes (its value under its path), may
+ * have: JSON text nests at most 2047 levels to be read (jansson's JSON_PARSER_MAX_DEPTH,
+ * 2048, exclusive), and a journal's line wraps a plan or a message in a level or two of
+ * its own (the plan message; a delegated plan's lines), so that every line stays readable. */
+#define OB_JOURNAL_MAX_DEPTH 2040
+
 /* _retry: attempts in all (0 or 1: no retry), and the wait between them. */
+#define OB_RETRY_MAX_ATTEMPTS 1000000
 typedef struct ob_retry {
   uint32_t attempts, delay_ms, max_delay_ms;
   int jitter;

@@ -7,7 +7,7 @@
  * _timeout passed) and attempts remain, the call does not settle: it waits
  * delay_ms * backoff^(n-1) (at most max_delay_ms; with jitter, a uniform
  * draw between half of it and all of it, so that calls failing together do
- * not come back together) and runs again with the params resolved at its
+ * not come back together; never NaN nor infinite, whatever the attempt) and runs again with the params resolved at its
  * first start: the same call, not a new reading of the log. Structural
  * errors (a reference nothing writes, params or a write that break a
  * schema, an invalid replacement) and refusals are never retried: another
@@ -39,14 +39,22 @@ static void retry_fire(uv_timer_t *t) {
   ob_crun_launch(c);
 }
 
-/* The wait before attempt n + 1 (n >= 1), in ms. */
+/* The wait before attempt n + 1 (n >= 1), in ms: delay_ms * backoff^(n-1), at
+ * most max_delay_ms. Worked out so that nothing overflows: a zero delay stays
+ * zero whatever the power (0 * 2^1024 would be 0 * inf, NaN), and the power is
+ * taken only while it can still stay under the cap (backoff >= 1, so once
+ * over, always over), never as inf. */
 static uint64_t retry_delay(const ob_retry *p, uint32_t n) {
-  double d = (double)p->delay_ms * pow(p->backoff, (double)(n - 1));
-  if (d > (double)p->max_delay_ms)
-    d = (double)p->max_delay_ms;
+  double cap = (double)p->max_delay_ms, d = (double)p->delay_ms;
+  if (d > 0 && p->backoff > 1) {
+    double steps = (double)(n - 1), room = log(cap / d) / log(p->backoff);
+    d = !(steps <= room) ? cap : d * pow(p->backoff, steps);
+  }
+  if (!(d <= cap)) /* NaN cannot get here; if it did, it is the cap */
+    d = cap;
   if (p->jitter && d > 0)
     d = d / 2 + (double)rand() / RAND_MAX * (d / 2);
-  return (uint64_t)d;
+  return d > 0 ? (uint64_t)d : 0;
 }
 
 void ob_crun_attempt_failed(ob_crun *c, const char *msg, const char *traceback) {

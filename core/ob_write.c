@@ -168,6 +168,14 @@ static size_t json_size(const ob_value *v, size_t cap) {
 static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *structural) {
   ob_run *r = c->run;
   const char *inst = c->call->instance;
+  for (size_t i = 0; i < n; i++) { /* the journal's line nests the value under its path */
+    size_t depth = 1 + w[i].path.n + ob_depth(w[i].value);
+    if (depth > OB_JOURNAL_MAX_DEPTH) {
+      ob_buf_addf(why, "the result written to %s is nested %zu levels deep at its path, and a "
+                       "journal's message holds at most %d", w[i].kind, depth, OB_JOURNAL_MAX_DEPTH);
+      return 0;
+    }
+  }
   for (size_t i = 0; r->opt.max_output && i < n; i++) {
     size_t size = json_size(w[i].value, r->opt.max_output);
     if (size > r->opt.max_output) {
@@ -195,6 +203,12 @@ static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *s
       ob_schema *s = ob_map_get(&r->schemas, key, sizeof key);
       if (!s && (s = ob_schema_compile(schema, &err)))
         ob_map_put(&r->schemas, key, sizeof key, s);
+      if (!s) { /* fails closed: a schema that does not compile allows no write */
+        ob_buf_addf(why, "the %s schema is not usable: %s", w[i].kind, err.msg);
+        *structural = 1;
+        ob_unref(after);
+        return 0;
+      }
       ob_schema_result res = {0};
       if (s && !ob_schema_validate(s, after, &res)) {
         ob_buf_addf(why, "the write breaks the %s schema: %s: %s: %s", w[i].kind,

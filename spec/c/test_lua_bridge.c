@@ -159,8 +159,8 @@ TEST(added_keys_come_after_original_keys_sorted) {
   ob_unref(v2);
   /* a table built in Lua has no recorded order: sorted bytewise */
   lua_pushnil(L);
-  run(L, "return { b = 1, a = 2, ['B'] = 3, ['a\\0'] = 4, [''] = 5 }");
-  CHECK_STR(convert_top(L, NULL), "{\"\":5,\"B\":3,\"a\":2,\"a\\u0000\":4,\"b\":1}");
+  run(L, "return { b = 1, a = 2, ['B'] = 3, ['a\\1'] = 4, [''] = 5 }");
+  CHECK_STR(convert_top(L, NULL), "{\"\":5,\"B\":3,\"a\":2,\"a\\u0001\":4,\"b\":1}");
   ob_unref(v);
   lua_close(L);
 }
@@ -211,6 +211,9 @@ TEST(errors_name_the_place_and_free_everything) {
   run(L, "return { n = { nil }, e = {} }"); /* {nil} is an empty table: {} */
   CHECK_STR(convert_top(L, NULL), "{\"e\":{},\"n\":{}}");
   check_error(L, "return nil", OB_ETYPE, "result: cannot convert nil to JSON");
+  /* a key JSON text cannot carry: the journal could not read it back */
+  check_error(L, "return { x = { ['a\\0b'] = 1 } }", OB_EINVAL,
+              "result.x: key \"a\\u0000b\" holds a NUL byte (no JSON object key can)");
   check_error(L, "return print", OB_ETYPE, "result: cannot convert a function");
   lua_close(L);
 }
@@ -249,10 +252,15 @@ TEST(deep_and_cyclic_tables_are_errors_not_crashes) {
   ob_unref(deep);
   snprintf(chunk, sizeof chunk, "local t = {} for i = 1, %d do t = { x = t } end return t", OB_MAX_DEPTH);
   check_error(L, chunk, OB_EDEPTH, "nested deeper than 4096 levels");
+  check_error(L, chunk, OB_EDEPTH, "result.x.x.x.x"); /* a long place is cut: */
+  check_error(L, chunk, OB_EDEPTH, "x.x[...].x.x");
+  /* a cycle is refused where the table is met again, at once */
   check_error(L, "local t = { 1, 2 } t[3] = { a = t } return { root = t }", OB_EDEPTH,
-              "result.root[3].a[3].a[3].a");
-  check_error(L, "local t = {} t.self = t return t", OB_EDEPTH, "result.self.self.self");
-  check_error(L, "local t = {} t.self = t return t", OB_EDEPTH, "self[...].self");
+              "result.root[3].a: a table that contains itself cannot be converted to JSON");
+  check_error(L, "local t = {} t.self = t return t", OB_EDEPTH,
+              "result.self: a table that contains itself");
+  /* a table held twice side by side is no cycle: it is written twice */
+  check_error(L, "local x = { 1 } return { a = x, b = { x, x } }", 0, "{\"a\":[1],\"b\":[[1],[1]]}");
   lua_close(L);
 }
 
