@@ -62,7 +62,10 @@ static int tool_exit(lua_State *L) {
                     code);
 }
 
-void ob_engine_set_max_memory(ob_engine *e, size_t bytes) { e->lua_pool->max = bytes; }
+void ob_engine_set_max_memory(ob_engine *e, size_t bytes) {
+  e->lua_pool->max = bytes;
+  e->mem.limit = bytes;
+}
 
 ob_http *ob_engine_http(ob_engine *e, ob_error *err) {
   if (!e->http && (e->http = ob_http_new(e->loop, err)))
@@ -88,6 +91,10 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   }
   e->loop = loop;
   e->lua_pool = ob_pool_new();
+  if (e->lua_pool)
+    e->lua_pool->acct = &e->mem;
+  if (!ob_mem_cur) /* the first engine of a thread: hosts with more switch (ob_mem_use) */
+    ob_mem_cur = &e->mem;
   lua_State *L = e->L = e->lua_pool ? ob_pool_new_state(e->lua_pool) : NULL;
   if (!L) {
     ob_engine_free(e);
@@ -203,6 +210,8 @@ static void engine_release(ob_engine *e) {
   if (e->L)
     lua_close(e->L); /* the pooled coroutines go with it */
   ob_pool_free(e->lua_pool);
+  if (ob_mem_cur == &e->mem)
+    ob_mem_cur = NULL;
   free(e->pool);
   free(e->free_slots);
   free(e->sleepers);

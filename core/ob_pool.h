@@ -29,6 +29,8 @@
 #include <lua.h>
 #include <stddef.h>
 
+#include "ob_mem.h"
+
 #define OB_POOL_SMALL 1024
 #define OB_POOL_CLASSES (OB_POOL_SMALL / 16)
 
@@ -47,6 +49,11 @@ typedef struct ob_pool {
   size_t used, limit;
   size_t max; /* the limit set (--max-memory), armed by ob_pool_arm */
   int hit;
+  /* The memory account the Lua heap is part of (ob_mem.h; NULL: none): the
+   * pool charges it what Lua holds, and while armed refuses a block that
+   * would pass its limit, so that values, the log and the Lua heap share
+   * one bound. */
+  struct ob_mem *acct;
 } ob_pool;
 
 /* Arms the pool's limit (max) for a protected call; returns what to give

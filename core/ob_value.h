@@ -66,6 +66,9 @@ ob_value *ob_bool(int b);
 ob_value *ob_int(int64_t i);
 ob_value *ob_real(double d); /* d must be finite */
 ob_value *ob_string(const char *s, size_t len); /* copies; s need not end in NUL */
+/* ob_string for a length a plan or tool chose: NULL when out of memory or when it
+ * would pass the memory account's limit (ob_mem.h), an error of the call. */
+ob_value *ob_string_try(const char *s, size_t len);
 ob_value *ob_cstring(const char *s);
 
 int ob_is_number(const ob_value *v); /* OB_INT or OB_REAL */
