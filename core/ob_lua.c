@@ -78,6 +78,7 @@
 #include <string.h>
 
 #include "ob_lua.h"
+#include "ob_mem.h"
 #include "ob_path.h"
 #include "ob_view.h"
 
@@ -1160,7 +1161,14 @@ static ob_value *conv_value(conv *c, int idx, uint32_t depth, const where *w) {
     size_t bad = utf8_invalid_at(s, len);
     if (bad < len)
       return fail(c, w, OB_EINVAL, "cannot convert a string that is not valid UTF-8 to JSON (byte %zu)", bad);
-    return ob_string(s, len);
+    /* the memory account's limit holds here (ob_mem.h) */
+    ob_value *v = ob_mem_would_pass(ob_mem_cur, len) ? NULL : ob_string_try(s, len);
+    if (v)
+      return v;
+    if (ob_mem_would_pass(ob_mem_cur, len))
+      return fail(c, w, OB_ENOMEM, OB_MEM_LIMIT_FMT " (a string of %zu bytes)", ob_mem_limit_mb(),
+                  len);
+    return fail(c, w, OB_ENOMEM, "out of memory (a string of %zu bytes)", len);
   }
   case LUA_TLIGHTUSERDATA:
     if (!lua_touserdata(L, idx))
