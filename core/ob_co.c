@@ -164,6 +164,7 @@ static void co_failed(ob_crun *c, lua_State *co, int st) {
     free(text);
     ob_unref(v);
   }
+  ob_buf_cut(&msg, ob_message_max(c->run->opt.max_output), "error message");
   lua_State *L = c->run->e->L;
   luaL_traceback(L, co, msg.data, 0);
   ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));

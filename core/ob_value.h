@@ -207,6 +207,13 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
 #endif
     ;
 void ob_buf_free(ob_buf *b);
+/* Cuts b's text to at most max bytes (0: no limit), at a character's start, and
+ * says so: "... (<what> cut at N KB of M KB)". */
+void ob_buf_cut(ob_buf *b, size_t max, const char *what);
+/* An error message is cut at the smaller of --max-output and OB_MESSAGE_MAX: it
+ * is for people, and it is journaled once and printed twice (message and traceback). */
+#define OB_MESSAGE_MAX ((size_t)64 * 1024)
+size_t ob_message_max(size_t max_output);
 /* Appends the whole content of the file at path ("-": standard input) to b.
  * OB_OK, or OB_EIO with err naming the file. */
 int ob_read_file(const char *path, ob_buf *b, ob_error *err);

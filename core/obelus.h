@@ -444,12 +444,13 @@ typedef struct obelus_run_options {
   unsigned call_timeout_ms; /* a _timeout for every call without one, per attempt
                                (`--call-timeout`); 0: none */
   size_t max_output_kb;     /* the largest message a call may write, in KB of JSON
-                               text; a larger result fails the call (`--max-output`);
-                               0: no limit */
+                               text; a larger result fails the call, a longer error
+                               message is cut (`--max-output`); 0: the default,
+                               65536 (64 MB) */
   size_t max_calls;         /* the most calls in all: the plan's (instances counted;
                                more makes the plan invalid), its delegated plans' and
                                their plans' (a delegation that would pass it fails its
-                               call) (`--max-calls`); 0: no limit */
+                               call) (`--max-calls`); 0: the default, 1000000 */
   size_t threads;           /* a plan with "instances": share them out over this many
                                threads, each with an engine of its own that loads the
                                engine's tool files and scripts again, in the order they
