@@ -91,7 +91,11 @@ void ob_engine_free(ob_engine *e);
 /* The engine's HTTP client (obelus.http, obelus_http_start), made at the
  * first request with http_max; NULL with err when libcurl cannot start. */
 struct ob_http *ob_engine_http(ob_engine *e, ob_error *err);
-void ob_engine_set_max_memory(ob_engine *e, size_t bytes);
+void ob_engine_set_max_memory(ob_engine *e, size_t bytes); /* 0: the default (ob_engine.c) */
+/* For runtime.lua's cjson.encode: raises "memory limit of N MB reached
+ * (--max-memory)" when the JSON text of argument 1 would not fit in the
+ * memory account's room (lua-cjson's buffers are the C allocator's). */
+int ob_engine_lua_encode_check(lua_State *L);
 
 /* The libuv handles and requests the engine's tools opened through luv that
  * luv still holds (it calls back into the Lua state for each); with close

@@ -39,7 +39,8 @@ static const luaL_Reg engine_prims[] = {
 static const luaL_Reg plain_prims[] = {
     {"totable", ob_view_lua_totable}, {"is_view", ob_view_lua_is_view},
     {"next", ob_view_lua_next},       {"is_call", ob_co_lua_is_call},
-    {"attempt", ob_co_lua_attempt},   {NULL, NULL}};
+    {"attempt", ob_co_lua_attempt},   {"encode_check", ob_engine_lua_encode_check},
+    {NULL, NULL}};
 
 static int open_runtime(lua_State *L) {
   ob_engine *e = lua_touserdata(L, 1);
