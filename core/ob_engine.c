@@ -99,7 +99,7 @@ static size_t mem_room(lua_State *L) {
   return m->limit > m->used ? m->limit - m->used : 0;
 }
 
-/* Raises "memory limit of N MB reached (--max-memory): <what> of M MB" (no
+/* Raises "memory limit of N MB reached (--max-memory): <what> M MB" (no
  * position: the traceback says where). */
 static int mem_refuse(lua_State *L, const char *what, size_t bytes) {
   void *ud;
@@ -108,7 +108,7 @@ static int mem_refuse(lua_State *L, const char *what, size_t bytes) {
   if (p->acct)
     p->acct->hit = 1;
   char msg[200]; /* lua_pushfstring knows no %zu */
-  snprintf(msg, sizeof msg, OB_MEM_LIMIT_FMT ": %s of %zu MB", p->max >> 20, what, bytes >> 20);
+  snprintf(msg, sizeof msg, OB_MEM_LIMIT_FMT ": %s %zu MB", p->max >> 20, what, bytes >> 20);
   lua_pushstring(L, msg);
   return lua_error(L);
 }
@@ -126,7 +126,7 @@ static int guarded_fs_read(lua_State *L) {
   if (async && lua_isinteger(L, 2) && lua_tointeger(L, 2) > 0) {
     size_t size = (size_t)lua_tointeger(L, 2), room = mem_room(L);
     if (room != SIZE_MAX && size > room / 2)
-      return mem_refuse(L, "uv.fs_read with a callback", size);
+      return mem_refuse(L, "uv.fs_read with a callback of", size);
   }
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
@@ -174,7 +174,7 @@ int ob_engine_lua_encode_check(lua_State *L) {
    * it grows, and makes room for 6 bytes a byte of the string it adds */
   size_t longest = 0, text = json_need(L, 1, 0, room / 2, &longest);
   if (text > room / 2 || longest > room / 12 || 2 * text + 6 * longest > room)
-    return mem_refuse(L, "cjson.encode of a value whose text is", text);
+    return mem_refuse(L, "cjson.encode of a text over", text);
   return 0;
 }
 
