@@ -180,6 +180,7 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   ob_watch *w = c->run->e->watch;
   lua_State *outer = w ? ob_watch_enter(w, co, ob_run_slice_limit(c->run)) : NULL;
   ob_pool *pool = c->run->e->lua_pool;
+  ob_mem_cur = pool->acct; /* what the call makes is its engine's (two engines on a thread) */
   size_t was = ob_pool_arm(pool);
   int st = lua_resume(co, from, nargs, &nres);
   ob_pool_disarm(pool, was);

@@ -43,6 +43,7 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   int top = lua_gettop(L) - nargs - 1;
   void *pool;
   lua_getallocf(L, &pool);
+  ob_mem_cur = ((ob_pool *)pool)->acct; /* the engine's account (two engines on a thread) */
   size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
   ob_pool_disarm(pool, was);

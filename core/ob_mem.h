@@ -8,10 +8,13 @@
  * account with the bytes it takes (malloc_usable_size: what malloc really
  * gave) and releases them when it frees: one add to a counter per
  * allocation, no lock. An engine owns one account (ob_engine.c); the
- * account charged is the thread's current one (ob_mem_cur), which the first
- * engine made on a thread claims and hosts switch with ob_mem_use around
- * their runs. Memory freed under another account than the one it was
- * charged to is released from that one, never below zero.
+ * account charged is the thread's current one (ob_mem_cur): the first
+ * engine made on a thread claims it, and a call's entry points (its resume,
+ * its libuv callbacks, its writes) make it their engine's, so that two
+ * engines on one thread (the Lua module's, the C API's) each count their
+ * own. Memory freed under another account than the one it was charged to
+ * is released from that one, never below zero (an undercount, never a
+ * false refusal).
  *
  * Where the limit is enforced: the Lua heap refuses a block that would pass
  * it while a tool runs (a Lua memory error of the call, ob_pool.c); C

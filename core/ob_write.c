@@ -179,6 +179,7 @@ static size_t write_cost(ob_method method, const ob_value *v) {
  * a call's outputs are written entirely or not at all. */
 static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *structural) {
   ob_run *r = c->run;
+  ob_mem_cur = &r->e->mem; /* the run's engine's account (a C tool completes here too) */
   const char *inst = c->call->instance;
   size_t need = 0; /* what the writes add to the memory account, near enough */
   for (size_t i = 0; i < n; i++) {
