@@ -179,11 +179,11 @@ end)
 
 describe("--max-calls' default", function()
   it("is 1,000,000: a plan with more calls is refused before anything runs", function()
-    local inst = {}
-    for i = 1, 500001 do inst[i] = "i" .. i end
-    local r = run(4000000, { instances = inst, plan = {
-      { _tool = "ok", value = 1, _outputPath = "†state.a" },
-      { _tool = "ok", value = 2, _outputPath = "†state.b" } } })
+    -- 1,000 calls over 1,001 instances: 1,001,000 calls
+    local inst, calls = {}, {}
+    for i = 1, 1001 do inst[i] = "i" .. i end
+    for i = 1, 1000 do calls[i] = { _tool = "ok", value = i, _outputPath = "†state.v" .. i } end
+    local r = run(4000000, { instances = inst, plan = calls })
     assert.are.equal(2, r.code, r.err)
     assert.are.equal("", r.out)
     assert.matches("more than --max-calls 1000000", r.err, 1, true)
