@@ -18,13 +18,17 @@
  *
  * Where the limit is enforced: the Lua heap refuses a block that would pass
  * it while a tool runs (a Lua memory error of the call, ob_pool.c); C
- * checks it where a plan or tool makes memory grow (converting a tool's
- * result to values, making a call's writes, a buffer that grows past a
- * megabyte) and fails that call with "memory limit of N MB reached
- * (--max-memory)". Between two checks C may pass the limit by one value or
- * buffer: the bound is the limit plus the largest single result.
- * ob_mem_charge / ob_mem_release let other holders (HTTP bodies) count and
- * be refused too.
+ * checks it where a plan or tool makes memory grow, and fails that call
+ * with "memory limit of N MB reached (--max-memory)": converting a tool's
+ * result to values (ob_lua.c: each string), making a call's writes (their
+ * text and the log's new nodes, ob_write.c), and before library C code
+ * that would take memory outside the account (an async uv.fs_read, whose
+ * string luv makes where no pcall is; cjson.encode's buffers: ob_engine.c).
+ * Between two checks C may pass the limit by one result. Byte buffers
+ * (ob_buf) are not counted: each lives a moment (a journal record, a
+ * printed message) and is bounded by --max-output, error messages by
+ * ob_message_max. ob_mem_charge / ob_mem_release let other holders (HTTP
+ * bodies) count and be refused too.
  *
  * Allocation that cannot fail
  * ---------------------------
@@ -32,10 +36,15 @@
  * engine's fixed-size bookkeeping, whose size a plan or tool does not choose:
  * structs of the engine, run, call and plan, value nodes of bounded size
  * (vector and trie nodes of 32 slots, objects' flat entries), option lists,
- * the file names and messages of the CLI. What a plan or tool sizes (a
- * string value, a buffer, a result's text) goes through the fallible paths:
- * ob_mem_try_alloc, ob_string_try (ob_value.h) and ob_buf's failed flag,
- * whose NULL is an error of the call that asked. */
+ * the file names and messages of the CLI, byte buffers (bounded as above).
+ * A value node's size is fixed, but how many a plan makes is not: they are
+ * counted (ob_mem_alloc) and the checks above refuse the call that would
+ * make too many, before malloc can fail. What a tool sizes (a string of its
+ * result) goes through the fallible path, ob_mem_try_alloc and
+ * ob_string_try (ob_value.h), whose NULL is an error of the call that
+ * asked ("out of memory" when malloc itself failed). With no limit (no
+ * --max-memory, no ulimit) the machine's memory is the limit, and the
+ * kernel's OOM killer, not malloc, is what usually ends a process there. */
 #ifndef OB_MEM_H
 #define OB_MEM_H
 

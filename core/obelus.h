@@ -159,10 +159,13 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop);
  * as freeing the code that is running would. NULL is allowed. */
 void obelus_engine_free(obelus_engine *e);
 
-/* The most memory (in MB) the engine's Lua state may hold while a tool runs
- * (in its call or in its libuv callbacks): the allocation that would pass it
- * fails, and the call with it ("memory limit of N MB reached"); the run goes
- * on (`obelus run --max-memory`). 0: no limit (the default). */
+/* The most memory (in MB) the engine may hold: its Lua state, its runs'
+ * values and message logs, in one account (`obelus run --max-memory`). The
+ * call whose work would pass it fails ("memory limit of N MB reached
+ * (--max-memory)"): a Lua allocation while a tool runs (in its call or its
+ * libuv callbacks), a result, a write, an async uv.fs_read or a cjson.encode
+ * with no room; the run goes on. 0: the default, half the process's
+ * address-space or data limit (ulimit -v, -d) when it has one, else none. */
 void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
 
 /* The most HTTP transfers (obelus.http, obelus_http_start) the engine runs
