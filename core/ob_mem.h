@@ -59,8 +59,15 @@ typedef struct ob_mem {
   int hit;      /* set when something was refused for the limit */
 } ob_mem;
 
-/* The account this thread charges (NULL: none, nothing is counted). */
-extern _Thread_local ob_mem *ob_mem_cur;
+/* The account this thread charges (NULL: none, nothing is counted). Read at
+ * every allocation: initial-exec, so that in the Lua module (a shared object)
+ * it is one load, not a call to __tls_get_addr. */
+#if defined(__GNUC__)
+#define OB_MEM_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define OB_MEM_TLS
+#endif
+extern _Thread_local ob_mem *ob_mem_cur OB_MEM_TLS;
 
 /* Makes m this thread's account; returns the one before (for ob_mem_use after). */
 static inline ob_mem *ob_mem_use(ob_mem *m) {
