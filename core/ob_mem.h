@@ -55,7 +55,6 @@
 typedef struct ob_mem {
   size_t used;  /* bytes charged and not yet released */
   size_t limit; /* the most it may hold (0: no limit) */
-  size_t peak;  /* the most it held */
   int hit;      /* set when something was refused for the limit */
 } ob_mem;
 
@@ -77,8 +76,8 @@ static inline ob_mem *ob_mem_use(ob_mem *m) {
 }
 
 static inline void ob_mem_add(ob_mem *m, size_t n) {
-  if (m && (m->used += n) > m->peak)
-    m->peak = m->used;
+  if (m)
+    m->used += n;
 }
 static inline void ob_mem_sub(ob_mem *m, size_t n) {
   if (m)
