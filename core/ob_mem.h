@@ -96,15 +96,20 @@ static inline int ob_mem_would_pass(ob_mem *m, size_t n) {
 static inline int ob_mem_over(void) { return ob_mem_would_pass(ob_mem_cur, 0); }
 
 /* For holders of memory outside the allocators below (HTTP bodies): charges n
- * bytes to the current account, or returns -1 (and charges nothing) when
- * they would pass its limit; ob_mem_release gives them back. A holder
- * charges as its buffer grows and releases what it charged when it frees. */
-static inline int ob_mem_charge(size_t n) {
-  if (ob_mem_would_pass(ob_mem_cur, n))
+ * bytes to account m, or returns -1 (and charges nothing) when they would
+ * pass its limit; ob_mem_release_to gives them back. A holder charges as its
+ * buffer grows and releases what it charged when it frees. A holder that
+ * knows its engine passes &engine->mem (callbacks from the loop run outside
+ * any call, where the current account may be another engine's); the
+ * ob_mem_charge / ob_mem_release forms use the current account. */
+static inline int ob_mem_charge_to(ob_mem *m, size_t n) {
+  if (ob_mem_would_pass(m, n))
     return -1;
-  ob_mem_add(ob_mem_cur, n);
+  ob_mem_add(m, n);
   return 0;
 }
+static inline void ob_mem_release_to(ob_mem *m, size_t n) { ob_mem_sub(m, n); }
+static inline int ob_mem_charge(size_t n) { return ob_mem_charge_to(ob_mem_cur, n); }
 static inline void ob_mem_release(size_t n) { ob_mem_sub(ob_mem_cur, n); }
 
 /* The message of a refusal: "memory limit of N MB reached (--max-memory)". */
