@@ -74,6 +74,21 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+void ob_buf_cut(ob_buf *b, size_t max, const char *what) {
+  if (!max || b->len <= max)
+    return;
+  size_t total = b->len, n = max;
+  while (n > 0 && ((unsigned char)b->data[n] & 0xC0) == 0x80)
+    n--; /* not inside a UTF-8 character */
+  b->len = n;
+  b->data[n] = '\0';
+  ob_buf_addf(b, " ... (%s cut at %zu KB of %zu KB)", what, max >> 10, (total + 1023) >> 10);
+}
+
+size_t ob_message_max(size_t max_output) {
+  return max_output && max_output < OB_MESSAGE_MAX ? max_output : OB_MESSAGE_MAX;
+}
+
 void ob_buf_free(ob_buf *b) {
   free(b->data);
   ob_buf_init(b);

@@ -209,6 +209,7 @@ static void co_failed(ob_crun *c, lua_State *co, int st) {
     free(text);
     ob_unref(v);
   }
+  ob_buf_cut(&msg, ob_message_max(c->run->opt.max_output), "error message");
   lua_State *L = c->run->e->L;
   luaL_traceback(L, co, msg.data, 0);
   ob_crun_attempt_failed(c, msg.data, lua_tostring(L, -1));
@@ -260,6 +261,7 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
     outer = ob_watch_enter(w, co, ob_run_slice_limit(c->run), co_deadline(c));
   }
   ob_pool *pool = e->lua_pool;
+  ob_mem_cur = pool->acct; /* what the call makes is its engine's (two engines on a thread) */
   size_t was = ob_pool_arm(pool);
   int st = lua_resume(co, from, nargs, &nres);
   ob_pool_disarm(pool, was);

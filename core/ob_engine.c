@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "ob_mem.h"
@@ -51,6 +52,7 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   ob_watch_outer outer = {0};
   if (w)
     outer = ob_watch_enter(w, L, OB_RUN_MAX_SLICE_MS, 0);
+  ob_mem_cur = ((ob_pool *)pool)->acct; /* the engine's account (two engines on a thread) */
   size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
   ob_pool_disarm(pool, was);
@@ -73,7 +75,120 @@ static int tool_exit(lua_State *L) {
                     code);
 }
 
-void ob_engine_set_max_memory(ob_engine *e, size_t bytes) { e->lua_pool->max = bytes; }
+/* --max-memory's default: half the process's address-space or data limit
+ * (ulimit -v, ulimit -d) when it has one, else none. Past that limit malloc
+ * fails wherever it is, in C or in a library, and the process aborts or
+ * panics; the account refuses first, at half, which leaves room for what it
+ * does not count (libraries' buffers, a buffer's old copy while it grows,
+ * the allocator's free lists). Without such a limit the machine is the
+ * limit: a number that fits every machine does not exist, so none is set. */
+static size_t default_max_memory(void) {
+  size_t least = 0;
+  int which[] = {RLIMIT_AS, RLIMIT_DATA};
+  for (size_t i = 0; i < sizeof which / sizeof *which; i++) {
+    struct rlimit rl;
+    if (getrlimit(which[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (!least || rl.rlim_cur < least))
+      least = (size_t)rl.rlim_cur;
+  }
+  return least / 2;
+}
+
+void ob_engine_set_max_memory(ob_engine *e, size_t bytes) {
+  if (!bytes)
+    bytes = default_max_memory();
+  e->lua_pool->max = bytes;
+  e->mem.limit = bytes;
+}
+
+/* The room left in L's memory account (SIZE_MAX: no limit). */
+static size_t mem_room(lua_State *L) {
+  void *ud;
+  lua_getallocf(L, &ud);
+  ob_mem *m = ud ? ((ob_pool *)ud)->acct : NULL;
+  if (!m || !m->limit)
+    return SIZE_MAX;
+  return m->limit > m->used ? m->limit - m->used : 0;
+}
+
+/* Raises "memory limit of N MB reached (--max-memory): <what> M MB" (no
+ * position: the traceback says where). */
+static int mem_refuse(lua_State *L, const char *what, size_t bytes) {
+  void *ud;
+  lua_getallocf(L, &ud);
+  ob_pool *p = ud;
+  if (p->acct)
+    p->acct->hit = 1;
+  char msg[200]; /* lua_pushfstring knows no %zu */
+  snprintf(msg, sizeof msg, OB_MEM_LIMIT_FMT ": %s %zu MB", p->max >> 20, what, bytes >> 20);
+  lua_pushstring(L, msg);
+  return lua_error(L);
+}
+
+/* luv's fs_read with a callback reads into a buffer of `size` bytes and makes
+ * a Lua string of it in the libuv callback, where no protected call is: a Lua
+ * memory error there is a PANIC of the process. So an asynchronous read that
+ * the memory account has no room for (twice: luv's buffer and the string) is
+ * refused here, in the tool's protected call, where the error is the call's.
+ * A synchronous read runs in the tool's call: the limit holds there anyway. */
+static int guarded_fs_read(lua_State *L) {
+  int async = 0;
+  for (int i = 3; i <= lua_gettop(L); i++)
+    async |= lua_type(L, i) == LUA_TFUNCTION;
+  if (async && lua_isinteger(L, 2) && lua_tointeger(L, 2) > 0) {
+    size_t size = (size_t)lua_tointeger(L, 2), room = mem_room(L);
+    if (room != SIZE_MAX && size > room / 2)
+      return mem_refuse(L, "uv.fs_read with a callback of", size);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* The length of the JSON text of the Lua value at idx, near enough, counted
+ * until it passes cap; *longest is the longest string in it. Deeper than
+ * cjson goes (1000) is cjson's error, not counted. */
+static size_t json_need(lua_State *L, int idx, int depth, size_t cap, size_t *longest) {
+  switch (lua_type(L, idx)) {
+  case LUA_TSTRING: {
+    size_t n = lua_rawlen(L, idx);
+    if (n > *longest)
+      *longest = n;
+    return n + 2;
+  }
+  case LUA_TNUMBER: return 32;
+  case LUA_TTABLE: {
+    if (depth > 1000 || !lua_checkstack(L, 3))
+      return 2;
+    size_t n = 2;
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      n += json_need(L, -2, depth + 1, cap, longest) + json_need(L, -1, depth + 1, cap, longest) + 2;
+      lua_pop(L, 1);
+      if (n > cap) {
+        lua_pop(L, 1);
+        break;
+      }
+    }
+    return n;
+  }
+  default: return 5;
+  }
+}
+
+int ob_engine_lua_encode_check(lua_State *L) {
+  size_t room = mem_room(L);
+  if (room == SIZE_MAX)
+    return 0;
+  /* lua-cjson's buffer (the C allocator's, outside the account) doubles as
+   * it grows, and makes room for 6 bytes a byte of the string it adds */
+  size_t longest = 0, text = json_need(L, 1, 0, room / 2, &longest);
+  if (text > room / 2 || longest > room / 12 || 2 * text + 6 * longest > room)
+    return mem_refuse(L, "cjson.encode of a text over", text);
+  return 0;
+}
 
 ob_http *ob_engine_http(ob_engine *e, ob_error *err) {
   if (!e->http && (e->http = ob_http_new(e->loop, err))) {
@@ -102,6 +217,10 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   }
   e->loop = loop;
   e->lua_pool = ob_pool_new();
+  if (e->lua_pool)
+    e->lua_pool->acct = &e->mem;
+  if (!ob_mem_cur) /* the first engine of a thread: hosts with more switch (ob_mem_use) */
+    ob_mem_cur = &e->mem;
   lua_State *L = e->L = e->lua_pool ? ob_pool_new_state(e->lua_pool) : NULL;
   if (!L) {
     ob_engine_free(e);
@@ -124,7 +243,11 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   luv_set_loop(L, loop);
   luv_set_callback(L, luv_callback_pcall);
   luaL_requiref(L, "luv", luaopen_luv, 0);
+  lua_getfield(L, -1, "fs_read"); /* bounded by the memory account (guarded_fs_read) */
+  lua_pushcclosure(L, guarded_fs_read, 1);
+  lua_setfield(L, -2, "fs_read");
   lua_pop(L, 1);
+  ob_engine_set_max_memory(e, 0); /* the default, until the host sets one */
   if (ob_runtime_open(e, err) != OB_OK) {
     ob_engine_free(e);
     return NULL;
@@ -217,6 +340,8 @@ static void engine_release(ob_engine *e) {
   if (e->L)
     lua_close(e->L); /* the pooled coroutines go with it */
   ob_pool_free(e->lua_pool);
+  if (ob_mem_cur == &e->mem)
+    ob_mem_cur = NULL;
   free(e->pool);
   free(e->free_slots);
   free(e->sleepers);

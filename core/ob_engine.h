@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "ob_map.h"
+#include "ob_mem.h"
 #include "ob_plan.h"
 
 typedef struct ob_run ob_run;
@@ -26,6 +27,7 @@ typedef struct ob_engine {
   int own_loop;      /* the engine made the loop and closes it */
   lua_State *L;      /* every tool and every call's coroutine live here */
   struct ob_pool *lua_pool; /* L's allocator (ob_pool.h) */
+  ob_mem mem;        /* the memory account of the engine's runs (ob_mem.h): Lua heap, values, log */
   ob_map tools;      /* name -> ob_tool* */
   int runtime_ref;   /* registry: the `obelus` module table tools require */
   int latent_ref;    /* registry: the latent handler, or LUA_NOREF */
@@ -83,14 +85,20 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err);
  * them all and for the requests in flight: the next turn of the loop, or
  * the turn after the last request completes. */
 void ob_engine_free(ob_engine *e);
-/* --max-memory: the most the engine's Lua state may hold while a tool runs
- * (0: no limit). The allocation that would pass it fails, and so does the
- * call that asked for it, with "memory limit of N MB reached"; the run goes
- * on. Between calls (the scheduler's own work) nothing is refused. */
+/* --max-memory: the most the engine's memory account may hold (0: no limit):
+ * its Lua state, values, the message log (ob_mem.h). The Lua allocation that
+ * would pass it while a tool runs fails, and so does a result or a write
+ * that would pass it; the call that asked fails with "memory limit of N MB
+ * reached (--max-memory)" and the run goes on. Between calls (the
+ * scheduler's own work) nothing is refused. */
 /* The engine's HTTP client (obelus.http, obelus_http_start), made at the
  * first request with http_max; NULL with err when libcurl cannot start. */
 struct ob_http *ob_engine_http(ob_engine *e, ob_error *err);
-void ob_engine_set_max_memory(ob_engine *e, size_t bytes);
+void ob_engine_set_max_memory(ob_engine *e, size_t bytes); /* 0: the default (ob_engine.c) */
+/* For runtime.lua's cjson.encode: raises "memory limit of N MB reached
+ * (--max-memory)" when the JSON text of argument 1 would not fit in the
+ * memory account's room (lua-cjson's buffers are the C allocator's). */
+int ob_engine_lua_encode_check(lua_State *L);
 
 /* The libuv handles and requests the engine's tools opened through luv that
  * luv still holds (it calls back into the Lua state for each); with close

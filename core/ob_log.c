@@ -77,7 +77,7 @@ ob_log *ob_log_new(void) {
 static void history_free(history *h) {
   for (size_t i = 0; i < h->n; i++)
     ob_unref(h->v[i].root);
-  free(h->v);
+  ob_mem_free(h->v);
 }
 
 _Static_assert(sizeof(ob_msg) == 64, "a log message is one cache line");
@@ -97,7 +97,7 @@ void ob_log_free(ob_log *log) {
     return;
   for (size_t i = 0; i < log->nmsg; i++)
     msg_free(&log->msg[i]);
-  free(log->msg);
+  ob_mem_free(log->msg);
   for (size_t i = 0; i < log->capdocs; i++) {
     doc *d = log->docs[i];
     if (!d)
@@ -119,7 +119,7 @@ void ob_log_keep_history(ob_log *log, int keep) { log->keep_history = keep; }
 void ob_log_reserve(ob_log *log, size_t n) {
   if (n > log->capmsg) {
     log->capmsg = n;
-    log->msg = ob_xrealloc(log->msg, log->capmsg * sizeof *log->msg);
+    log->msg = ob_mem_realloc(log->msg, log->capmsg * sizeof *log->msg);
   }
 }
 
@@ -241,7 +241,7 @@ static void history_push(history *h, size_t pos, ob_value *root, int keep) {
   }
   if (h->n == h->cap) {
     h->cap = h->cap ? h->cap * 2 : 4;
-    h->v = ob_xrealloc(h->v, h->cap * sizeof *h->v);
+    h->v = ob_mem_realloc(h->v, h->cap * sizeof *h->v);
   }
   h->v[h->n].pos = pos;
   h->v[h->n].root = root;
@@ -429,7 +429,7 @@ static long commit(ob_log *log, ob_msg *m, const ob_path *p, ob_error *err) {
   }
   if (log->nmsg == log->capmsg) {
     log->capmsg = log->capmsg ? log->capmsg * 2 : 64;
-    log->msg = ob_xrealloc(log->msg, log->capmsg * sizeof *log->msg);
+    log->msg = ob_mem_realloc(log->msg, log->capmsg * sizeof *log->msg);
   }
   log->msg[log->nmsg++] = *m;
   return (long)pos;

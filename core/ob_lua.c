@@ -84,6 +84,8 @@
 #include <string.h>
 
 #include "ob_lua.h"
+#include "ob_mem.h"
+#include "ob_pool.h"
 #include "ob_path.h"
 #include "ob_view.h"
 
@@ -657,6 +659,7 @@ typedef struct conv {
   int array_mt, order; /* absolute stack indices, 0 when the registry has none */
   const char *root;
   ob_error *err;
+  int checked; /* an engine's state (a tool's result): strings are held to its memory account */
   entry *ents; /* a stack of members: each object level uses [base, nents) */
   size_t nents, capents;
   struct {
@@ -1195,7 +1198,16 @@ static ob_value *conv_value(conv *c, int idx, uint32_t depth, const where *w) {
     size_t bad = utf8_invalid_at(s, len);
     if (bad < len)
       return fail(c, w, OB_EINVAL, "cannot convert a string that is not valid UTF-8 to JSON (byte %zu)", bad);
-    return ob_string(s, len);
+    if (!c->checked)
+      return ob_string(s, len);
+    /* the memory account's limit holds here (ob_mem.h) */
+    ob_value *v = ob_mem_would_pass(ob_mem_cur, len) ? NULL : ob_string_try(s, len);
+    if (v)
+      return v;
+    if (ob_mem_would_pass(ob_mem_cur, len))
+      return fail(c, w, OB_ENOMEM, OB_MEM_LIMIT_FMT " (a string of %zu bytes)", ob_mem_limit_mb(),
+                  len);
+    return fail(c, w, OB_ENOMEM, "out of memory (a string of %zu bytes)", len);
   }
   case LUA_TLIGHTUSERDATA:
     if (!lua_touserdata(L, idx))
@@ -1220,6 +1232,8 @@ ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_erro
   c.L = L;
   c.root = name ? name : "value";
   c.err = err;
+  void *ud;
+  c.checked = lua_getallocf(L, &ud) == ob_pool_lua_alloc; /* a host's own state is not */
   idx = lua_absindex(L, idx);
   if (lua_type(L, idx) != LUA_TTABLE) /* a scalar needs none of the set-up below */
     return conv_value(&c, idx, 0, NULL);

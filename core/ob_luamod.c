@@ -947,6 +947,10 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   o->call_timeout_ms = opt_count(L, opts, fn, "call_timeout_ms", 1, 2147483647);
   o->max_output_kb = opt_count(L, opts, fn, "max_output_kb", 1, 1073741824);
   o->max_calls = opt_count(L, opts, fn, "max_calls", 1, LUA_MAXINTEGER);
+  if (!o->max_output_kb) /* the CLI's defaults (ob_run.h) */
+    o->max_output_kb = (lua_Integer)OB_DEFAULT_MAX_OUTPUT_KB;
+  if (!o->max_calls)
+    o->max_calls = (lua_Integer)OB_DEFAULT_MAX_CALLS;
   o->threads = opt_count(L, opts, fn, "threads", 1, 1024);
   lua_getfield(L, opts, "overwrite");
   o->overwrite = lua_toboolean(L, -1);

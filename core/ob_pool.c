@@ -111,13 +111,19 @@ void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ob_pool *p = ud;
   if (!ptr)
     osize = 0; /* then osize tells what kind of object is coming, not a size */
-  if (nsize > osize && p->limit && p->used + (nsize - osize) > p->limit) {
+  if (nsize > osize && p->limit &&
+      (p->acct ? ob_mem_would_pass(p->acct, nsize - osize) : p->used + (nsize - osize) > p->limit)) {
     p->hit = 1;
     return NULL; /* Lua collects everything it can, then tries once more */
   }
   void *b = pool_alloc(p, ptr, osize, nsize);
-  if (b || !nsize)
+  if (b || !nsize) {
     p->used = p->used - osize + nsize;
+    if (nsize > osize)
+      ob_mem_add(p->acct, nsize - osize);
+    else
+      ob_mem_sub(p->acct, osize - nsize);
+  }
   return b;
 }
 

@@ -29,6 +29,8 @@
 #include <lua.h>
 #include <stddef.h>
 
+#include "ob_mem.h"
+
 #define OB_POOL_SMALL 1024
 #define OB_POOL_CLASSES (OB_POOL_SMALL / 16)
 
@@ -39,14 +41,20 @@ typedef struct ob_pool {
   size_t slab_bytes;           /* the slabs' size in all */
   int warn_mode;               /* Lua warnings: 0 off, 1 on, 2 on in mid-message */
   /* --max-memory: the bytes Lua holds (blocks in use, as Lua counts them),
-   * and the most it may hold while `limit` is set (0: no limit). A request
-   * that would pass it fails (Lua raises "not enough memory", after a full
-   * collection) and sets `hit`. The engine sets the limit only around a
-   * call's resume, a protected call: outside one, a failed allocation
-   * would end the process (Lua's panic). */
+   * and, while `limit` is set (armed), a request that would pass the
+   * account's limit (acct below, which holds Lua, values and the log; this
+   * pool's own count without one) fails (Lua raises "not enough memory",
+   * after a full collection) and sets `hit`. The engine arms it only around
+   * a call's resume and its libuv callbacks, protected calls: outside one,
+   * a failed allocation would end the process (Lua's panic). */
   size_t used, limit;
   size_t max; /* the limit set (--max-memory), armed by ob_pool_arm */
   int hit;
+  /* The memory account the Lua heap is part of (ob_mem.h; NULL: none): the
+   * pool charges it what Lua holds, and while armed refuses a block that
+   * would pass its limit, so that values, the log and the Lua heap share
+   * one bound. */
+  struct ob_mem *acct;
 } ob_pool;
 
 /* Arms the pool's limit (max) for a protected call; returns what to give

@@ -95,6 +95,15 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
 size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
                              int numbered);
 
+/* The defaults of --max-output and --max-calls, for the CLI, the C API and
+ * the Lua module alike (an option left 0 there): 64 MB of JSON is far more
+ * than a tool's result needs, and keeps one message printable and its
+ * journal record writable; 1,000,000 calls is ten times the largest plan
+ * the benchmarks run, and stops a delegation or loop bomb long before it
+ * fills memory or disk. Both are overridable (up to 1 TB; any count). */
+#define OB_DEFAULT_MAX_OUTPUT_KB ((size_t)64 * 1024)
+#define OB_DEFAULT_MAX_CALLS ((size_t)1000000)
+
 /* Where a plan comes from and what a run of it is checked against. */
 typedef struct ob_plan_source {
   const char *name;        /* the file, or a name for messages */

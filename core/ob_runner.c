@@ -72,6 +72,8 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   o->max_steps = 10;
   o->inputs = ob_array();
   o->grace_ms = 30000;
+  o->max_output_kb = OB_DEFAULT_MAX_OUTPUT_KB; /* limits on by default (ob_run.h says why) */
+  o->max_calls = OB_DEFAULT_MAX_CALLS;
   int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
   int fleet = submit || worker;
   int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp");

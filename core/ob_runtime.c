@@ -169,6 +169,7 @@ static const luaL_Reg plain_prims[] = {
     {"next", ob_view_lua_next},         {"is_call", ob_co_lua_is_call},
     {"attempt", ob_co_lua_attempt},     {"child_track", prim_child_track},
     {"child_untrack", prim_child_untrack}, {"child_kill", prim_child_kill},
+    {"encode_check", ob_engine_lua_encode_check},
     {NULL, NULL}};
 
 static int open_runtime(lua_State *L) {

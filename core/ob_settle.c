@@ -67,6 +67,13 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
 /* Appends the error message of a call and settles it as failed. */
 void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
   ob_run *r = c->run;
+  ob_buf cut; /* a message over the limit (ob_message_max) is cut, and says so */
+  ob_buf_init(&cut);
+  if (strlen(msg) > ob_message_max(r->opt.max_output) + 100) { /* not cut yet (note: < 100) */
+    ob_buf_add(&cut, msg, strlen(msg));
+    ob_buf_cut(&cut, ob_message_max(r->opt.max_output), "error message");
+    msg = cut.data;
+  }
   ob_value *data = ob_object();
   data = ob_object_set(data, "call", 4, ob_ref((ob_value *)ob_crun_raw(c)));
   data = ob_object_set(data, "id", 2, ob_cstring(c->call->id));
@@ -92,4 +99,5 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
   if (!c->detached)
     r->failed = 1;
   ob_crun_settle(c, OB_CALL_FAILED, msg);
+  ob_buf_free(&cut);
 }

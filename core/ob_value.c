@@ -255,34 +255,55 @@ static int_value small_ints[] = {I256(SMALL_INT_MIN), I256(SMALL_INT_MIN + 256),
 ob_value *ob_int(int64_t i) {
   if (i >= SMALL_INT_MIN && i < SMALL_INT_MIN + (int64_t)(sizeof small_ints / sizeof *small_ints))
     return &small_ints[i - SMALL_INT_MIN].h;
-  int_value *v = ob_xmalloc(sizeof *v);
+  int_value *v = ob_mem_alloc(sizeof *v);
   v->h = (ob_value){1, OB_INT, 0, 0};
   v->i = i;
   return &v->h;
 }
 
 ob_value *ob_real(double d) {
-  real_value *v = ob_xmalloc(sizeof *v);
+  real_value *v = ob_mem_alloc(sizeof *v);
   v->h = (ob_value){1, OB_REAL, 0, 0};
   v->d = d;
   return &v->h;
 }
 
-ob_value *ob_string(const char *s, size_t len) {
+/* A string of len bytes, not filled: counted; NULL when out of memory, or
+ * (checked) when it would pass the account's limit. */
+static string_value *string_alloc(size_t len, int checked) {
   size_t head = len < LEN_LONG ? 0 : sizeof(size_t);
-  if (len > SIZE_MAX - sizeof(string_value) - head - 1)
-    abort();
-  string_value *v = ob_xmalloc(sizeof *v + head + len + 1);
+  if (len > SIZE_MAX / 2)
+    return NULL; /* no string is that big: a length gone wrong */
+  size_t n = sizeof(string_value) + head + len + 1;
+  string_value *v = checked ? ob_mem_try_alloc(n) : ob_mem_counted(malloc(n));
+  if (!v)
+    return NULL;
   v->h = (ob_value){1, OB_STRING, 0, 0};
   v->hash = 0;
   v->len = head ? LEN_LONG : (uint32_t)len;
   if (head)
     memcpy(v->s, &len, sizeof len);
-  char *b = v->s + head;
+  return v;
+}
+
+static ob_value *string_fill(string_value *v, const char *s, size_t len) {
+  char *b = v->s + (v->len == LEN_LONG ? sizeof(size_t) : 0);
   if (len)
     memcpy(b, s, len);
   b[len] = '\0';
   return &v->h;
+}
+
+ob_value *ob_string(const char *s, size_t len) {
+  string_value *v = string_alloc(len, 0);
+  if (!v)
+    abort(); /* a copy of what the engine or a parsed file holds already (see ob_mem.h) */
+  return string_fill(v, s, len);
+}
+
+ob_value *ob_string_try(const char *s, size_t len) {
+  string_value *v = string_alloc(len, 1);
+  return v ? string_fill(v, s, len) : NULL;
 }
 
 ob_value *ob_cstring(const char *s) { return ob_string(s, strlen(s)); }
@@ -356,7 +377,7 @@ static inline int key_is(const ob_value *key, const char *s, size_t len) {
 /* --- persistent vector internals --------------------------------------- */
 
 static pv_node *pv_alloc(uint16_t cap) {
-  pv_node *n = ob_xmalloc(sizeof *n + cap * sizeof(void *));
+  pv_node *n = ob_mem_alloc(sizeof *n + cap * sizeof(void *));
   n->rc = 1;
   n->n = 0;
   n->cap = cap;
@@ -373,7 +394,7 @@ static void pv_release(pv_node *n, uint32_t level) {
     else
       pv_release(n->slot[i], level - PV_BITS);
   }
-  free(n);
+  ob_mem_free(n);
 }
 
 /* A node the caller may change: itself when unshared, else a copy whose
@@ -387,7 +408,7 @@ static pv_node *pv_editable(pv_node *n, uint32_t level, uint16_t cap) {
   c->n = n->n;
   memcpy(c->slot, n->slot, n->n * sizeof(void *));
   if (n->rc == 1) { /* unshared but too small: move the children */
-    free(n);
+    ob_mem_free(n);
     return c;
   }
   for (uint16_t i = 0; i < c->n; i++) {
@@ -540,7 +561,7 @@ static array_value *array_editable(ob_value *a) {
   array_value *src = (array_value *)a;
   if (a->rc == 1)
     return src;
-  array_value *c = ob_xmalloc(sizeof *c);
+  array_value *c = ob_mem_alloc(sizeof *c);
   c->h = (ob_value){1, OB_ARRAY, 0, 0};
   c->depth = src->depth;
   c->v = src->v;
@@ -602,7 +623,7 @@ static size_t h_room(size_t words) {
 
 static hnode *h_alloc(uint32_t datamap, uint32_t nodemap, uint32_t ncoll) {
   size_t words = ncoll ? 2 * (size_t)ncoll : 2 * popcount(datamap) + popcount(nodemap);
-  hnode *n = ob_xmalloc(sizeof *n + h_room(words) * sizeof(void *));
+  hnode *n = ob_mem_alloc(sizeof *n + h_room(words) * sizeof(void *));
   n->rc = 1;
   n->datamap = datamap;
   n->nodemap = nodemap;
@@ -622,7 +643,7 @@ static void h_release(hnode *n) {
     ob_unref(n->slot[2 * i]);
   for (size_t i = 2 * nkeys; i < h_words(n); i++)
     h_release(n->slot[i]);
-  free(n);
+  ob_mem_free(n);
 }
 
 /* A copy of n with room for a different layout is made by the callers; this
@@ -726,7 +747,7 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
   if (!shared && !(n->datamap & bit)) { /* ours, and a free slot: grow in place */
     size_t words = h_words(n);
     if (words + 2 > h_room(words))
-      n = ob_xrealloc(n, sizeof *n + h_room(words + 2) * sizeof(void *));
+      n = ob_mem_realloc(n, sizeof *n + h_room(words + 2) * sizeof(void *));
     memmove(n->slot + 2 * di + 2, n->slot + 2 * di, (words - 2 * di) * sizeof(void *));
     n->slot[2 * di] = key;
     n->slot[2 * di + 1] = p;
@@ -757,7 +778,7 @@ static hnode *h_insert(hnode *n, ob_value *key, uint32_t hash, size_t pos, uint3
            (2 * (ndata - di) + popcount(n->nodemap)) * sizeof(void *));
   }
   if (!shared) { /* c took over n's references */
-    free(n);
+    ob_mem_free(n);
     return c;
   }
   n->rc--; /* n lives on elsewhere: what c copied from it is now shared */
@@ -778,7 +799,7 @@ ob_value *ob_object(void) { return &empty_object_v.h; }
 size_t ob_object_len(const ob_value *o) { return ((const object_value *)o)->n; }
 
 static object_value *object_alloc(uint32_t cap) {
-  object_value *o = ob_xmalloc(sizeof *o + cap * sizeof(ob_entry));
+  object_value *o = ob_mem_alloc(sizeof *o + cap * sizeof(ob_entry));
   o->h = (ob_value){1, OB_OBJECT, 0, 0};
   o->depth = 1;
   o->n = 0;
@@ -788,7 +809,7 @@ static object_value *object_alloc(uint32_t cap) {
 
 /* An empty wide object: its structures zeroed, no index yet. */
 static object_value *wide_alloc(void) {
-  object_value *o = ob_xmalloc(sizeof *o + sizeof(wide_part));
+  object_value *o = ob_mem_alloc(sizeof *o + sizeof(wide_part));
   o->h = (ob_value){1, OB_OBJECT, 1, 0};
   o->depth = 1;
   o->n = 0;
@@ -851,7 +872,7 @@ static object_value *object_editable(ob_value *o, uint32_t need) {
     uint32_t cap = src->cap * 2 < need ? need : src->cap * 2;
     if (cap > SMALL_MAX)
       cap = SMALL_MAX;
-    object_value *g = ob_xrealloc(src, sizeof *g + cap * sizeof(ob_entry));
+    object_value *g = ob_mem_realloc(src, sizeof *g + cap * sizeof(ob_entry));
     g->cap = cap;
     return g;
   }
@@ -890,7 +911,7 @@ static object_value *object_widen(object_value *o) {
     pv_push(&ww->vals, o->e[i].val);
     ww->index = h_insert(ww->index, ob_ref(k), string_hash(k), i, 0);
   }
-  free(o); /* entries moved, references and all */
+  ob_mem_free(o); /* entries moved, references and all */
   return w;
 }
 
@@ -1053,7 +1074,7 @@ static void value_free(ob_value *v) {
       }
     }
   }
-  free(v);
+  ob_mem_free(v);
 }
 
 /* --- comparison -------------------------------------------------------- */

@@ -66,6 +66,9 @@ ob_value *ob_bool(int b);
 ob_value *ob_int(int64_t i);
 ob_value *ob_real(double d); /* d must be finite */
 ob_value *ob_string(const char *s, size_t len); /* copies; s need not end in NUL */
+/* ob_string for a length a plan or tool chose: NULL when out of memory or when it
+ * would pass the memory account's limit (ob_mem.h), an error of the call. */
+ob_value *ob_string_try(const char *s, size_t len);
 ob_value *ob_cstring(const char *s);
 
 int ob_is_number(const ob_value *v); /* OB_INT or OB_REAL */
@@ -204,6 +207,13 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
 #endif
     ;
 void ob_buf_free(ob_buf *b);
+/* Cuts b's text to at most max bytes (0: no limit), at a character's start, and
+ * says so: "... (<what> cut at N KB of M KB)". */
+void ob_buf_cut(ob_buf *b, size_t max, const char *what);
+/* An error message is cut at the smaller of --max-output and OB_MESSAGE_MAX: it
+ * is for people, and it is journaled once and printed twice (message and traceback). */
+#define OB_MESSAGE_MAX ((size_t)64 * 1024)
+size_t ob_message_max(size_t max_output);
 /* Appends the whole content of the file at path ("-": standard input) to b.
  * OB_OK, or OB_EIO with err naming the file. A directory, a device or a socket is
  * refused ("is a character device, not a regular file"); a FIFO is read (a path the

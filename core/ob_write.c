@@ -163,10 +163,23 @@ static size_t json_size(const ob_value *v, size_t cap) {
   return 0;
 }
 
+/* The bytes a write adds to the log besides its value (which the result
+ * holds already): a concat copies the array's slots (8 bytes each, and a
+ * trie node per 32), a merge or assign an object's entries. */
+static size_t write_cost(ob_method method, const ob_value *v) {
+  ob_type t = ob_typeof(v);
+  if (method == OB_METHOD_CONCAT && t == OB_ARRAY)
+    return ob_array_len(v) * (sizeof(void *) + 1);
+  if ((method == OB_METHOD_MERGE || method == OB_METHOD_ASSIGN) && t == OB_OBJECT)
+    return ob_object_len(v) * 4 * sizeof(void *);
+  return 0;
+}
+
 /* Checks every write (its method, the document's schema), then makes them all:
  * a call's outputs are written entirely or not at all. */
 static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *structural) {
   ob_run *r = c->run;
+  ob_mem_cur = &r->e->mem; /* the run's engine's account (a C tool completes here too) */
   const char *inst = c->call->instance;
   for (size_t i = 0; i < n; i++) { /* the journal's line nests the value under its path */
     size_t depth = 1 + w[i].path.n + ob_depth(w[i].value);
@@ -176,13 +189,22 @@ static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *s
       return 0;
     }
   }
-  for (size_t i = 0; r->opt.max_output && i < n; i++) {
-    size_t size = json_size(w[i].value, r->opt.max_output);
+  size_t need = 0; /* what the writes add to the memory account, near enough */
+  for (size_t i = 0; i < n; i++) {
+    size_t size = r->opt.max_output ? json_size(w[i].value, r->opt.max_output) : 0;
     if (size > r->opt.max_output) {
       ob_buf_addf(why, "the result written to %s is over %zu KB (--max-output %zu)", w[i].kind,
                   r->opt.max_output >> 10, r->opt.max_output >> 10);
       return 0;
     }
+    need += size + write_cost(w[i].method, w[i].value);
+  }
+  /* the memory account (ob_mem.h): the result's values are in it already;
+   * the write must leave room for its text (the journal's record holds it a
+   * moment) and the log's new nodes, or it is not made */
+  if (ob_mem_would_pass(ob_mem_cur, need)) {
+    ob_buf_addf(why, OB_MEM_LIMIT_FMT, ob_mem_limit_mb());
+    return 0;
   }
   /* a single write without a schema is atomic by itself: no need to try it first */
   int precheck = n > 1;

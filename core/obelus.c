@@ -672,8 +672,9 @@ static ob_run_options run_options(obelus_run *R, const obelus_run_options *opt) 
                        .journal = R->journal,
                        .plans_root = R->plan->root,
                        .call_timeout_ms = opt->call_timeout_ms,
-                       .max_output = opt->max_output_kb << 10,
-                       .max_calls = opt->max_calls,
+                       .max_output = (opt->max_output_kb ? opt->max_output_kb
+                                                         : OB_DEFAULT_MAX_OUTPUT_KB) << 10,
+                       .max_calls = opt->max_calls ? opt->max_calls : OB_DEFAULT_MAX_CALLS,
                        .calls_used = &R->calls_used,
                        .on_event = opt->on_event || R->journal ? on_run_event : NULL,
                        .on_done = on_run_done,
@@ -748,7 +749,7 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
    * them after the plan message, with nothing run; finding them here lists
    * them with every other problem (as `obelus check` does) */
   ob_plan_source src = {.name = name, .root = root, .inputs = inputs, .input_label = "input",
-                        .max_calls = opt->max_calls};
+                        .max_calls = opt->max_calls ? opt->max_calls : OB_DEFAULT_MAX_CALLS};
   ob_fsync journal;
   int threads = may_thread(E, opt, &journal);
   ob_plan *p = threads ? ob_shard_read_plan(E->e, pv, &src, opt->threads, opt->concurrency,

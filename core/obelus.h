@@ -159,10 +159,13 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop);
  * as freeing the code that is running would. NULL is allowed. */
 void obelus_engine_free(obelus_engine *e);
 
-/* The most memory (in MB) the engine's Lua state may hold while a tool runs
- * (in its call or in its libuv callbacks): the allocation that would pass it
- * fails, and the call with it ("memory limit of N MB reached"); the run goes
- * on (`obelus run --max-memory`). 0: no limit (the default). */
+/* The most memory (in MB) the engine may hold: its Lua state, its runs'
+ * values and message logs, in one account (`obelus run --max-memory`). The
+ * call whose work would pass it fails ("memory limit of N MB reached
+ * (--max-memory)"): a Lua allocation while a tool runs (in its call or its
+ * libuv callbacks), a result, a write, an async uv.fs_read or a cjson.encode
+ * with no room; the run goes on. 0: the default, half the process's
+ * address-space or data limit (ulimit -v, -d) when it has one, else none. */
 void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
 
 /* The most HTTP transfers (obelus.http, obelus_http_start) the engine runs
@@ -460,12 +463,13 @@ typedef struct obelus_run_options {
   unsigned call_timeout_ms; /* a _timeout for every call without one, per attempt
                                (`--call-timeout`); 0: none */
   size_t max_output_kb;     /* the largest message a call may write, in KB of JSON
-                               text; a larger result fails the call (`--max-output`);
-                               0: no limit */
+                               text; a larger result fails the call, a longer error
+                               message is cut (`--max-output`); 0: the default,
+                               65536 (64 MB) */
   size_t max_calls;         /* the most calls in all: the plan's (instances counted;
                                more makes the plan invalid), its delegated plans' and
                                their plans' (a delegation that would pass it fails its
-                               call) (`--max-calls`); 0: no limit */
+                               call) (`--max-calls`); 0: the default, 1000000 */
   size_t threads;           /* a plan with "instances": share them out over this many
                                threads, each with an engine of its own that loads the
                                engine's tool files and scripts again, in the order they

@@ -18,8 +18,9 @@
 --       -> engine
 --       An engine on luv's loop, with its own Lua state for the tools. `tools` are tool
 --       files or folders of them (SPEC 7); `scripts` are Lua files that configure it
---       (obelus.set_latent, obelus.set_approver); max_memory_mb caps the tools' Lua
---       memory (`obelus run --max-memory`: the call that passes it fails); http_max
+--       (obelus.set_latent, obelus.set_approver); max_memory_mb caps the engine's
+--       memory: Lua heap, values, log (`obelus run --max-memory`: the call that
+--       would pass it fails; default half of `ulimit -v` when set); http_max
 --       the obelus.http transfers at once (`--http-max`, default 1000); http_max_bytes
 --       the answer body a request without max_bytes takes (`--http-max-bytes`, 64 MB);
 --       http_allow_private lets requests connect to link-local and cloud metadata
@@ -45,8 +46,9 @@
 --                                (default: the plan file's folder; the current
 --                                directory for a table)
 --         call_timeout_ms = n    a _timeout for every call without one
---         max_output_kb = n      the largest message a call may write
---         max_calls = n          the most calls in all (instances, delegated plans)
+--         max_output_kb = n      the largest message a call may write (default 65536)
+--         max_calls = n          the most calls in all (instances, delegated plans;
+--                                default 1000000)
 --       A journal that cannot be written (disk full, I/O error) stops the run: no
 --       call starts after it; run:wait() returns nil and the reason.
 --       A journal ends with its end record once the run has finished (and no

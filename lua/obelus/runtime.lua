@@ -140,7 +140,10 @@ obelus.next = prim.next
 -- engine's state gives the real module with encode wrapped, so that a view, or a
 -- table holding views, is printed by obelus's printer from the value itself (keys in
 -- their order, as the log would print it). Anything else goes to cjson as before.
-local is_view, encode_value = prim.is_view, prim.encode
+-- cjson's buffers are the C allocator's, outside the memory account: a value
+-- whose text would not fit in the account's room is refused before cjson starts
+-- (prim.encode_check raises "memory limit of N MB reached (--max-memory)").
+local is_view, encode_value, encode_check = prim.is_view, prim.encode, prim.encode_check
 local function wrap_cjson(name)
   package.preload[name] = function()
     package.preload[name] = nil
@@ -149,6 +152,7 @@ local function wrap_cjson(name)
     if type(encode) == "function" then
       m.encode = function(v, ...)
         if is_view(v) then return encode_value(v) end
+        encode_check(v)
         local ok, text, err = pcall(encode, v, ...)
         if ok and text ~= nil then return text end
         local why = ok and err or text -- cjson.safe answers nil, why
