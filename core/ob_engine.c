@@ -195,6 +195,7 @@ ob_http *ob_engine_http(ob_engine *e, ob_error *err) {
     ob_http_set_max(e->http, e->http_max);
     ob_http_set_max_bytes(e->http, e->http_max_bytes);
     ob_http_set_allow_private(e->http, e->http_allow_private);
+    ob_http_set_mem(e->http, &e->mem);
   }
   return e->http;
 }

@@ -73,6 +73,7 @@ struct ob_http {
   size_t max;          /* handed to libcurl at once, at most (ob_http_set_max) */
   size_t max_bytes;    /* a request's body limit when it gives none */
   int allow_private;   /* connect to what ob_http_denied names too */
+  ob_mem *mem;         /* the account bodies and headers are charged to, or NULL */
   CURL *idle[KEEP_EASY]; /* easy handles of ended transfers, for the next ones */
   size_t nidle;
 };
@@ -90,6 +91,8 @@ struct ob_http_xfer {
   ob_http_settings set; /* its limits, defaults filled in */
   int too_big;          /* the body passed max_bytes: the transfer was stopped */
   int no_memory;        /* a buffer could not grow: the transfer was stopped */
+  int over_limit;       /* growing a buffer would pass h->mem's limit: likewise */
+  size_t charged;       /* what its buffers hold of h->mem */
   int head_too_big;     /* the header lines passed HEAD_MAX: likewise */
   char denied[160];     /* an address refused (ob_http_denied): why, or "" */
   int state;            /* IN_FLIGHT, then DONE (its callback to come), CANCELLED
@@ -294,6 +297,8 @@ static void free_xfer(ob_http_xfer *x) {
     fclose(x->file);
   ob_buf_free(&x->body);
   ob_buf_free(&x->head);
+  if (x->charged)
+    ob_mem_release_to(x->h->mem, x->charged);
   free(x->method);
   free(x->url);
   free(x);
@@ -302,8 +307,9 @@ static void free_xfer(ob_http_xfer *x) {
 /* Appends to a transfer's buffer (the answer's body and headers, the
  * request's body): the one place HTTP memory grows, so that a server or a
  * tool asking for too much fails its transfer (-1: x->no_memory set)
- * rather than the process (ob_buf_grow aborts). A memory account that
- * charges a run for its buffers charges here. */
+ * rather than the process (ob_buf_grow aborts). The growth is charged to the
+ * engine's memory account (ob_http_set_mem): past --max-memory the transfer
+ * fails (x->over_limit) with the account's message. */
 static int xfer_buf_add(ob_http_xfer *x, ob_buf *b, const char *data, size_t len) {
   if (b->len + len + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
@@ -314,11 +320,20 @@ static int xfer_buf_add(ob_http_xfer *x, ob_buf *b, const char *data, size_t len
       }
       cap *= 2;
     }
+    /* the account is h's, named: curl's callbacks run outside any call */
+    if (x->h->mem && ob_mem_charge_to(x->h->mem, cap - b->cap)) {
+      x->over_limit = 1;
+      return -1;
+    }
     char *p = realloc(b->data, cap);
     if (!p) {
+      if (x->h->mem)
+        ob_mem_release_to(x->h->mem, cap - b->cap);
       x->no_memory = 1;
       return -1;
     }
+    if (x->h->mem)
+      x->charged += cap - b->cap;
     b->data = p;
     b->cap = cap;
   }
@@ -410,6 +425,10 @@ static void finish(ob_http_xfer *x, CURLcode rc) {
   if (x->too_big) {
     snprintf(why, sizeof why, "%s %s: response body larger than %zu bytes (max_bytes)",
              x->method, x->url, x->set.max_bytes);
+    res.error = why;
+  } else if (x->over_limit) {
+    snprintf(why, sizeof why, "%s %s: " OB_MEM_LIMIT_FMT " (the answer, %zu bytes so far)",
+             x->method, x->url, x->h->mem->limit >> 20, x->got);
     res.error = why;
   } else if (x->no_memory) {
     snprintf(why, sizeof why, "%s %s: out of memory for the answer (%zu bytes so far)",
@@ -631,6 +650,8 @@ void ob_http_set_max_bytes(ob_http *h, size_t max_bytes) {
 }
 
 void ob_http_set_allow_private(ob_http *h, int allow) { h->allow_private = allow != 0; }
+
+void ob_http_set_mem(ob_http *h, ob_mem *mem) { h->mem = mem; }
 
 void ob_http_settings_of(const ob_http *h, const ob_http_request *rq, ob_http_settings *out) {
   /* libcurl takes longs: a larger wish is as good as forever */

@@ -26,6 +26,7 @@
 
 #include "ob_value.h" /* ob_buf */
 #include "ob_error.h"
+#include "ob_mem.h"
 
 typedef struct ob_http ob_http;
 typedef struct ob_http_xfer ob_http_xfer;
@@ -149,5 +150,9 @@ void ob_http_set_max_bytes(ob_http *h, size_t max_bytes);
 /* Non-zero: connections to the addresses ob_http_denied names are allowed
  * too (`obelus run --http-allow-private`). For the transfers started after. */
 void ob_http_set_allow_private(ob_http *h, int allow);
+/* The memory account (ob_mem.h) the answers' bodies and header lines are
+ * charged to while they are held (NULL: none); a transfer whose buffers would
+ * pass its limit fails with "memory limit of N MB reached (--max-memory)". */
+void ob_http_set_mem(ob_http *h, ob_mem *mem);
 
 #endif

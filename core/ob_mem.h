@@ -27,8 +27,9 @@
  * Between two checks C may pass the limit by one result. Byte buffers
  * (ob_buf) are not counted: each lives a moment (a journal record, a
  * printed message) and is bounded by --max-output, error messages by
- * ob_message_max. ob_mem_charge / ob_mem_release let other holders (HTTP
- * bodies) count and be refused too.
+ * ob_message_max. ob_mem_charge_to / ob_mem_release_to let other holders
+ * count and be refused too: an HTTP answer's body and header lines while
+ * the transfer holds them (ob_http.c, ob_http_set_mem).
  *
  * Allocation that cannot fail
  * ---------------------------

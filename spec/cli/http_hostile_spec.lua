@@ -197,4 +197,13 @@ describe("obelus.http against hostile input", function()
     r = raw({ url = s.url("/endless") }, "--http-max-bytes", "100000")
     assert.matches("response body larger than 100000 bytes", r.err, 1, true)
   end)
+
+  it("an answer's body is held in the run's memory account: past --max-memory the call fails", function()
+    -- max_bytes lets 1 GB through; the account (16 MB) stops the endless body first
+    local r = raw({ url = s.url("/endless"), max_bytes = 1 << 30 }, "--max-memory", "16")
+    assert.are.equal(0, r.code, r.stderr)
+    assert.is_nil(r.r)
+    assert.matches("GET " .. s.url("/endless") .. ": memory limit of 16 MB reached (--max-memory)",
+                   r.err, 1, true)
+  end)
 end)
