@@ -1121,6 +1121,10 @@ static ob_value *conv_table_in(conv *c, int t, uint32_t depth, const where *w);
 static ob_value *conv_table(conv *c, int t, uint32_t depth, const where *w) {
   if (depth > OB_MAX_DEPTH)
     return fail(c, w, OB_EDEPTH, "nested deeper than %d levels", OB_MAX_DEPTH);
+  /* a table met along many paths (t = {t1, t1}, nested) is copied along each: the
+   * account's limit holds at every table, not only at strings */
+  if (c->checked && ob_mem_over())
+    return fail(c, w, OB_ENOMEM, OB_MEM_LIMIT_FMT " (the result's tables)", ob_mem_limit_mb());
   open_table self = {lua_topointer(c->L, t), NULL};
   size_t h = ((uintptr_t)self.t >> 4) & (OPEN_BUCKETS - 1);
   for (const open_table *o = c->open[h]; o; o = o->next)

@@ -66,6 +66,20 @@ describe("--max-memory counts values and the log, not only the Lua heap", functi
   end)
 end)
 
+describe("--max-memory against a result that shares its tables", function()
+  it("a table holding the one below twice, 40 levels: its copy fails at the limit, the run goes on", function()
+    -- 41 tables in Lua, 2^40 leaves once copied: checked at every table, not only strings
+    local r = run(2000000, { plan = {
+      { _id = "dag", _tool = "dag", n = 40, _outputPath = "†state.a" },
+      { _tool = "ok", ms = 10, value = "fine", _outputPath = "†state.b" },
+    }, output = "†state.b" }, "--max-memory", "64")
+    no_crash(r)
+    assert.are.equal(1, r.code, r.err)
+    assert.are.equal("fine", cjson.decode(r.out))
+    assert.matches("call dag %(dag%) failed %(runtime%): [^\n]*memory limit of 64 MB reached %(%-%-max%-memory%)", r.err)
+  end)
+end)
+
 describe("memory a library takes outside Lua", function()
   local dir, big
   setup(function()
