@@ -129,13 +129,15 @@ static void *watchdog(void *arg) {
   return NULL;
 }
 
-/* Installs the handler: 1, or -1 when the signal has someone else's. */
+/* Installs the handler: 1, or -1 when the signal has someone else's. An
+ * ignored signal is no one's: a process that hosted an engine before (a Lua
+ * module in busted, say) parks it ignored, and the ignoring outlives exec, so
+ * every obelus it starts finds it so. */
 static int install(void) {
   struct sigaction old;
   if (sigaction(OB_WATCH_SIGNAL, NULL, &old) != 0)
     return -1;
-  void (*expect)(int) = installed == 2 ? SIG_IGN : SIG_DFL;
-  if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != expect)
+  if ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
     return -1; /* someone else's signal: leave it alone */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
