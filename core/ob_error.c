@@ -33,20 +33,6 @@ const char *ob_strerror(int code) {
   }
 }
 
-/* The length of the UTF-8 sequence at s (at most n bytes), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-  size_t len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
-  if (!len || len > n)
-    return 0;
-  for (size_t i = 1; i < len; i++)
-    if ((s[i] & 0xC0) != 0x80)
-      return 0;
-  if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0) || /* overlong, surrogate */
-      (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))
-    return 0;
-  return len;
-}
-
 void ob_fputs_escaped(FILE *f, const char *text, size_t n, int flags) {
   const unsigned char *s = (const unsigned char *)text;
   size_t plain = 0; /* bytes before i to write as they are */
@@ -60,7 +46,7 @@ void ob_fputs_escaped(FILE *f, const char *text, size_t n, int flags) {
       escape = 0;
     else if (c == 0x7F)
       escape = 1;
-    else if ((len = utf8_len(s + i, n - i)))
+    else if ((len = ob_utf8_seq(s + i, n - i)))
       escape = c == 0xC2 && s[i + 1] < 0xA0 ? 2 : 0; /* U+0080..U+009F */
     else
       escape = 1, len = 1;

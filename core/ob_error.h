@@ -39,6 +39,37 @@ int ob_error_set(ob_error *err, int code, size_t pos, const char *fmt, ...)
 
 const char *ob_strerror(int code);
 
+/* The length of the valid UTF-8 sequence at s[0..n) (n >= 1, s[0] >= 0x80), or 0
+ * when it is not one: overlong forms, surrogates and code points above U+10FFFF
+ * are not, as for jansson, which would refuse the text. The one decoder of the
+ * readers and printers of text (JSON, the bridge, escaping, job names). */
+static inline size_t ob_utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char b = s[0], lo = 0x80, hi = 0xBF;
+  size_t len;
+  if (b >= 0xC2 && b <= 0xDF)
+    len = 2;
+  else if (b == 0xE0)
+    len = 3, lo = 0xA0;
+  else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF)
+    len = 3;
+  else if (b == 0xED)
+    len = 3, hi = 0x9F;
+  else if (b == 0xF0)
+    len = 4, lo = 0x90;
+  else if (b >= 0xF1 && b <= 0xF3)
+    len = 4;
+  else if (b == 0xF4)
+    len = 4, hi = 0x8F;
+  else
+    return 0;
+  if (n < len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t k = 2; k < len; k++)
+    if ((s[k] & 0xC0) != 0x80)
+      return 0;
+  return len;
+}
+
 /* Text a plan, a tool or a journal controls (an _id, a tool name, a path, an error
  * message) printed for a person: terminal controls are written escaped, so that an
  * ANSI sequence in an _id shows as \x1b[31m rather than turning the terminal red.

@@ -112,36 +112,6 @@ static inline int needs_escape8(uint64_t w) {
   return ((below | zq | zb | w) & highs) != 0;
 }
 
-/* The length of the valid UTF-8 sequence at s[0..n) (n >= 1, s[0] >= 0x80), or 0
- * when it is not one: overlong forms, surrogates and code points above U+10FFFF
- * are not, as for jansson, which would refuse the text. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned char b = s[0], lo = 0x80, hi = 0xBF;
-  size_t len;
-  if (b >= 0xC2 && b <= 0xDF)
-    len = 2;
-  else if (b == 0xE0)
-    len = 3, lo = 0xA0;
-  else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF)
-    len = 3;
-  else if (b == 0xED)
-    len = 3, hi = 0x9F;
-  else if (b == 0xF0)
-    len = 4, lo = 0x90;
-  else if (b >= 0xF1 && b <= 0xF3)
-    len = 4;
-  else if (b == 0xF4)
-    len = 4, hi = 0x8F;
-  else
-    return 0;
-  if (n < len || s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t k = 2; k < len; k++)
-    if ((s[k] & 0xC0) != 0x80)
-      return 0;
-  return len;
-}
-
 /* Whether s[0..len) is ASCII with nothing to escape: 8 bytes at a time, the last 8 read
  * again if need be (a short string bytewise). */
 static int plain_string(const char *s, size_t len) {
@@ -187,7 +157,7 @@ void ob_json_write_string(ob_buf *b, const char *s, size_t len) {
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c >= 0x80) {
-      size_t n = utf8_seq((const unsigned char *)s + i, len - i);
+      size_t n = ob_utf8_seq((const unsigned char *)s + i, len - i);
       if (n) {
         i += n - 1;
         continue;

@@ -691,29 +691,9 @@ static size_t utf8_invalid_at(const char *str, size_t n) {
       i++;
       continue;
     }
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF)
-      len = 2;
-    else if (b == 0xE0)
-      len = 3, lo = 0xA0;
-    else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF)
-      len = 3;
-    else if (b == 0xED)
-      len = 3, hi = 0x9F;
-    else if (b == 0xF0)
-      len = 4, lo = 0x90;
-    else if (b >= 0xF1 && b <= 0xF3)
-      len = 4;
-    else if (b == 0xF4)
-      len = 4, hi = 0x8F;
-    else
+    size_t len = ob_utf8_seq(s + i, n - i);
+    if (!len)
       return i;
-    if (n - i < len || s[i + 1] < lo || s[i + 1] > hi)
-      return i;
-    for (size_t k = 2; k < len; k++)
-      if ((s[i + k] & 0xC0) != 0x80)
-        return i;
     i += len;
   }
   return n;

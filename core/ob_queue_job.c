@@ -40,31 +40,15 @@ static int printable_utf8(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s, *end = p + len;
   while (p < end) {
     unsigned c = *p++;
-    unsigned cp, more;
     if (c < 0x80) {
       if (c < 0x20 || c == 0x7f)
         return 0;
       continue;
     }
-    if (c >= 0xc2 && c <= 0xdf)
-      cp = c & 0x1f, more = 1;
-    else if (c >= 0xe0 && c <= 0xef)
-      cp = c & 0x0f, more = 2;
-    else if (c >= 0xf0 && c <= 0xf4)
-      cp = c & 0x07, more = 3;
-    else
+    size_t n = ob_utf8_seq(p - 1, (size_t)(end - p) + 1);
+    if (!n || (c == 0xc2 && p[0] < 0xa0)) /* not UTF-8, or a C1 control U+0080..U+009F */
       return 0;
-    if ((size_t)(end - p) < more)
-      return 0;
-    for (unsigned k = 0; k < more; k++) {
-      if ((p[k] & 0xc0) != 0x80)
-        return 0;
-      cp = cp << 6 | (p[k] & 0x3f);
-    }
-    p += more;
-    if ((more == 2 && cp < 0x800) || (more == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
-      return 0;
+    p += n - 1;
   }
   return 1;
 }
