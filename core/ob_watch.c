@@ -240,8 +240,36 @@ static int exit_at;
 static const char *interrupt_say;
 static atomic_int interrupts;
 
+/* The sender of the last signal, and when (ms, CLOCK_MONOTONIC). */
+static atomic_int last_sig, last_pid;
+static _Atomic long long last_ms;
+
+/* 1 when this signal repeats the last one's request: the same signal sent by
+ * the same process (kill, not the terminal) within a second. A supervisor
+ * that signals its child and then the child's process group (timeout(1)
+ * does, and so do some service managers) delivers one request twice, and the
+ * second must not be taken for the user's "now, at once". A Ctrl-C is sent
+ * by the kernel: each one counts. */
+static int same_request(int sig, const siginfo_t *si) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+  long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  int sent = si && si->si_code <= 0 && si->si_pid > 0; /* SI_USER, SI_QUEUE, SI_TKILL */
+  int pid = sent ? (int)si->si_pid : 0;
+  int same = sent && atomic_load(&last_sig) == sig && atomic_load(&last_pid) == pid &&
+             now - atomic_load(&last_ms) < 1000;
+  atomic_store(&last_sig, sig);
+  atomic_store(&last_pid, pid);
+  atomic_store(&last_ms, now);
+  return same;
+}
+
 static void on_interrupt(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
+  if (same_request(sig, si)) {
+    errno = saved;
+    return;
+  }
   int n = atomic_fetch_add(&interrupts, 1) + 1;
   if (exit_at && n >= exit_at) { /* at once: the journal is as a kill leaves it */
     ob_watch_children_kill();
@@ -265,6 +293,7 @@ void ob_watch_catch_signals(int exit_after, const char *say) {
   interrupt_say = say;
   atomic_store(&interrupts, 0);
   atomic_store(&ob_watch_interrupted, 0);
+  atomic_store(&last_sig, 0);
   const int sigs[2] = {SIGINT, SIGTERM};
   for (int i = 0; i < 2; i++) {
     struct sigaction sa, old;

@@ -77,11 +77,12 @@ describe("delegation, hostile", function()
     os.remove(j)
     local out, err, rcf = os.tmpname(), os.tmpname(), os.tmpname()
     -- 4 self-delegations a level, 12 levels: 4^12 runs, never done in a test's time.
-    -- SIGTERM once the journal has grown (the bomb is under way); timeout forwards it.
+    -- SIGTERM once the journal has grown (the bomb is under way); timeout forwards it to
+    -- obelus and then to its process group: obelus gets it twice, one request.
     local script = ([[%s
-      timeout -s KILL 30 %s run %s --journal %s --max-depth 12 --max-calls 100000000 >%s 2>%s &
+      timeout -s KILL 120 %s run %s --journal %s --max-depth 12 --max-calls 100000000 >%s 2>%s &
       P=$!; i=0
-      while [ "$(grep -c '"journal":"run"' %s 2>/dev/null || echo 0)" -lt 50 ] && [ $i -lt 400 ]; do
+      while n=$(grep -c '"journal":"run"' %s 2>/dev/null); [ "${n:-0}" -lt 50 ] && [ $i -lt 1200 ]; do
         sleep 0.05; i=$((i+1)); done
       kill -TERM $P; wait $P; echo $? >%s]]):format(LIMIT, cli.quote(cli.bin),
       cli.quote(DIR .. "/bomb.json"), cli.quote(j), out, err, cli.quote(j), rcf)

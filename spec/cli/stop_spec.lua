@@ -227,6 +227,26 @@ describe("SIGINT and SIGTERM in a tool that never yields", function()
     assert.are.equal("", r.out) -- the tool never returned
     os.remove(started)
   end)
+  it("SIGTERM sent twice by one process (timeout(1) sends it so) is one request, not the second", function()
+    local started, j, tag = os.tmpname(), os.tmpname(), "2." .. unique()
+    os.remove(started); os.remove(j)
+    local h = start { "run", plan_file({ { _id = "b", _tool = "blocked", seconds = tag, started = started, _outputPath = "†state.a" } }),
+                      "--tools", TOOLS, "--journal", j }
+    assert.is_true(wait_for(function() return exists(started) end))
+    -- one shell sends both, the second once the first has been taken (not coalesced)
+    os.execute(([[kill -TERM %s; i=0
+      while grep -q 'ShdPnd:.*[1-9a-f]' /proc/%s/status 2>/dev/null && [ $i -lt 500 ]; do
+        sleep 0.01; i=$((i+1)); done
+      kill -TERM %s 2>/dev/null]]):format(h.pid, h.pid, h.pid))
+    local r = h.wait()
+    kill_all("sleep " .. tag)
+    assert.are.equal(143, r.code, r.err)
+    -- the run ended as one SIGTERM ends it: said so, journal whole
+    assert.matches("obelus run: interrupted by SIGTERM; running calls abandoned", r.err, 1, true)
+    local recs = records(j)
+    assert.are.equal("plan", recs[1].type)
+    os.remove(started); os.remove(j)
+  end)
 end)
 
 describe("obelus mcp, a tool that never yields", function()
