@@ -76,7 +76,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_% test_api_threads,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: pgo fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua test-lua-rel test-lua-asan test-lua-asan-1 test-lua-asan-2 test-lua-tsan bench bench-peers demo demo-run demo-cluster clean
+.PHONY: pgo fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua test-lua-rel test-lua-rel-1 test-lua-rel-2 test-lua-asan test-lua-asan-1 test-lua-asan-2 test-lua-tsan bench bench-peers demo demo-run demo-cluster clean
 .DELETE_ON_ERROR:
 
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
@@ -207,11 +207,16 @@ test-c: $(CTESTS:%=build/test/rel/%) $(CTESTS:%=build/test/asan/%) $(TSAN_CTESTS
 	  sh spec/run-c build/test/tsan $(TSAN_CTESTS) > build/results/c-tsan.txt; tail -n 1 build/results/c-tsan.txt
 
 test-lua: test-lua-rel test-lua-asan test-lua-tsan
-test-lua-rel: all
-	@mkdir -p build/results
-	@OBELUS_BIN=$(CURDIR)/bin/obelus sh spec/run-busted "$(BUSTED)" > build/results/lua-rel.txt; tail -n 1 build/results/lua-rel.txt
-# under ASan in two halves, run side by side (the longest part of `make test`)
+# in two halves each, run side by side (the longest parts of `make test`)
 # (explicit rules: make applies no pattern rule to a .PHONY target)
+REL_BUSTED = @mkdir -p build/results; OBELUS_BIN=$(CURDIR)/bin/obelus \
+  OBELUS_SHARD=$(1)/2 sh spec/run-busted "$(BUSTED)" > build/results/lua-rel-$(1).txt; \
+  tail -n 1 build/results/lua-rel-$(1).txt
+test-lua-rel: test-lua-rel-1 test-lua-rel-2
+test-lua-rel-1: all
+	$(call REL_BUSTED,1)
+test-lua-rel-2: all
+	$(call REL_BUSTED,2)
 ASAN_BUSTED = @mkdir -p build/results; OBELUS_BIN=$(CURDIR)/build/asan/obelus OBELUS_ONLY_CLI=1 \
   OBELUS_SHARD=$(1)/2 sh spec/run-busted "$(BUSTED)" > build/results/lua-asan-$(1).txt; \
   tail -n 1 build/results/lua-asan-$(1).txt
@@ -247,10 +252,10 @@ test:
 # writes its results to build/results; -k runs every part whatever another did.
 # Measured on 2 cores (a clean clone, `time make test-run`): 15 min one after the other,
 # TEST_TIME_MEASURED side by side.
-TEST_JOBS ?= -j3
+TEST_JOBS ?= -j4
 # the result files they leave: one missing is a failure (a part that did not run)
-TEST_RESULTS := c-rel c-asan c-tsan lua-rel lua-asan-1 lua-asan-2 lua-tsan luacheck examples
-TEST_PARTS := test-c test-lua-rel test-lua-asan-1 test-lua-asan-2 test-lua-tsan test-luacheck test-examples
+TEST_RESULTS := c-rel c-asan c-tsan lua-rel-1 lua-rel-2 lua-asan-1 lua-asan-2 lua-tsan luacheck examples
+TEST_PARTS := test-c test-lua-rel-1 test-lua-rel-2 test-lua-asan-1 test-lua-asan-2 test-lua-tsan test-luacheck test-examples
 test-run:
 	@rm -rf build/results
 	@$(MAKE) --no-print-directory -k $(TEST_JOBS) $(TEST_PARTS); r=$$?; \
