@@ -19,13 +19,11 @@ end
 
 describe("obelus mcp", function()
   setup(function()
-    local f = io.open("spec/mcp/node_modules/@modelcontextprotocol/sdk/package.json")
-    if f then
-      f:close()
-    else
-      local out, ok = sh("cd spec/mcp && timeout 300 npm install --no-audit --no-fund 2>&1")
-      assert(ok, "npm install of @modelcontextprotocol/sdk failed: " .. out)
-    end
+    -- once, under a lock: make test runs this spec in two processes at the same time
+    local out, ok = sh("cd spec/mcp && flock .npm-install.lock sh -c " ..
+      "'[ -f node_modules/@modelcontextprotocol/sdk/package.json ] || " ..
+      "timeout 300 npm install --no-audit --no-fund' 2>&1")
+    assert(ok, "npm install of @modelcontextprotocol/sdk failed: " .. out)
   end)
 
   it("serves the official SDK's client: list, call, run a plan, errors, concurrency, cancel", function()

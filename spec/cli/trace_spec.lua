@@ -181,7 +181,7 @@ end)
 describe("log --format otlp (OpenTelemetry spans, OTLP/JSON)", function()
   it("one trace per run, a span per attempt under the run's, delegated spans under their call's", function()
     local dir = "spec/cli/fixtures/delegate"
-    local parent = dir .. "/trace-parent.json"
+    local parent = dir .. "/trace-parent-" .. tostring(math.random(1e9)) .. ".json"
     local h = assert(io.open(parent, "w"))
     h:write([[{"context":[{"type":"input","data":{"n":2}}],
       "plan":[{"_id":"count","_delegate":"countdown.json","n":"†input.n","_outputPath":"†state.out"}]}]])
