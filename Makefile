@@ -381,6 +381,13 @@ demo-run: bin/obelus
 fuzz:
 	sh fuzz/run $(or $(FUZZ_SECONDS),60)
 
+# The attack list (hostile/run.lua): bad plans, tools, journals, jobs and answers against
+# bin/obelus, each outcome judged ok, crash, hang, lost or wrong, and the tally printed.
+# `make hostile AREAS="files stop"` runs some of hostile/cases/ only.
+.PHONY: hostile
+hostile: all
+	@lua5.4 hostile/run.lua $(AREAS)
+
 # The kill harnesses: spec/cli/resume_spec.lua at 200 random SIGKILL points per plan
 # shape (make test runs 20), and the fleet's, spec/cli/fleet_kill_spec.lua, at 100
 # (make test runs 6), against bin/obelus. Not part of make test.
