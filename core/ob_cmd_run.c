@@ -12,6 +12,7 @@
  * their schemas; run adds nothing to what the scheduler costs. */
 #include <assert.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ob_cli.h"
 #include "ob_runner.h"
@@ -96,8 +97,9 @@ int ob_cmd_check(int argc, char **argv) {
   size_t edges = 0;
   for (size_t i = 0; i < p->ncalls; i++)
     edges += p->calls[i].ndeps;
-  printf("%s: ok, %zu call%s, %zu dependenc%s\n", o.plan, p->ncalls, p->ncalls == 1 ? "" : "s",
-         edges, edges == 1 ? "y" : "ies");
+  ob_fputs_escaped(stdout, o.plan, strlen(o.plan), 0); /* a file's name: any bytes */
+  printf(": ok, %zu call%s, %zu dependenc%s\n", p->ncalls, p->ncalls == 1 ? "" : "s", edges,
+         edges == 1 ? "y" : "ies");
   ob_cmd_cleanup(&o, e, p, pv);
   return OB_EXIT_OK;
 }

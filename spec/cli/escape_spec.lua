@@ -53,4 +53,19 @@ describe("control characters in what the CLI prints", function()
     for _ in r.out:gmatch("\n") do lines = lines + 1 end
     assert.are.equal(4, lines, r.out) -- the plan, an output, an error, the summary
   end)
+
+  it("escapes the plan's file name in check's \"ok\" line", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p '" .. dir .. "'")
+    local name = dir .. "/a" .. ESC .. "[2Jb.json"
+    local f = assert(io.open(name, "w"))
+    f:write('{"plan":[{"_tool":"echo","value":1,"_outputPath":"x"}]}')
+    f:close()
+    local r = cli.run { "check", name, "--tools", "spec/cli/tools" }
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.are.equal(0, r.code, r.err)
+    assert.is_nil(r.out:find(ESC, 1, true))
+    assert.matches("a\\x1b[2Jb.json: ok, 1 call, 0 dependencies", r.out, 1, true)
+  end)
 end)
