@@ -807,6 +807,13 @@ int obelus_run_new_file(obelus_engine *E, obelus_run **out, const char *path,
   if (!out || !path)
     return set_error(E, OBELUS_EINVAL, "obelus_run_new_file: needs a place for the run and a "
                                        "path");
+  /* a journal that is the plan file (the same inode, whatever the names) would be
+   * appended to, or was truncated by the host's fopen: refused before it is read */
+  struct stat js, ps;
+  if (opt && opt->journal && fstat(fileno(opt->journal), &js) == 0 && stat(path, &ps) == 0 &&
+      js.st_dev == ps.st_dev && js.st_ino == ps.st_ino)
+    return set_error(E, OBELUS_EINVAL, "obelus_run_new_file: the journal is the plan file %s: "
+                                       "refused (it would be overwritten)", path);
   ob_error err;
   ob_value *pv = ob_json_parse_file(path, &err); /* the message starts with the path */
   if (!pv)

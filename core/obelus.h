@@ -445,7 +445,9 @@ typedef struct obelus_run_options {
                                descriptor of its own, appending, and is done with it
                                when freed), ending with the end record once the run
                                has finished and no fire-and-forget call runs (or it
-                               is cancelled or freed after finishing); NULL: none */
+                               is cancelled or freed after finishing); NULL: none.
+                               obelus_run_new_file refuses (OBELUS_EINVAL) a journal
+                               that is its plan file, under any name */
   obelus_event_cb on_event; /* NULL: no events (and nothing spent on them) */
   obelus_done_cb on_done;   /* NULL: poll obelus_run_status, or obelus_run_wait */
   void *data;               /* given back to both callbacks */

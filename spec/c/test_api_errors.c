@@ -165,6 +165,38 @@ TEST(a_c_result_that_is_not_json_fails_the_call) {
   obelus_engine_free(e);
 }
 
+/* a journal FILE* that is the plan file (opened under another name: a link) is refused
+ * before the plan is read, and the plan keeps its bytes */
+TEST(a_journal_that_is_the_plan_file_is_refused) {
+  obelus_engine *e = engine();
+  char dir[] = "/tmp/obelus_api_XXXXXX", plan[64], link[80];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(plan, sizeof plan, "%s/p.json", dir);
+  snprintf(link, sizeof link, "%s/j.jsonl", dir);
+  const char *text = "[{\"_tool\":\"t\",\"_outputPath\":\"x\"}]";
+  FILE *f = fopen(plan, "w");
+  fputs(text, f);
+  fclose(f);
+  CHECK(symlink(plan, link) == 0);
+  FILE *j = fopen(link, "a");
+  obelus_run_options opt = {0};
+  opt.journal = j;
+  obelus_run *run = NULL;
+  CHECK_INT(obelus_run_new_file(e, &run, plan, &opt), OBELUS_EINVAL);
+  CHECK(has(obelus_engine_errmsg(e), "the journal is the plan file"));
+  CHECK(run == NULL);
+  fclose(j);
+  char buf[128] = {0};
+  f = fopen(plan, "r");
+  CHECK(fread(buf, 1, sizeof buf - 1, f) == strlen(text));
+  fclose(f);
+  CHECK(strcmp(buf, text) == 0);
+  unlink(link);
+  unlink(plan);
+  rmdir(dir);
+  obelus_engine_free(e);
+}
+
 TEST(every_code_has_a_name) {
   CHECK_STR(obelus_strerror(OBELUS_OK), "success");
   CHECK_STR(obelus_strerror(OBELUS_EJSON), "malformed JSON");
@@ -183,6 +215,7 @@ int main(void) {
   RUN(bad_plans_and_inputs_give_their_codes);
   RUN(bad_tools_give_their_codes);
   RUN(a_c_result_that_is_not_json_fails_the_call);
+  RUN(a_journal_that_is_the_plan_file_is_refused);
   RUN(every_code_has_a_name);
   return TEST_END();
 }
