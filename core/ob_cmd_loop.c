@@ -25,6 +25,8 @@
  * (O(messages): a planner sees everything), and the step's plan kept in
  * memory until the loop ends (at most --max-steps of them). */
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,7 @@
 #include "ob_resume.h"
 #include "ob_runner.h"
 #include "ob_wal.h"
+#include "ob_watch.h"
 
 static const char loop_help[] =
     "usage: obelus loop PLAN --planner FILE.lua [--max-steps N] [--tools PATH]...\n"
@@ -185,6 +188,20 @@ static ob_plan *looper_keep(looper *lp, ob_value *calls, int step) {
   return sp;
 }
 
+/* Calls the planner (on the stack with its context) as a call's tool is run:
+ * watched, so that a SIGINT or SIGTERM stops a planner that never returns.
+ * Returns the signal that stopped it, 0 when it was not; *rc is lua_pcall's. */
+static int planner_call(ob_engine *e, lua_State *L, int *rc) {
+  ob_watch *w = e->watch;
+  ob_watch_outer outer = {0};
+  if (w)
+    outer = ob_watch_enter(w, L, 0, 0);
+  *rc = lua_pcall(L, 1, 1, 0);
+  int why = w ? ob_watch_leave(w, L, outer) : OB_STOP_NONE;
+  int sig = atomic_load(&ob_watch_interrupted);
+  return why == OB_STOP_SIGNAL || sig ? sig : 0;
+}
+
 /* Asks the planner at steps from `from` on; returns the exit status. */
 static int looper_steps(looper *lp, int from) {
   lua_State *L = lp->e->L;
@@ -193,7 +210,17 @@ static int looper_steps(looper *lp, int from) {
   int rc = -1;
   for (int step = from; rc < 0 && step <= (int)o->max_steps; step++) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, lp->planner);
-    if (push_ctx(L, lp->log, step) != OB_OK || lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    int prc = LUA_ERRRUN, stopped = 0;
+    if (push_ctx(L, lp->log, step) == OB_OK)
+      stopped = planner_call(lp->e, L, &prc);
+    if (stopped) {
+      /* as a run ends on a signal: no end record, `resume` asks this step again */
+      fprintf(stderr, "obelus %s: interrupted by %s; the planner was stopped at step %d\n",
+              o->cmd, stopped == SIGINT ? "SIGINT" : "SIGTERM", step);
+      lua_settop(L, 0);
+      return 128 + stopped;
+    }
+    if (prc != LUA_OK) {
       ob_eprintf("obelus %s: the planner failed at step %d: %s\n", o->cmd, step,
               lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
       lua_settop(L, 0);

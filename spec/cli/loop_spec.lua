@@ -73,4 +73,27 @@ describe("obelus loop", function()
     assert.are.equal(2, loop([[{"plan":[]}]], [[return function( ]]).code)
     assert.are.equal(2, cli.run { "loop", cli.tmpfile("[]", ".json") }.code) -- no --planner
   end)
+
+  it("stops a planner that never returns on SIGTERM: exit 143, no end record, resume asks again", function()
+    local mark, j, err, rcf = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
+    os.remove(mark); os.remove(j)
+    local pl = planner(([[
+      return function(ctx)
+        if ctx.step == 1 and not io.open(%q) then
+          local f = io.open(%q, "w"); f:write("x"); f:close()
+          while true do end
+        end
+        return { output = ctx.step }
+      end]]):format(mark, mark))
+    local plan = cli.tmpfile('{"plan":[]}', ".json")
+    os.execute(([[timeout -s KILL 60 %s loop %s --planner %s --journal %s 2>%s & P=$!; i=0
+      while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+      kill -TERM $P; wait $P; echo $? >%s]]):format(cli.bin, plan, pl, j, err, mark, rcf))
+    assert.are.equal("143", cli.slurp(rcf):match("%d+")) -- not the cap's 137
+    assert.matches("interrupted by SIGTERM; the planner was stopped at step 1", cli.slurp(err), 1, true)
+    for line in io.lines(j) do assert.is_nil(line:find('"journal":"end"', 1, true)) end
+    local r = cli.run { "resume", j }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("1", r.out:match("%S+")) -- step 1 asked again; the mark is there now
+  end)
 end)
