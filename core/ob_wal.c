@@ -90,6 +90,7 @@ struct ob_wal {
   char *path;
   int fd;
   ob_fsync mode;
+  unsigned window_ms; /* BATCH's window (OB_WAL_BATCH_MS; under mu) */
   int has_syncer;
   pthread_t syncer;
 
@@ -182,10 +183,10 @@ static int sync_fd(int fd, int data_only) {
   return rc < 0 ? errno : 0;
 }
 
-static void window_end(const struct timespec *from, struct timespec *until) {
-  long ns = from->tv_nsec + (long)OB_WAL_BATCH_MS * 1000000L;
-  until->tv_sec = from->tv_sec + ns / 1000000000L;
-  until->tv_nsec = ns % 1000000000L;
+static void window_end(const struct timespec *from, unsigned ms, struct timespec *until) {
+  long long ns = from->tv_nsec + (long long)ms * 1000000LL;
+  until->tv_sec = from->tv_sec + (time_t)(ns / 1000000000LL);
+  until->tv_nsec = (long)(ns % 1000000000LL);
 }
 
 static void *syncer_main(void *arg) {
@@ -201,7 +202,7 @@ static void *syncer_main(void *arg) {
       break; /* closing, and nothing (more) can be synced */
     if (w->mode == OB_FSYNC_BATCH) {
       struct timespec until;
-      window_end(&w->dirty_since, &until);
+      window_end(&w->dirty_since, w->window_ms, &until);
       while (!w->stop && pthread_cond_timedwait(&w->wake, &w->mu, &until) != ETIMEDOUT) {
       }
     }
@@ -660,6 +661,7 @@ ob_wal *ob_wal_open(uv_loop_t *loop, const char *path, int flags, ob_fsync mode,
   w->fd = fd;
   w->dir_fd = -1;
   w->mode = S_ISREG(st.st_mode) ? mode : OB_FSYNC_NEVER;
+  w->window_ms = OB_WAL_BATCH_MS;
   ob_buf_init(&w->buf);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -944,6 +946,12 @@ uint64_t ob_wal_fsyncs(ob_wal *w) {
 }
 
 ob_fsync ob_wal_mode(const ob_wal *w) { return w->mode; }
+
+void ob_wal_set_window(ob_wal *w, unsigned ms) {
+  pthread_mutex_lock(&w->mu);
+  w->window_ms = ms;
+  pthread_mutex_unlock(&w->mu);
+}
 
 const char *ob_wal_path(const ob_wal *w) { return w->path; }
 

@@ -212,6 +212,9 @@ size_t ob_wal_pending(const ob_wal *w);
 uint64_t ob_wal_fsyncs(ob_wal *w);
 /* The mode in effect: the one asked for, or NEVER for a file that is not regular. */
 ob_fsync ob_wal_mode(const ob_wal *w);
+/* BATCH's window for this wal, in ms (from its open: OB_WAL_BATCH_MS). The tests
+ * make it an hour long, to see close end it early without reading a clock. */
+void ob_wal_set_window(ob_wal *w, unsigned ms);
 const char *ob_wal_path(const ob_wal *w);
 /* NULL while the wal works; after a failure, what failed, naming the file
  * ("run.jsonl: cannot write the journal: No space left on device"). */

@@ -1,5 +1,5 @@
 /* test_wal_batch.c -- OB_FSYNC_BATCH: a flushed line is fsynced once its window
- * (OB_WAL_BATCH_MS) has passed, not before and not much later; flushes never wait
+ * (OB_WAL_BATCH_MS) has passed, not before; flushes never wait
  * for an fsync, even a slow one, and none runs on the loop thread; a stream of
  * flushes costs about one fsync per window, not one per line. NEVER makes no fsync
  * at all, and neither does a file that cannot be synced (/dev/null). Prints what a
@@ -20,46 +20,42 @@ TEST(a_line_is_fsynced_when_its_window_ends) {
   uint64_t seq = add_line(w, 1);
   double t0 = now_ms();
   CHECK_INT(ob_wal_flush(w), OB_OK);
-  while (ob_wal_durable(w) < seq && now_ms() - t0 < 5000)
+  while (ob_wal_durable(w) < seq) /* (one that never comes: spec/run-c's cap) */
     sleep_ms(1);
   double took = now_ms() - t0;
   CHECK_INT(ob_wal_durable(w), seq);
-  CHECK(took >= OB_WAL_BATCH_MS * 0.9); /* the window was waited out */
-  CHECK(took <= OB_WAL_BATCH_MS + 1000); /* and not much more (generous: sanitizers, load) */
+  CHECK(took >= OB_WAL_BATCH_MS * 0.9); /* the window was waited out (load only adds) */
   CHECK_INT(atomic_load(&sync_done), before + 1);
   CHECK_INT(ob_wal_close(w, &err), OB_OK);
   CHECK_INT(atomic_load(&sync_done), before + 1); /* close had nothing left to sync */
   printf("# one line durable %.1f ms after its flush (window %d ms)\n", took, OB_WAL_BATCH_MS);
 }
 
+/* The fsync is held at the gate until the flushes are done: a flush that waited for
+ * it would never return (spec/run-c caps each program). */
 TEST(flushes_never_wait_for_a_slow_fsync) {
-  atomic_store(&sync_delay_ms, 200);
   ob_error err;
   const char *path = in_scratch("slow.jsonl");
   ob_wal *w = ob_wal_open(NULL, path, OB_WAL_CREATE, OB_FSYNC_BATCH, &err);
   int before = atomic_load(&sync_done);
-  double t0 = now_ms(), worst = 0;
-  int i = 0;
-  while (now_ms() - t0 < 700) {
-    add_line(w, ++i);
-    double f0 = now_ms();
+  sync_gate(1);
+  add_line(w, 1);
+  CHECK_INT(ob_wal_flush(w), OB_OK);
+  while (!atomic_load(&sync_in_flight)) /* the window passes, the fsync starts and waits */
+    sleep_ms(1);
+  for (int i = 2; i <= 200; i++) {
+    add_line(w, i);
     CHECK_INT(ob_wal_flush(w), OB_OK);
-    double f = now_ms() - f0;
-    worst = f > worst ? f : worst;
-    sleep_ms(2);
   }
-  double elapsed = now_ms() - t0;
-  int syncs = atomic_load(&sync_done) - before;
-  CHECK(worst < 100); /* an fsync takes 200 ms: no flush waited for one */
-  CHECK(syncs >= 2);  /* yet they ran meanwhile, one after the other */
-  CHECK(syncs <= elapsed / (200 + OB_WAL_BATCH_MS) + 2);
-  CHECK(ob_wal_durable(w) > 0);
-  CHECK_INT(ob_wal_close(w, &err), OB_OK); /* the one in flight, then the last */
+  CHECK_INT(atomic_load(&sync_in_flight), 1); /* still held: no flush waited for it */
+  CHECK_INT(atomic_load(&sync_done), before);
+  CHECK_INT((long long)ob_wal_durable(w), 0);
+  sync_gate(0);
+  CHECK_INT(ob_wal_close(w, &err), OB_OK); /* the one held, then the rest */
+  CHECK_INT(atomic_load(&sync_done), before + 2);
+  CHECK_INT(atomic_load(&sync_most_in_flight), 1); /* one after the other */
   CHECK_INT(atomic_load(&sync_covered), file_size(path)); /* closed: no NUL tail */
   CHECK_INT(atomic_load(&sync_on_main), 0);
-  atomic_store(&sync_delay_ms, 0);
-  printf("# %d lines over %.0f ms with 200 ms fsyncs: %d fsyncs, slowest flush %.3f ms\n", i,
-         elapsed, syncs, worst);
 }
 
 TEST(a_stream_of_flushes_costs_one_fsync_a_window) {

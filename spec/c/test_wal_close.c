@@ -39,18 +39,18 @@ TEST(close_waits_for_the_fsync_in_flight_then_syncs_the_rest) {
   atomic_store(&sync_delay_ms, 0);
 }
 
+/* the window is an hour: a close that waited it out would never return here (spec/run-c
+ * caps each program) */
 TEST(close_ends_the_batch_window_early) {
   int before = atomic_load(&sync_done);
   atomic_store(&sync_covered, 0);
   ob_error err;
   const char *path = in_scratch("window.jsonl");
   ob_wal *w = ob_wal_open(NULL, path, OB_WAL_CREATE, OB_FSYNC_BATCH, &err);
+  ob_wal_set_window(w, 3600 * 1000);
   ob_wal_add(w, "{\"a\":1}", 7);
   ob_wal_flush(w);
-  double t0 = now_ms();
   CHECK_INT(ob_wal_close(w, &err), OB_OK);
-  double took = now_ms() - t0;
-  CHECK(took < OB_WAL_BATCH_MS);
   CHECK_INT(atomic_load(&sync_done), before + 1);
   CHECK_INT(atomic_load(&sync_covered), file_size(path));
 }

@@ -7,7 +7,8 @@
  * the main (loop) thread, how much of the file's lines the completed ones covered
  * (its length without the NUL tail the wal reserves ahead of its lines), whether
  * one is in flight. A test can make it slow (to catch a caller that waits for it)
- * or fail (to see the error reach the wal's users). Counters are C11 atomics: the
+ * or fail (to see the error reach the wal's users), or hold it at a gate until the
+ * test opens it. Counters are C11 atomics: the
  * syncer thread writes them, the test reads them. */
 #ifndef OB_TESTWAL_H
 #define OB_TESTWAL_H
@@ -44,8 +45,20 @@ static inline long long fd_lines_size(int fd, long long size) {
   return lo;
 }
 
-static atomic_int sync_calls, sync_done, sync_in_flight, sync_on_main;
+static atomic_int sync_calls, sync_done, sync_in_flight, sync_on_main, sync_most_in_flight;
 static atomic_int sync_delay_ms, sync_fail_errno;
+/* A gate: while closed, an fsync waits at it until the test opens it (an fsync that
+ * takes as long as the test says, with no clock). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_closed;
+
+static inline void sync_gate(int closed) {
+  pthread_mutex_lock(&gate_mu);
+  gate_closed = closed;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+}
 static atomic_llong sync_covered; /* the largest file size a successful fsync started on */
 static pthread_t main_thread;
 
@@ -55,7 +68,14 @@ int fdatasync(int fd) {
     atomic_store(&sync_on_main, 1);
   struct stat st;
   long long size = fstat(fd, &st) == 0 ? fd_lines_size(fd, (long long)st.st_size) : -1;
-  atomic_store(&sync_in_flight, 1);
+  int now = atomic_fetch_add(&sync_in_flight, 1) + 1;
+  int most = atomic_load(&sync_most_in_flight);
+  while (now > most && !atomic_compare_exchange_weak(&sync_most_in_flight, &most, now)) {
+  }
+  pthread_mutex_lock(&gate_mu);
+  while (gate_closed)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
   int ms = atomic_load(&sync_delay_ms);
   if (ms)
     usleep((useconds_t)ms * 1000);
@@ -66,7 +86,7 @@ int fdatasync(int fd) {
     while (size > had && !atomic_compare_exchange_weak(&sync_covered, &had, size)) {
     }
   }
-  atomic_store(&sync_in_flight, 0);
+  atomic_fetch_sub(&sync_in_flight, 1);
   atomic_fetch_add(&sync_done, 1);
   if (fail)
     errno = fail;
@@ -83,6 +103,7 @@ static inline void sync_reset(void) {
   atomic_store(&sync_delay_ms, 0);
   atomic_store(&sync_fail_errno, 0);
   atomic_store(&sync_covered, 0);
+  atomic_store(&sync_most_in_flight, 0);
 }
 
 static inline double now_ms(void) {
