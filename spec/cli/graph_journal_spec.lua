@@ -118,11 +118,13 @@ describe("obelus graph --journal", function()
 
   it("tells a call never reached (the run was interrupted) from a skipped one", function()
     local plan = cli.tmpfile([=[[{"_id":"quick","_tool":"echo","value":1,"_outputPath":"a"},
-      {"_id":"long","_tool":"sleepy","ms":20000,"value":1,"_outputPath":"b"},
+      {"_id":"long","_tool":"sleepy","ms":3600000,"value":1,"_outputPath":"b"},
       {"_id":"after","_tool":"echo","value":"†state.b","_outputPath":"c"}]]=], ".json")
     local j = os.tmpname()
-    os.execute(string.format("%s run %s --tools spec/cli/tools --journal %s >/dev/null 2>&1 & pid=$!; " ..
-      "for i in $(seq 100); do [ \"$(wc -l < %s 2>/dev/null)\" -ge 2 ] 2>/dev/null && break; sleep 0.1; done; " ..
+    os.remove(j)
+    -- SIGINT once quick has settled (its record is in the journal), long still sleeping
+    os.execute(string.format("timeout -s KILL 120 %s run %s --tools spec/cli/tools --journal %s >/dev/null 2>&1 & pid=$!; " ..
+      "i=0; until grep -q '\"settled\",\"id\":\"quick\"' %s 2>/dev/null || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; " ..
       "kill -INT $pid; wait $pid", cli.quote(cli.bin), plan, j, j))
     local r = cli.run { "graph", plan, "--journal", j }
     assert.are.equal(0, r.code, r.err)
