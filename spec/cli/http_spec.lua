@@ -123,11 +123,15 @@ describe("obelus.http against the tests' own server", function()
 
   it("SIGINT ends a run with transfers in flight: exit 130, no crash", function()
     local file = cli.tmpfile(cjson.encode { plan = {
-      { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "†state.a" },
-      { _tool = "get", url = s.url("/slow?ms=5000"), _outputPath = "†state.b" } } }, ".json")
-    local out = os.tmpname()
-    local _, _, code = os.execute(("%s run %s --tools %s >%s 2>&1 & pid=$!; sleep 0.5; kill -INT $pid; wait $pid")
-      :format(cli.quote(cli.bin), file, TOOLS, out))
+      { _tool = "get", url = s.url("/slow?ms=3600000"), _outputPath = "†state.a" },
+      { _tool = "get", url = s.url("/slow?ms=3600000"), _outputPath = "†state.b" } } }, ".json")
+    local out, ev = os.tmpname(), os.tmpname()
+    os.remove(ev)
+    -- SIGINT once both calls have started (their events written): their transfers are in flight
+    local _, _, code = os.execute(("timeout -s KILL 120 %s run %s --tools %s --events %s >%s 2>&1 & pid=$!; " ..
+      "i=0; until [ \"$(grep -c '\"started\"' %s 2>/dev/null)\" = 2 ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; " ..
+      "kill -INT $pid; wait $pid"):format(cli.quote(cli.bin), file, TOOLS, ev, out, ev))
+    os.remove(ev)
     assert.are.equal(130, code, cli.slurp(out))
     os.remove(file)
     os.remove(out)

@@ -130,8 +130,9 @@ describe("obelus run: the progress line", function()
   it("leaves --events FILE, the journal and SIGINT as they were", function()
     if not has_script then return pending("script(1) is not installed") end
     local ev, j = os.tmpname(), os.tmpname()
-    local plan = cli.tmpfile('[{"_id":"s","_tool":"sleepy","ms":3000,"value":1,"_outputPath":"†state.s"},'
+    local plan = cli.tmpfile('[{"_id":"s","_tool":"sleepy","ms":3600000,"value":1,"_outputPath":"†state.s"},'
       .. '{"_id":"e","_tool":"echo","value":2,"_outputPath":"†state.e"}]', ".json")
+    -- (s sleeps an hour: it is abandoned whatever the machine's load; the cap ends a hang)
     local out = on_tty(string.format("run %s --tools spec/cli/tools --events %s --journal %s & "
       -- the signal once e is done (its event written), not after a guess at how long that takes
       .. "pid=$!; for i in $(seq 600); do grep -q '\"done\"' %s 2>/dev/null && break; sleep 0.05; done; "

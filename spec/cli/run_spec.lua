@@ -563,13 +563,14 @@ describe("obelus run: signals", function()
   for _, sig in ipairs { { "INT", 130 }, { "TERM", 143 } } do
     it("stops cleanly on SIG" .. sig[1] .. " with exit " .. sig[2] .. " and a complete journal", function()
       local f = plan_file([=[[{"_id":"quick","_tool":"echo","value":1,"_outputPath":"a"},
-                             {"_id":"long","_tool":"sleepy","ms":20000,"value":1,"_outputPath":"b"}]]=])
+                             {"_id":"long","_tool":"sleepy","ms":3600000,"value":1,"_outputPath":"b"}]]=])
       local j = os.tmpname()
+      os.remove(j)
       local status = os.tmpname()
-      -- signal once quick's output is in the journal (a slow or sanitized build may take a while)
-      local cmd = string.format("%s run %s --tools %s --journal %s >/dev/null 2>&1 & pid=$!; " ..
-        "for i in $(seq 100); do [ \"$(wc -l < %s 2>/dev/null)\" -ge 2 ] 2>/dev/null && break; sleep 0.1; done; " ..
-        "sleep 0.2; kill -%s $pid; wait $pid; echo $? > %s",
+      -- signal once quick has settled (its record is in the journal), long still sleeping
+      local cmd = string.format("timeout -s KILL 120 %s run %s --tools %s --journal %s >/dev/null 2>&1 & pid=$!; " ..
+        "i=0; until grep -q '\"settled\",\"id\":\"quick\"' %s 2>/dev/null || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; " ..
+        "kill -%s $pid; wait $pid; echo $? > %s",
         cli.quote(cli.bin), f, TOOLS, j, j, sig[1], status)
       os.execute(cmd)
       assert.are.equal(tostring(sig[2]), cli.slurp(status):match("%d+"))
