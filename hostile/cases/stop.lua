@@ -2,11 +2,12 @@
 -- call (issue 26, items 3 and 10, and "What to build": Stopping, Children).
 --
 -- The attacks: a tool that loops forever and fights the slice watchdog (catches the stop
--- with pcall, xpcall, a to-be-closed variable or a finaliser; clears or replaces the hook
--- with debug.sethook; hides the loop in coroutines it made; spins inside the C of string
+-- with pcall, xpcall or a finaliser; clears or replaces the hook with debug.sethook; hides
+-- the loop in coroutines it made or in a libuv callback; spins inside the C of string
 -- functions, Lua patterns and cjson); a `_timeout` that has to fire in such a tool; SIGINT
--- and SIGTERM sent to run, resume, loop, mcp and worker while a tool never yields or blocks
--- in C (once, twice, by timeout(1), under --threads 2, in a delegated plan); the processes a
+-- and SIGTERM sent to run, resume, loop, check, mcp and worker while a tool (or a planner,
+-- an approver, a tool file loading) never yields or blocks in C (once, twice, by
+-- timeout(1), under --threads 2, in a delegated plan); the processes a
 -- tool starts with obelus.uv.spawn, which must die with the attempt that started them (a
 -- timeout, a cancel, a signal, the end of the run), however many there are, whether they
 -- ignore SIGTERM or leave a grandchild behind in their process group.
@@ -240,8 +241,9 @@ local function no_late(dir)
   return true
 end
 
--- the check that j.jsonl (j0.jsonl: its copy before a resume) is a whole journal: every line JSON, the plan first, no
--- settled record for the calls named in unsettled, and `obelus log` reads it
+-- the check that j.jsonl (j0.jsonl: its copy before a resume) is a whole journal: every
+-- line JSON, the plan first, no settled record for the calls named in unsettled (they were
+-- abandoned), and `obelus log` read it (log.rc)
 local function journal_ok(unsettled)
   return function(dir)
     local text = slurp(dir .. "/j0.jsonl") or slurp(dir .. "/j.jsonl") -- j0: as the signal left it, before a resume
