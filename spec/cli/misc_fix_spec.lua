@@ -128,6 +128,14 @@ describe("after the attack list", function()
     assert.is_nil(out:find("\xEF\xBF\xBD", 1, true))
   end)
 
+  it("run --help names obelus.http's own timeout and low-speed defaults", function()
+    local r = cli.run { "run", "--help" }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches("timeout_ms 300000", r.out, 1, true)
+    assert.matches("low_speed_limit 1 byte/s", r.out, 1, true)
+    assert.matches("low_speed_time 60 s", r.out, 1, true)
+  end)
+
   describe("HTTP response headers past libcurl's limits", function()
     local function get_with(mode)
       local port = dir .. "/port"
