@@ -346,7 +346,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
   ob_value *v = ob_json_parse_file(plan_file, &err);
   const char *other = v ? other_plan(log, v) : NULL;
   if (other)
-    fprintf(stderr, "obelus graph: warning: %s is the journal of a run of %s, whose plan is not "
+    ob_eprintf("obelus graph: warning: %s is the journal of a run of %s, whose plan is not "
                     "%s's; calls are matched by id\n",
             journal, other, plan_file);
   ob_unref(v);
@@ -383,6 +383,15 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
 
 /* --- printers ------------------------------------------------------------------- */
 
+/* The length of the control character at s: 1 for a C0 one or DEL, 2 for a C1 one
+ * (U+0080..U+009F, UTF-8 C2 80..C2 9F: a terminal may take U+009B for CSI when the
+ * drawing is shown with cat), 0 for anything else. Both printers write a space for it. */
+static size_t control_len(const unsigned char *s) {
+  if (*s < 0x20 || *s == 0x7f)
+    return 1;
+  return s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f ? 2 : 0;
+}
+
 /* Inside a dot "..." string: \" and \\ are escapes, and a backslash before a
  * letter would be one of dot's label escapes (\N, \G, \l), so it is doubled. */
 static void dot_string(FILE *out, const char *s) {
@@ -393,9 +402,10 @@ static void dot_string(FILE *out, const char *s) {
       fprintf(out, "\\%c", ch);
     else if (ch == '\n')
       fputs("\\n", out);
-    else if (ch < 0x20 || ch == 0x7f)
+    else if (control_len((const unsigned char *)s)) {
+      s += control_len((const unsigned char *)s) - 1;
       fputc(' ', out);
-    else
+    } else
       fputc(ch, out);
   }
   fputc('"', out);
@@ -444,7 +454,13 @@ static void mermaid_string(FILE *out, const char *s) {
     case '&': fputs("#amp;", out); break;
     case '`': fputs("#96;", out); break;
     case '\n': fputs("<br>", out); break;
-    default: fputc(ch < 0x20 || ch == 0x7f ? ' ' : ch, out);
+    default:
+      if (control_len((const unsigned char *)s)) {
+        s += control_len((const unsigned char *)s) - 1;
+        fputc(' ', out);
+      } else {
+        fputc(ch, out);
+      }
     }
   }
   fputc('"', out);
@@ -566,7 +582,7 @@ int ob_cmd_graph(int argc, char **argv) {
             p->nerrors == 1 ? "" : "s");
     rc = OB_EXIT_USAGE;
   } else if (max_edges && count_links(p) > max_edges) {
-    fprintf(stderr, "obelus graph: %s has %zu dependencies between its %zu calls, more than "
+    ob_eprintf("obelus graph: %s has %zu dependencies between its %zu calls, more than "
                     "--max-edges %zu draws (a drawing that big is not readable); nothing drawn: "
                     "raise --max-edges, or 0 to draw it whatever its size\n",
             file, count_links(p), p->ncalls, max_edges);

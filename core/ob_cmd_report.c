@@ -5,7 +5,8 @@
  * its start), and a table of calls whose rows open their params, output or error.
  *
  * The data is the journal as ob_trace reads it (OB_TRACE_RUN), embedded as JSON in a
- * <script type="application/json"> ("</" written "<\/" so that no value can end it);
+ * <script type="application/json"> (every "<" written "\u003c", so that no value can
+ * end it or open an HTML comment in it);
  * the page draws itself with a little inline JavaScript. Big runs stay usable: the
  * graph is drawn up to GRAPH_MAX calls (a note says so above it), the timeline's rows
  * shrink to 3 px, and the table's details are built only when a row is opened.
@@ -161,21 +162,24 @@ int ob_cmd_report(int argc, char **argv) {
   ob_unref(run);
   FILE *f = fopen(out, "w");
   if (!f) {
-    fprintf(stderr, "obelus report: %s: cannot write it\n", out);
+    ob_eprintf("obelus report: %s: cannot write it\n", out);
     free(json);
     return OB_EXIT_USAGE;
   }
   fputs(page_head, f);
-  for (const char *p = json; *p; p++) { /* no "</script>" can end the data early */
-    if (p[0] == '<' && p[1] == '/')
-      fputs("<\\", f);
+  /* no "</script>" can end the data early, and no "<!--" can open the script data's
+   * escaped state (where a "<script" would make the next "</script>" not end it): a
+   * '<' is only ever inside a JSON string, where \u003c is the same character */
+  for (const char *p = json; *p; p++) {
+    if (*p == '<')
+      fputs("\\u003c", f);
     else
       fputc(*p, f);
   }
   fputs(page_tail, f);
   free(json);
   if (fclose(f) != 0) {
-    fprintf(stderr, "obelus report: %s: cannot write it\n", out);
+    ob_eprintf("obelus report: %s: cannot write it\n", out);
     return OB_EXIT_USAGE;
   }
   return OB_EXIT_OK;

@@ -104,18 +104,18 @@ int ob_cmd_resume(int argc, char **argv) {
     goto done;
   }
   if (changes && !o.force) {
-    fprintf(stderr, "obelus resume: %s: %s; nothing ran (--force resumes anyway)\n",
+    ob_eprintf("obelus resume: %s: %s; nothing ran (--force resumes anyway)\n",
             journal_path, why.data);
     ob_buf_free(&why);
     goto done;
   }
   if (changes)
-    fprintf(stderr, "obelus resume: --force: %s\n", why.data);
+    ob_eprintf("obelus resume: --force: %s\n", why.data);
   ob_buf_free(&why);
   if (ob_cmd_check_files(&o, e, p, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
     goto done;
   if (ob_resume_verify(rs, p, &err) != OB_OK) { /* before the journal is touched */
-    fprintf(stderr, "obelus resume: %s\n", err.msg);
+    ob_eprintf("obelus resume: %s\n", err.msg);
     goto done;
   }
   int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);

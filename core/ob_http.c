@@ -49,8 +49,12 @@
  * grows with the transfers its multi handle holds, so many transfers are
  * spread over several, each with its sockets, timer and connections. */
 #define SHARD 64
-/* The header lines of one answer kept, at most: past it the transfer fails. */
-#define HEAD_MAX ((size_t)1 << 20)
+/* An answer's header lines, at most: libcurl's own limits (CURL_MAX_HTTP_HEADER, 100 KB
+ * a line; 300 KB in all, its MAX_HTTP_RESP_HEADER_SIZE, which no option raises) come
+ * first, and fail the transfer with "Out of memory" or "Too large response headers";
+ * finish() names the limit instead. HEAD_MAX is what obelus keeps, the same 300 KB. */
+#define HEAD_LINE_MAX ((size_t)100 << 10)
+#define HEAD_MAX ((size_t)300 << 10)
 
 typedef struct shard {
   struct ob_http *h;
@@ -94,6 +98,7 @@ struct ob_http_xfer {
   int over_limit;       /* growing a buffer would pass h->mem's limit: likewise */
   size_t charged;       /* what its buffers hold of h->mem */
   int head_too_big;     /* the header lines passed HEAD_MAX: likewise */
+  int in_head;          /* an answer's status line came and its header lines go on */
   char denied[160];     /* an address refused (ob_http_denied): why, or "" */
   int state;            /* IN_FLIGHT, then DONE (its callback to come), CANCELLED
                            (cancelled meanwhile: no callback), CALLING (in its callback) */
@@ -364,11 +369,15 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud) {
   if (len >= 5 && !memcmp(data, "HTTP/", 5)) { /* a new answer (after a redirect, a 100) */
     x->head.len = 0;
     x->nheaders = 0;
+    x->in_head = 1;
     return len;
   }
   const char *colon = memchr(data, ':', len);
-  if (!colon)
-    return len; /* the blank line at the end, or nothing we keep */
+  if (!colon) {
+    if (len <= 2) /* the blank line at the end */
+      x->in_head = 0;
+    return len; /* nothing we keep */
+  }
   if (x->head.len + len + 2 > HEAD_MAX) {
     x->head_too_big = 1;
     return 0;
@@ -434,9 +443,16 @@ static void finish(ob_http_xfer *x, CURLcode rc) {
     snprintf(why, sizeof why, "%s %s: out of memory for the answer (%zu bytes so far)",
              x->method, x->url, x->got);
     res.error = why;
-  } else if (x->head_too_big) {
-    snprintf(why, sizeof why, "%s %s: response headers larger than %zu bytes", x->method,
-             x->url, HEAD_MAX);
+  } else if (x->head_too_big ||
+             (rc == CURLE_RECV_ERROR && x->in_head && strstr(x->errbuf, "headers"))) {
+    snprintf(why, sizeof why, "%s %s: response headers larger than %zu KB (the header limit: "
+             "%zu KB in all, %zu KB a line)", x->method, x->url, HEAD_MAX >> 10, HEAD_MAX >> 10,
+             HEAD_LINE_MAX >> 10);
+    res.error = why;
+  } else if (rc == CURLE_OUT_OF_MEMORY && x->in_head) {
+    snprintf(why, sizeof why, "%s %s: a response header line longer than %zu KB (the header "
+             "limit: %zu KB a line, %zu KB in all)", x->method, x->url, HEAD_LINE_MAX >> 10,
+             HEAD_LINE_MAX >> 10, HEAD_MAX >> 10);
     res.error = why;
   } else if (rc != CURLE_OK && x->denied[0]) {
     snprintf(why, sizeof why, "%s %s: %s%s%.512s%s", x->method, x->url, x->denied,

@@ -21,7 +21,10 @@
  * stay strings. It is validated first (problems: a result with isError), then run
  * on the engine's loop. Runs end in the reaper (a zero timer), out of the
  * scheduler's callbacks: the answer carries the output as JSON text in content
- * and, with the exit status and the error messages, in structuredContent. */
+ * and, with the exit status and the error messages, in structuredContent. An error
+ * message is the engine's whole (cut already past 64 KB or --max-output, saying so);
+ * a name in a message (a call id, a tool, a method) is cut past 1 KB at a character's
+ * start, with " ... (id cut at 1 KB of N KB)" saying so. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +101,17 @@ static ob_value *call_result(ob_value *texts, ob_value *structured, int is_error
 
 /* --- runs ----------------------------------------------------------------------------------- */
 
+/* Text a request or a plan chose (an id, a tool or method name, an error message) put
+ * in an answer: cut past max bytes at a character's start, and saying so (ob_buf_cut):
+ * a client shows it, and must never see a character broken in two. */
+enum { NAME_MAX_BYTES = 1024 };
+static ob_value *cut_text(ob_buf *b, size_t max, const char *what) {
+  ob_buf_cut(b, max, what);
+  ob_value *v = ob_string(b->data ? b->data : "", b->len);
+  ob_buf_free(b);
+  return v;
+}
+
 static void req_free(req *q) {
   if (q->run)
     ob_run_free(q->run);
@@ -120,10 +134,21 @@ static void finish(req *q) {
     const ob_value *kind = ob_object_get(msg, "kind", 4), *data = ob_object_get(msg, "data", 4);
     if (kind && ob_typeof(kind) == OB_STRING && !strcmp(ob_string_ptr(kind), "error") && data) {
       const ob_value *id = ob_object_get(data, "id", 2), *err = ob_object_get(data, "error", 5);
-      char line[1200];
-      snprintf(line, sizeof line, "call %s: %s", id && ob_typeof(id) == OB_STRING ? ob_string_ptr(id) : "?",
-               err && ob_typeof(err) == OB_STRING ? ob_string_ptr(err) : "failed");
-      errors = ob_array_push(errors, ob_cstring(line));
+      /* the message is the engine's, cut already (ob_message_max: 64 KB, saying so) */
+      ob_buf name;
+      ob_buf_init(&name);
+      ob_buf_addf(&name, "%s", id && ob_typeof(id) == OB_STRING ? ob_string_ptr(id) : "?");
+      ob_value *idv = cut_text(&name, NAME_MAX_BYTES, "id");
+      ob_buf line;
+      ob_buf_init(&line);
+      ob_buf_addf(&line, "call %s: ", ob_string_ptr(idv));
+      if (err && ob_typeof(err) == OB_STRING)
+        ob_buf_add(&line, ob_string_ptr(err), ob_string_len(err));
+      else
+        ob_buf_addf(&line, "failed");
+      ob_unref(idv);
+      errors = ob_array_push(errors, ob_string(line.data, line.len));
+      ob_buf_free(&line);
     }
     ob_unref(msg);
   }
@@ -185,9 +210,10 @@ static void on_event(void *ud, const ob_event *ev) {
   ob_value *p = ob_object_set(ob_object(), "progressToken", 13, ob_ref(q->token));
   p = ob_object_set(p, "progress", 8, ob_int((int64_t)q->settled));
   p = ob_object_set(p, "total", 5, ob_int((int64_t)q->plan->ncalls));
-  char msg[300];
-  snprintf(msg, sizeof msg, "%s %s", ev->call ? ev->call->id : "?", ob_event_name(ev->type));
-  p = ob_object_set(p, "message", 7, ob_cstring(msg));
+  ob_buf msg;
+  ob_buf_init(&msg);
+  ob_buf_addf(&msg, "%s %s", ev->call ? ev->call->id : "?", ob_event_name(ev->type));
+  p = ob_object_set(p, "message", 7, cut_text(&msg, NAME_MAX_BYTES, "message"));
   ob_value *n = ob_object_set(ob_object(), "jsonrpc", 7, ob_cstring("2.0"));
   n = ob_object_set(n, "method", 6, ob_cstring("notifications/progress"));
   send_value(q->m, ob_object_set(n, "params", 6, p));
@@ -263,9 +289,12 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
   } else {
     const ob_tool *t = ob_map_get(&m->e->tools, tool, strlen(tool));
     if (!t) {
-      char msg[300];
-      snprintf(msg, sizeof msg, "unknown tool: %s", tool);
-      reply_error(m, id, -32602, msg);
+      ob_buf msg;
+      ob_buf_init(&msg);
+      ob_buf_addf(&msg, "unknown tool: %s", tool);
+      ob_value *text = cut_text(&msg, NAME_MAX_BYTES, "message");
+      reply_error(m, id, -32602, ob_string_ptr(text));
+      ob_unref(text);
       req_free(q);
       return;
     }
@@ -445,9 +474,12 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
     } else if (!strcmp(mt, "tools/call")) {
       tools_call(m, id, params);
     } else {
-      char text[300];
-      snprintf(text, sizeof text, "Method not found: %.200s", mt);
-      reply_error(m, id, -32601, text);
+      ob_buf msg;
+      ob_buf_init(&msg);
+      ob_buf_addf(&msg, "Method not found: %s", mt);
+      ob_value *text = cut_text(&msg, NAME_MAX_BYTES, "message");
+      reply_error(m, id, -32601, ob_string_ptr(text));
+      ob_unref(text);
     }
   }
   ob_unref(msg);

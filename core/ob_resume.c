@@ -319,7 +319,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       continue;
     }
     if (!nl) { /* no newline: the process died while writing it, whatever it holds */
-      fprintf(stderr, "obelus: %s:%zu: the last line is torn (the process died while writing "
+      ob_eprintf("obelus: %s:%zu: the last line is torn (the process died while writing "
                       "it); ignored\n", path, line);
       break;
     }
@@ -379,7 +379,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
     rs->cut_at = -1; /* nothing to cut */
   size_t dropped = ob_array_len(pending);
   if (ok && dropped)
-    fprintf(stderr, "obelus resume: %s: %zu message%s of a call that never settled dropped\n",
+    ob_eprintf("obelus resume: %s: %zu message%s of a call that never settled dropped\n",
             path, dropped, dropped == 1 ? "" : "s");
   ob_unref(pending);
   ob_buf_free(&b);
@@ -407,18 +407,31 @@ int ob_resume_ended(const ob_resume *rs, int *exit_status) {
 
 const ob_value *ob_resume_tool_files(const ob_resume *rs) { return rs->tools; }
 
+/* The plan in a plan file as it is now, or NULL when there is none to compare: a file
+ * gone, unreadable, or not a regular one (a FIFO the run read its plan from: opening it
+ * again would wait for a writer forever; the journal's plan is what resumes). A file
+ * that is there but does not parse is null, unequal to any plan. */
+static ob_value *plan_now(const char *file) {
+  ob_error err;
+  if (access(file, R_OK) != 0 || ob_file_check_regular(file, &err) != OB_OK)
+    return NULL;
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_value *v = NULL;
+  if (ob_read_regular_file(file, &b, &err) == OB_OK)
+    v = ob_json_parse(b.data ? b.data : "", b.len, &err);
+  ob_buf_free(&b);
+  return v ? v : ob_null();
+}
+
 size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why) {
   size_t n = 0;
   /* the plan file, when it is still there */
   const char *file = ob_resume_plan_file(rs);
-  if (access(file, R_OK) == 0) {
-    ob_error err;
-    ob_value *now = ob_json_parse_file(file, &err);
-    if (!now || !ob_equal(now, ob_resume_plan(rs))) {
-      ob_buf_addf(why, "%sthe plan file %s changed since the run", n++ ? "; " : "", file);
-    }
-    ob_unref(now);
-  }
+  ob_value *now_plan = plan_now(file);
+  if (now_plan && !ob_equal(now_plan, ob_resume_plan(rs)))
+    ob_buf_addf(why, "%sthe plan file %s changed since the run", n++ ? "; " : "", file);
+  ob_unref(now_plan);
   /* the delegated plans, as their runs began */
   size_t it = 0;
   ob_map_entry *me;
@@ -426,11 +439,10 @@ size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why) {
     part *pt = me->val;
     int delegated = *me->key && (strncmp(me->key, "step ", 5) || strchr(me->key, '/'));
     const char *pf = delegated && pt->plan_msg ? str_member(pt->plan_msg, "file") : NULL;
-    if (!pf || access(pf, R_OK) != 0 || !pt->ran || (why->data && strstr(why->data, pf)))
+    if (!pf || !pt->ran || (why->data && strstr(why->data, pf)))
       continue;
-    ob_error err;
-    ob_value *now = ob_json_parse_file(pf, &err);
-    if (!now || !ob_equal(now, ob_object_get(pt->plan_msg, "plan", 4)))
+    ob_value *now = plan_now(pf);
+    if (now && !ob_equal(now, ob_object_get(pt->plan_msg, "plan", 4)))
       ob_buf_addf(why, "%sthe delegated plan %s changed since the run", n++ ? "; " : "", pf);
     ob_unref(now);
   }
@@ -603,7 +615,7 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
     const char *st = ob_map_get(&pt->state, id, strlen(id));
     if (!st) {
       if (tries && !rs->ended)
-        fprintf(stderr, "obelus resume: call %s (%s)%s%s had started (attempt %u) and did not "
+        ob_eprintf("obelus resume: call %s (%s)%s%s had started (attempt %u) and did not "
                         "settle: it runs again (attempt %u)\n",
                 id, c->call->delegate ? c->call->delegate : c->call->tool_name,
                 top ? "" : " of ", key, (unsigned)tries, (unsigned)tries + 1);

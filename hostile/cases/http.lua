@@ -74,7 +74,7 @@ return {
 ]==]
 
 -- lua5.4 srv.lua MODE PORTFILE [HOST]: bighead (20,000 header lines, 2 MB), onehead (one
--- 2 MB header line), midhead (500 KB of header lines: under the README's 1 MB), hello.
+-- 2 MB header line), midhead (500 KB of header lines: over libcurl's 300 KB), hello.
 -- One request a connection; it exits by itself after 30 s.
 local SERVER = [==[
 local uv = require "luv"
@@ -352,18 +352,18 @@ kill -TERM $pid; wait $pid 2>/dev/null; rc=$?; cat err >&2; exit $rc]],
       return false, "run --help says nothing of obelus.http's default timeout (300 s) and low-speed abort (1 byte/s for 60 s)"
     end } },
 
-  -- huge headers (README: "send more than 1 MB of headers" is a transport failure
-  -- naming the limit)
+  -- huge headers (README: more than 300 KB of header lines, or a line over 100 KB,
+  -- libcurl's own limits, is a transport failure naming the limit)
   case("2 MB of header lines fail the call, naming the header limit",
-       { url = "{base}/x" }, nil, fails "header",
+       { url = "{base}/x" }, nil, fails "header limit: 300 KB in all",
        { setup = serve("bighead"), files = { ["p.json"] = plan { url = "{base}/x" }, ["t.lua"] = TOOLS, ["srv.lua"] = SERVER },
          run = RUN_OWN }),
   case("one 2 MB header line fails the call, naming the header limit (not 'out of memory')",
-       { url = "{base}/x" }, nil, fails "header",
+       { url = "{base}/x" }, nil, fails "header limit: 100 KB a line",
        { setup = serve("onehead"), files = { ["p.json"] = plan { url = "{base}/x" }, ["t.lua"] = TOOLS, ["srv.lua"] = SERVER },
          run = RUN_OWN }),
-  case("500 KB of header lines (under the 1 MB limit) are taken",
-       { url = "{base}/x" }, nil, answers(200, 5),
+  case("500 KB of header lines (over libcurl's 300 KB) fail the call, naming the 300 KB limit",
+       { url = "{base}/x" }, nil, fails "header limit: 300 KB in all",
        { setup = serve("midhead"), files = { ["p.json"] = plan { url = "{base}/x" }, ["t.lua"] = TOOLS, ["srv.lua"] = SERVER },
          run = RUN_OWN }),
 
