@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ob_cli.h"
+#include "ob_error.h"
 #include "ob_cmd_redis.h"
 #include "ob_mem.h"
 #include "ob_queue.h"
@@ -456,15 +457,24 @@ int ob_cmd_status(int argc, char **argv) {
     char *text = ob_json_print(report, OB_JSON_COMPACT, NULL);
     puts(text);
     free(text);
-  } else {
-    printf("queue %s on %s\n", q, a.redis);
-    printf("  queued %lld, running %lld, done %lld, failed %lld, claimed after a crash %lld, "
+  } else { /* names, hosts, tool ids come from Redis (anyone may have written them):
+              the text is printed escaped, a terminal control as \x1b */
+    char *txt = NULL;
+    size_t tlen = 0;
+    FILE *o = open_memstream(&txt, &tlen);
+    if (!o) {
+      fprintf(stderr, "obelus status: out of memory\n");
+      rc = OB_EXIT_FAIL;
+      goto done;
+    }
+    fprintf(o, "queue %s on %s\n", q, a.redis);
+    fprintf(o, "  queued %lld, running %lld, done %lld, failed %lld, claimed after a crash %lld, "
            "poison %lld\n",
            queued, running, vint(field(stats, "done"), 0), vint(field(stats, "failed"), 0),
            vint(field(stats, "claimed"), 0), vint(field(stats, "poisoned"), 0));
-    printf("  finished in the last minute: %lld (%.1f a second)\n", last_minute,
+    fprintf(o, "  finished in the last minute: %lld (%.1f a second)\n", last_minute,
            (double)last_minute / 60.0);
-    printf("  workers: %zu\n", ob_array_len(wlist));
+    fprintf(o, "  workers: %zu\n", ob_array_len(wlist));
     for (size_t k = 0; k < ob_array_len(wlist); k++) {
       const ob_value *wi = ob_array_get(wlist, k);
       const char *name = vstr(ob_object_get(wi, "name", 4));
@@ -472,26 +482,29 @@ int ob_cmd_status(int argc, char **argv) {
       int live = ob_typeof(ob_object_get(wi, "live", 4)) == OB_TRUE;
       double ago = (double)vint(ob_object_get(wi, "seen_ms_ago", 11), 0) / 1000.0;
       if (ob_object_get(wi, "seen", 4) && live)
-        printf("    %s: running %lld of %lld (seen %.1f s ago), tools %s\n", name, pend,
+        fprintf(o, "    %s: running %lld of %lld (seen %.1f s ago), tools %s\n", name, pend,
                vint(ob_object_get(wi, "jobs", 4), 0), ago, vstr(ob_object_get(wi, "tools_id", 8)));
       else if (ob_object_get(wi, "seen", 4))
-        printf("    %s: silent for %.1f s, holding %lld (taken over after --claim-idle)\n", name,
+        fprintf(o, "    %s: silent for %.1f s, holding %lld (taken over after --claim-idle)\n", name,
                ago, pend);
       else
-        printf("    %s: holding %lld, gone (its jobs are taken over after --claim-idle)\n", name,
+        fprintf(o, "    %s: holding %lld, gone (its jobs are taken over after --claim-idle)\n", name,
                pend);
     }
     for (size_t k = 0; k < ob_array_len(waiting); k++) {
       const ob_value *wt = ob_array_get(waiting, k);
-      printf("  %lld job%s wait for a worker with tool files %s", vint(ob_object_get(wt, "jobs", 4), 0),
+      fprintf(o, "  %lld job%s wait for a worker with tool files %s", vint(ob_object_get(wt, "jobs", 4), 0),
              vint(ob_object_get(wt, "jobs", 4), 0) == 1 ? "" : "s",
              vstr(ob_object_get(wt, "tools_id", 8)));
       const ob_value *names = ob_object_get(wt, "tools", 5);
       for (size_t n = 0; names && ob_typeof(names) == OB_ARRAY && n < ob_array_len(names); n++)
-        printf("%s%s", n ? ", " : " (", vstr(ob_object_get(ob_array_get(names, n), "name", 4)));
-      printf("%s: no live worker has them\n",
+        fprintf(o, "%s%s", n ? ", " : " (", vstr(ob_object_get(ob_array_get(names, n), "name", 4)));
+      fprintf(o, "%s: no live worker has them\n",
              names && ob_typeof(names) == OB_ARRAY && ob_array_len(names) ? ")" : "");
     }
+    fclose(o);
+    ob_fputs_escaped(stdout, txt, tlen, OB_ESC_LINES);
+    free(txt);
   }
   rc = OB_EXIT_OK;
 done:
@@ -527,19 +540,26 @@ static int log_one(ob_cmd_redis *c, uv_loop_t *loop, const queue_args *a, const 
     ob_unref(text);
     /* a job that failed before it ran (a malformed entry, an invalid plan): why */
     char *jk = ob_queue_key(a->queue, "job", job);
-    ob_value *st = call(c, loop, 4, (const char *[]){"HMGET", jk, "state", "error"});
+    ob_value *st = call(c, loop, 5, (const char *[]){"HMGET", jk, "state", "error", "output"});
     free(jk);
-    const ob_value *state = st && ob_typeof(st) == OB_ARRAY && ob_array_len(st) == 2
+    const ob_value *state = st && ob_typeof(st) == OB_ARRAY && ob_array_len(st) == 3
                                 ? ob_array_get(st, 0) : NULL;
     const ob_value *why = state ? ob_array_get(st, 1) : NULL;
+    /* a failure found before the run (an invalid plan, a plan gone) is its output: the
+       plan's errors as a JSON list */
+    if (state && ob_typeof(why) != OB_STRING && ob_typeof(state) == OB_STRING &&
+        !strcmp(ob_string_ptr(state), "failed"))
+      why = ob_array_get(st, 2);
+    /* the state and the error are text anyone with Redis access may have written:
+       printed escaped */
     if (why && ob_typeof(why) == OB_STRING && ob_typeof(state) == OB_STRING)
-      fprintf(stderr, "obelus log: job %s has no journal in queue %s: it %s before it ran: %s\n",
-              job, a->queue, !strcmp(ob_string_ptr(state), "failed") ? "failed" : "ended",
-              ob_string_ptr(why));
+      ob_eprintf("obelus log: job %s has no journal in queue %s: it %s before it ran: %s\n",
+                 job, a->queue, !strcmp(ob_string_ptr(state), "failed") ? "failed" : "ended",
+                 ob_string_ptr(why));
     else
-      fprintf(stderr, "obelus log: job %s has no journal in queue %s (not started, or no such "
-                      "job)\n",
-              job, a->queue);
+      ob_eprintf("obelus log: job %s has no journal in queue %s (not started, or no such "
+                 "job)\n",
+                 job, a->queue);
     ob_unref(st);
     return OB_EXIT_FAIL;
   }

@@ -8,7 +8,9 @@
  * XREADGROUP (COUNT: the free slots; BLOCK: READ_BLOCK_MS, so that a silent
  * network is noticed; DRAIN_BLOCK_MS with --drain, whose empty answer starts the
  * check that nothing is pending anywhere), `cmd` carries everything else in
- * order. A lost `rd` reads again once reconnected; a lost `cmd` re-ships every
+ * order. A read answered with an error (a jobs key that is not a stream) is
+ * tried again after a backoff (100 ms doubling to 5 s), or, with --drain, ends the
+ * worker with that error. A lost `rd` reads again once reconnected; a lost `cmd` re-ships every
  * running job's journal and every result not acknowledged (ob_worker_job.c).
  * Jobs keep running meanwhile.
  *
@@ -27,7 +29,7 @@
  * back: XCLAIM with a huge IDLE makes them claimable at once. The worker leaves
  * ob:{Q}:workers (HDEL) and ends once that is answered.
  *
- * Costs: two connections, three timers; per tick, an XCLAIM per stream of its
+ * Costs: two connections, four timers; per tick, an XCLAIM per stream of its
  * running jobs, an HSET, an XPENDING per stream. */
 #include <errno.h>
 #include <stdarg.h>
@@ -43,6 +45,8 @@
 
 #define READ_BLOCK_MS 2000
 #define DRAIN_BLOCK_MS 50
+#define READ_BACKOFF_MIN_MS 100
+#define READ_BACKOFF_MAX_MS 5000
 
 static void read_more(ob_worker *w);
 static void maybe_end(ob_worker *w);
@@ -118,6 +122,33 @@ static size_t free_slots(const ob_worker *w) {
 
 static void drain_check(ob_worker *w);
 
+static void on_reread(uv_timer_t *t) {
+  ob_worker *w = t->data;
+  w->read_waits = 0;
+  read_more(w);
+}
+
+/* A read answered with an error other than NOGROUP (a jobs key of another type: a
+ * string, a hash): no use asking again at once. With --drain the worker ends with
+ * the error (what it was to drain cannot be read); else it reads again after
+ * READ_BACKOFF_MIN_MS, doubling to READ_BACKOFF_MAX_MS while the error lasts. */
+static void read_failed(ob_worker *w, const char *msg) {
+  if (w->o.drain) {
+    snprintf(w->why, sizeof w->why, "cannot read the jobs of queue %s: %s", w->queue, msg);
+    w->stopping = 1;
+    maybe_end(w);
+    return;
+  }
+  w->read_backoff_ms = w->read_backoff_ms ? w->read_backoff_ms * 2 : READ_BACKOFF_MIN_MS;
+  if (w->read_backoff_ms > READ_BACKOFF_MAX_MS)
+    w->read_backoff_ms = READ_BACKOFF_MAX_MS;
+  ob_worker_say(w, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
+  if (w->timers_open) {
+    w->read_waits = 1;
+    uv_timer_start(&w->reread, on_reread, w->read_backoff_ms, 0);
+  }
+}
+
 static void on_read(void *ud, redisReply *rp, const char *why) {
   ob_worker *w = ud;
   (void)why;
@@ -125,10 +156,15 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
   if (!rp || w->ended)
     return; /* lost: read again once up (on_up) */
   if (rp->type == REDIS_REPLY_ERROR) {
-    ob_worker_say(w, "reading jobs: %s", rp->str);
-    if (!strncmp(rp->str, "NOGROUP", 7))
+    if (!strncmp(rp->str, "NOGROUP", 7)) { /* the stream went: made again, read at once */
+      ob_worker_say(w, "reading jobs: %s", rp->str);
       w->groups_ready = 0;
+    } else {
+      read_failed(w, rp->str);
+      return;
+    }
   } else if (rp->type == REDIS_REPLY_ARRAY) {
+    w->read_backoff_ms = 0;
     for (size_t s = 0; s < rp->elements; s++) {
       redisReply *st = rp->element[s];
       if (st->elements != 2)
@@ -148,7 +184,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
 static void create_groups(ob_worker *w);
 
 static void read_more(ob_worker *w) {
-  if (w->reading || w->stopping || w->ended || !ob_redis_is_up(w->rd))
+  if (w->reading || w->read_waits || w->stopping || w->ended || !ob_redis_is_up(w->rd))
     return;
   if (!w->groups_ready) {
     create_groups(w);
@@ -385,8 +421,9 @@ static void cmd_up(void *ud) {
   w->ever_up = 1;
   if (!w->groups_ready)
     create_groups(w);
-  for (wjob *j = w->jobs; j; j = j->next)
-    if (j->state == J_RUN && j->wal)
+  for (wjob *j = w->jobs; j; j = j->next) /* those whose result is not stored yet too:
+                                             FINISH_SCRIPT checks the journal's length */
+    if (j->state != J_DONE && (j->wal || j->jbuf.len))
       ob_wjob_resync(j);
   ob_worker_send_finishes(w);
   announce(w);
@@ -464,6 +501,7 @@ static void maybe_end(ob_worker *w) {
     return; /* after the reap */
   uv_timer_stop(&w->tick);
   uv_timer_stop(&w->grace);
+  uv_timer_stop(&w->reread);
   if (ob_redis_is_up(w->cmd)) { /* gone from the workers' list; ended once that answers */
     char *key = ob_queue_key(w->queue, "workers", NULL);
     int ok = ob_redis_send(w->cmd, on_last_reply, w, 3, (const char *[]){"HDEL", key, w->me},
@@ -539,7 +577,8 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
   uv_timer_init(w->loop, &w->tick);
   uv_timer_init(w->loop, &w->reaper);
   uv_timer_init(w->loop, &w->grace);
-  w->tick.data = w->reaper.data = w->grace.data = w;
+  uv_timer_init(w->loop, &w->reread);
+  w->tick.data = w->reaper.data = w->grace.data = w->reread.data = w;
   w->timers_open = 1;
   uint64_t every = w->o.claim_idle_ms / 4;
   if (every < 20)
@@ -581,6 +620,7 @@ void ob_worker_free(ob_worker *w) {
     uv_close((uv_handle_t *)&w->tick, NULL);
     uv_close((uv_handle_t *)&w->reaper, NULL);
     uv_close((uv_handle_t *)&w->grace, NULL);
+    uv_close((uv_handle_t *)&w->reread, NULL);
     uv_run(w->loop, UV_RUN_NOWAIT); /* the handles above live in w */
   }
   for (size_t i = 0; i < PLAN_CACHE; i++)

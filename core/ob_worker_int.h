@@ -62,7 +62,9 @@ struct ob_worker {
   size_t claiming;  /* XCLAIMs out */
   int reading, groups_ready, ever_up, stopping, ended, reaping;
   uint64_t grace_deadline;
-  uv_timer_t tick, reaper, grace;
+  uv_timer_t tick, reaper, grace, reread;
+  uint64_t read_backoff_ms; /* after a read that failed: the wait before the next (0: none) */
+  int read_waits;           /* the reread timer runs: no read before it fires */
   int timers_open;
   cached_plan cache[PLAN_CACHE];
   size_t cache_next;

@@ -164,19 +164,37 @@ void ob_wjob_done(wjob *j) {
 /* A job's result stored, its end added to the done stream and counted, unless it
  * already has one (a finished job's result is never replaced: the first result
  * stands) or another entry of its id holds it (that entry's run will store it).
- * KEYS: the job's hash, the done stream, the stats hash. ARGV: holder, state, exit,
- * output, finished, worker, done's MAXLEN, job id[, error]. 1: stored, 0: not. */
+ * A job that ran has its journal checked in the same step: when Redis's copy is
+ * not the job's whole journal (an APPEND refused: the key turned into a hash, a
+ * full memory; the key deleted), the job is stored failed, exit 4 (as `obelus run`
+ * whose journal cannot be written), its error saying so, rather than done with its
+ * journal lost. The count in the stats hash comes last and may fail (junk there):
+ * the result is stored all the same.
+ * KEYS: the job's hash, the done stream, the stats hash, the journal. ARGV: holder,
+ * state, exit, output, finished, worker, done's MAXLEN, job id, the journal's length
+ * ("-": no journal to check)[, error]. 1: stored, 2: stored failed (its journal is
+ * lost), 0: not stored. */
 static const char FINISH_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
     "if st == 'done' or st == 'failed' or st == 'sharded' then return 0 end\n"
     "local owner = redis.call('HGET', KEYS[1], 'entry')\n"
     "if owner and owner ~= ARGV[1] then return 0 end\n"
-    "redis.call('HSET', KEYS[1], 'state', ARGV[2], 'exit', ARGV[3], 'output', ARGV[4],\n"
+    "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[10], 1\n"
+    "if ARGV[9] ~= '-' then\n"
+    "  local n = redis.pcall('STRLEN', KEYS[4])\n"
+    "  if type(n) ~= 'number' or n ~= tonumber(ARGV[9]) then\n"
+    "    local why = type(n) == 'number' and (n .. ' bytes of its ' .. ARGV[9] .. ' are there')\n"
+    "                or tostring(n.err)\n"
+    "    state, exit, r = 'failed', '1', 2\n"
+    "    err = 'its journal could not be written to Redis (' .. KEYS[4] .. '): ' .. why\n"
+    "  end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'state', state, 'exit', exit, 'output', ARGV[4],\n"
     "           'finished', ARGV[5], 'worker', ARGV[6])\n"
-    "if ARGV[9] then redis.call('HSET', KEYS[1], 'error', ARGV[9]) end\n"
-    "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'job', ARGV[8], 'exit', ARGV[3])\n"
-    "redis.call('HINCRBY', KEYS[3], ARGV[2], 1)\n"
-    "return 1\n";
+    "if err then redis.call('HSET', KEYS[1], 'error', err) end\n"
+    "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'job', ARGV[8], 'exit', exit)\n"
+    "redis.pcall('HINCRBY', KEYS[3], state, 1)\n"
+    "return r\n";
 
 typedef struct finish_batch {
   ob_worker *w;
@@ -197,6 +215,10 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
     redisReply *r = rp->type == REDIS_REPLY_ARRAY && i < rp->elements ? rp->element[i] : NULL;
     if (r && r->type == REDIS_REPLY_ERROR) {
       ob_worker_say(fb->w, "job %s: its result could not be stored: %s", j->id, r->str);
+      fb->w->stats.failed++;
+    } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
+      ob_worker_say(fb->w, "job %s: its journal could not be written to Redis (%s); stored "
+                           "failed", j->id, j->jkey);
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
       ob_worker_say(fb->w, "job %s: it already has a result, which stands; this run's (exit %d) "
@@ -248,10 +270,13 @@ void ob_worker_send_finishes(ob_worker *w) {
       char exit[8];
       snprintf(exit, sizeof exit, "%d", j->exit);
       char *jk = ob_queue_key(w->queue, "job", j->id);
-      const char *argv[16] = {"EVAL", FINISH_SCRIPT, "3", jk, done, stats, j->holder,
+      char jlen[32] = "-"; /* a job that ran has a journal; its length as shipped */
+      if (j->jbuf.len)
+        snprintf(jlen, sizeof jlen, "%zu", j->jbuf.len);
+      const char *argv[18] = {"EVAL", FINISH_SCRIPT, "4", jk, done, stats, j->jkey, j->holder,
                               j->exit ? "failed" : "done", exit, j->output ? j->output : "null",
-                              nowms, w->me, keep, j->id};
-      int argc = 14;
+                              nowms, w->me, keep, j->id, jlen};
+      int argc = 16;
       if (j->error)
         argv[argc++] = j->error;
       ok = cmd(w, argc, argv);
@@ -309,12 +334,17 @@ static void on_tee_reply(void *ud, redisReply *rp, const char *why) {
   (void)why; /* a lost APPEND: the reconnection SETs the journal whole */
 }
 
+/* A flush of the job's journal, to its copy and to Redis: the first one SET (what
+ * the key held before is no journal of this run: junk, a key of another type), the
+ * next ones APPENDed. A refused one is found when the result is stored
+ * (FINISH_SCRIPT compares the lengths). */
 static void ship(void *ud, const char *bytes, size_t len) {
   wjob *j = ud;
   ob_worker *w = j->w;
+  const char *verb = j->jbuf.len ? "APPEND" : "SET";
   ob_buf_add(&j->jbuf, bytes, len);
-  ob_redis_send(w->cmd, on_tee_reply, NULL, 3, (const char *[]){"APPEND", j->jkey, bytes},
-                (const size_t[]){6, strlen(j->jkey), len});
+  ob_redis_send(w->cmd, on_tee_reply, NULL, 3, (const char *[]){verb, j->jkey, bytes},
+                (const size_t[]){strlen(verb), strlen(j->jkey), len});
 }
 
 /* The journal SET whole in Redis, from the job's copy of it. */
@@ -514,6 +544,13 @@ static ob_value *plan_of(ob_worker *w, const char *hash, redisReply *rp, ob_erro
   ob_value *v = cache_get(w, hash);
   if (v)
     return ob_ref(v);
+  if (rp && rp->type == REDIS_REPLY_ERROR) { /* a key of another type: WRONGTYPE */
+    char *pk = ob_queue_key(w->queue, "plan", hash);
+    ob_error_set(err, OB_ETYPE, 0, "the job's plan key %s holds no text: %s", pk, rp->str);
+    free(pk);
+    ob_queue_text_clean(err->msg);
+    return NULL;
+  }
   if (!rp || rp->type != REDIS_REPLY_STRING) {
     ob_error_set(err, OB_ENOENT, 0, "the job's plan is gone from Redis");
     return NULL;
@@ -593,14 +630,16 @@ static void fetch_plan(wjob *j) {
  * KEYS: the job's hash, the entry's stream, the plan (or the job's hash again).
  * ARGV: worker, started, deliveries, claimed (0/1), entry, group, plan wanted (0/1),
  * holder ("STREAM ENTRY", stored as the hash's "entry").
- * Reply: {"ok"|"done"|"failed"|"sharded"|"busy", plan text or nil[, the holder, or
+ * Reply: {"ok"|"done"|"failed"|"sharded"|"busy", plan text, nil, or the error of a
+ * plan key of another type[, the holder, or
  * "orphan"]}. */
 static const char CLAIM_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
     "local plan = false\n"
     "if ARGV[7] == '1' then\n"
     "  plan = redis.pcall('GET', KEYS[3])\n"
-    "  if type(plan) ~= 'string' then plan = false end\n"
+    "  if type(plan) == 'table' and plan.err then plan = {err = tostring(plan.err)}\n"
+    "  elseif type(plan) ~= 'string' then plan = false end\n"
     "end\n"
     "if st == 'done' or st == 'failed' or st == 'sharded' then\n"
     "  redis.call('XACK', KEYS[2], ARGV[6], ARGV[5])\n"

@@ -1,0 +1,180 @@
+-- spec/cli/fleet_junk_spec.lua -- the queue's keys other than its entries as anyone
+-- with Redis access could leave them (the attack list's fleet cases): a jobs stream
+-- that is a string, a job's journal of the wrong type, junk in the stats hash, a plan
+-- key of the wrong type; and what log --redis and status print of text stored there.
+-- A real redis-server and real worker processes; each assertion on exit codes, results
+-- and output.
+local cjson = require "cjson"
+local cli = require "support.cli"
+local fs = require "support.fs"
+local servers = require "support.servers"
+
+local q = cli.quote
+local bin = cli.bin
+
+-- step doubles n; with `gate`, it first waits until that file exists
+local TOOLS = [[
+local obelus = require "obelus"
+return {
+  name = "step",
+  schema = { type = "object", properties = { n = { type = "integer" } }, required = { "n" } },
+  run = function(call)
+    if call.gate then
+      while not io.open(call.gate, "r") do obelus.sleep(20) end
+    end
+    return call.n * 2
+  end,
+}
+]]
+
+local function sh(cmd)
+  local ok = os.execute(cmd)
+  return ok == true or ok == 0
+end
+
+describe("the queue's keys left as junk (a real redis-server)", function()
+  local redis, dir, tools, plan, gated
+
+  setup(function()
+    redis = assert(servers.redis())
+    dir = fs.tmpdir()
+    tools = dir .. "/tools"
+    sh("mkdir -p " .. q(tools))
+    fs.write(tools .. "/t.lua", TOOLS)
+    plan = dir .. "/p.json"
+    fs.write(plan, cjson.encode { plan = { { _tool = "step", n = "†input.n", _outputPath = "†state.a" } },
+                                  output = "†state.a" })
+    gated = dir .. "/gated.json"
+    fs.write(gated, cjson.encode { plan = { { _tool = "step", n = "†input.n", gate = "†input.gate",
+                                               _outputPath = "†state.a" } }, output = "†state.a" })
+  end)
+  teardown(function()
+    redis.stop()
+    sh("rm -rf " .. q(dir))
+  end)
+
+  local function obelus(args, secs) return cli.run_for(secs or 30, args) end
+  local function rcli(args)
+    local parts = {}
+    for i, a in ipairs(args) do parts[i] = q(a) end
+    local p = assert(io.popen(("redis-cli -p %d %s 2>&1"):format(redis.port, table.concat(parts, " "))))
+    local out = p:read("a")
+    p:close()
+    return out
+  end
+  local function submit(queue, input, p)
+    local s = obelus { "submit", p or plan, "--redis", redis.url, "--queue", queue, "--input", input }
+    assert.are.equal(0, s.code, s.err)
+    return s.out:match("[^\n]+")
+  end
+  local function drain(queue)
+    return obelus({ "worker", "--redis", redis.url, "--queue", queue, "--tools", tools, "--drain" }, 30)
+  end
+  local function result(queue, id)
+    local r = obelus { "wait", "--redis", redis.url, "--queue", queue, "--timeout", "10000", id }
+    return cjson.decode(r.out:match("[^\n]+") or "null"), r
+  end
+
+  it("a jobs stream that is a string: worker --drain ends, exit 3, saying why (no busy loop)", function()
+    rcli { "SET", "ob:{j1}:jobs", "not a stream" }
+    local w = drain("j1")
+    assert.are.equal(3, w.code, w.err)
+    assert.truthy(w.err:find("cannot read the jobs of queue j1: WRONGTYPE", 1, true), w.err)
+    -- not once per read: a few lines in all
+    local _, n = w.err:gsub("\n", "")
+    assert.is_true(n < 5, w.err)
+  end)
+
+  it("junk in the stats hash: the result is stored and counted done, not 'could not be stored'", function()
+    rcli { "HSET", "ob:{j2}:stats", "done", "abc", "failed", "-5" }
+    local id = submit("j2", '{"n": 3}')
+    local w = drain("j2")
+    assert.are.equal(0, w.code, w.err)
+    assert.falsy(w.err:find("could not be stored", 1, true), w.err)
+    assert.truthy(w.err:find("1 done, 0 failed", 1, true), w.err)
+    local res = result("j2", id)
+    assert.are.same({ job = id, exit = 0, output = 6 }, res)
+  end)
+
+  it("a job's journal key a hash before it runs: replaced by its journal, which log --redis reads", function()
+    local id = submit("j3", '{"n": 4}')
+    rcli { "HSET", "ob:{j3}:journal:" .. id, "a", "b" }
+    local w = drain("j3")
+    assert.are.equal(0, w.code, w.err)
+    assert.are.same({ job = id, exit = 0, output = 8 }, (result("j3", id)))
+    local l = obelus { "log", "--redis", redis.url, "--queue", "j3", id }
+    assert.are.equal(0, l.code, l.err)
+    assert.truthy(l.out:find("step", 1, true), l.out)
+  end)
+
+  it("a job's journal turned into a hash while it runs: the job fails, exit 1, naming its journal", function()
+    local gate = dir .. "/gate4"
+    local id = submit("j4", cjson.encode { n = 5, gate = gate }, gated)
+    local jk = "ob:{j4}:journal:" .. id
+    local wout = os.tmpname()
+    local p = assert(io.popen(("%s worker --redis %s --queue j4 --tools %s --drain >%s 2>&1 & echo $!"):format(
+      q(bin), q(redis.url), q(tools), wout)))
+    local pid = p:read("l")
+    p:close()
+    -- the run has shipped its first lines (the tool waits for the gate meanwhile)
+    local seen = false
+    for _ = 1, 600 do
+      if rcli({ "EXISTS", jk }):match("1") then seen = true break end
+      os.execute("sleep 0.05")
+    end
+    assert.is_true(seen, "the job's journal never reached Redis")
+    rcli { "DEL", jk }
+    rcli { "HSET", jk, "junk", "x" }
+    fs.write(gate, "")
+    local res = result("j4", id)
+    for _ = 1, 600 do
+      if not sh("kill -0 " .. pid .. " 2>/dev/null") then break end
+      os.execute("sleep 0.05")
+    end
+    sh("kill -9 " .. pid .. " 2>/dev/null")
+    local text = fs.slurp(wout) or ""
+    os.remove(wout)
+    assert.are.equal(1, res.exit, cjson.encode(res) .. text)
+    assert.truthy(res.error:find("its journal could not be written to Redis", 1, true), res.error)
+    assert.truthy(res.error:find("WRONGTYPE", 1, true), res.error)
+    assert.truthy(text:find("0 done, 1 failed", 1, true), text)
+  end)
+
+  it("a plan key of the wrong type: the job fails saying its key holds no text, not that it is gone", function()
+    rcli { "HSET", "ob:{j5}:plan:00000000000000b1", "_tool", "step" }
+    rcli { "XADD", "ob:{j5}:jobs", "*", "job", "wt", "plan", "00000000000000b1" }
+    local w = drain("j5")
+    assert.are.equal(0, w.code, w.err)
+    local res = result("j5", "wt")
+    assert.are.equal(2, res.exit, cjson.encode(res))
+    local why = cjson.encode(res.output)
+    assert.truthy(why:find("holds no text", 1, true), why)
+    assert.falsy(why:find("gone", 1, true), why)
+  end)
+
+  it("log --redis of a job whose plan was gone: exit 1, saying why from its stored output", function()
+    rcli { "XADD", "ob:{j6}:jobs", "*", "job", "pg", "plan", "0123456789abcdef" }
+    local w = drain("j6")
+    assert.are.equal(0, w.code, w.err)
+    local l = obelus { "log", "--redis", redis.url, "--queue", "j6", "pg" }
+    assert.are.equal(1, l.code, l.err)
+    assert.truthy(l.err:find("it failed before it ran", 1, true), l.err)
+    assert.truthy(l.err:find("plan is gone", 1, true), l.err)
+  end)
+
+  it("log --redis prints a stored error with terminal controls escaped", function()
+    rcli { "HSET", "ob:{j7}:job:e1", "state", "failed", "exit", "2", "error", "bad \27[2J\27]0;pwned\7 x" }
+    local l = obelus { "log", "--redis", redis.url, "--queue", "j7", "e1" }
+    assert.are.equal(1, l.code, l.err)
+    assert.falsy(l.err:find("[\27\7]"), l.err)
+    assert.truthy(l.err:find("bad \\x1b[2J", 1, true), l.err)
+  end)
+
+  it("status prints a worker's name and host from Redis escaped", function()
+    rcli { "HSET", "ob:{j8}:workers", "e\27[31mRED", '{"host":"h\\u001b[2J","pid":1,"seen":1,"tools_id":"\\u001b[31m"}' }
+    local s = obelus { "status", "--redis", redis.url, "--queue", "j8" }
+    assert.are.equal(0, s.code, s.err)
+    assert.falsy(s.out:find("\27", 1, true), s.out)
+    assert.truthy(s.out:find("e\\x1b[31mRED", 1, true), s.out)
+  end)
+end)
