@@ -102,6 +102,44 @@ describe("NUL bytes", function()
   end)
 end)
 
+describe("NUL bytes on the Lua side", function()
+  it("in a tool's name: the tool file is refused, naming it (not loaded as the name cut short)", function()
+    local t = write('return { { name = "marker\\0x", run = function() return 1 end } }', ".lua")
+    local r = cli.run_for(30, { "tools", "--tools", t })
+    assert.are.equal(2, r.code, r.err)
+    assert.matches(t, r.err, 1, true)
+    assert.matches('"name" holds a NUL byte', r.err, 1, true)
+    os.remove(t)
+  end)
+
+  for _, what in ipairs { "kind", "path", "method" } do
+    it("in an obelus.message's " .. what .. " fail the call", function()
+      local r = on("run", '[{"_tool":"nul_message","what":"' .. what .. '","_outputPath":"x"}]')
+      assert.are.equal(1, r.code, r.err)
+      assert.matches("call #0 (nul_message)", r.err, 1, true)
+      assert.matches("obelus.message: " .. what .. " must be a string without a NUL byte", r.err, 1, true)
+    end)
+  end
+
+  it("in obelus.branch's alternative fail the call (not the alternative cut short)", function()
+    local r = on("run", '[{"_tool":"nul_branch","_outputPath":"x || y"}]')
+    assert.are.equal(1, r.code, r.err)
+    assert.matches("call #0 (nul_branch)", r.err, 1, true)
+    assert.matches("obelus.branch: an alternative as written holds no NUL byte", r.err, 1, true)
+  end)
+end)
+
+describe("a tool's name that is not UTF-8", function()
+  it("makes the tool file refused, naming it", function()
+    local t = write('return { { name = "ec\\255ho", run = function() return 1 end } }', ".lua")
+    local r = cli.run_for(30, { "tools", "--tools", t })
+    assert.are.equal(2, r.code, r.err)
+    assert.matches(t, r.err, 1, true)
+    assert.matches('"name" is not valid UTF-8', r.err, 1, true)
+    os.remove(t)
+  end)
+end)
+
 describe("paths", function()
   local function deep_path(n) return "a" .. string.rep(".a", n - 1) end
 
