@@ -80,6 +80,13 @@ static const char *str_member(const ob_value *o, const char *k) {
   return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
 }
 
+/* Whether o's member k is a string holding a NUL byte: as C text it would be cut
+ * short (call "a\0junk" taken as call a, tool file "t.lua\0junk" loading t.lua). */
+static int nul_member(const ob_value *o, const char *k) {
+  ob_value *v = ob_object_get(o, k, strlen(k));
+  return v && ob_typeof(v) == OB_STRING && memchr(ob_string_ptr(v), '\0', ob_string_len(v));
+}
+
 static void part_free(part *pt) {
   size_t i = 0;
   ob_map_entry *me;
@@ -252,6 +259,18 @@ static int consistent(const ob_resume *rs, const ob_value *pending, const ob_val
                       const char *what, size_t line, ob_error *err) {
   size_t n = ob_array_len(pending);
   const char *scope = str_member(v, "scope");
+  const char *nul = nul_member(v, "id") ? "id" : nul_member(v, "scope") ? "scope"
+                    : nul_member(v, "state") ? "state" : NULL;
+  if (nul)
+    return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: its record's "
+                        "\"%s\" holds a NUL byte (\\u0000): no call, scope or state of a plan "
+                        "does", rs->path, line, nul), 0;
+  const ob_value *tools = !strcmp(what, "run") ? ob_object_get(v, "tools", 5) : NULL;
+  for (size_t i = 0; i < ob_array_len(tools); i++)
+    if (nul_member(ob_array_get(tools, i), "file"))
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: the run's "
+                          "tool file %zu holds a NUL byte (\\u0000): no file name does",
+                          rs->path, line, i + 1), 0;
   if (!strcmp(what, "settled")) {
     const char *st = str_member(v, "state");
     if (!str_member(v, "id") || !st ||

@@ -95,6 +95,27 @@ describe("NUL bytes", function()
     end)
   end
 
+  it("in a context message's _instance is an error at check, and for resolve", function()
+    local r = on("check", '{"context":[{"type":"state","_instance":"a\\u0000b","data":{"x":1}}],' ..
+                          '"plan":[{"_tool":"echo","_instance":"a","value":"\\u2020state.x","_outputPath":"y"}]}')
+    assert.are.equal(2, r.code, r.err)
+    assert.matches('context[0]: "_instance" holds a NUL byte', r.err, 1, true)
+    local log = write('[{"type":"state","_instance":"a\\u0000b","data":{"x":1}}]')
+    r = cli.run_for(30, { "resolve", log, "\u{2020}state.x", "--instance", "a" })
+    assert.are.equal(2, r.code, r.err)
+    assert.matches('"_instance" holds a NUL byte', r.err, 1, true)
+    os.remove(log)
+  end)
+
+  it("in a context message's kind is named as such, not as the name cut short", function()
+    local r = on("check", '{"context":[{"type":"data","kind":"st\\u0000ate","data":{"x":1}}],"plan":[]}')
+    assert.are.equal(2, r.code, r.err)
+    assert.matches('context[0]: "kind" holds a NUL byte', r.err, 1, true)
+    r = on("check", '{"context":[{"type":"data","kind":"st\\u001bate","data":{"x":1}}],"plan":[]}')
+    assert.are.equal(2, r.code, r.err)
+    assert.matches('"st\\x1bate" is not a kind name', r.err, 1, true)
+  end)
+
   it("in the instances list is an error", function()
     local r = on("check", '{"instances":["a\\u0000b"],"plan":[{"_tool":"echo"}]}')
     assert.are.equal(2, r.code, r.err)
