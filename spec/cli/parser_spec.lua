@@ -161,6 +161,53 @@ describe("a tool's name that is not UTF-8", function()
   end)
 end)
 
+describe("a journal edited by hand", function()
+  -- a run of two calls (a, #1), its journal cut after a's "settled" (line 5), edited
+  local function edited(n, from, to)
+    local j = tmp()
+    local plan = write('[{"_tool":"echo","_id":"a","value":1,"_outputPath":"x"},' ..
+                       '{"_tool":"echo","value":2,"_outputPath":"y"}]')
+    local r = cli.run { "run", plan, "--tools", TOOLS, "--journal", j }
+    assert.are.equal(0, r.code, r.err)
+    local t = lines(j)
+    local i, k = t[n]:find(from, 1, true)
+    assert(i, from .. " is not on line " .. n)
+    t[n] = t[n]:sub(1, i - 1) .. to .. t[n]:sub(k + 1)
+    local f = assert(io.open(j, "w"))
+    f:write(table.concat(t, "\n", 1, 5), "\n")
+    f:close()
+    return j, plan
+  end
+
+  it("a NUL byte in a call's id makes resume refuse the journal, naming the line (not call a taken up)", function()
+    local j, plan = edited(3, '"id":"a"', '"id":"a\\u0000junk"')
+    local r = cli.run_for(30, { "resume", j, "--tools", TOOLS })
+    assert.are.equal(2, r.code, r.err)
+    assert.matches(j .. ':3: inconsistent journal: its record\'s "id" holds a NUL byte', r.err, 1, true)
+    os.remove(j)
+    os.remove(plan)
+  end)
+
+  it("with a message that does not go back into the log: resume names its line", function()
+    local j, plan = edited(4, '"_path":"x"', '"_path":"x' .. string.rep(".a", 2000) .. '"')
+    local r = cli.run_for(30, { "resume", j, "--tools", TOOLS })
+    assert.are.equal(2, r.code, r.err)
+    assert.matches(j .. ":4: the message does not go back into the log", r.err, 1, true)
+    assert.matches("a path has at most 1000 segments", r.err, 1, true)
+    os.remove(j)
+    os.remove(plan)
+  end)
+
+  it("a NUL byte in a tool file's name makes resume refuse the journal (not the name cut short loaded)", function()
+    local j, plan = edited(2, 'tools.lua"', 'tools.lua\\u0000junk"')
+    local r = cli.run_for(30, { "resume", j })
+    assert.are.equal(2, r.code, r.err)
+    assert.matches(j .. ":2: inconsistent journal: the run's tool file 1 holds a NUL byte", r.err, 1, true)
+    os.remove(j)
+    os.remove(plan)
+  end)
+end)
+
 describe("paths", function()
   local function deep_path(n) return "a" .. string.rep(".a", n - 1) end
 
