@@ -283,6 +283,28 @@ describe("a tool value the journal cannot hold", function()
     assert.are.equal(0, log.code, log.err)
   end)
 
+  it("an --input nested deeper than its journal could be read is refused, naming --input", function()
+    local function input(depth)
+      return write(string.rep("[", depth) .. "1" .. string.rep("]", depth))
+    end
+    local plan = '[{"_tool":"echo","value":1,"_outputPath":"x"}]'
+    local deep, fits = input(2041), input(2040)
+    local j = tmp()
+    local r = on("run", plan, "--input", "@" .. deep, "--journal", j)
+    assert.are.equal(2, r.code, r.err)
+    assert.matches("--input #1: nested 2041 levels deep: at most 2040", r.err, 1, true)
+    assert.is_nil(io.open(j)) -- no journal that log and resume could not read
+    r = on("run", plan, "--input", "@" .. fits, "--journal", j)
+    assert.are.equal(0, r.code, r.err)
+    local rr = cli.run_for(30, { "log", j })
+    assert.are.equal(0, rr.code, rr.err)
+    rr = cli.run_for(30, { "resume", j, "--tools", TOOLS })
+    assert.are.equal(0, rr.code, rr.err)
+    os.remove(j)
+    os.remove(deep)
+    os.remove(fits)
+  end)
+
   it("JSON text nested deeper than 2047 levels is an error that says so", function()
     local r = on("check", string.rep("[", 3000) .. string.rep("]", 3000))
     assert.are.equal(2, r.code, r.err)
