@@ -62,9 +62,21 @@ int ob_cmd_resolve(int argc, char **argv) {
   if (!file || !expr)
     return ob_cli_usage_error("resolve", "needs FILE and EXPR");
 
+  /* a log's keys are JSON text, UTF-8: a key that is not could only ever be absent */
+  size_t elen = strlen(expr);
+  for (size_t k = 0; k < elen;) {
+    const unsigned char *u = (const unsigned char *)expr + k;
+    size_t len = *u < 0x80 ? 1 : ob_utf8_seq(u, elen - k);
+    if (!len) {
+      ob_eprintf("obelus resolve: malformed expression: byte %zu (0x%02x) is not "
+                 "UTF-8 (a log's keys are JSON text, UTF-8)\n", k + 1, *u);
+      return OB_EXIT_USAGE;
+    }
+    k += len;
+  }
   ob_expr e;
   ob_error err;
-  if (ob_expr_parse(expr, strlen(expr), OB_EXPR_INPUT, &e, &err) != OB_OK) {
+  if (ob_expr_parse(expr, elen, OB_EXPR_INPUT, &e, &err) != OB_OK) {
     ob_eprintf("obelus resolve: malformed expression: %s\n", err.msg);
     show_position(expr, err.pos);
     return OB_EXIT_USAGE;

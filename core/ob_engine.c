@@ -459,6 +459,22 @@ ob_value *ob_engine_tool_files(const ob_engine *e) {
 /* --- tools -------------------------------------------------------------------- */
 
 /* Where a tool table was written: the line of its run function, when known. */
+/* What is wrong with a tool's name as Lua holds it (n bytes), or NULL: a plan names
+ * its tool in JSON text, which holds neither a NUL (the C name would be cut short:
+ * "marker\0x" registered as marker) nor bytes that are not UTF-8. */
+static const char *name_problem(const char *name, size_t n) {
+  if (memchr(name, '\0', n))
+    return "holds a NUL byte (\\u0000): no plan can name such a tool";
+  for (size_t k = 0; k < n;) {
+    const unsigned char *u = (const unsigned char *)name + k;
+    size_t len = *u < 0x80 ? 1 : ob_utf8_seq(u, n - k);
+    if (!len)
+      return "is not valid UTF-8: no plan can name such a tool";
+    k += len;
+  }
+  return NULL;
+}
+
 static int tool_line(lua_State *L, int idx) {
   int line = 0;
   lua_getfield(L, idx, "run");
@@ -492,9 +508,11 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
   lua_getfield(L, idx, "run");
   lua_getfield(L, idx, "schema");
   /* lua_tostring would turn a number into a string in place: check the type first */
-  const char *name = lua_type(L, idx + 1) == LUA_TSTRING ? lua_tostring(L, idx + 1) : NULL;
-  if (!name || !*name) {
-    rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: \"name\" must be a non-empty string", file, where);
+  size_t name_n = 0;
+  const char *name = lua_type(L, idx + 1) == LUA_TSTRING ? lua_tolstring(L, idx + 1, &name_n) : NULL;
+  const char *bad_name = !name || !name_n ? "must be a non-empty string" : name_problem(name, name_n);
+  if (bad_name) {
+    rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: \"name\" %s", file, where, bad_name);
   } else if (!lua_isnil(L, idx + 2) && lua_type(L, idx + 2) != LUA_TSTRING) {
     rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): \"description\" must be a string", file,
                       where, name);

@@ -492,6 +492,9 @@ static int read_message(ob_value *msg, ob_msg *m, ob_path *p, ob_error *err) {
     return bad(err, "\"kind\" must be a string%s", "");
   if (inst && ob_typeof(inst) != OB_STRING)
     return bad(err, "\"_instance\" must be a string%s", "");
+  /* a NUL would cut the C text short: instance "a\0b" taken as a, kind "st\0ate" named st */
+  if (inst && memchr(ob_string_ptr(inst), '\0', ob_string_len(inst)))
+    return bad(err, "\"_instance\" holds a NUL byte (\\u0000)%s", "");
   m->raw = ob_ref(msg);
   if (type && str_is(type, "plan", 4)) {
     m->type = OB_MSG_OTHER;
@@ -503,8 +506,16 @@ static int read_message(ob_value *msg, ob_msg *m, ob_path *p, ob_error *err) {
     kind = type;
   }
   m->kind = kind ? ob_ref(kind) : ob_cstring("data");
-  if (!valid_kind(m->kind))
-    return bad(err, "\"%s\" is not a kind name ([A-Za-z_][A-Za-z0-9_-]*)", ob_string_ptr(m->kind));
+  if (!valid_kind(m->kind)) {
+    const char *k = ob_string_ptr(m->kind);
+    size_t n = ob_string_len(m->kind);
+    if (memchr(k, '\0', n))
+      return bad(err, "\"kind\" holds a NUL byte (\\u0000): no kind name does%s", "");
+    char *shown = ob_escape_text(k, n, 0);
+    int rc = bad(err, "\"%s\" is not a kind name ([A-Za-z_][A-Za-z0-9_-]*)", shown);
+    free(shown);
+    return rc;
+  }
   m->instance = ob_ref(inst);
   m->value = data ? ob_ref(data) : dataless(msg);
   m->type = call || path ? OB_MSG_OUTPUT : OB_MSG_CONTEXT;

@@ -184,6 +184,15 @@ static const char *opt_string(lua_State *L, int opts, const char *fn, const char
   return s;
 }
 
+/* A file name argument: a NUL inside would open the name cut short ("t.lua\0x" as t.lua). */
+static const char *check_file(lua_State *L, int idx) {
+  size_t len;
+  const char *s = luaL_checklstring(L, idx, &len);
+  if (strlen(s) != len)
+    luaL_argerror(L, idx, "a file name holds no NUL byte (\\u0000)");
+  return s;
+}
+
 static int valid_kind(const char *s) {
   if (!(*s == '_' || ((*s | 32) >= 'a' && (*s | 32) <= 'z')))
     return 0;
@@ -704,7 +713,7 @@ int ob_luamod_busy(lua_State *L) {
 
 static int engine_load_tools(lua_State *L) {
   lua_engine *eng = check_engine(L, 1);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = check_file(L, 2);
   ob_error err;
   if (ob_engine_load_tools(eng->e, path, &err) != OB_OK)
     return luaL_error(L, "%s", err.msg);
@@ -715,7 +724,7 @@ static int engine_load_tools(lua_State *L) {
 
 static int engine_load_script(lua_State *L) {
   lua_engine *eng = check_engine(L, 1);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = check_file(L, 2);
   ob_error err;
   if (ob_engine_load_script(eng->e, path, &err) != OB_OK)
     return luaL_error(L, "%s", err.msg);
@@ -1204,7 +1213,7 @@ static int engine_run(lua_State *L) {
 static int engine_resume(lua_State *L) {
   static const char fn[] = "engine:resume";
   lua_engine *eng = check_engine(L, 1);
-  const char *path = luaL_checkstring(L, 2);
+  const char *path = check_file(L, 2);
   lua_settop(L, 3);
   run_options o;
   int on_event, on_done;

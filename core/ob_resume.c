@@ -44,10 +44,27 @@
 #include "ob_resume.h"
 #include "ob_sched.h"
 
+/* The journal line of each message of a list (the n-th message's at v[n]): an error
+ * about a message names its line, as every reader of the journal does. */
+typedef struct line_list {
+  size_t *v, n, cap;
+} line_list;
+
+static void lines_push(line_list *l, size_t line) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 16;
+    l->v = ob_xrealloc(l->v, l->cap * sizeof *l->v);
+  }
+  l->v[l->n++] = line;
+}
+
+static size_t line_at(const line_list *l, size_t i) { return i < l->n ? l->v[i] : 0; }
+
 /* What the journal says of one run: the top-level run (key ""), a delegated
  * plan's (its scope, "#1", "#1/#0", "step 2/#1") or a loop step's ("step 2"). */
 typedef struct part {
   ob_value *messages; /* a delegated run's committed messages (its plan message first) */
+  line_list message_lines;
   ob_value *plan_msg; /* a delegated run's or a step's plan message, or NULL */
   ob_map state;       /* call id -> "done"|"failed"|"skipped" */
   ob_map attempt;     /* call id -> last attempt started (as uintptr_t) */
@@ -63,6 +80,7 @@ struct ob_resume {
   ob_value *plan_msg;   /* the first line */
   ob_value *tools;      /* the run record's tool files, or NULL */
   ob_value *messages;   /* committed top-level messages, in order (the plan's first) */
+  line_list message_lines;
   ob_map parts;         /* key -> part* */
   ob_value *loop;       /* the loop record ({"journal":"loop",...}), or NULL */
   ob_value *output;     /* the end record's output (a loop's), or NULL */
@@ -80,6 +98,13 @@ static const char *str_member(const ob_value *o, const char *k) {
   return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
 }
 
+/* Whether o's member k is a string holding a NUL byte: as C text it would be cut
+ * short (call "a\0junk" taken as call a, tool file "t.lua\0junk" loading t.lua). */
+static int nul_member(const ob_value *o, const char *k) {
+  ob_value *v = o && ob_typeof(o) == OB_OBJECT ? ob_object_get(o, k, strlen(k)) : NULL;
+  return v && ob_typeof(v) == OB_STRING && memchr(ob_string_ptr(v), '\0', ob_string_len(v));
+}
+
 static void part_free(part *pt) {
   size_t i = 0;
   ob_map_entry *me;
@@ -90,6 +115,7 @@ static void part_free(part *pt) {
   ob_map_free(&pt->line);
   ob_map_free(&pt->bare);
   ob_unref(pt->messages);
+  free(pt->message_lines.v);
   ob_unref(pt->plan_msg);
   free(pt);
 }
@@ -134,6 +160,7 @@ static void resume_free(ob_resume *rs) {
   ob_unref(rs->plan_msg);
   ob_unref(rs->tools);
   ob_unref(rs->messages);
+  free(rs->message_lines.v);
   ob_unref(rs->loop);
   ob_unref(rs->output);
   ob_unref(rs->last_plan);
@@ -218,19 +245,22 @@ static void record_key(const ob_value *v, ob_buf *key) {
 
 /* Messages since the last record are committed: each to its run's log (a
  * "_log" that names a scope gets that scope's messages back: ob_journal_subs). */
-static void commit(ob_resume *rs, ob_value *pending) {
+static void commit(ob_resume *rs, ob_value *pending, line_list *pending_lines) {
   for (size_t i = 0; i < ob_array_len(pending); i++) {
     ob_value *m = ob_array_get(pending, i);
     const char *scope = str_member(m, "journal") ? str_member(m, "scope") : NULL;
     if (scope) {
       ob_value *inner = ob_object_get(m, "msg", 3);
       part *pt = part_get(rs, scope, 1);
-      if (inner)
+      if (inner) {
         pt->messages = ob_array_push(pt->messages, ob_journal_subs_add(&rs->subs, scope, inner));
+        lines_push(&pt->message_lines, line_at(pending_lines, i));
+      }
       continue;
     }
     m = ob_journal_subs_expand(&rs->subs, m);
     rs->messages = ob_array_push(rs->messages, m);
+    lines_push(&rs->message_lines, line_at(pending_lines, i));
     const char *type = str_member(m, "type");
     if (type && !strcmp(type, "plan")) {
       ob_unref(rs->last_plan);
@@ -252,6 +282,18 @@ static int consistent(const ob_resume *rs, const ob_value *pending, const ob_val
                       const char *what, size_t line, ob_error *err) {
   size_t n = ob_array_len(pending);
   const char *scope = str_member(v, "scope");
+  const char *nul = nul_member(v, "id") ? "id" : nul_member(v, "scope") ? "scope"
+                    : nul_member(v, "state") ? "state" : NULL;
+  if (nul)
+    return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: its record's "
+                        "\"%s\" holds a NUL byte (\\u0000): no call, scope or state of a plan "
+                        "does", rs->path, line, nul), 0;
+  const ob_value *tools = !strcmp(what, "run") ? ob_object_get(v, "tools", 5) : NULL;
+  for (size_t i = 0; tools && ob_typeof(tools) == OB_ARRAY && i < ob_array_len(tools); i++)
+    if (nul_member(ob_array_get(tools, i), "file"))
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: the run's "
+                          "tool file %zu holds a NUL byte (\\u0000): no file name does",
+                          rs->path, line, i + 1), 0;
   if (!strcmp(what, "settled")) {
     const char *st = str_member(v, "state");
     if (!str_member(v, "id") || !st ||
@@ -300,6 +342,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   ob_map_init(&rs->parts);
   ob_journal_subs_init(&rs->subs);
   ob_value *pending = ob_array(); /* messages since the last record */
+  line_list pending_lines = {0};   /* their lines */
   ob_buf key;
   ob_buf_init(&key);
   int ok = 1;
@@ -346,6 +389,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
     const char *what = str_member(v, "journal");
     if (!what || !strcmp(what, "msg")) {
       pending = ob_array_push(pending, v); /* committed when a record follows */
+      lines_push(&pending_lines, line);
     } else { /* a record of the run's progress commits what came before */
       record_key(v, &key);
       if (!consistent(rs, pending, v, what, line, err)) {
@@ -354,7 +398,8 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
         break;
       }
       size_t nbefore = ob_array_len(pending);
-      commit(rs, pending);
+      commit(rs, pending, &pending_lines);
+      pending_lines.n = 0;
       ob_unref(pending);
       pending = ob_array();
       rs->cut_at = (long)(stop + 1 - b.data);
@@ -382,6 +427,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
     ob_eprintf("obelus resume: %s: %zu message%s of a call that never settled dropped\n",
             path, dropped, dropped == 1 ? "" : "s");
   ob_unref(pending);
+  free(pending_lines.v);
   ob_buf_free(&b);
   if (!ok) {
     resume_free(rs);
@@ -499,9 +545,10 @@ const ob_value *ob_resume_output(const ob_resume *rs) { return rs->output; }
 int ob_resume_fill_log(const ob_resume *rs, ob_log *log, ob_error *err) {
   for (size_t i = 0; i < ob_array_len(rs->messages); i++) {
     ob_error e2;
+    size_t line = line_at(&rs->message_lines, i);
     if (ob_log_append(log, ob_array_get(rs->messages, i), &e2) < 0)
-      return ob_error_set(err, OB_EINVAL, i, "%s: message %zu does not go back into the log: %s",
-                          rs->path, i, e2.msg);
+      return ob_error_set(err, OB_EINVAL, line, "%s:%zu: the message does not go back into "
+                          "the log: %s", rs->path, line, e2.msg);
   }
   return OB_OK;
 }
@@ -593,9 +640,10 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
   const ob_value *msgs = top ? rs->messages : pt->messages;
   for (size_t i = 0; !opt->log && i < ob_array_len(msgs); i++) {
     ob_error e2;
+    size_t line = line_at(top ? &rs->message_lines : &pt->message_lines, i);
     if (ob_log_append(r->log, ob_array_get(msgs, i), &e2) < 0) {
-      ob_error_set(err, OB_EINVAL, i, "%s: message %zu%s%s does not go back into the log: %s",
-                   rs->path, i, top ? "" : " of ", key, e2.msg);
+      ob_error_set(err, OB_EINVAL, line, "%s:%zu: the message%s%s does not go back into the "
+                   "log: %s", rs->path, line, top ? "" : " of ", key, e2.msg);
       ob_run_free(r);
       return NULL;
     }

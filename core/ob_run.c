@@ -96,7 +96,16 @@ size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *
     if (ob_log_append(scratch, ob_array_get(plan->context, i), &err) < 0)
       ob_plan_error(plan, NULL, "context[%zu]: %s", i, err.msg);
   for (size_t i = 0; inputs && i < ob_array_len(inputs); i++) {
-    ob_value *m = input_message(ob_array_get(inputs, i));
+    const ob_value *in = ob_array_get(inputs, i);
+    if (ob_depth(in) > OB_JOURNAL_MAX_DEPTH) { /* as for a plan: its journal line could not be read back */
+      char label[64];
+      if (numbered)
+        snprintf(label, sizeof label, " #%zu", i + 1);
+      ob_plan_error(plan, NULL, "%s%s: nested %u levels deep: at most %d", input_label,
+                    numbered ? label : "", (unsigned)ob_depth(in), OB_JOURNAL_MAX_DEPTH);
+      continue;
+    }
+    ob_value *m = input_message(in);
     if (ob_log_append(scratch, m, &err) < 0) {
       if (numbered)
         ob_plan_error(plan, NULL, "%s #%zu: %s", input_label, i + 1, err.msg);

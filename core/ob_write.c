@@ -55,16 +55,26 @@ static int read_message(ob_crun *c, lua_State *co, int idx, out_write *w, ob_buf
   lua_getfield(co, idx, "path");
   lua_getfield(co, idx, "method");
   lua_getfield(co, idx, "instance");
-  const char *kind = lua_tostring(co, -4), *path = lua_tostring(co, -3);
-  const char *method = lua_tostring(co, -2);
+  /* the lengths Lua knows: a NUL inside would cut the C text short ("state\0junk"
+   * read as state), so such a field fails the call instead */
+  size_t kind_n = 0, path_n = 0, method_n = 0, inst_n = 0;
+  const char *kind = lua_tolstring(co, -4, &kind_n), *path = lua_tolstring(co, -3, &path_n);
+  const char *method = lua_tolstring(co, -2, &method_n);
+  const char *inst = lua_isnil(co, -1) ? NULL : lua_tolstring(co, -1, &inst_n);
+  const char *nul = !kind || memchr(kind, '\0', kind_n) ? "kind"
+                    : !path || memchr(path, '\0', path_n) ? "path"
+                    : !method || memchr(method, '\0', method_n) ? "method"
+                    : inst && memchr(inst, '\0', inst_n) ? "instance" : NULL;
   int rc = 0;
   ob_error err;
-  int m = ob_method_parse(method, strlen(method));
-  if (!lua_isnil(co, -1) && (!c->call->instance || strcmp(lua_tostring(co, -1), c->call->instance)))
+  int m = nul ? -1 : ob_method_parse(method, method_n);
+  if (nul)
+    ob_buf_addf(why, "obelus.message: %s must be a string without a NUL byte (\\u0000)", nul);
+  else if (inst && (!c->call->instance || strcmp(inst, c->call->instance)))
     ob_buf_addf(why, "obelus.message: a message stays in the call's instance");
   else if (m < 0)
     ob_buf_addf(why, "obelus.message: unknown method \"%s\"", method);
-  else if (ob_path_parse(path, strlen(path), &w->path, &err) != OB_OK)
+  else if (ob_path_parse(path, path_n, &w->path, &err) != OB_OK)
     ob_buf_addf(why, "obelus.message: path: %s", err.msg);
   else if (!declared(c->call, kind, &w->path)) {
     ob_buf_addf(why, "obelus.message writes %s.%s, which is not on the call's _outputPath", kind,
@@ -104,10 +114,16 @@ static long pick_branch(ob_crun *c, lua_State *co, int idx, ob_buf *why) {
       ob_buf_addf(why, "obelus.branch(%lld): the _outputPath has %zu alternative%s", (long long)n,
                   out->n, out->n == 1 ? "" : "s");
   } else {
-    const char *s = lua_tostring(co, -1);
+    size_t n = 0;
+    const char *s = lua_tolstring(co, -1, &n);
     ob_expr e;
     ob_error err;
-    if (ob_expr_parse(s, strlen(s), OB_EXPR_OUTPUT, &e, &err) == OB_OK) {
+    if (s && memchr(s, '\0', n)) {
+      ob_buf_addf(why, "obelus.branch: an alternative as written holds no NUL byte (\\u0000)");
+      lua_pop(co, 1);
+      return -1;
+    }
+    if (s && ob_expr_parse(s, n, OB_EXPR_OUTPUT, &e, &err) == OB_OK) {
       for (size_t a = 0; alt < 0 && e.n == 1 && a < out->n; a++) {
         int same = out->alts[a].n == e.alts[0].n;
         for (size_t k = 0; same && k < e.alts[0].n; k++)

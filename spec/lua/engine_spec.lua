@@ -52,6 +52,15 @@ local function drain()
 end
 
 describe("obelus.engine", function()
+  it("refuses a file name holding a NUL byte (not the name cut short: t.lua\\0x is not t.lua)", function()
+    local e = obelus.engine {}
+    for _, f in ipairs { e.load_tools, e.load_script, e.resume } do
+      assert.matches("a file name holds no NUL byte", fails(f, e, "plans/refund/tools/refund.lua\0x"), 1, true)
+    end
+    assert.are.equal("obelus.engine (0 tools)", tostring(e))
+    e:close()
+  end)
+
   it("loads tool files and folders, from options or load_tools, and says how many", function()
     local e = obelus.engine { tools = { "plans/weather/tools" } }
     assert.are.equal("obelus.engine (4 tools)", tostring(e))
