@@ -14,8 +14,12 @@
  * (no recursion), each plan read once and at most 1,000 read, so a deep or
  * cyclic delegation costs bounded work.
  *
- * Costs: a stat per file added (a readdir for a --tools folder, a read and parse
- * per delegated plan); nothing once the run starts. */
+ * A --tools folder counts with what is under it (the modules its tool files
+ * require: tools/lib/h.lua), OB_FILES_TOOLS_DEPTH folders down and at most
+ * OB_FILES_TOOLS_MAX entries, so a folder that holds a tree costs bounded work.
+ *
+ * Costs: a stat per file added (a readdir per folder of a --tools folder, a read
+ * and parse per delegated plan); nothing once the run starts. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,28 +107,40 @@ static int same(const file_id *a, const file_id *b) {
   return !a->exists && !b->exists && !strcmp(a->norm, b->norm);
 }
 
+/* The regular files under folder path, into its subfolders (a tool file's helper
+ * modules: tools/lib/h.lua), at most depth levels down and while *budget lasts. */
+static void add_folder(ob_files *fs, const char *path, int depth, size_t *budget) {
+  DIR *d = opendir(path);
+  struct dirent *de;
+  ob_buf b;
+  ob_buf_init(&b);
+  while (d && *budget && (de = readdir(d))) {
+    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+      continue;
+    b.len = 0;
+    ob_buf_addf(&b, "%s/%s", path, de->d_name);
+    struct stat es;
+    if (stat(b.data, &es) != 0)
+      continue;
+    (*budget)--;
+    if (S_ISREG(es.st_mode))
+      ob_files_add(fs, "a file of the --tools folder", b.data);
+    else if (S_ISDIR(es.st_mode) && depth > 0)
+      add_folder(fs, b.data, depth - 1, budget);
+  }
+  if (d)
+    closedir(d);
+  ob_buf_free(&b);
+}
+
 void ob_files_add_tools(ob_files *fs, const char *path) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
     ob_files_add(fs, "the tool file", path);
     return;
   }
-  DIR *d = opendir(path);
-  struct dirent *de;
-  ob_buf b;
-  ob_buf_init(&b);
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-      continue;
-    b.len = 0;
-    ob_buf_addf(&b, "%s/%s", path, de->d_name);
-    struct stat es;
-    if (stat(b.data, &es) == 0 && S_ISREG(es.st_mode))
-      ob_files_add(fs, "a file of the --tools folder", b.data);
-  }
-  if (d)
-    closedir(d);
-  ob_buf_free(&b);
+  size_t budget = OB_FILES_TOOLS_MAX;
+  add_folder(fs, path, OB_FILES_TOOLS_DEPTH, &budget);
 }
 
 void ob_files_add_engine(ob_files *fs, const ob_engine *e) {

@@ -30,7 +30,7 @@
  * compares the --journal and --events paths (ob_files: by st_dev/st_ino, so
  * through symbolic and hard links; by their folder's real path when they do not
  * exist yet) with every file the run reads -- the plan, the tool files and every
- * file of a --tools folder, --latent/--approver/--planner, --input @FILE, the
+ * file under a --tools folder, --latent/--approver/--planner, --input @FILE, the
  * plans it delegates to, each other, stdin when the plan or an --input @- is read
  * from it, and stdout/stderr, when they are regular files -- and refuses a match, naming
  * both; then an existing non-empty journal unless --overwrite (ob_wal refuses it
