@@ -14,9 +14,10 @@
  * (no recursion), each plan read once and at most 1,000 read, so a deep or
  * cyclic delegation costs bounded work.
  *
- * A --tools folder counts with what is under it (the modules its tool files
- * require: tools/lib/h.lua), OB_FILES_TOOLS_DEPTH folders down and at most
- * OB_FILES_TOOLS_MAX entries, so a folder that holds a tree costs bounded work.
+ * A --tools folder counts with its files and, in its subfolders, the modules its
+ * tool files may require (*.lua, *.so: tools/lib/h.lua), OB_FILES_TOOLS_DEPTH
+ * folders down and at most OB_FILES_TOOLS_MAX entries, so a folder that holds a
+ * tree (`--tools .`) costs bounded work.
  *
  * Costs: a stat per file added (a readdir per folder of a --tools folder, a read
  * and parse per delegated plan); nothing once the run starts. */
@@ -107,9 +108,16 @@ static int same(const file_id *a, const file_id *b) {
   return !a->exists && !b->exists && !strcmp(a->norm, b->norm);
 }
 
-/* The regular files under folder path, into its subfolders (a tool file's helper
- * modules: tools/lib/h.lua), at most depth levels down and while *budget lasts. */
-static void add_folder(ob_files *fs, const char *path, int depth, size_t *budget) {
+/* What require can load (package.path, package.cpath): a journal in a subfolder of
+ * `--tools .` (out/run.jsonl) is no module, and --overwrite may replace it. */
+static int module_name(const char *name) {
+  size_t n = strlen(name);
+  return (n > 4 && !strcmp(name + n - 4, ".lua")) || (n > 3 && !strcmp(name + n - 3, ".so"));
+}
+
+/* The regular files of folder path (in its subfolders, the modules a tool file may
+ * require: tools/lib/h.lua), at most depth levels down and while *budget lasts. */
+static void add_folder(ob_files *fs, const char *path, int depth, int top, size_t *budget) {
   DIR *d = opendir(path);
   struct dirent *de;
   ob_buf b;
@@ -123,10 +131,10 @@ static void add_folder(ob_files *fs, const char *path, int depth, size_t *budget
     if (stat(b.data, &es) != 0)
       continue;
     (*budget)--;
-    if (S_ISREG(es.st_mode))
+    if (S_ISREG(es.st_mode) && (top || module_name(de->d_name)))
       ob_files_add(fs, "a file of the --tools folder", b.data);
     else if (S_ISDIR(es.st_mode) && depth > 0)
-      add_folder(fs, b.data, depth - 1, budget);
+      add_folder(fs, b.data, depth - 1, 0, budget);
   }
   if (d)
     closedir(d);
@@ -140,7 +148,7 @@ void ob_files_add_tools(ob_files *fs, const char *path) {
     return;
   }
   size_t budget = OB_FILES_TOOLS_MAX;
-  add_folder(fs, path, OB_FILES_TOOLS_DEPTH, &budget);
+  add_folder(fs, path, OB_FILES_TOOLS_DEPTH, 1, &budget);
 }
 
 void ob_files_add_engine(ob_files *fs, const ob_engine *e) {

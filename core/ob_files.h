@@ -17,9 +17,9 @@ void ob_files_add(ob_files *fs, const char *what, const char *path);
 /* The file open on fd (stdin read for a plan, stdout...), when it is a regular file:
  * a terminal or a pipe is no file to destroy. */
 void ob_files_add_fd(ob_files *fs, int fd, const char *what);
-/* Every regular file under a --tools folder (into its subfolders, where the modules
- * its tool files require live: OB_FILES_TOOLS_DEPTH levels, OB_FILES_TOOLS_MAX
- * entries at most), or the file itself. */
+/* Every regular file of a --tools folder and the modules (*.lua, *.so) in its
+ * subfolders, which its tool files may require (OB_FILES_TOOLS_DEPTH levels,
+ * OB_FILES_TOOLS_MAX entries at most), or the file itself. */
 #define OB_FILES_TOOLS_DEPTH 8
 #define OB_FILES_TOOLS_MAX 10000
 void ob_files_add_tools(ob_files *fs, const char *path);

@@ -30,16 +30,16 @@
  * compares the --journal and --events paths (ob_files: by st_dev/st_ino, so
  * through symbolic and hard links; by their folder's real path when they do not
  * exist yet) with every file the run reads -- the plan, the tool files and every
- * file under a --tools folder, --latent/--approver/--planner, --input @FILE, the
- * plans it delegates to, each other, stdin when the plan or an --input @- is read
- * from it, and stdout/stderr, when they are regular files -- and refuses a match, naming
- * both; then an existing non-empty journal unless --overwrite (ob_wal refuses it
- * too, and locks). A journal that fails mid-run has cancelled the run
- * (ob_record_flush): the drive stops and says so, exit 4 (OB_EXIT_WRITE), no
- * output printed. A failed write of --events (each line, and its close) or of
- * stdout (ob_cmd_print_json checks fflush and ferror) is an exit 4 too, once the
- * run is over. SIGXFSZ is ignored, so that a file-size limit is a write error
- * (EFBIG) rather than a kill.
+ * file of a --tools folder (and the modules in its subfolders), --latent/--approver/
+ * --planner, --input @FILE, the plans it delegates to, each other, stdin when the
+ * plan or an --input @- is read from it, and stdout/stderr, when they are regular
+ * files -- and refuses a match, naming both; then an existing non-empty journal
+ * unless --overwrite (ob_wal refuses it too, and locks). A journal that fails
+ * mid-run has cancelled the run (ob_record_flush): the drive stops and says so,
+ * exit 4 (OB_EXIT_WRITE), no output printed. A failed write of --events (each
+ * line, and its close) or of stdout (ob_cmd_print_json checks fflush and ferror)
+ * is an exit 4 too, once the run is over. SIGXFSZ is ignored, so that a file-size
+ * limit is a write error (EFBIG) rather than a kill.
  *
  * Costs: per run, three libuv handles reused across runs and, with --events,
  * one JSON line and an fflush per scheduler event; nothing per call besides
