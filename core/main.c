@@ -1,5 +1,7 @@
 /* main.c -- the `obelus` program: finds the command and hands it its arguments.
- * Each command lives in its own ob_cmd_*.c file. */
+ * Each command lives in its own ob_cmd_*.c file; what it printed on stdout is
+ * checked once it returns (a lost output is exit 4, OB_EXIT_WRITE). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,18 @@ static const command commands[] = {
     {"status", ob_cmd_status},
 };
 
+/* What a command printed is its result: stdout that could not take it all (a full
+ * disk, /dev/full, an I/O error) is exit 4, said on stderr -- unless the command
+ * already ended with 4 (run and resume check their output themselves). */
+static int finish(const char *cmd, int status) {
+  errno = 0;
+  if ((fflush(stdout) == EOF || ferror(stdout)) && status != OB_EXIT_WRITE) {
+    fprintf(stderr, "obelus %s: cannot write the output to stdout: %s\n", cmd,
+            strerror(errno ? errno : EIO));
+    return OB_EXIT_WRITE;
+  }
+  return status;
+}
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -73,7 +87,7 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name))
-      return commands[i].run(argc - 1, argv + 1);
+      return finish(argv[1], commands[i].run(argc - 1, argv + 1));
   fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);
   return OB_EXIT_USAGE;
 }

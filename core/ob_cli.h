@@ -9,7 +9,7 @@
 enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2,
        OB_EXIT_UNAVAILABLE = 3, /* the queue's Redis cannot be reached */
        OB_EXIT_TIMEOUT = 4,     /* `wait --timeout` passed before every job finished */
-       OB_EXIT_WRITE = 4 };     /* run, resume, loop: the journal, the output (stdout) or
+       OB_EXIT_WRITE = 4 };     /* the journal, the output (stdout, report -o) or
                                    --events could not be written (disk full, I/O error) */
 
 /* Each takes argv with argv[0] the command's name and returns an exit status. */

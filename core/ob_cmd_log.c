@@ -638,12 +638,14 @@ int ob_cmd_log(int argc, char **argv) {
     if (at != OB_LOG_NOW)
       return ob_cli_usage_error("log", "--at goes with the text timeline only");
     ob_error terr;
+    ob_journal_info tinfo;
     ob_value *v = ob_trace_build(file, strcmp(format, "otlp") ? OB_TRACE_CHROME : OB_TRACE_OTLP,
-                                 &terr);
+                                 &tinfo, &terr);
     if (!v) {
       ob_eprintf("obelus log: %s\n", terr.msg);
       return OB_EXIT_USAGE;
     }
+    ob_journal_report_torn(stderr, "obelus log", file, &tinfo);
     char *text = ob_json_print(v, OB_JSON_COMPACT, NULL);
     puts(text);
     free(text);

@@ -10,12 +10,16 @@
  * the page draws itself with a little inline JavaScript. Big runs stay usable: the
  * graph is drawn up to GRAPH_MAX calls (a note says so above it), the timeline's rows
  * shrink to 3 px, and the table's details are built only when a row is opened.
+ * -o the journal itself (ob_files: any name of the same file) is refused before it
+ * is read; a page not written whole (a full disk) is exit 4 (OB_EXIT_WRITE).
  * Costs: the journal read once; the page is the data plus 8 KB. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ob_cli.h"
+#include "ob_files.h"
 #include "ob_trace.h"
 
 static const char page_head[] =
@@ -127,8 +131,9 @@ static const char report_help[] =
     "skipped grey, never ran white), a timeline of call attempts (what ran together;\n"
     "a dashed line from the moment a call's inputs were written to its start: what\n"
     "waited for what), and a table of calls whose rows open their params, output or\n"
-    "error. JOURNAL is a run's --journal. Exit 0; 2: the journal cannot be read or\n"
-    "FILE written.\n"
+    "error. JOURNAL is a run's --journal (a torn last line is said on stderr and\n"
+    "ignored). Exit 0; 2: the journal cannot be read, FILE cannot be made, or FILE\n"
+    "is the journal; 4: FILE could not be written whole (a full disk).\n"
     "\n"
     "example:\n"
     "  obelus run plan.json --tools tools --journal run.jsonl\n"
@@ -152,20 +157,35 @@ int ob_cmd_report(int argc, char **argv) {
   }
   if (!journal || !out)
     return ob_cli_usage_error("report", "needs a JOURNAL and -o FILE.html");
+  /* -o the journal itself (a link, another name) would replace the run by its page */
+  ob_files *fs = ob_files_new();
+  ob_files_add(fs, "the journal", journal);
+  ob_buf why;
+  ob_buf_init(&why);
+  int bad = ob_files_clash(fs, "-o", out, &why);
+  ob_files_free(fs);
+  if (bad)
+    fprintf(stderr, "obelus report: %s\n", why.data);
+  ob_buf_free(&why);
+  if (bad)
+    return OB_EXIT_USAGE;
   ob_error err;
-  ob_value *run = ob_trace_build(journal, OB_TRACE_RUN, &err);
+  ob_journal_info info;
+  ob_value *run = ob_trace_build(journal, OB_TRACE_RUN, &info, &err);
   if (!run) {
     ob_eprintf("obelus report: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
+  ob_journal_report_torn(stderr, "obelus report", journal, &info);
   char *json = ob_json_print(run, OB_JSON_COMPACT, NULL);
   ob_unref(run);
   FILE *f = fopen(out, "w");
   if (!f) {
-    ob_eprintf("obelus report: %s: cannot write it\n", out);
+    ob_eprintf("obelus report: %s: cannot write it: %s\n", out, strerror(errno));
     free(json);
     return OB_EXIT_USAGE;
   }
+  errno = 0; /* the first failed write's, kept to the end */
   fputs(page_head, f);
   /* no "</script>" can end the data early, and no "<!--" can open the script data's
    * escaped state (where a "<script" would make the next "</script>" not end it): a
@@ -178,9 +198,15 @@ int ob_cmd_report(int argc, char **argv) {
   }
   fputs(page_tail, f);
   free(json);
-  if (fclose(f) != 0) {
-    ob_eprintf("obelus report: %s: cannot write it\n", out);
-    return OB_EXIT_USAGE;
+  /* a write that failed midway (a full disk, /dev/full) set the stream's error: fclose
+   * alone may not say it */
+  int lost = fflush(f) == EOF || ferror(f);
+  int saved = errno;
+  lost |= fclose(f) != 0;
+  if (lost) {
+    ob_eprintf("obelus report: %s: cannot write it: %s\n", out,
+               strerror(saved ? saved : errno ? errno : EIO));
+    return OB_EXIT_WRITE;
   }
   return OB_EXIT_OK;
 }

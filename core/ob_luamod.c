@@ -17,6 +17,7 @@
 #include "ob_engine.h"
 #include "ob_log.h"
 #include "ob_lua.h"
+#include "ob_files.h"
 #include "ob_luamod.h"
 #include "ob_resume.h"
 #include "ob_run.h"
@@ -1186,11 +1187,25 @@ static int engine_run(lua_State *L) {
   hold_callbacks(L, idx, 1, on_event, on_done);
   raise_problems(L, r->plan, fn);
   ob_error err;
-  struct stat js, ps;
-  if (o.journal && lua_type(L, 2) == LUA_TSTRING && stat(o.journal, &js) == 0 &&
-      stat(lua_tostring(L, 2), &ps) == 0 && js.st_dev == ps.st_dev && js.st_ino == ps.st_ino)
-    return luaL_error(L, "%s: the journal %s is the plan file %s: refused (it would be "
-                         "overwritten)", fn, o.journal, lua_tostring(L, 2));
+  /* a journal that is a file the run reads (the plan, a tool file, a delegated
+   * plan) would destroy it: refused before the file is opened, as the CLI does */
+  if (o.journal) {
+    ob_files *fs = ob_files_new();
+    if (lua_type(L, 2) == LUA_TSTRING)
+      ob_files_add(fs, "the plan file", lua_tostring(L, 2));
+    ob_files_add_engine(fs, eng->e);
+    ob_files_add_delegates(fs, r->plan, r->plan->root);
+    ob_buf why;
+    ob_buf_init(&why);
+    int bad = ob_files_clash(fs, "the journal", o.journal, &why);
+    ob_files_free(fs);
+    if (bad) {
+      lua_pushfstring(L, "%s: %s", fn, why.data);
+      ob_buf_free(&why);
+      return lua_error(L);
+    }
+    ob_buf_free(&why);
+  }
   /* an existing non-empty file is never truncated: refused unless overwrite */
   if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal,
                                              OB_WAL_CREATE | (o.overwrite ? OB_WAL_OVERWRITE : 0),
@@ -1246,6 +1261,8 @@ static int engine_resume(lua_State *L) {
   }
   ob_buf_free(&why);
   raise_problems(L, r->plan, fn);
+  if (ob_resume_verify(r->resume, r->plan, &err) != OB_OK) /* before the journal is touched */
+    return luaL_error(L, "%s: %s", fn, err.msg);
   if (ob_resume_open(r->resume, eng->e->loop, o.fsync, &r->journal, &err) != OB_OK)
     return luaL_error(L, "%s: %s", fn, err.msg);
   return begin_run(L, eng, r, idx, &o, fn);

@@ -276,8 +276,27 @@ static void commit(ob_resume *rs, ob_value *pending, line_list *pending_lines) {
  * messages before any other record, or before another run's record, mean a record
  * was lost or the journal was edited; and a failed call has its error message.
  * 1, or 0 with err naming the line. (That the ids and scopes named are the plan's,
- * and that a done call with an output has its message, is checked as each run is
- * taken up: ob_resume_run.) */
+ * and that a done call with an output has its message, is checked against the plans
+ * before anything runs, ob_resume_verify, and again as each run is taken up,
+ * ob_resume_run.) */
+/* Whether pending holds an error message (ob_crun_fail's: kind "error", naming a call;
+ * a delegated run's wrapped in its "msg" line). */
+static int has_error(const ob_value *pending) {
+  for (size_t i = 0; i < ob_array_len(pending); i++) {
+    const ob_value *m = ob_array_get(pending, i);
+    if (str_member(m, "journal")) {
+      m = ob_object_get(m, "msg", 3);
+      if (!m)
+        continue;
+    }
+    const char *kind = str_member(m, "kind");
+    ob_value *data = ob_object_get(m, "data", 4);
+    if (kind && !strcmp(kind, "error") && data && str_member(data, "id"))
+      return 1;
+  }
+  return 0;
+}
+
 static int consistent(const ob_resume *rs, const ob_value *pending, const ob_value *v,
                       const char *what, size_t line, ob_error *err) {
   size_t n = ob_array_len(pending);
@@ -301,10 +320,11 @@ static int consistent(const ob_resume *rs, const ob_value *pending, const ob_val
       return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: a \"settled\" "
                           "record without a call id or a state (done, failed, skipped)",
                           rs->path, line), 0;
-    if (!strcmp(st, "failed") && !n)
+    if (!strcmp(st, "failed") && !has_error(pending))
       return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: call %s failed "
                           "but its error message is not before its \"settled\" record (a "
-                          "line deleted?)", rs->path, line, str_member(v, "id")), 0;
+                          "line deleted, or its state edited?)", rs->path, line,
+                          str_member(v, "id")), 0;
   }
   if (!n)
     return 1;
@@ -627,7 +647,27 @@ static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *pla
 
 int ob_resume_verify(const ob_resume *rs, const ob_plan *plan, ob_error *err) {
   const part *pt = ob_map_get(&rs->parts, "", 0);
-  return pt ? ids_check(rs, pt, plan, "", err) : OB_OK;
+  if (pt && ids_check(rs, pt, plan, "", err) != OB_OK)
+    return err->code;
+  /* the delegated runs the resume may take up, against the plans they ran (their
+   * own first messages): now, before anything runs, not once their delegating
+   * call has started again */
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&rs->parts, &i, &me)) {
+    const part *sp = me->val;
+    if (!*me->key || !strncmp(me->key, "step ", 5) || !sp->ran || sp->used || !sp->plan_msg)
+      continue;
+    const ob_value *pv = ob_object_get(sp->plan_msg, "plan", 4);
+    if (!pv)
+      continue;
+    ob_plan *sub = ob_plan_from_value(pv, me->key);
+    int rc = ids_check(rs, sp, sub, me->key, err);
+    ob_plan_free(sub);
+    if (rc != OB_OK)
+      return rc;
+  }
+  return OB_OK;
 }
 
 ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,

@@ -36,11 +36,13 @@ void ob_resume_lengths(const ob_resume *rs, uint64_t *whole, uint64_t *keep);
  * once: a later ob_resume_has_run of its key says 0. */
 ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *key,
                       const ob_run_options *opt, ob_error *err);
-/* The top-level run's records against its plan: every call id and delegated scope
- * they name is the plan's, and every call that settled done with an output has its
- * output message. OB_OK, or OB_EINVAL with err naming the journal's line (what
- * ob_resume_run checks of each run it takes up; the CLI asks first, before the
- * journal is opened). ob_resume_load checked the rest of its consistency. */
+/* The top-level run's records against its plan, and each delegated run's that may be
+ * taken up against the plan it ran (its plan message): every call id and delegated
+ * scope they name is the plan's, and every call that settled done with an output has
+ * its output message. OB_OK, or OB_EINVAL with err naming the journal's line (what
+ * ob_resume_run checks of each run it takes up; the hosts ask first, before the
+ * journal is opened, so that nothing runs). ob_resume_load checked the rest of its
+ * consistency. */
 int ob_resume_verify(const ob_resume *rs, const ob_plan *plan, ob_error *err);
 /* 1 when the journal holds a run of key that began and was not taken up yet. */
 int ob_resume_has_run(const ob_resume *rs, const char *key);

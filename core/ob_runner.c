@@ -27,25 +27,24 @@
  * across every run the runner drives.
  *
  * The files a run writes (issue 26). Before anything runs, ob_cmd_check_files
- * compares the --journal and --events paths (by st_dev/st_ino, so through
- * symbolic and hard links; by their folder's real path when they do not exist
- * yet) with every file the run reads -- the plan, the tool files and every file
- * of a --tools folder, --latent/--approver/--planner, --input @FILE, the plans
- * it delegates to (a work list, each plan read once, at most 1,000), each other,
- * and stdout/stderr when they are regular files -- and refuses a match, naming
- * both; then an existing non-empty journal unless --overwrite (ob_wal refuses it
- * too, and locks). A journal that fails mid-run has cancelled the run
- * (ob_record_flush): the drive stops and says so, exit 4 (OB_EXIT_WRITE), no
- * output printed. A failed write of --events (each line, and its close) or of
- * stdout (ob_cmd_print_json checks fflush and ferror) is an exit 4 too, once the
- * run is over. SIGXFSZ is ignored, so that a file-size limit is a write error
- * (EFBIG) rather than a kill.
+ * compares the --journal and --events paths (ob_files: by st_dev/st_ino, so
+ * through symbolic and hard links; by their folder's real path when they do not
+ * exist yet) with every file the run reads -- the plan, the tool files and every
+ * file of a --tools folder (and the modules in its subfolders), --latent/--approver/
+ * --planner, --input @FILE, the plans it delegates to, each other, stdin when the
+ * plan or an --input @- is read from it, and stdout/stderr, when they are regular
+ * files -- and refuses a match, naming both; then an existing non-empty journal
+ * unless --overwrite (ob_wal refuses it too, and locks). A journal that fails
+ * mid-run has cancelled the run (ob_record_flush): the drive stops and says so,
+ * exit 4 (OB_EXIT_WRITE), no output printed. A failed write of --events (each
+ * line, and its close) or of stdout (ob_cmd_print_json checks fflush and ferror)
+ * is an exit 4 too, once the run is over. SIGXFSZ is ignored, so that a file-size
+ * limit is a write error (EFBIG) rather than a kill.
  *
  * Costs: per run, three libuv handles reused across runs and, with --events,
  * one JSON line and an fflush per scheduler event; nothing per call besides
  * what the scheduler's events cost. ob_cmd_check_files: a stat per file read,
  * only when a journal or events file is given. */
-#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <sys/stat.h>
@@ -54,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_files.h"
 #include "ob_mem.h"
 #include "ob_queue.h"
 #include "ob_runner.h"
@@ -591,164 +591,22 @@ int ob_cmd_print_json(const ob_value *v) {
   return OB_EXIT_WRITE;
 }
 
-/* --- the files a run writes against those it reads (ob_cmd_check_files) --- */
+/* --- the files a run writes against those it reads (ob_files) --- */
 
-typedef struct file_id {
-  const char *what; /* "the plan", "the tool file", ... */
-  char *name;       /* as given (malloc'd) */
-  int exists;
-  dev_t dev;
-  ino_t ino;
-  char *norm; /* a file not there yet: its folder's real path and its name */
-} file_id;
-
-typedef struct file_ids {
-  file_id *v;
-  size_t n, cap;
-} file_ids;
-
-/* The identity of path: its inode (after symbolic links), or where it would be. */
-static file_id identify(const char *what, const char *path) {
-  file_id f = {what, ob_xstrdup(path), 0, 0, 0, NULL};
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    f.exists = 1;
-    f.dev = st.st_dev;
-    f.ino = st.st_ino;
-    return f;
-  }
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? ob_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : NULL;
-  char *real = realpath(dir ? dir : ".", NULL);
-  ob_buf b;
-  ob_buf_init(&b);
-  ob_buf_addf(&b, "%s/%s", real ? real : (dir ? dir : "."), slash ? slash + 1 : path);
-  f.norm = ob_xstrdup(b.data);
-  ob_buf_free(&b);
-  free(real);
-  free(dir);
-  return f;
-}
-
-static void ids_add(file_ids *ids, const char *what, const char *path) {
-  if (!path || !*path || !strcmp(path, "-"))
-    return;
-  if (ids->n == ids->cap) {
-    ids->cap = ids->cap ? 2 * ids->cap : 32;
-    ids->v = ob_xrealloc(ids->v, ids->cap * sizeof *ids->v);
-  }
-  ids->v[ids->n++] = identify(what, path);
-}
-
-static void id_free(file_id *f) {
-  free(f->name);
-  free(f->norm);
-}
-
-static int same(const file_id *a, const file_id *b) {
-  if (a->exists && b->exists)
-    return a->dev == b->dev && a->ino == b->ino;
-  return !a->exists && !b->exists && !strcmp(a->norm, b->norm);
-}
-
-/* Every file of a --tools folder (its direct entries), or the file itself. */
-static void add_tools(file_ids *ids, const char *path) {
-  struct stat st;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    ids_add(ids, "the tool file", path);
-    return;
-  }
-  DIR *d = opendir(path);
-  struct dirent *de;
-  ob_buf b;
-  ob_buf_init(&b);
-  while (d && (de = readdir(d))) {
-    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-      continue;
-    b.len = 0;
-    ob_buf_addf(&b, "%s/%s", path, de->d_name);
-    struct stat fs;
-    if (stat(b.data, &fs) == 0 && S_ISREG(fs.st_mode))
-      ids_add(ids, "a file of the --tools folder", b.data);
-  }
-  if (d)
-    closedir(d);
-  ob_buf_free(&b);
-}
-
-/* The plans p delegates to, and those they delegate to, as resolved against the
- * plans root: a work list (no recursion), each plan file read once, at most 1,000. */
-static void add_delegates(file_ids *ids, const ob_plan *p, const char *root) {
-  ob_plan **todo = ob_xmalloc(sizeof *todo);
-  size_t ntodo = 0, cap = 1, seen = 0;
-  size_t first = ids->n;
-  const ob_plan *cur = p;
-  for (;;) {
-    for (size_t i = 0; cur && i < cur->ncalls; i++) {
-      const ob_call *c = &cur->calls[i];
-      if (!c->delegate)
-        continue;
-      file_id f = identify("the delegated plan", c->delegate);
-      int known = 0;
-      for (size_t k = first; k < ids->n && !known; k++)
-        known = same(&ids->v[k], &f);
-      id_free(&f);
-      if (known || !f.exists)
-        continue;
-      ids_add(ids, "the delegated plan", c->delegate);
-      ob_error err;
-      ob_value *v = seen < 1000 ? ob_plan_read_delegate(c, root, &err) : NULL;
-      if (!v)
-        continue;
-      seen++;
-      ob_plan *sub = ob_plan_from_value(v, c->delegate);
-      ob_unref(v);
-      if (ntodo == cap)
-        todo = ob_xrealloc(todo, (cap *= 2) * sizeof *todo);
-      todo[ntodo++] = sub;
-    }
-    if (cur != p)
-      ob_plan_free((ob_plan *)cur);
-    if (!ntodo)
-      break;
-    cur = todo[--ntodo];
-  }
-  free(todo);
-}
-
-/* stdout or stderr, when it is a regular file (a terminal or a pipe is no file to
- * destroy: --journal /dev/stdout writes the journal to it on purpose). */
-static void add_std(file_ids *ids, int fd, const char *what) {
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    return;
-  if (ids->n == ids->cap) {
-    ids->cap = ids->cap ? 2 * ids->cap : 32;
-    ids->v = ob_xrealloc(ids->v, ids->cap * sizeof *ids->v);
-  }
-  ids->v[ids->n++] = (file_id){what, ob_xstrdup(what), 1, st.st_dev, st.st_ino, NULL};
-}
-
-/* 1 when the written file w is one of ids (said on stderr). */
-static int clash(const ob_cmd_options *o, const char *opt, const char *path, const file_ids *ids) {
-  file_id w = identify(opt, path);
-  struct stat st;
-  int bad = 0;
-  /* a device or a pipe (/dev/null, /dev/stdout on a terminal) destroys nothing */
-  int special = w.exists && stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-  for (size_t i = 0; !special && i < ids->n && !bad; i++)
-    if (same(&w, &ids->v[i])) {
-      bad = 1;
-      if (!strcmp(ids->v[i].what, ids->v[i].name))
-        fprintf(stderr, "obelus %s: %s %s is the file of %s: refused (it would be "
-                        "overwritten)\n", o->cmd, opt, path, ids->v[i].what);
-      else
-        fprintf(stderr, "obelus %s: %s %s is %s %s%s: refused (it would be overwritten)\n",
-                o->cmd, opt, path, ids->v[i].what, ids->v[i].name,
-                strcmp(path, ids->v[i].name) ? " (the same file)" : "");
-    }
-  id_free(&w);
+/* 1 when the written file path is one of fs (said on stderr). */
+static int clash(const ob_cmd_options *o, const char *opt, const char *path, const ob_files *fs) {
+  ob_buf why;
+  ob_buf_init(&why);
+  int bad = ob_files_clash(fs, opt, path, &why);
+  if (bad)
+    fprintf(stderr, "obelus %s: %s\n", o->cmd, why.data);
+  ob_buf_free(&why);
   return bad;
+}
+
+static const char *stdin_is_plan(const char *plan_file) {
+  return plan_file && !strcmp(plan_file, "-") ? "stdin (the plan read from it)"
+                                              : "stdin (the --input @- read from it)";
 }
 
 int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_plan *p,
@@ -756,37 +614,35 @@ int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_pla
                        int append) {
   if (!journal && (!events || !strcmp(events, "-")))
     return OB_EXIT_OK;
-  file_ids ids = {0};
-  ids_add(&ids, "the plan", plan_file);
-  ob_value *tf = ob_engine_tool_files(e);
-  for (size_t i = 0; i < ob_array_len(tf); i++) {
-    ob_value *f = ob_object_get(ob_array_get(tf, i), "file", 4);
-    if (f && ob_typeof(f) == OB_STRING)
-      ids_add(&ids, "the tool file", ob_string_ptr(f));
-  }
-  ob_unref(tf);
+  ob_files *fs = ob_files_new();
+  ob_files_add(fs, "the plan", plan_file);
+  /* a plan or an input read from stdin redirected from a file is that file */
+  int stdin_read = plan_file && !strcmp(plan_file, "-");
+  ob_files_add_engine(fs, e);
   for (int i = 0; i < o->ntools; i++)
-    add_tools(&ids, o->tools[i]);
+    ob_files_add_tools(fs, o->tools[i]);
   for (int i = 0; i < o->nlatent; i++)
-    ids_add(&ids, "the --latent/--approver file", o->latent[i]);
-  ids_add(&ids, "the --planner file", o->planner);
+    ob_files_add(fs, "the --latent/--approver file", o->latent[i]);
+  ob_files_add(fs, "the --planner file", o->planner);
   for (int i = 1; i + 1 < o->argc; i++)
-    if (!strcmp(o->argv[i], "--input") && o->argv[i + 1][0] == '@')
-      ids_add(&ids, "the --input file", o->argv[++i] + 1);
+    if (!strcmp(o->argv[i], "--input") && o->argv[i + 1][0] == '@') {
+      stdin_read |= !strcmp(o->argv[i + 1], "@-");
+      ob_files_add(fs, "the --input file", o->argv[++i] + 1);
+    }
+  if (stdin_read)
+    ob_files_add_fd(fs, 0, stdin_is_plan(plan_file));
   if (p)
-    add_delegates(&ids, p, o->root);
-  add_std(&ids, 1, "stdout");
-  add_std(&ids, 2, "stderr");
+    ob_files_add_delegates(fs, p, o->root);
+  ob_files_add_fd(fs, 1, "stdout");
+  ob_files_add_fd(fs, 2, "stderr");
   int bad = 0;
   if (journal && !append)
-    bad |= clash(o, "--journal", journal, &ids);
+    bad |= clash(o, "--journal", journal, fs);
   if (journal) /* resume's journal is read, and appended to: --events must not be it */
-    ids_add(&ids, append ? "the journal" : "--journal", journal);
+    ob_files_add(fs, append ? "the journal" : "--journal", journal);
   if (events && strcmp(events, "-"))
-    bad |= clash(o, "--events", events, &ids);
-  for (size_t i = 0; i < ids.n; i++)
-    id_free(&ids.v[i]);
-  free(ids.v);
+    bad |= clash(o, "--events", events, fs);
+  ob_files_free(fs);
   struct stat st;
   if (!bad && journal && !append && !o->overwrite && stat(journal, &st) == 0 &&
       S_ISREG(st.st_mode) && st.st_size > 0) {

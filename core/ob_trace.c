@@ -619,7 +619,8 @@ static ob_value *run_data(trace *t) {
   return ob_object_set(r, "calls", 5, calls);
 }
 
-ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_error *err) {
+ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_info *info_out,
+                         ob_error *err) {
   trace t;
   memset(&t, 0, sizeof t);
   t.exit = -1;
@@ -633,6 +634,8 @@ ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_error *err
     trace_free(&t);
     return NULL;
   }
+  if (info_out)
+    *info_out = info;
   const ob_value *pv = ob_object_get(t.plan_msg, "plan", 4);
   const char *file = str_of(t.plan_msg, "file");
   if (pv) {

@@ -13,6 +13,7 @@
 #define OB_TRACE_H
 
 #include "ob_error.h"
+#include "ob_journal.h"
 #include "ob_value.h"
 
 typedef enum ob_trace_format {
@@ -29,7 +30,9 @@ typedef enum ob_trace_format {
  * call to the calls that read its output, skipped calls as instant events), or
  * {"resourceSpans": [...]} (one trace per run, a span for the run and one per call
  * attempt, delegated sub-plans' spans parented by their call's). NULL with err when
- * the journal cannot be read. */
-ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_error *err);
+ * the journal cannot be read. info (may be NULL) gets what ob_journal_read tells of
+ * the file (a torn last line, for the caller to say). */
+ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_info *info,
+                         ob_error *err);
 
 #endif

@@ -52,6 +52,7 @@
 #include <sys/stat.h>
 
 #include "ob_engine.h"
+#include "ob_files.h"
 #include "ob_http.h"
 #include "ob_resume.h"
 #include "ob_run.h"
@@ -807,13 +808,24 @@ int obelus_run_new_file(obelus_engine *E, obelus_run **out, const char *path,
   if (!out || !path)
     return set_error(E, OBELUS_EINVAL, "obelus_run_new_file: needs a place for the run and a "
                                        "path");
-  /* a journal that is the plan file (the same inode, whatever the names) would be
-   * appended to, or was truncated by the host's fopen: refused before it is read */
-  struct stat js, ps;
-  if (opt && opt->journal && fstat(fileno(opt->journal), &js) == 0 && stat(path, &ps) == 0 &&
-      js.st_dev == ps.st_dev && js.st_ino == ps.st_ino)
-    return set_error(E, OBELUS_EINVAL, "obelus_run_new_file: the journal is the plan file %s: "
-                                       "refused (it would be overwritten)", path);
+  /* a journal that is the plan file or a tool file (the same inode, whatever the
+   * names) would be appended to, or was truncated by the host's fopen: refused
+   * before it is read */
+  if (opt && opt->journal) {
+    ob_files *fs = ob_files_new();
+    ob_files_add(fs, "the plan file", path);
+    ob_files_add_engine(fs, E->e);
+    ob_buf why;
+    ob_buf_init(&why);
+    int bad = ob_files_clash_fd(fs, "the journal", fileno(opt->journal), &why);
+    ob_files_free(fs);
+    if (bad) {
+      set_error(E, OBELUS_EINVAL, "obelus_run_new_file: %s", why.data);
+      ob_buf_free(&why);
+      return OBELUS_EINVAL;
+    }
+    ob_buf_free(&why);
+  }
   ob_error err;
   ob_value *pv = ob_json_parse_file(path, &err); /* the message starts with the path */
   if (!pv)
@@ -867,6 +879,8 @@ int obelus_resume(obelus_engine *E, obelus_run **out, const char *journal_path,
     return run_unalloc(R, OBELUS_EINVAL);
   }
   ob_buf_free(&why);
+  if (ob_resume_verify(rs, p, &err) != OB_OK) /* before the journal is touched */
+    return set_error(E, run_unalloc(R, OBELUS_EINVAL), "%s", err.msg);
   if (ob_resume_open(rs, E->e->loop, mode, &R->journal, &err) != OB_OK)
     return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
   ob_run_options ro = run_options(R, opt);

@@ -1,6 +1,7 @@
 -- engine_journal_files_spec.lua -- engine:run's journal option gets the command line's
 -- protections (issue 26): an existing non-empty file is refused rather than truncated
--- (overwrite = true replaces it), the plan file is refused as its journal, and a journal
+-- (overwrite = true replaces it), the plan file, a tool file or a delegated plan is
+-- refused as its journal (even with overwrite = true), and a journal
 -- that cannot be written stops the run: run:wait() says so, and no tool ran.
 local obelus = require "obelus"
 local fs = require "support.fs"
@@ -52,6 +53,23 @@ describe("engine:run's journal", function()
     assert.is_false(ok)
     assert.matches("is the plan file", err, 1, true)
     assert.are.equal(before, slurp(p))
+  end)
+
+  it("refuses a tool file or a delegated plan as its journal, even with overwrite", function()
+    local tools_before = slurp(dir .. "/tools.lua")
+    local ok, err = pcall(engine.run, engine, plan,
+                          { journal = dir .. "/tools.lua", overwrite = true })
+    assert.is_false(ok)
+    assert.matches("/tools.lua is the tool file", err, 1, true)
+    assert.are.equal(tools_before, slurp(dir .. "/tools.lua"))
+    local sub = obelus.encode { plan = { { _tool = "mark", mark = marker, _outputPath = "†state.s" } } }
+    write(dir .. "/d.json", sub)
+    write(dir .. "/p.json", obelus.encode { plan = { { _delegate = "d.json", _outputPath = "†state.d" } } })
+    ok, err = pcall(engine.run, engine, dir .. "/p.json", { journal = dir .. "/d.json", overwrite = true })
+    assert.is_false(ok)
+    assert.matches("is the delegated plan", err, 1, true)
+    assert.are.equal(sub, slurp(dir .. "/d.json"))
+    assert.is_nil(io.open(marker, "r"))
   end)
 
   it("stops the run when the journal cannot be written: wait says why, no tool ran", function()
