@@ -474,10 +474,10 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
     } else if (!strcmp(mt, "tools/call")) {
       tools_call(m, id, params);
     } else {
-      ob_buf msg;
-      ob_buf_init(&msg);
-      ob_buf_addf(&msg, "Method not found: %s", mt);
-      ob_value *text = cut_text(&msg, NAME_MAX_BYTES, "message");
+      ob_buf why;
+      ob_buf_init(&why);
+      ob_buf_addf(&why, "Method not found: %s", mt);
+      ob_value *text = cut_text(&why, NAME_MAX_BYTES, "message");
       reply_error(m, id, -32601, ob_string_ptr(text));
       ob_unref(text);
     }
