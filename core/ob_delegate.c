@@ -164,7 +164,10 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   else if (ob_plan_confine_delegate(call, r->plans_root, &err) == OB_OK) /* the path still */
     d->value = ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data));
   if (d->value) {
-    d->plan = ob_plan_from_value(d->value, call->delegate);
+    size_t max = r->opt.max_calls, used = r->opt.calls_used ? *r->opt.calls_used : 0;
+    /* past the calls left, none is read: ob_run_new refuses it with the limit's message */
+    d->plan = ob_plan_read_within(d->value, call->delegate, 0,
+                                  max ? (used < max ? max - used : 1) : 0);
     d->plan->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL;
     ob_plan_check_tools(d->plan, &r->e->tools, ob_engine_has_latent(r->e));
   }
