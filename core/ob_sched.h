@@ -230,6 +230,14 @@ void ob_co_slice_hook(lua_State *L, lua_Debug *ar);
 int ob_co_lua_wake(lua_State *L);    /* wake(co): resume a call's coroutine */
 int ob_co_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
 int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's attempt, or nil */
+/* owner(co, serial): the libuv callback running now was given by that attempt
+ * (runtime.lua's tie; read by ob_co_callback_failed) */
+int ob_co_lua_owner(lua_State *L);
+/* A tool's libuv callback given by attempt serial of coroutine co ended with
+ * Lua error st: a memory error fails that attempt ("memory limit of N MB
+ * reached (--max-memory)"), its handles closed, and returns 1; anything else
+ * (another error, an attempt already over) returns 0. */
+int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st);
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 

@@ -94,6 +94,18 @@ describe("--max-memory MB", function()
                     cjson.decode(r.out))
   end)
 
+  it("a memory error inside a tool's libuv callback fails the call that gave it (no endless retry)", function()
+    local r = run({ plan = {
+      { _id = "p", _tool = "pipe_hog", _outputPath = "†state.a" },
+      { _tool = "ok", ms = 30, value = "fine", _outputPath = "†state.b" },
+    }, output = "†state.b" }, "--max-memory", "64")
+    assert.are.equal(1, r.code, r.err)
+    assert.are.equal("fine", cjson.decode(r.out))
+    assert.matches("call p (pipe_hog) failed (runtime): memory limit of 64 MB reached (--max-memory)",
+                   r.err, 1, true)
+    assert.not_matches("error in a libuv callback", r.err, 1, true)
+  end)
+
   it("holds in a tool's libuv callbacks too", function()
     local r = run({ plan = { { _tool = "hog_later", _outputPath = "†state.a" } }, output = "†state.a" },
                   "--max-memory", "32")
