@@ -37,6 +37,8 @@ typedef struct ob_cdel {
   ob_value *value; /* the plan as read */
   ob_value *log;   /* its messages, attached to this call's output or error */
   char *scope;     /* its run's scope in the journal ("#1", "#1/#0"; ob_record.c) */
+  struct ob_mem *acct; /* the engine's memory account, charged `charged` bytes for */
+  size_t charged;      /* the run's and plan's structs (ob_crun_delegate) */
   uint8_t to_start;  /* its run waits for the loop to start it (ob_run_kick) */
   uint8_t to_finish; /* its run finished: the loop hands its outcome to the call */
 } ob_cdel;
