@@ -389,6 +389,30 @@ int ob_co_lua_wake(lua_State *L) {
   return 0;
 }
 
+int ob_co_lua_owner(lua_State *L) {
+  ob_engine *e = ob_co_engine(L);
+  if (e) {
+    e->cb_owner = lua_tothread(L, 1);
+    e->cb_serial = (uint64_t)luaL_checkinteger(L, 2);
+  }
+  return 0;
+}
+
+int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st) {
+  ob_crun *c = co ? ob_crun_of(co) : NULL;
+  if (!c || c->serial != serial || st != LUA_ERRMEM)
+    return 0;
+  char msg[96];
+  ob_pool *pool = e->lua_pool;
+  if (pool->hit)
+    snprintf(msg, sizeof msg, "memory limit of %zu MB reached (--max-memory)", pool->max >> 20);
+  else
+    snprintf(msg, sizeof msg, "not enough memory (in a libuv callback of the tool)");
+  ob_crun_abandon(c); /* its handles closed: no more of its callbacks */
+  ob_crun_attempt_failed(c, msg, NULL);
+  return 1;
+}
+
 int ob_co_lua_attempt(lua_State *L) {
   lua_State *co = lua_tothread(L, 1);
   ob_crun *c = co ? ob_crun_of(co) : NULL;

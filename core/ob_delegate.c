@@ -19,7 +19,11 @@
  * other calls in between. A call waiting on its delegated run holds no
  * --concurrency slot (ob_pump.c): its run's calls need them.
  *
- * Costs: a plan load and a run per call; two turns of the loop. */
+ * Costs: a plan load and a run per call; two turns of the loop. The run's,
+ * its plan's and its calls' structs are charged to the engine's memory
+ * account (an estimate, from the plan's size) before the run is made, and
+ * released when it is freed: a delegation bomb fails its calls with "memory
+ * limit of N MB reached (--max-memory)" as the account fills. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +115,7 @@ void ob_crun_delegate_step(ob_crun *c) {
 }
 
 void ob_cdel_clear(ob_cdel *d) {
+  ob_mem_release_to(d->acct, d->charged);
   ob_run_free(d->run); /* clears d->run through the run's parent pointer */
   ob_plan_free(d->plan);
   ob_unref(d->value);
@@ -164,7 +169,10 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   else if (ob_plan_confine_delegate(call, r->plans_root, &err) == OB_OK) /* the path still */
     d->value = ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data));
   if (d->value) {
-    d->plan = ob_plan_from_value(d->value, call->delegate);
+    size_t max = r->opt.max_calls, used = r->opt.calls_used ? *r->opt.calls_used : 0;
+    /* past the calls left, none is read: ob_run_new refuses it with the limit's message */
+    d->plan = ob_plan_read_within(d->value, call->delegate, 0,
+                                  max ? (used < max ? max - used : 1) : 0);
     d->plan->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL;
     ob_plan_check_tools(d->plan, &r->e->tools, ob_engine_has_latent(r->e));
   }
@@ -174,6 +182,24 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_crun_fail(c, "runtime", d->plan ? d->plan->errors[0] : err.msg);
     return;
   }
+  /* the delegated run's own structs, charged to the account before they are
+   * made: a delegation bomb is refused as the account fills, as values are,
+   * rather than left to abort where malloc fails (the bytes are an estimate,
+   * a little above what a run, its plan and its calls take) */
+  size_t n = d->plan->over_limit ? 0 : d->plan->ncalls;
+  size_t need = sizeof(ob_run) + sizeof(ob_plan) + 1024 + 3 * (scope.len + 1) +
+                n * (sizeof(ob_crun) + sizeof(ob_call) + 512);
+  if (ob_mem_charge_to(&r->e->mem, need) != 0) {
+    char why[96];
+    snprintf(why, sizeof why, OB_MEM_LIMIT_FMT, r->e->mem.limit >> 20);
+    ob_buf_free(&scope);
+    ob_unref(params);
+    r->limit_failed = 1; /* so would another attempt */
+    ob_crun_fail(c, "runtime", why);
+    return;
+  }
+  d->acct = &r->e->mem;
+  d->charged = need;
   /* the clean room: only the kinds named by _scopes, as this call sees them,
    * then the call's own params as an input document */
   ob_value *pre = ob_array(), *k, *v;

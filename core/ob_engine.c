@@ -6,7 +6,9 @@
  * call with a traceback handler (ob_engine_pcall), so a tool's error becomes a
  * message and never takes the engine down. luv's own callback runner would
  * exit the process on an uncaught error in a libuv callback; the engine
- * replaces it with one that reports the error and carries on. */
+ * replaces it with one that reports the error and carries on, except a
+ * memory error in a callback a call gave (runtime.lua ties each to its
+ * attempt): that fails the call, its handles closed. */
 #include <dirent.h>
 #include <errno.h>
 #include <lauxlib.h>
@@ -29,6 +31,7 @@
 #include "ob_lua.h"
 #include "ob_run.h"
 #include "ob_runtime.h"
+#include "ob_sched.h"
 #include "ob_watch.h"
 
 int ob_engine_pcall(lua_State *L, int nargs, int nres) {
@@ -53,11 +56,27 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   if (w)
     outer = ob_watch_enter(w, L, OB_RUN_MAX_SLICE_MS, 0);
   ob_mem_cur = ((ob_pool *)pool)->acct; /* the engine's account (two engines on a thread) */
+  lua_State *owner = e ? e->cb_owner : NULL; /* runtime.lua's tie sets it inside */
+  uint64_t serial = e ? e->cb_serial : 0;
+  if (e)
+    e->cb_owner = NULL;
   size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
   ob_pool_disarm(pool, was);
   if (w)
     ob_watch_leave(w, L, outer);
+  if (e) { /* whose callback it was; what was set before it, again */
+    lua_State *co = e->cb_owner;
+    uint64_t s = e->cb_serial;
+    e->cb_owner = owner;
+    e->cb_serial = serial;
+    /* a memory error fails the call that gave the callback: printed and
+     * carried on, the callback would come again and fail again, forever */
+    if (rc != LUA_OK && ob_co_callback_failed(e, co, s, rc)) {
+      lua_pop(L, 1);
+      return -rc;
+    }
+  }
   if (rc != LUA_OK) {
     fprintf(stderr, "obelus: error in a libuv callback of a tool: %s\n", lua_tostring(L, -1));
     lua_pop(L, 1);

@@ -56,6 +56,11 @@ typedef struct ob_engine {
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
   struct ob_crun *resuming; /* the call whose coroutine is being resumed (ob_co.c) */
+  /* while a tool's libuv callback runs: the call attempt that gave it (its
+   * coroutine and attempt serial; runtime.lua's tie sets them), so that a
+   * memory error in it fails that call (luv_callback_pcall); NULL: none */
+  lua_State *cb_owner;
+  uint64_t cb_serial;
   /* obelus.sleep: one timer for the whole engine and the calls asleep, by
    * (due, seq): no timer handle to make and close per sleep. A sleep due no
    * earlier than the last one queued (the common case: calls sleeping alike)

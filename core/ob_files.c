@@ -185,7 +185,8 @@ void ob_files_add_delegates(ob_files *fs, const ob_plan *p, const char *root) {
       if (!v)
         continue;
       seen++;
-      ob_plan *sub = ob_plan_from_value(v, c->delegate);
+      /* its _delegate paths only: one copy of each instanced call names them all */
+      ob_plan *sub = ob_plan_probe(v, c->delegate);
       ob_unref(v);
       if (ntodo == cap)
         todo = ob_xrealloc(todo, (cap *= 2) * sizeof *todo);

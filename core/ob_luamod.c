@@ -916,6 +916,9 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   const char *const *known = resume ? known_resume : known_run;
   memset(o, 0, sizeof *o);
   o->fsync = OB_FSYNC_BATCH;
+  /* the CLI's defaults (ob_run.h), with or without a table */
+  o->max_output_kb = (lua_Integer)OB_DEFAULT_MAX_OUTPUT_KB;
+  o->max_calls = (lua_Integer)OB_DEFAULT_MAX_CALLS;
   *on_event = *on_done = 0;
   if (lua_isnoneornil(L, opts))
     return;
@@ -955,12 +958,12 @@ static void read_run_options(lua_State *L, int opts, const char *fn, run_options
   o->concurrency = opt_count(L, opts, fn, "concurrency", 1, LUA_MAXINTEGER);
   o->max_depth = opt_count(L, opts, fn, "max_depth", 1, 10000);
   o->call_timeout_ms = opt_count(L, opts, fn, "call_timeout_ms", 1, 2147483647);
-  o->max_output_kb = opt_count(L, opts, fn, "max_output_kb", 1, 1073741824);
-  o->max_calls = opt_count(L, opts, fn, "max_calls", 1, LUA_MAXINTEGER);
-  if (!o->max_output_kb) /* the CLI's defaults (ob_run.h) */
-    o->max_output_kb = (lua_Integer)OB_DEFAULT_MAX_OUTPUT_KB;
-  if (!o->max_calls)
-    o->max_calls = (lua_Integer)OB_DEFAULT_MAX_CALLS;
+  lua_Integer kb = opt_count(L, opts, fn, "max_output_kb", 1, 1073741824);
+  lua_Integer calls = opt_count(L, opts, fn, "max_calls", 1, LUA_MAXINTEGER);
+  if (kb) /* 0: not given, the default stays */
+    o->max_output_kb = kb;
+  if (calls)
+    o->max_calls = calls;
   o->threads = opt_count(L, opts, fn, "threads", 1, 1024);
   lua_getfield(L, opts, "overwrite");
   o->overwrite = lua_toboolean(L, -1);

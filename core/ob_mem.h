@@ -24,6 +24,8 @@
  * text and the log's new nodes, ob_write.c), and before library C code
  * that would take memory outside the account (an async uv.fs_read, whose
  * string luv makes where no pcall is; cjson.encode's buffers: ob_engine.c).
+ * A delegated run is charged for its structs (ob_delegate.c) before it is
+ * made, and refused when they would pass the limit.
  * Between two checks C may pass the limit by one result. Byte buffers
  * (ob_buf) are not counted: each lives a moment (a journal record, a
  * printed message) and is bounded by --max-output, error messages by

@@ -819,7 +819,7 @@ static void check_context_schemas(ob_plan *p) {
   }
 }
 
-static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
+static ob_plan *plan_read(const ob_value *v, const char *name, int probe, size_t max_calls) {
   ob_plan *p = ob_xcalloc(1, sizeof *p);
   p->probe = probe;
   p->file = ob_xstrdup(name);
@@ -879,6 +879,12 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
     n += each ? copies : 1;
     p->ncalls_all += each ? p->ninstances : 1;
   }
+  /* instances x calls is known before a call is copied: a 357 KB plan of 5,000
+   * instances x 5,000 calls would otherwise take gigabytes before the limit saw it */
+  if (max_calls && p->ncalls_all > max_calls) {
+    p->over_limit = 1;
+    return p;
+  }
   p->calls = ob_xcalloc(n, sizeof *p->calls);
   p->memo = ob_xcalloc(1, sizeof *p->memo);
   for (size_t i = 0; i < ntemplates; i++) {
@@ -902,9 +908,15 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe) {
   return p;
 }
 
-ob_plan *ob_plan_from_value(const ob_value *v, const char *name) { return plan_read(v, name, 0); }
+ob_plan *ob_plan_from_value(const ob_value *v, const char *name) {
+  return plan_read(v, name, 0, 0);
+}
 
-ob_plan *ob_plan_probe(const ob_value *v, const char *name) { return plan_read(v, name, 1); }
+ob_plan *ob_plan_probe(const ob_value *v, const char *name) { return plan_read(v, name, 1, 0); }
+
+ob_plan *ob_plan_read_within(const ob_value *v, const char *name, int probe, size_t max_calls) {
+  return plan_read(v, name, probe, max_calls);
+}
 
 ob_plan *ob_plan_load(const char *file, ob_error *err) {
   ob_value *v = ob_json_parse_file(file, err);
@@ -1197,7 +1209,9 @@ static void check_delegate(ob_plan *p, ob_call *c, const ob_map *tools, int late
     ob_plan_error(p, c, "%s", err.msg);
     return;
   }
-  ob_plan *sub = ob_plan_from_value(v, c->delegate);
+  /* a probe: every check gives the answer the whole plan would, without copying
+   * its instanced calls (instances x calls can be millions; a run counts them) */
+  ob_plan *sub = ob_plan_probe(v, c->delegate);
   ob_unref(v);
   sub->root = p->root ? ob_xstrdup(p->root) : NULL;
   check_tools(sub, tools, latent, seen);

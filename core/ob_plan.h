@@ -121,6 +121,8 @@ typedef struct ob_plan {
    * when not a probe) */
   int probe;
   size_t ncalls_all;
+  int over_limit;      /* ob_plan_read_within: more calls than its max_calls, none read
+                          (ncalls 0; ncalls_all says how many) */
   int quiet;           /* > 0: problems are not recorded (copies of one call) */
   struct ob_expr_memo *memo; /* while the calls are read: references parsed lately */
   /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
@@ -144,6 +146,14 @@ ob_plan *ob_plan_from_value(const ob_value *v, const char *name);
  * a tool). What `run --threads` checks on the main thread before each thread
  * reads its own part: a plan with problems is read again whole for its report. */
 ob_plan *ob_plan_probe(const ob_value *v, const char *name);
+
+/* ob_plan_from_value (ob_plan_probe when probe) that first counts the calls the
+ * plan would make (instances x calls) and, when they are more than max_calls
+ * (0: no limit), reads none of them: the plan comes back with over_limit set,
+ * ncalls 0 and ncalls_all counted, and no problem recorded; the caller's
+ * ob_run_count_calls refuses it with --max-calls' message. Nothing in
+ * proportion to the product is allocated. */
+ob_plan *ob_plan_read_within(const ob_value *v, const char *name, int probe, size_t max_calls);
 
 /* The compact JSON of plan value v (an object, plan p read from it) with "instances"
  * set to p's instances [from, to) ("auto" resolved): a part of the plan for a thread

@@ -120,7 +120,7 @@ size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *
 
 ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
                           int probe) {
-  ob_plan *p = probe ? ob_plan_probe(v, src->name) : ob_plan_from_value(v, src->name);
+  ob_plan *p = ob_plan_read_within(v, src->name, probe, src->max_calls);
   p->root = src->root ? ob_xstrdup(src->root) : NULL;
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
   ob_run_check_messages(p, src->inputs, src->input_label, src->numbered);

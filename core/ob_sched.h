@@ -37,6 +37,8 @@ typedef struct ob_cdel {
   ob_value *value; /* the plan as read */
   ob_value *log;   /* its messages, attached to this call's output or error */
   char *scope;     /* its run's scope in the journal ("#1", "#1/#0"; ob_record.c) */
+  struct ob_mem *acct; /* the engine's memory account, charged `charged` bytes for */
+  size_t charged;      /* the run's and plan's structs (ob_crun_delegate) */
   uint8_t to_start;  /* its run waits for the loop to start it (ob_run_kick) */
   uint8_t to_finish; /* its run finished: the loop hands its outcome to the call */
 } ob_cdel;
@@ -230,6 +232,14 @@ void ob_co_slice_hook(lua_State *L, lua_Debug *ar);
 int ob_co_lua_wake(lua_State *L);    /* wake(co): resume a call's coroutine */
 int ob_co_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
 int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's attempt, or nil */
+/* owner(co, serial): the libuv callback running now was given by that attempt
+ * (runtime.lua's tie; read by ob_co_callback_failed) */
+int ob_co_lua_owner(lua_State *L);
+/* A tool's libuv callback given by attempt serial of coroutine co ended with
+ * Lua error st: a memory error fails that attempt ("memory limit of N MB
+ * reached (--max-memory)"), its handles closed, and returns 1; anything else
+ * (another error, an attempt already over) returns 0. */
+int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st);
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 

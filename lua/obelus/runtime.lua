@@ -69,18 +69,63 @@ local function spawn(path, options, on_exit)
   return handle, pid
 end
 
+-- A callback a call gives luv (a function argument of obelus.uv.* or of a
+-- handle's method, called from the call's own coroutine) is tied to that
+-- attempt: while it runs, the engine knows whose it is, and a memory error in
+-- it fails that call (ob_engine.c's luv_callback_pcall) rather than being
+-- printed while the callback comes again, forever.
+local owner = prim.owner
+local function tie(f, co, serial)
+  return function(...)
+    owner(co, serial)
+    return f(...)
+  end
+end
+local function tied(f)
+  return function(...)
+    local n = select("#", ...)
+    for i = 1, n do
+      if type((select(i, ...))) == "function" then
+        local co = coroutine.running()
+        local serial = prim.attempt(co)
+        if not serial then break end
+        local args = table.pack(...)
+        for k = i, n do
+          if type(args[k]) == "function" then args[k] = tie(args[k], co, serial) end
+        end
+        return f(table.unpack(args, 1, n))
+      end
+    end
+    return f(...)
+  end
+end
+local patched = setmetatable({}, { __mode = "k" }) -- handle metatables whose methods tie
+local function tie_methods(handle)
+  local mt = type(handle) == "userdata" and getmetatable(handle)
+  local methods = type(mt) == "table" and rawget(mt, "__index")
+  if type(methods) ~= "table" or patched[methods] then return end
+  patched[methods] = true
+  for k, m in pairs(methods) do
+    if type(m) == "function" then methods[k] = tied(m) end
+  end
+end
+
 obelus.uv = setmetatable({}, {
   __index = function(t, k)
     local f = luv[k]
     if k == "spawn" then
-      f = spawn
+      f = tied(spawn)
     elseif type(f) == "function" and k:sub(1, 4) == "new_" then
+      -- (its arguments are not tied: new_work and new_thread dump their functions)
       local made = f
       f = function(...)
         local r = table.pack(made(...))
         keep(r[1])
+        tie_methods(r[1])
         return table.unpack(r, 1, r.n)
       end
+    elseif type(f) == "function" then
+      f = tied(f)
     end
     rawset(t, k, f)
     return f

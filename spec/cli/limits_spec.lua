@@ -94,6 +94,18 @@ describe("--max-memory MB", function()
                     cjson.decode(r.out))
   end)
 
+  it("a memory error inside a tool's libuv callback fails the call that gave it (no endless retry)", function()
+    local r = run({ plan = {
+      { _id = "p", _tool = "pipe_hog", _outputPath = "†state.a" },
+      { _tool = "ok", ms = 30, value = "fine", _outputPath = "†state.b" },
+    }, output = "†state.b" }, "--max-memory", "64")
+    assert.are.equal(1, r.code, r.err)
+    assert.are.equal("fine", cjson.decode(r.out))
+    assert.matches("call p (pipe_hog) failed (runtime): memory limit of 64 MB reached (--max-memory)",
+                   r.err, 1, true)
+    assert.not_matches("error in a libuv callback", r.err, 1, true)
+  end)
+
   it("holds in a tool's libuv callbacks too", function()
     local r = run({ plan = { { _tool = "hog_later", _outputPath = "†state.a" } }, output = "†state.a" },
                   "--max-memory", "32")
@@ -160,6 +172,34 @@ describe("--max-calls N", function()
     assert.are.equal("", r.out)
     assert.matches("more than --max-calls 2", r.err, 1, true)
     assert.are.equal(0, capped { "run", file, "--tools", TOOLS, "--max-calls", "3" }.code)
+  end)
+
+  it("instances x calls is counted before a call is copied: a huge product is refused in little memory", function()
+    -- 4,000 instances x 4,000 calls: 16 M calls, a plan file of a few hundred KB
+    local inst, calls = {}, {}
+    for i = 1, 4000 do inst[i] = "i" .. i end
+    for i = 1, 4000 do calls[i] = { _tool = "ok", value = i, _outputPath = "†state.v" .. i } end
+    local file = plan_file { instances = inst, plan = calls }
+    local out = os.tmpname()
+    for _, args in ipairs { "run --max-calls 10", "check", "run" } do
+      local _, _, code = os.execute(("(%s timeout 60 %s %s %s --tools %s) >/dev/null 2>%s"):format(
+        ASAN and "" or "ulimit -v 1000000;", cli.quote(cli.bin), args, cli.quote(file), TOOLS, out))
+      local err = cli.slurp(out)
+      assert.are.equal(2, code, args .. ": " .. err)
+      assert.matches("the plan has 16000000 calls (instances counted), more than --max-calls", err, 1, true)
+    end
+    os.remove(out)
+    -- delegated: refused as its call's error, the rest goes on
+    local f = assert(io.open(dir .. "/big.json", "w"))
+    f:write(cjson.encode { instances = inst, plan = calls })
+    f:close()
+    file = plan_file { plan = { { _id = "d", _delegate = "big.json", _outputPath = "†state.d" },
+                                { _tool = "ok", value = "top", _outputPath = "†state.t" } },
+                       output = "†state.t" }
+    local r = capped { "run", file, "--tools", TOOLS, "--max-calls", "10" }
+    assert.are.equal(1, r.code, r.err)
+    assert.are.equal("top", cjson.decode(r.out))
+    assert.matches("its 16000000 calls would make 16000002 in all, more than --max-calls 10", r.err, 1, true)
   end)
 
   it("a delegated plan that would pass it fails its call; the rest goes on", function()

@@ -145,6 +145,19 @@ describe("limits in the Lua module", function()
     engine:close()
   end)
 
+  it("engine:run without an options table has the defaults: 64 MB of output, 1,000,000 calls", function()
+    local engine = obelus.engine { tools = tools }
+    local r = engine:run { { _id = "b", _tool = "big", n = 64 * 1024 * 1024 + 1, _outputPath = "x" } }
+    assert.are.equal(1, r:wait())
+    local inst, calls = {}, {}
+    for i = 1, 1001 do inst[i] = "i" .. i end
+    for i = 1, 1000 do calls[i] = { _tool = "nap", ms = 1, _outputPath = "v" .. i } end
+    local ok, err = pcall(engine.run, engine, { instances = inst, plan = calls })
+    assert.is_false(ok)
+    assert.matches("more than --max-calls 1000000", tostring(err), 1, true)
+    engine:close()
+  end)
+
   it("refuses bad values", function()
     local engine = obelus.engine { tools = tools }
     for _, opts in ipairs { { call_timeout_ms = 0 }, { max_output_kb = -1 }, { max_calls = 1.5 } } do
