@@ -345,6 +345,19 @@ describe("children a tool spawned", function()
     os.remove(started)
   end)
 
+  it("left in a child's group after the child exited are killed when the run ends", function()
+    local tag = unique()
+    -- the child (the group's leader) exits at once, its background sleep stays in the group
+    local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", marker = "obelus-stop-" .. tag,
+      cmd = "(sleep 600." .. tag .. ") & exit 0", wait = 300, _outputPath = "†state.a" } }, "†state.a"),
+      "--tools", TOOLS }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("spawned", cjson.decode(r.out))
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("sleep 600." .. tag)
+    assert.is_true(gone, "the grandchild outlived the run")
+  end)
+
   it("still running when the run ends are killed, all of them", function()
     local tag = unique()
     local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", n = 100, marker = "obelus-stop-" .. tag,
