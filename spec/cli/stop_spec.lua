@@ -114,6 +114,14 @@ describe("the watchdog cannot be defeated from Lua", function()
     assert.matches("call spin %(" .. call._tool .. "%) failed %(runtime%): the tool ran 200 ms without yielding", r.err)
   end
 
+  it("a spin in a libuv callback of a tool is stopped at the run's --max-slice", function()
+    local r = run { "run", plan_file({ { _id = "t", _tool = "timer_spin", _outputPath = "†state.a" } }, "†state.a"),
+                    "--tools", TOOLS, "--max-slice", "200" }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("after", cjson.decode(r.out))
+    assert.matches("error in a libuv callback of a tool: the tool ran 200 ms without yielding", r.err, 1, true)
+  end)
+
   it("a pcall that catches the stop is stopped again at once", function()
     spins { _tool = "pcall_spin" }
   end)
