@@ -4,7 +4,11 @@
  * call is shown with its params resolved before it runs; the answer allows
  * it, refuses it (a runtime error "refused"), or replaces it with another call
  * of the same wiring (outputs, instance, id), validated like a plan's own
- * call and resolved now. Costs: one approver call per call started. */
+ * call and resolved now. The Lua approver runs watched, as a call's tool
+ * does (ob_watch.h): a SIGINT or SIGTERM stops one that never returns, and
+ * the call is then left as it was, unstarted and unsettled, for the run's
+ * cancel (no record: `resume` asks the approver again). Costs: one approver
+ * call per call started. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +18,23 @@
 #include "ob_lua.h"
 #include "ob_mem.h"
 #include "ob_sched.h"
+#include "ob_watch.h"
 
-enum { REFUSE = 0, ALLOW = 1, BROKEN = -1 };
+enum { REFUSE = 0, ALLOW = 1, BROKEN = -1, STOPPED = -2 };
+
+/* Calls the approver (on the stack with its two arguments) watched; returns
+ * lua_pcall's status, or STOPPED when a SIGINT or SIGTERM stopped it. */
+static int approver_call(ob_engine *e, lua_State *L) {
+  ob_watch *w = e->watch;
+  ob_watch_outer outer = {0};
+  if (w)
+    outer = ob_watch_enter(w, L, 0, 0);
+  int rc = lua_pcall(L, 2, 1, 0);
+  int why = w ? ob_watch_leave(w, L, outer) : OB_STOP_NONE;
+  if (why == OB_STOP_SIGNAL || (rc != LUA_OK && atomic_load(&ob_watch_interrupted)))
+    return STOPPED;
+  return rc;
+}
 
 /* Asks the Lua approver: fn(call, ctx) -> true/nil, false/"refuse", or a replacement. */
 static int ask_lua(ob_crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
@@ -37,8 +56,10 @@ static int ask_lua(ob_crun *c, const ob_value *params, ob_value **replacement, o
     lua_pushstring(L, c->call->instance);
     lua_setfield(L, -2, "instance");
   }
-  int verdict = BROKEN;
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+  int verdict = BROKEN, rc = approver_call(c->run->e, L);
+  if (rc == STOPPED) {
+    verdict = STOPPED;
+  } else if (rc != LUA_OK) {
     ob_buf_addf(why, "the approver failed: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
   } else if (lua_isnil(L, -1) || (lua_isboolean(L, -1) && lua_toboolean(L, -1)) ||
              (lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "allow"))) {
@@ -184,7 +205,10 @@ int ob_crun_approve(ob_crun *c, ob_value **params) {
                                                      : ask_tty(c, *params, &replacement, &why);
   int go = verdict == ALLOW && (!replacement || adopt(c, replacement, params, &why));
   ob_unref(replacement);
-  if (!go) {
+  if (verdict == STOPPED) {
+    ob_unref(*params); /* stopped by a signal: the run's cancel comes next, nothing settles */
+    *params = NULL;
+  } else if (!go) {
     ob_unref(*params);
     /* refused, or the approver broke: runtime; a replacement that is no valid call: structural */
     ob_crun_fail(c, verdict == ALLOW ? "structural" : "runtime", verdict == REFUSE ? "refused" : why.data);

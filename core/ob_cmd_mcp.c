@@ -22,6 +22,7 @@
 static const char mcp_help[] =
     "usage: obelus mcp --tools PATH... [--latent FILE] [--drain-timeout MS]\n"
     "                  [--http-max-bytes N] [--http-allow-private] [--max-line BYTES]\n"
+    "                  [--max-slice MS]\n"
     "\n"
     "Serves the Model Context Protocol on standard input and output (JSON-RPC 2.0,\n"
     "one message a line): initialize, tools/list (every loaded tool, and run_plan,\n"
@@ -31,6 +32,8 @@ static const char mcp_help[] =
     "that fails validation, or a run that fails, answers with isError: true.\n"
     "A message longer than --max-line bytes (default 16777216, 16 MB) is answered\n"
     "with a JSON-RPC error -32600 and skipped; notifications are never answered.\n"
+    "A tool that runs --max-slice ms (default 30000) without yielding is stopped:\n"
+    "its call answers with isError: true, and the server goes on.\n"
     "\n"
     "example (an MCP client's configuration):\n"
     "  {\"command\": \"obelus\", \"args\": [\"mcp\", \"--tools\", \"/path/to/tools\"]}\n";
@@ -125,6 +128,7 @@ int ob_cmd_mcp(int argc, char **argv) {
   mcp_cli c = {0};
   c.m = ob_mcp_new(e, send_line, &c);
   ob_mcp_set_max_line(c.m, (size_t)max_line);
+  ob_mcp_set_max_slice(c.m, (unsigned)o.max_slice_ms); /* each call's run, as `run` does */
   uv_signal_t sigint, sigterm;
   uv_signal_init(e->loop, &sigint);
   uv_signal_init(e->loop, &sigterm);

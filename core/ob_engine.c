@@ -44,8 +44,11 @@ int ob_engine_pcall(lua_State *L, int nargs, int nres) {
 }
 
 /* luv runs every libuv callback through this. The watch covers it as it does
- * a call's resume (at the default limit): a callback that never returns is
- * stopped, and so is one running when a SIGINT or SIGTERM comes. */
+ * a call's resume: a callback that never returns is stopped, and so is one
+ * running when a SIGINT or SIGTERM comes. Its limit is the watch's as the
+ * callback comes: the --max-slice of the run started last on the engine
+ * (ob_watch_arm; what a leave restores at the top), of the resume it runs in
+ * when nested, the default when no run has started. */
 static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   int top = lua_gettop(L) - nargs - 1;
   void *pool;
@@ -53,8 +56,10 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   ob_engine *e = ob_co_engine(L);
   ob_watch *w = e ? e->watch : NULL;
   ob_watch_outer outer = {0};
-  if (w)
-    outer = ob_watch_enter(w, L, OB_RUN_MAX_SLICE_MS, 0);
+  if (w) {
+    unsigned limit = atomic_load_explicit(&w->limit_ms, memory_order_relaxed);
+    outer = ob_watch_enter(w, L, limit ? limit : OB_RUN_MAX_SLICE_MS, 0);
+  }
   ob_mem_cur = ((ob_pool *)pool)->acct; /* the engine's account (two engines on a thread) */
   lua_State *owner = e ? e->cb_owner : NULL; /* runtime.lua's tie sets it inside */
   uint64_t serial = e ? e->cb_serial : 0;

@@ -61,6 +61,7 @@ struct ob_mcp {
   ob_buf line;     /* the line being read, before its newline */
   size_t max_line; /* its bound in bytes */
   int skipping;    /* the line passed max_line: its bytes dropped until its newline */
+  unsigned max_slice_ms; /* each run's (ob_run_options.max_slice_ms; 0: the default) */
 };
 
 static void send_value(ob_mcp *m, ob_value *v) {
@@ -344,7 +345,8 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
     req_free(q);
     return;
   }
-  ob_run_options ro = {.on_done = on_done, .on_event = on_event, .ud = q};
+  ob_run_options ro = {.on_done = on_done, .on_event = on_event, .ud = q,
+                       .max_slice_ms = m->max_slice_ms};
   if (!(q->run = ob_run_new(m->e, p, q->plan_value, inputs, &ro, &err))) {
     reply(m, id, call_result(ob_array_push(ob_array(), text_content(err.msg)), NULL, 1));
     ob_unref(inputs);
@@ -527,6 +529,8 @@ void ob_mcp_feed_end(ob_mcp *m) {
 }
 
 void ob_mcp_set_max_line(ob_mcp *m, size_t max) { m->max_line = max ? max : OB_MCP_MAX_LINE; }
+
+void ob_mcp_set_max_slice(ob_mcp *m, unsigned ms) { m->max_slice_ms = ms; }
 
 ob_mcp *ob_mcp_new(ob_engine *e, ob_mcp_send_fn send, void *ud) {
   ob_mcp *m = ob_xcalloc(1, sizeof *m);

@@ -36,6 +36,9 @@ void ob_mcp_feed_end(ob_mcp *m);
 /* A line's bound in bytes (0: the default). */
 #define OB_MCP_MAX_LINE ((size_t)16 << 20)
 void ob_mcp_set_max_line(ob_mcp *m, size_t max);
+/* How long a tool of a call's run may go without yielding (ob_run_options.max_slice_ms;
+ * 0: the default, OB_RUN_MAX_SLICE_MS). */
+void ob_mcp_set_max_slice(ob_mcp *m, unsigned ms);
 /* Requests still running. */
 size_t ob_mcp_pending(const ob_mcp *m);
 /* Cancels what runs (nothing more is sent) and frees m. */

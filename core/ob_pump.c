@@ -125,7 +125,8 @@ static void start(ob_crun *c) {
       ob_crun_fail(c, "structural", rs.why.data);
   } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) &&
              !ob_crun_approve(c, &params)) {
-    params = NULL; /* refused, or the approver broke: approve released it and settled the call */
+    params = NULL; /* refused, the approver broke or was stopped by a signal: approve released
+                      it and settled the call (or left it to the run's cancel) */
   } else {
     c->attempt++; /* 1, or one past the attempts a resumed journal recorded */
     if (retries)

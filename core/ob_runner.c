@@ -469,7 +469,15 @@ static int journal_failed(const ob_runner *rn) {
   return rn->journal && ob_wal_error(rn->journal) != NULL;
 }
 
-static int signalled(void *ud) { return ((ob_runner *)ud)->signum != 0 || journal_failed(ud); }
+/* A signal the loop took, or one the watch saw that the loop has not taken
+ * yet: an approver it stopped left its call unstarted, and the loop, with
+ * nothing else to wait for, may end before libuv hands the signal over. */
+static int signalled(void *ud) {
+  ob_runner *rn = ud;
+  if (!rn->signum)
+    rn->signum = atomic_load(&ob_watch_interrupted);
+  return rn->signum != 0 || journal_failed(ud);
+}
 
 /* The journal could not be written: the run was cancelled (ob_record_flush). */
 static int say_journal_failed(const ob_runner *rn) {

@@ -8,6 +8,7 @@
  * the only way the scheduler's files enter it. The Lua half of the module
  * (lua/obelus/runtime.lua, compiled in) is built from the primitives here. */
 #include <lauxlib.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,9 @@ static int prim_set_handler(lua_State *L) {
 /* The children tools spawn (obelus.uv.spawn, runtime.lua): each in a process
  * group of its own, tracked where a signal handler finds it (ob_watch.h), and
  * killed with its group when its attempt is abandoned or the engine goes.
- * child_track(pid) -> slot; child_untrack(slot); child_kill(pid, slot). */
+ * child_track(pid) -> slot; child_untrack(slot); child_kill(pid, slot);
+ * child_group(pid) -> whether the group still has a process (its leader may
+ * have exited and left others in it). */
 static int prim_child_track(lua_State *L) {
   lua_Integer pid = luaL_checkinteger(L, 1);
   lua_pushlightuserdata(L, pid > 0 && pid <= 0x7fffffff ? (void *)ob_watch_child_add((pid_t)pid)
@@ -47,6 +50,12 @@ static int prim_child_track(lua_State *L) {
 static int prim_child_untrack(lua_State *L) {
   ob_watch_child_remove(lua_touserdata(L, 1));
   return 0;
+}
+
+static int prim_child_group(lua_State *L) {
+  lua_Integer pid = luaL_checkinteger(L, 1);
+  lua_pushboolean(L, pid > 0 && pid <= 0x7fffffff && (kill(-(pid_t)pid, 0) == 0 || errno == EPERM));
+  return 1;
 }
 
 static int prim_child_kill(lua_State *L) {
@@ -170,6 +179,7 @@ static const luaL_Reg plain_prims[] = {
     {"attempt", ob_co_lua_attempt},     {"owner", ob_co_lua_owner},
     {"child_track", prim_child_track},
     {"child_untrack", prim_child_untrack}, {"child_kill", prim_child_kill},
+    {"child_group", prim_child_group},
     {"encode_check", ob_engine_lua_encode_check},
     {NULL, NULL}};
 

@@ -26,10 +26,13 @@ obelus.array_mt = prim.array_mt
 -- attempt that started it is abandoned, its group gets SIGKILL (its exit
 -- callback then only closes its handle), and so does every group still
 -- tracked when the engine goes (the run's end) or the process exits on a
--- second signal.
+-- second signal. A child that exits leaves its group tracked while the group
+-- still has a process (what it started, in the background): the group is
+-- killed with the others, and untracked once found empty (at each spawn).
 local luv = prim.uv
 local owned = setmetatable({}, { __mode = "k" }) -- coroutine -> { serial =, handles... }
-local children = {} -- pid -> { pid =, slot =, handle =, abandoned = }, until it exits
+local children = {} -- pid -> { pid =, slot =, handle =, abandoned =, exited = }, until
+                    -- it exits and its group is empty
 local function keep(handle)
   local co = coroutine.running()
   local serial = prim.attempt(co)
@@ -49,11 +52,20 @@ local function spawn(path, options, on_exit)
     for k, v in pairs(options) do o[k] = v end
   end
   o.detached = true -- its own process group: killed as one (setsid)
+  for pid, c in pairs(children) do -- the groups left by children that exited, now empty
+    if c.exited and not prim.child_group(pid) then
+      children[pid] = nil
+      prim.child_untrack(c.slot)
+    end
+  end
   local child
   local r = table.pack(luv.spawn(path, o, function(...)
     if child then
-      children[child.pid] = nil
-      prim.child_untrack(child.slot)
+      child.exited = true
+      if child.abandoned or not prim.child_group(child.pid) then
+        children[child.pid] = nil
+        prim.child_untrack(child.slot)
+      end -- else its group lives on: killed with the others when its attempt or the run ends
       if child.abandoned then
         if not child.handle:is_closing() then child.handle:close() end
         return

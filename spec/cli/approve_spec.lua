@@ -95,4 +95,27 @@ describe("approval", function()
     assert.is_not_true(ok)
     assert.matches("needs a terminal", cli.slurp(err), 1, true)
   end)
+  it("stops an approver that never returns on SIGTERM: exit 143, the call unsettled, resume asks again", function()
+    local mark, j, err, rcf = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
+    os.remove(mark); os.remove(j)
+    local spin = cli.tmpfile(([[
+      local obelus = require "obelus"
+      obelus.set_approver(function()
+        if not io.open(%q) then
+          local f = io.open(%q, "w"); f:write("x"); f:close()
+          while true do end
+        end
+        return true
+      end)]]):format(mark, mark), ".lua")
+    local plan = cli.tmpfile('[{"_id":"a","_tool":"echo","value":7,"_outputPath":"†state.a"}]', ".json")
+    os.execute(([[timeout -s KILL 60 %s run %s --tools %s --approver %s --journal %s 2>%s & P=$!; i=0
+      while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+      kill -TERM $P; wait $P; echo $? >%s]]):format(cli.bin, plan, TOOLS, spin, j, err, mark, rcf))
+    assert.are.equal("143", cli.slurp(rcf):match("%d+")) -- not the cap's 137
+    assert.matches("interrupted by SIGTERM", cli.slurp(err), 1, true)
+    for line in io.lines(j) do assert.is_nil(line:find('"settled"', 1, true)) end
+    local r = cli.run { "resume", j, "--tools", TOOLS, "--approver", spin }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ a = 7 }, cjson.decode(r.out))
+  end)
 end)

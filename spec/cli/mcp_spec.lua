@@ -138,4 +138,22 @@ describe("obelus mcp", function()
     r = cli.run { "mcp", "--tools", "spec/cli/tools", "--max-line", "x" }
     assert.are.equal(2, r.code)
   end)
+  it("stops a tool that never yields at --max-slice: its call answers isError, the server goes on", function()
+    local tools = cli.tmpfile([[
+      return { { name = "spin", description = "never yields", run = function() while true do end end } }
+    ]], ".lua")
+    local lines = {
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spin","arguments":{}}}',
+      '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+    }
+    -- the default slice (30 s) is past the drain timeout: without --max-slice nothing answers id 1
+    local r = cli.run { "mcp", "--tools", tools, "--max-slice", "100", "--drain-timeout", "20000",
+      stdin = table.concat(lines, "\n") .. "\n" }
+    assert.are.equal(0, r.code, r.err)
+    local got = {}
+    for l in r.out:gmatch("[^\n]+") do local m = cjson.decode(l); got[m.id] = m end
+    assert.are.same({}, got[2].result)
+    assert.is_true(got[1].result.isError, r.out)
+    assert.matches("100 ms without yielding", cjson.encode(got[1].result), 1, true)
+  end)
 end)

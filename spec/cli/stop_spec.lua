@@ -114,6 +114,14 @@ describe("the watchdog cannot be defeated from Lua", function()
     assert.matches("call spin %(" .. call._tool .. "%) failed %(runtime%): the tool ran 200 ms without yielding", r.err)
   end
 
+  it("a spin in a libuv callback of a tool is stopped at the run's --max-slice", function()
+    local r = run { "run", plan_file({ { _id = "t", _tool = "timer_spin", _outputPath = "†state.a" } }, "†state.a"),
+                    "--tools", TOOLS, "--max-slice", "200" }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("after", cjson.decode(r.out))
+    assert.matches("error in a libuv callback of a tool: the tool ran 200 ms without yielding", r.err, 1, true)
+  end)
+
   it("a pcall that catches the stop is stopped again at once", function()
     spins { _tool = "pcall_spin" }
   end)
@@ -343,6 +351,19 @@ describe("children a tool spawned", function()
     assert.are.equal(143, r.code, r.err)
     assert.is_true(gone, "children outlived the process")
     os.remove(started)
+  end)
+
+  it("left in a child's group after the child exited are killed when the run ends", function()
+    local tag = unique()
+    -- the child (the group's leader) exits at once, its background sleep stays in the group
+    local r = run { "run", plan_file({ { _id = "s", _tool = "spawner", marker = "obelus-stop-" .. tag,
+      cmd = "(sleep 600." .. tag .. ") & exit 0", wait = 300, _outputPath = "†state.a" } }, "†state.a"),
+      "--tools", TOOLS }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("spawned", cjson.decode(r.out))
+    local gone = wait_for(function() return #pids("sleep 600." .. tag) == 0 end)
+    kill_all("sleep 600." .. tag)
+    assert.is_true(gone, "the grandchild outlived the run")
   end)
 
   it("still running when the run ends are killed, all of them", function()
