@@ -399,9 +399,12 @@ int ob_co_lua_owner(lua_State *L) {
 }
 
 int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st) {
-  ob_crun *c = co ? ob_crun_of(co) : NULL;
-  if (!c || c->serial != serial || st != LUA_ERRMEM)
+  if (!co || st != LUA_ERRMEM)
     return 0;
+  ob_crun *c = ob_crun_of(co);
+  if (!c || c->serial != serial)
+    return 1; /* its attempt has ended (a callback already queued when it failed for
+               * this): nothing left to fail, and nothing to say twice */
   char msg[96];
   ob_pool *pool = e->lua_pool;
   if (pool->hit)

@@ -237,8 +237,9 @@ int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's a
 int ob_co_lua_owner(lua_State *L);
 /* A tool's libuv callback given by attempt serial of coroutine co ended with
  * Lua error st: a memory error fails that attempt ("memory limit of N MB
- * reached (--max-memory)"), its handles closed, and returns 1; anything else
- * (another error, an attempt already over) returns 0. */
+ * reached (--max-memory)"), its handles closed, and returns 1; so does a
+ * memory error of an attempt already over (a callback queued before it
+ * failed: nothing to fail, said once); another error returns 0. */
 int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st);
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */

@@ -310,7 +310,9 @@ describe("obelus submit / worker / wait (a real redis-server)", function()
   end)
 
   it("SIGTERM: the worker finishes its running job, takes no more, exits 0", function()
-    local p = plan_file("slow2.json", { plan = { { _tool = "step", n = 3, ms = 400, _outputPath = "†state.a" } }, output = "†state.a" })
+    local marks = dir .. "/marks-term"
+    local p = plan_file("slow2.json", { plan = { { _tool = "step", n = 3, ms = 3000, mark = marks, _outputPath = "†state.a" } },
+                                        output = "†state.a" })
     local s = obelus { "submit", p, "--redis", redis.url, "--queue", "t1", "--tools", tools, "--batch", (function()
       local b = dir .. "/two.jsonl"
       fs.write(b, "{}\n{}\n")
@@ -318,9 +320,13 @@ describe("obelus submit / worker / wait (a real redis-server)", function()
     end)() }
     local ids = lines(s.out)
     local pid, log = start_worker("t1", { "--tools", tools })
-    os.execute("sleep 0.2")
+    -- SIGTERM once the first job's call has started (its mark written; it sleeps 3 s)
+    for _ = 1, 3000 do
+      if count_lines(marks) >= 1 then break end
+      os.execute("sleep 0.02")
+    end
     sh("kill -TERM " .. pid)
-    assert.is_true(wait_pid(pid, 10))
+    assert.is_true(wait_pid(pid, 60))
     local text = fs.slurp(log)
     assert.truthy(text:match("SIGTERM"), text)
     assert.truthy(text:match("1 done"), text)
