@@ -1188,7 +1188,9 @@ static ob_value *conv_value(conv *c, int idx, uint32_t depth, const where *w) {
     ob_value *v = ob_mem_would_pass(ob_mem_cur, len) ? NULL : ob_string_try(s, len);
     if (v)
       return v;
-    if (ob_mem_would_pass(ob_mem_cur, len))
+    /* refused by the account: the string with its header would pass it (the header's
+     * size is the value module's; 256 bytes is more than any) */
+    if (ob_mem_would_pass(ob_mem_cur, len + 256))
       return fail(c, w, OB_ENOMEM, OB_MEM_LIMIT_FMT " (a string of %zu bytes)", ob_mem_limit_mb(),
                   len);
     return fail(c, w, OB_ENOMEM, "out of memory (a string of %zu bytes)", len);
