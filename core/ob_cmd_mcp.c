@@ -136,6 +136,7 @@ int ob_cmd_mcp(int argc, char **argv) {
   uv_signal_start(&sigint, on_signal, SIGINT);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
   ob_watch_catch_signals(2, NULL);
+  ob_watch_exit_stuck("obelus mcp"); /* a tool a stop cannot reach ends the server */
   uv_timer_init(e->loop, &c.drain);
   c.drain.data = &c;
   uv_handle_type kind = uv_guess_handle(0);

@@ -259,6 +259,7 @@ void ob_crun_resume(ob_crun *c, lua_State *from, int nargs) {
   if (w) {
     e->resuming = c;
     outer = ob_watch_enter(w, co, ob_run_slice_limit(c->run), co_deadline(c));
+    ob_watch_name(w, c->call->id, c->call->tool_name);
   }
   ob_pool *pool = e->lua_pool;
   ob_mem_cur = pool->acct; /* what the call makes is its engine's (two engines on a thread) */
@@ -398,13 +399,17 @@ int ob_co_lua_owner(lua_State *L) {
   return 0;
 }
 
-int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st) {
-  if (!co || st != LUA_ERRMEM)
+int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st, int why) {
+  if (!co || (st != LUA_ERRMEM && why == OB_STOP_NONE))
     return 0;
   ob_crun *c = ob_crun_of(co);
-  if (!c || c->serial != serial)
+  if (!c || c->serial != serial || c->state != OB_CALL_RUNNING || c->co != co)
     return 1; /* its attempt has ended (a callback already queued when it failed for
                * this): nothing left to fail, and nothing to say twice */
+  if (why != OB_STOP_NONE) { /* stopped in the callback: the attempt is, as in its resume */
+    co_stopped(c, co, why);
+    return 1;
+  }
   char msg[96];
   ob_pool *pool = e->lua_pool;
   if (pool->hit)

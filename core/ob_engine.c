@@ -68,16 +68,16 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
   ob_pool_disarm(pool, was);
-  if (w)
-    ob_watch_leave(w, L, outer);
+  int why = w ? ob_watch_leave(w, L, outer) : OB_STOP_NONE;
   if (e) { /* whose callback it was; what was set before it, again */
     lua_State *co = e->cb_owner;
     uint64_t s = e->cb_serial;
     e->cb_owner = owner;
     e->cb_serial = serial;
     /* a memory error fails the call that gave the callback: printed and
-     * carried on, the callback would come again and fail again, forever */
-    if (rc != LUA_OK && ob_co_callback_failed(e, co, s, rc)) {
+     * carried on, the callback would come again and fail again, forever; a
+     * stop (the slice, a signal) fails it too, or the call waits on */
+    if (rc != LUA_OK && ob_co_callback_failed(e, co, s, rc, why)) {
       lua_pop(L, 1);
       return -rc;
     }

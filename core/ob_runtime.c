@@ -146,8 +146,45 @@ static int no_gethook(lua_State *L) {
   return 1;
 }
 
-/* Puts the engine's coroutine.resume, coroutine.wrap, debug.sethook and
- * debug.gethook in place of Lua's (the tables are those `require` answers). */
+/* xpcall as tools see it: Lua's, except for its message handler while the
+ * watch stops the tool. Lua calls the handler where the error was raised,
+ * and the stop's error is raised in a hook, where hooks are off: a handler
+ * that loops would never be stopped. So the handler is wrapped: while a stop
+ * is pending it is not called, and the stop's error goes on unchanged (as
+ * it would through a pcall); otherwise it is called as Lua would. */
+static int watched_handler(lua_State *L) {
+  ob_engine *e = lua_touserdata(L, lua_upvalueindex(1));
+  if (e->watch && atomic_load_explicit(&e->watch->stop, memory_order_relaxed)) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+static int xpcall_done(lua_State *L, int status, lua_KContext base) {
+  (void)status;
+  return lua_gettop(L) - (int)base;
+}
+
+static int watched_xpcall(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TFUNCTION) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, watched_handler, 2);
+    lua_replace(L, 2);
+  }
+  int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(2)); /* Lua's xpcall: its checks, its continuation */
+  lua_insert(L, 1);
+  lua_callk(L, n, LUA_MULTRET, 0, xpcall_done);
+  return xpcall_done(L, LUA_OK, 0);
+}
+
+/* Puts the engine's coroutine.resume, coroutine.wrap, xpcall, debug.sethook
+ * and debug.gethook in place of Lua's (the tables are those `require` answers). */
 static void guard_libs(lua_State *L, ob_engine *e) {
   lua_getglobal(L, "coroutine");
   if (lua_istable(L, -1)) {
@@ -159,6 +196,15 @@ static void guard_libs(lua_State *L, ob_engine *e) {
     lua_setfield(L, -2, "wrap");
   }
   lua_pop(L, 1);
+  lua_getglobal(L, "xpcall");
+  if (lua_isfunction(L, -1)) {
+    lua_pushlightuserdata(L, e);
+    lua_insert(L, -2);
+    lua_pushcclosure(L, watched_xpcall, 2);
+    lua_setglobal(L, "xpcall");
+  } else {
+    lua_pop(L, 1);
+  }
   lua_getglobal(L, "debug");
   if (lua_istable(L, -1)) {
     lua_pushcfunction(L, no_sethook);

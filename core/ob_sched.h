@@ -236,11 +236,13 @@ int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's a
  * (runtime.lua's tie; read by ob_co_callback_failed) */
 int ob_co_lua_owner(lua_State *L);
 /* A tool's libuv callback given by attempt serial of coroutine co ended with
- * Lua error st: a memory error fails that attempt ("memory limit of N MB
- * reached (--max-memory)"), its handles closed, and returns 1; so does a
- * memory error of an attempt already over (a callback queued before it
- * failed: nothing to fail, said once); another error returns 0. */
-int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st);
+ * Lua error st, or was stopped by the watch (why: OB_STOP_*, ob_watch.h): a
+ * memory error fails that attempt ("memory limit of N MB reached
+ * (--max-memory)"), a stop fails it as the stop of its own resume would (the
+ * slice, its _timeout; a signal lets go of it), its handles closed, and
+ * returns 1; so does either for an attempt already over (a callback queued
+ * before it failed: nothing to fail, said once); another error returns 0. */
+int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st, int why);
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
  * in front of libuv's, and the tools' children's groups (see ob_watch.h). */
 #include <errno.h>
 #include <semaphore.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,9 @@ static sem_t wake;
 static int wake_made;
 static int stopping;
 static ob_watch *watches; /* every watch ever made, active or not */
+
+static const char *stuck_who; /* ob_watch_exit_stuck's (NULL: never exit) */
+static int exit_at;           /* the signal that exits at once (0: none) */
 
 static unsigned long long now_ms(void) {
   struct timespec ts;
@@ -71,6 +75,52 @@ static void send_stop(ob_watch *w, unsigned n, int why) {
   pthread_sigqueue(atomic_load(&w->thread), OB_WATCH_SIGNAL, v);
 }
 
+/* 1 when a stop sent for resume n of w has gone untaken for grace ms (the
+ * first stop for n starts the count). */
+static int overdue(ob_watch *w, unsigned n, unsigned long long t, unsigned long long grace) {
+  if (!w->stopping || w->stop_n != n) {
+    w->stopping = 1;
+    w->stop_n = n;
+    w->stop_ms = t;
+    return 0;
+  }
+  return t - w->stop_ms >= grace;
+}
+
+/* A stop has not taken (ob_watch_exit_stuck): says so and ends the process.
+ * The loop thread is in C, or in Lua with hooks off, and touches nothing of
+ * this; what it was writing (the journal's lines buffered, not yet flushed)
+ * is lost as a kill would lose it. */
+static void stuck(ob_watch *w, int why, int sig, unsigned long long t) {
+  const char *id = atomic_load_explicit(&w->id, memory_order_relaxed);
+  const char *tool = atomic_load_explicit(&w->tool, memory_order_relaxed);
+  char what[600], msg[1400];
+  if (id)
+    snprintf(what, sizeof what, "call %.200s (%.200s)", id, tool ? tool : "?");
+  else
+    snprintf(what, sizeof what, "a tool's Lua code (a libuv callback, a planner or an approver)");
+  const char *where = "it is inside C code, or in a finaliser or an error handler, where Lua "
+                      "cannot stop it";
+  int code;
+  if (why == OB_STOP_SIGNAL) {
+    snprintf(msg, sizeof msg, "%s: interrupted by %s; %s did not stop within %llu ms (%s): "
+             "exiting at once; the journal is as a kill leaves it\n",
+             stuck_who ? stuck_who : "obelus", sig == SIGINT ? "SIGINT" : "SIGTERM", what,
+             t - w->stop_ms, where);
+    code = 128 + sig;
+  } else {
+    snprintf(msg, sizeof msg, "%s: %s %s and did not stop %llu ms after it was told to (%s): "
+             "exiting at once (exit %d); the journal is as a kill leaves it, and `obelus resume` "
+             "runs the call again\n", stuck_who, what,
+             why == OB_STOP_TIMEOUT ? "passed its _timeout" : "ran past --max-slice without yielding",
+             t - w->stop_ms, where, OB_EXIT_STUCK);
+    code = OB_EXIT_STUCK;
+  }
+  (void)!write(2, msg, strlen(msg));
+  ob_watch_children_kill();
+  _exit(code);
+}
+
 static void *watchdog(void *arg) {
   (void)arg;
   pthread_mutex_lock(&lock);
@@ -111,6 +161,8 @@ static void *watchdog(void *arg) {
       }
       if (sig) { /* a SIGINT or SIGTERM the loop has not taken: stop what runs */
         send_stop(w, n, OB_STOP_SIGNAL);
+        if (overdue(w, n, t, OB_WATCH_STUCK_MS) && exit_at)
+          stuck(w, OB_STOP_SIGNAL, sig, t);
         continue;
       }
       if (n != w->seen) { /* another resume than last time */
@@ -118,11 +170,17 @@ static void *watchdog(void *arg) {
         w->seen_ms = t;
       }
       /* overdue: signalled at every sample until the resume ends (a hook
-       * that went missing is set again) */
-      if (due && t >= due)
+       * that went missing is set again); one that does not take, past its
+       * grace, ends the process where the CLI said so */
+      if (due && t >= due) {
         send_stop(w, n, OB_STOP_TIMEOUT);
-      else if (lim && t - w->seen_ms >= lim)
+        if (overdue(w, n, t, OB_WATCH_STUCK_MS) && stuck_who)
+          stuck(w, OB_STOP_TIMEOUT, 0, t);
+      } else if (lim && t - w->seen_ms >= lim) {
         send_stop(w, n, OB_STOP_SLICE);
+        if (overdue(w, n, t, lim > OB_WATCH_STUCK_MS ? lim : OB_WATCH_STUCK_MS) && stuck_who)
+          stuck(w, OB_STOP_SLICE, 0, t);
+      }
     }
   }
   pthread_mutex_unlock(&lock);
@@ -236,7 +294,6 @@ void ob_watch_free(ob_watch *w) {
 /* --- SIGINT and SIGTERM --------------------------------------------------- */
 
 static struct sigaction before[2]; /* libuv's handlers of SIGINT and SIGTERM */
-static int exit_at;
 static const char *interrupt_say;
 static atomic_int interrupts;
 
@@ -309,6 +366,12 @@ void ob_watch_catch_signals(int exit_after, const char *say) {
     sigfillset(&sa.sa_mask);
     sigaction(sigs[i], &sa, NULL);
   }
+}
+
+void ob_watch_exit_stuck(const char *who) {
+  pthread_mutex_lock(&lock);
+  stuck_who = who;
+  pthread_mutex_unlock(&lock);
 }
 
 void ob_watch_interrupt_done(void) { atomic_store(&ob_watch_interrupted, 0); }

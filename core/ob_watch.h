@@ -59,10 +59,15 @@ typedef struct ob_watch {
   atomic_int stop;          /* the running resume is being stopped, and why (loop thread's) */
   _Atomic(pthread_t) thread; /* the loop thread */
   lua_Hook hook;            /* what the handler sets */
+  /* what runs, for a message: the call's id and tool (NULL: not a call's) */
+  _Atomic(const char *) id, tool;
   /* the watchdog's, under its lock */
   int active;
   unsigned seen;            /* resumes at the first sample that saw them */
   unsigned long long seen_ms;
+  int stopping;             /* a stop was sent for resume stop_n, first at stop_ms */
+  unsigned stop_n;
+  unsigned long long stop_ms;
   struct ob_watch *next;
 } ob_watch;
 
@@ -71,6 +76,7 @@ typedef struct ob_watch_outer {
   lua_State *co;
   unsigned limit_ms;
   unsigned long long deadline_ms;
+  const char *id, *tool;
 } ob_watch_outer;
 
 /* A watch setting `hook` on an overdue coroutine, or NULL (not available). */
@@ -89,7 +95,11 @@ static inline ob_watch_outer ob_watch_enter(ob_watch *w, lua_State *co, unsigned
                                             unsigned long long deadline_ms) {
   ob_watch_outer o = {atomic_load_explicit(&w->co, memory_order_relaxed),
                       atomic_load_explicit(&w->limit_ms, memory_order_relaxed),
-                      atomic_load_explicit(&w->deadline_ms, memory_order_relaxed)};
+                      atomic_load_explicit(&w->deadline_ms, memory_order_relaxed),
+                      atomic_load_explicit(&w->id, memory_order_relaxed),
+                      atomic_load_explicit(&w->tool, memory_order_relaxed)};
+  atomic_store_explicit(&w->id, NULL, memory_order_relaxed);
+  atomic_store_explicit(&w->tool, NULL, memory_order_relaxed);
   if (!o.co)
     atomic_store_explicit(&w->thread, pthread_self(), memory_order_relaxed);
   atomic_store_explicit(&w->limit_ms, limit_ms, memory_order_relaxed);
@@ -114,10 +124,19 @@ static inline int ob_watch_leave(ob_watch *w, lua_State *co, ob_watch_outer o) {
   atomic_store_explicit(&w->co, o.co, memory_order_release);
   atomic_store_explicit(&w->limit_ms, o.limit_ms, memory_order_relaxed);
   atomic_store_explicit(&w->deadline_ms, o.deadline_ms, memory_order_relaxed);
+  atomic_store_explicit(&w->id, o.id, memory_order_relaxed);
+  atomic_store_explicit(&w->tool, o.tool, memory_order_relaxed);
   int why = atomic_exchange_explicit(&w->stop, OB_STOP_NONE, memory_order_relaxed);
   if (why)
     lua_sethook(co, NULL, 0, 0); /* the coroutine may serve again */
   return why;
+}
+
+/* The resume just entered is call id's, of tool (for the message of a stop
+ * that does not take: ob_watch_exit_stuck); strings that outlive the resume. */
+static inline void ob_watch_name(ob_watch *w, const char *id, const char *tool) {
+  atomic_store_explicit(&w->id, id, memory_order_relaxed);
+  atomic_store_explicit(&w->tool, tool, memory_order_relaxed);
 }
 
 /* A coroutine the tool made (inner) runs now, from the running one: the
@@ -152,6 +171,23 @@ static inline void ob_watch_unnest(ob_watch *w, lua_State *outer) {
  * once with 128 + the signal; each earlier one writes `say` (if not NULL) to
  * standard error. */
 void ob_watch_catch_signals(int exit_after, const char *say);
+/* A stop that does not take. Lua stops code only between instructions of
+ * its VM, and not at all where it runs with hooks off (a finaliser, an
+ * xpcall message handler the engine could not wrap) or in C (a pattern that
+ * backtracks for hours inside one string.match, a C module's loop): such a
+ * tool would hold the loop, and the process, forever. With this set (the
+ * CLI's commands; hosts are left to decide), the watchdog ends the process
+ * once a stop has been sent for one resume and not taken for
+ * OB_WATCH_STUCK_MS (a signal's or a _timeout's), or for as long as the
+ * slice itself, if longer (the slice's): it writes why to standard error
+ * ("<who>: call ID (TOOL) ..."), kills the tools' children's groups and exits
+ * with 128 + the signal, or OB_EXIT_STUCK for a slice or a _timeout. The
+ * journal is then as a kill leaves it: resume takes it up (and runs that
+ * call again). */
+#define OB_WATCH_STUCK_MS 1000
+#define OB_EXIT_STUCK 5
+void ob_watch_exit_stuck(const char *who);
+
 /* The loop took the signal (a command that goes on after one: the worker):
  * Lua code runs unstopped again. */
 void ob_watch_interrupt_done(void);

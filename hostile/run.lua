@@ -2,6 +2,7 @@
 -- run against the real obelus in a folder of its own, and the outcome classified.
 --
 --   lua5.4 hostile/run.lua [AREA...]     (make hostile; AREA: a file of hostile/cases/)
+--   HOSTILE_ONLY=TEXT lua5.4 hostile/run.lua AREA   (only the cases whose name holds TEXT)
 --
 -- Each case (hostile/cases/AREA.lua returns a list of them) names the issue item it
 -- attacks, the files it starts from and a shell command run in its folder, with `obelus`
@@ -212,6 +213,14 @@ local ok_run, err_run = pcall(function()
     local cases = dofile(HERE .. "/cases/" .. area .. ".lua")
     local tally = {}
     for _, k in ipairs(ORDER) do tally[k] = 0 end
+    local only = os.getenv("HOSTILE_ONLY")
+    if only then
+      local kept = {}
+      for _, case in ipairs(cases) do
+        if case.name:find(only, 1, true) then kept[#kept + 1] = case end
+      end
+      cases = kept
+    end
     for i, case in ipairs(cases) do
       case.id = area .. "-" .. i
       local outcome, why = run_case(case, scratch, bindir)

@@ -98,6 +98,7 @@ end
 local function records(journal)
   local t = {}
   for line in io.lines(journal) do
+    line = line:gsub("%z+$", "") -- a killed run's file ends in zero bytes
     if line:match("%S") then t[#t + 1] = cjson.decode(line) end
   end
   return t
@@ -114,12 +115,18 @@ describe("the watchdog cannot be defeated from Lua", function()
     assert.matches("call spin %(" .. call._tool .. "%) failed %(runtime%): the tool ran 200 ms without yielding", r.err)
   end
 
-  it("a spin in a libuv callback of a tool is stopped at the run's --max-slice", function()
-    local r = run { "run", plan_file({ { _id = "t", _tool = "timer_spin", _outputPath = "†state.a" } }, "†state.a"),
+  it("a spin in a libuv callback of a tool is stopped at the run's --max-slice, and fails its call", function()
+    local r = run { "run", plan_file({ { _id = "t", _tool = "timer_spin", _outputPath = "†state.a" },
+                                       { _tool = "ok", value = "after", _outputPath = "†state.b" } }, "†state.b"),
                     "--tools", TOOLS, "--max-slice", "200" }
-    assert.are.equal(0, r.code, r.err)
+    assert.are.equal(1, r.code, r.err)
     assert.are.equal("after", cjson.decode(r.out))
-    assert.matches("error in a libuv callback of a tool: the tool ran 200 ms without yielding", r.err, 1, true)
+    assert.matches("call t (timer_spin) failed (runtime): the tool ran 200 ms without yielding", r.err, 1, true)
+    assert.is_nil(r.err:find("error in a libuv callback", 1, true))
+  end)
+
+  it("an xpcall whose message handler spins too is stopped (the handler is not called for the stop)", function()
+    spins { _tool = "xpcall_spin" }
   end)
 
   it("a pcall that catches the stop is stopped again at once", function()
@@ -177,6 +184,53 @@ describe("_timeout in a tool that never yields", function()
     assert.are.equal(1, r.code, r.err)
     assert.matches("attempt 1 of 2 failed: timeout after 200 ms", r.err, 1, true)
     assert.matches("call spin (nested_spin) failed (runtime): timeout after 200 ms", r.err, 1, true)
+  end)
+end)
+
+describe("a stop that cannot take (Lua code with hooks off, C that never returns)", function()
+  -- the process ends, naming the call, with the journal as a kill leaves it: never a hang
+  local function stuck(tool, extra, says)
+    local j = os.tmpname()
+    os.remove(j)
+    local call = { _id = "spin", _tool = tool, _outputPath = "†state.a" }
+    for k, v in pairs(extra or {}) do call[k] = v end
+    local r = run { "run", plan_file({ call, { _id = "ok", _tool = "ok", value = 1, _outputPath = "†state.b" } }),
+                    "--tools", TOOLS, "--max-slice", "200", "--journal", j }
+    assert.are.equal(5, r.code, r.err) -- not the cap's 137
+    assert.matches("obelus run: call spin (" .. tool .. ") " .. says .. " and did not stop", r.err, 1, true)
+    assert.matches("exiting at once (exit 5); the journal is as a kill leaves it", r.err, 1, true)
+    assert.are.equal("", r.out)
+    local log = run { "log", j }
+    assert.are.equal(0, log.code, log.err)
+    for _, rec in ipairs(records(j)) do assert.is_false(rec.journal == "settled" and rec.id == "spin") end
+    os.remove(j)
+  end
+
+  it("finalisers (__gc) that spin under --max-slice: exit 5", function()
+    stuck("gc_spin", nil, "ran past --max-slice without yielding")
+  end)
+
+  it("a Lua pattern that backtracks inside one C call, past --max-slice: exit 5", function()
+    stuck("match_bomb", nil, "ran past --max-slice without yielding")
+  end)
+
+  it("the same past its _timeout: exit 5", function()
+    stuck("match_bomb", { _timeout = 100 }, "passed its _timeout")
+  end)
+
+  it("one SIGTERM: exit 143 at once, naming the call", function()
+    local started, j = os.tmpname(), os.tmpname()
+    os.remove(started); os.remove(j)
+    local h = start { "run", plan_file({ { _id = "m", _tool = "match_bomb", started = started, _outputPath = "†state.a" } }),
+                      "--tools", TOOLS, "--max-slice", "600000", "--journal", j }
+    assert.is_true(wait_for(function() return exists(started) end))
+    h.signal("TERM")
+    local r = h.wait()
+    assert.are.equal(143, r.code, r.err)
+    assert.matches("obelus run: interrupted by SIGTERM; call m (match_bomb) did not stop within", r.err, 1, true)
+    local log = run { "log", j }
+    assert.are.equal(0, log.code, log.err)
+    os.remove(j); os.remove(started)
   end)
 end)
 
