@@ -43,8 +43,9 @@
  *
  * What a run on threads shares out: --concurrency (N split into parts that add
  * up to N; never more threads than N), --max-calls (each part may use the limit
- * less the other parts' plan calls). What each engine has of its own: tool
- * globals, obelus.http's transfers, the memory limit (per Lua state), the
+ * less the other parts' plan calls), --max-memory (each part's engine has an
+ * nth of the limit its setup gave it). What each engine has of its own: tool
+ * globals, obelus.http's transfers, the memory account, the
  * fire-and-forget drain (each part waits for its own). Scheduler events reach
  * cfg->opt.on_event on the host's loop, a part's in the order it had them: each
  * is noted under the lock (its call points into the part's plan, which its part
@@ -324,6 +325,11 @@ static int part_make(shard *sh) {
     part_fail(sh, "cannot load the tools again", err.msg);
     return -1;
   }
+  /* the run's memory limit, shared out: an nth of it to each part's engine, so
+   * that --max-memory bounds the run on threads as on one engine */
+  size_t limit = e->mem.limit;
+  if (limit && limit != SIZE_MAX && s->n > 1)
+    ob_engine_set_max_memory(e, limit / s->n ? limit / s->n : 1);
   sh->pv = ob_json_parse(sh->plan_text, sh->plan_len, &err);
   if (!sh->pv) {
     part_fail(sh, "cannot read its part of the plan", err.msg);

@@ -285,6 +285,24 @@ end }]], ".lua")
     for i = 1, 3 do assert.matches("a@i" .. i .. " (echo) -> b@i" .. i, err, 1, true) end
   end)
 
+  it("shares --max-memory out: each thread's engine has its part, so the run stays within it", function()
+    -- each instance keeps 40 MB: two of them pass 64 MB on one engine or on two
+    local hog = cli.tmpfile([[
+local kept = {}
+return { name = "hog", description = "keeps mb megabytes",
+  run = function(call)
+    for i = 1, call.mb do kept[#kept + 1] = string.rep(string.char(64 + i % 26), 1048576) end
+    return #kept
+  end }]], ".lua")
+    local p = cli.tmpfile([[{"instances":["i1","i2"],"plan":[
+      {"_id":"h","_tool":"hog","mb":40,"_outputPath":"†state.n"}]}]], ".json")
+    for _, threads in ipairs { "1", "2" } do
+      local r = cli.run { "run", p, "--tools", hog, "--threads", threads, "--max-memory", "64" }
+      assert.are.equal(1, r.code, r.err)
+      assert.matches("memory limit of " .. (threads == "2" and "32" or "64") .. " MB reached", r.err, 1, true)
+    end
+  end)
+
   it("counts --max-calls over every thread, and refuses a bad --threads", function()
     local ids = instances(4)
     local p = cli.tmpfile(string.format([[{"instances":%s,"plan":[
