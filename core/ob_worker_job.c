@@ -470,6 +470,21 @@ static void job_resume(wjob *j, const char *text, size_t len) {
     job_invalid(j, p, NULL);
     return;
   }
+  /* what `obelus resume` checks before it touches the journal: a journal that
+   * does not go with its plan (a hand-made or corrupted copy in Redis) fails
+   * the job, its error naming the line, rather than re-running what it says
+   * was done */
+  if (ob_resume_verify(j->rs, p, &err) != OB_OK) {
+    char msg[sizeof err.msg + 40];
+    size_t n = strlen(j->path); /* the worker's copy's name says nothing: the line does */
+    const char *at = !strncmp(err.msg, j->path, n) && err.msg[n] == ':' ? err.msg + n + 1 : NULL;
+    if (at)
+      snprintf(msg, sizeof msg, "its journal cannot be resumed: line %s", at);
+    else
+      snprintf(msg, sizeof msg, "its journal cannot be resumed: %s", err.msg);
+    job_invalid(j, NULL, msg);
+    return;
+  }
   if (ob_resume_open(j->rs, w->loop, OB_FSYNC_NEVER, &j->wal, &err) != OB_OK) {
     job_invalid(j, NULL, err.msg);
     return;

@@ -140,6 +140,33 @@ describe("the queue's keys left as junk (a real redis-server)", function()
     assert.truthy(text:find("0 done, 1 failed", 1, true), text)
   end)
 
+  it("a job's journal in Redis that does not go with its plan: the job fails naming the line, nothing re-runs", function()
+    local id = submit("j8", '{"n": 4}')
+    -- a real journal of the plan, its output message taken out: "done" with no output
+    local j = dir .. "/j8.jsonl"
+    local r = obelus { "run", plan, "--tools", tools, "--input", '{"n": 4}', "--journal", j }
+    assert.are.equal(0, r.code, r.err)
+    local kept = {}
+    for line in io.lines(j) do
+      if not line:find('"kind":"state"', 1, true) then kept[#kept + 1] = line end
+    end
+    assert.is_true(#kept >= 3)
+    local f = assert(io.open(j, "w"))
+    f:write(table.concat(kept, "\n"), "\n")
+    f:close()
+    assert.truthy(sh(("redis-cli -p %d -x SET %s < %s >/dev/null"):format(redis.port, q("ob:{j8}:journal:" .. id), q(j))))
+    -- a worker that died holding the job: the next one claims it and resumes its journal
+    rcli { "XREADGROUP", "GROUP", "workers", "dead-worker", "COUNT", "1", "STREAMS", "ob:{j8}:jobs", ">" }
+    os.execute("sleep 0.1") -- idle past --claim-idle (the least it takes, 10 ms)
+    local w = obelus({ "worker", "--redis", redis.url, "--queue", "j8", "--tools", tools, "--claim-idle", "10",
+                       "--drain" }, 30)
+    assert.are.equal(0, w.code, w.err)
+    local res = result("j8", id)
+    assert.are.equal(2, res.exit, cjson.encode(res)) -- invalid, as a job that cannot run is
+    local why = res.output and res.output[1] or ""
+    assert.truthy(why:find("its journal cannot be resumed: line 5: inconsistent journal: call #0 settled done", 1, true), why)
+  end)
+
   it("a plan key of the wrong type: the job fails saying its key holds no text, not that it is gone", function()
     rcli { "HSET", "ob:{j5}:plan:00000000000000b1", "_tool", "step" }
     rcli { "XADD", "ob:{j5}:jobs", "*", "job", "wt", "plan", "00000000000000b1" }
