@@ -22,6 +22,8 @@
 --   /endless          200, a chunked body of 64 KB chunks, never ending
 --   /gzip?file=F      200, the bytes of file F as a gzip-encoded body
 --   /seen             200 JSON: every request line and header line received so far
+--   /bighead?lines=N  200 with N header lines of 100 bytes each (5000: 500 KB of headers)
+--   /onehead?bytes=N  200 with one header line of N bytes
 -- One request a connection (Connection: close).
 local uv = require "luv"
 local cjson = require "cjson"
@@ -145,6 +147,16 @@ local function serve(client, req)
     local body = f:read("a")
     f:close()
     answer(client, 200, body, { ["Content-Encoding"] = "gzip", ["Content-Type"] = "text/plain" })
+  elseif route == "/bighead" then
+    local head = { "HTTP/1.1 200 OK", "Connection: close", "Content-Length: 5" }
+    for i = 1, tonumber(query(path, "lines")) or 5000 do
+      head[#head + 1] = ("X-Pad-%05d: %s"):format(i, ("p"):rep(86))
+    end
+    client:write(table.concat(head, "\r\n") .. "\r\n\r\nhello", function() client:close() end)
+  elseif route == "/onehead" then
+    local huge = "X-Huge: " .. ("h"):rep(tonumber(query(path, "bytes")) or 2000000)
+    client:write("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n" .. huge ..
+                 "\r\n\r\nhello", function() client:close() end)
   elseif route == "/seen" then
     answer(client, 200, cjson.encode(seen), { ["Content-Type"] = "application/json" })
   elseif route == "/broken" then
