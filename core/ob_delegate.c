@@ -237,6 +237,8 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                         .calls_used = r->opt.calls_used,
                         .journal = r->opt.journal,
                         .journal_scope = scope.data,
+                        .journal_in = r->scope ? r : NULL,
+                        .journal_call = call->id,
                         .resume = r->opt.resume,
                         .plans_root = r->plans_root,
                         .on_done = delegate_finished,

@@ -72,6 +72,8 @@ static int read_lines(const char *path, const ob_buf *b, ob_journal_each each, v
     info->torn_bytes = (uint64_t)(end - last);
     end = last;
   }
+  ob_journal_scopes scopes; /* numbers to paths (ob_journal_scopes_take) */
+  ob_journal_scopes_init(&scopes);
   for (size_t line = 1; p < end; line++) {
     const char *nl = memchr(p, '\n', (size_t)(end - p)); /* always found: end follows a '\n' */
     if (!is_blank(p, nl)) {
@@ -79,20 +81,32 @@ static int read_lines(const char *path, const ob_buf *b, ob_journal_each each, v
       ob_value *v = ob_json_parse(p, (size_t)(nl - p), &e);
       if (!v) { /* each line is its own document: its "line 1, " says nothing */
         const char *why = strncmp(e.msg, "line 1, ", 8) ? e.msg : e.msg + 8;
+        ob_journal_scopes_free(&scopes);
         return ob_error_set(err, OB_EJSON, line, "%s:%zu: %s", path, line, why);
       }
-      ob_journal_line l = {line, (uint64_t)(p - b->data), v, is_record(v)};
-      if (l.is_record)
-        info->records++;
-      else
-        info->messages++;
-      int rc = each(ud, &l, err);
-      ob_unref(v);
-      if (rc != OB_OK)
-        return rc;
+      int taken = ob_journal_scopes_take(&scopes, &v, path, line, err);
+      if (taken < 0) {
+        ob_unref(v);
+        ob_journal_scopes_free(&scopes);
+        return taken;
+      }
+      if (taken == 0) {
+        ob_journal_line l = {line, (uint64_t)(p - b->data), v, is_record(v)};
+        if (l.is_record)
+          info->records++;
+        else
+          info->messages++;
+        int rc = each(ud, &l, err);
+        ob_unref(v);
+        if (rc != OB_OK) {
+          ob_journal_scopes_free(&scopes);
+          return rc;
+        }
+      }
     }
     p = nl + 1;
   }
+  ob_journal_scopes_free(&scopes);
   return OB_OK;
 }
 
@@ -109,6 +123,117 @@ int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal
   ob_buf_free(&b);
   return rc;
 }
+
+/* --- scopes by number --------------------------------------------------------- */
+
+void ob_journal_scopes_init(ob_journal_scopes *s) { ob_map_init(&s->names); }
+
+void ob_journal_scopes_free(ob_journal_scopes *s) {
+  size_t i = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&s->names, &i, &me))
+    ob_unref(me->val);
+  ob_map_free(&s->names);
+}
+
+/* A scope number as JSON gives it: a whole number from 1; 0 when v is not one. */
+static uint64_t scope_no(const ob_value *v) {
+  if (!v || ob_typeof(v) != OB_INT)
+    return 0;
+  int64_t n = ob_int_value(v);
+  return n >= 1 ? (uint64_t)n : 0;
+}
+
+static ob_value *scope_path(const ob_journal_scopes *s, uint64_t n) {
+  char key[24];
+  int len = snprintf(key, sizeof key, "%llu", (unsigned long long)n);
+  return ob_map_get(&s->names, key, (size_t)len);
+}
+
+/* In object o (taken over), member k's number replaced by its path; *bad set to the
+ * number when it is not defined. */
+static ob_value *with_path(const ob_journal_scopes *s, ob_value *o, const char *k,
+                           uint64_t *bad) {
+  const ob_value *v = ob_object_get(o, k, strlen(k));
+  uint64_t n = scope_no(v);
+  if (!n)
+    return o;
+  ob_value *p = scope_path(s, n);
+  if (!p) {
+    *bad = n;
+    return o;
+  }
+  return ob_object_set(o, k, strlen(k), ob_ref(p));
+}
+
+/* A "_log" {"scope":N} of message m (taken over) made {"scope":PATH}. */
+static ob_value *log_with_path(const ob_journal_scopes *s, ob_value *m, uint64_t *bad) {
+  const ob_value *ref = ob_typeof(m) == OB_OBJECT ? ob_object_get(m, "_log", 4) : NULL;
+  if (!ref || ob_typeof(ref) != OB_OBJECT || !scope_no(ob_object_get(ref, "scope", 5)))
+    return m;
+  ob_value *r = with_path(s, ob_ref((ob_value *)ref), "scope", bad);
+  return ob_object_set(m, "_log", 4, r);
+}
+
+int ob_journal_scopes_take(ob_journal_scopes *s, ob_value **v, const char *path, size_t line,
+                           ob_error *err) {
+  ob_value *o = *v;
+  const ob_value *j = ob_typeof(o) == OB_OBJECT ? ob_object_get(o, "journal", 7) : NULL;
+  if (j && ob_typeof(j) == OB_STRING && !strcmp(ob_string_ptr(j), "scope") &&
+      !ob_object_get(o, "type", 4)) {
+    uint64_t n = scope_no(ob_object_get(o, "n", 1)), in = scope_no(ob_object_get(o, "in", 2));
+    const ob_value *call = ob_object_get(o, "call", 4), *p = ob_object_get(o, "path", 4);
+    ob_value *name = NULL;
+    if (n && in && call && ob_typeof(call) == OB_STRING) {
+      ob_value *parent = scope_path(s, in);
+      if (!parent) {
+        ob_error_set(err, OB_EINVAL, line, "%s:%zu: scope %llu is defined in scope %llu, "
+                     "which no line before defines (a line deleted?)", path, line,
+                     (unsigned long long)n, (unsigned long long)in);
+        return OB_EINVAL;
+      }
+      ob_buf b;
+      ob_buf_init(&b);
+      ob_buf_add(&b, ob_string_ptr(parent), ob_string_len(parent));
+      ob_buf_addc(&b, '/');
+      ob_buf_add(&b, ob_string_ptr(call), ob_string_len(call));
+      name = ob_string(b.data, b.len);
+      ob_buf_free(&b);
+    } else if (n && !in && p && ob_typeof(p) == OB_STRING) {
+      name = ob_ref((ob_value *)p);
+    } else {
+      ob_error_set(err, OB_EINVAL, line, "%s:%zu: a scope record needs \"n\" (a number from 1) "
+                   "and \"in\" with \"call\", or \"path\"", path, line);
+      return OB_EINVAL;
+    }
+    char key[24];
+    int len = snprintf(key, sizeof key, "%llu", (unsigned long long)n);
+    ob_unref(ob_map_put(&s->names, key, (size_t)len, name)); /* the last definition holds */
+    ob_unref(o);
+    *v = NULL;
+    return 1;
+  }
+  if (ob_typeof(o) != OB_OBJECT)
+    return 0;
+  uint64_t bad = 0;
+  if (j) { /* a record: its scope, and a wrapped message's _log */
+    o = with_path(s, o, "scope", &bad);
+    const ob_value *m = ob_object_get(o, "msg", 3);
+    if (m && ob_typeof(m) == OB_OBJECT && ob_object_get(m, "_log", 4))
+      o = ob_object_set(o, "msg", 3, log_with_path(s, ob_ref((ob_value *)m), &bad));
+  } else {
+    o = log_with_path(s, o, &bad);
+  }
+  *v = o;
+  if (bad) {
+    ob_error_set(err, OB_EINVAL, line, "%s:%zu: scope %llu is not defined by a line before it "
+                 "(a line deleted?)", path, line, (unsigned long long)bad);
+    return OB_EINVAL;
+  }
+  return 0;
+}
+
+/* --- the messages of delegated runs -------------------------------------------- */
 
 void ob_journal_subs_init(ob_journal_subs *s) { ob_map_init(&s->scopes); }
 

@@ -88,6 +88,26 @@ ob_value *ob_journal_subs_expand(ob_journal_subs *s, const ob_value *msg);
  * expanded message (a new reference). */
 ob_value *ob_journal_subs_add(ob_journal_subs *s, const char *scope, const ob_value *msg);
 
+/* The delegated runs' scopes by number. A scope is written once, as a record
+ * {"journal":"scope","n":N,"in":P,"call":I} (scope P's call I's run: "P/I") or
+ * {"journal":"scope","n":N,"path":S}, and lines name it by its number (ob_record.c);
+ * journals written before named the path on every line, read as they are. Every
+ * reader of a journal's lines passes each through ob_journal_scopes_take first, so
+ * that what follows it sees paths, as before. */
+typedef struct ob_journal_scopes {
+  ob_map names; /* N (decimal) -> ob_value * (the path, a string) */
+} ob_journal_scopes;
+
+void ob_journal_scopes_init(ob_journal_scopes *s);
+void ob_journal_scopes_free(ob_journal_scopes *s);
+/* Line *v (a reference the call takes over): 1 when it defines a scope (noted;
+ * *v released and set to NULL: it is not a line of the log), 0 when it goes on
+ * (*v the line with each scope number, its own "scope", its "msg"'s "_log" or its
+ * own "_log", replaced by the path), or a negative code with err saying
+ * "FILE:LINE: ..." (a number not defined before, a definition that is wrong). */
+int ob_journal_scopes_take(ob_journal_scopes *s, ob_value **v, const char *path, size_t line,
+                           ob_error *err);
+
 /* How much of a journal's text of len bytes counts: len without its tail of NUL
  * bytes (the zeros a writer reserved and has not written yet). Every reader of a
  * journal cuts its text there first. */

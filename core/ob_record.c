@@ -26,9 +26,19 @@
  * messages' _date): what `log --format trace|otlp` draws attempts with.
  *
  * A delegated plan's run writes into the same journal: its records carry
- * "scope" (the delegating call's id, "#1/#0" when nested) and its messages,
- * which are its own log's and not the caller's, are wrapped:
- * {"journal":"msg","scope":S,"msg":M}. The delegating call's output or error
+ * "scope" (which names the delegating call's id, "#1/#0" when nested) and its
+ * messages, which are its own log's and not the caller's, are wrapped:
+ * {"journal":"msg","scope":S,"msg":M}. S is a number, defined once, before its
+ * first line, by a record of its own:
+ *   {"journal":"scope","n":S,"in":P,"call":I}   scope P's call I's run
+ *   {"journal":"scope","n":S,"path":"#1/#0"}    a run whose caller has no scope
+ *        (the top run's calls, a loop step's: "step 3/#1")
+ * so that a line costs a few bytes however deep its plan is: the path written
+ * on every line made a chain 1,000 plans deep a 31 MB journal (its square).
+ * Numbers come from one counter of the process (runs on threads share the
+ * file), and a process defines each scope it writes again (resume: the
+ * numbers of the run before are not known), so a reader takes the last
+ * definition of S before the line (ob_journal_scopes_take). The delegating call's output or error
  * message carries that run's messages in the log (_log); in the journal its
  * "_log" is {"scope":S} instead, naming the "msg" lines above it that hold
  * them, so each message is in the file once however deep plans delegate
@@ -51,6 +61,7 @@
  * Costs: two short records a call (start, settled) besides its messages,
  * printed straight into the journal's buffer (ob_wal_line: no copy, no
  * allocation per call); one write(2) per call that starts, at most. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,18 +81,54 @@ static void add_time(ob_buf *b) {
 /* A string literal, its length known when compiling. */
 #define ADD_LIT(b, s) ob_buf_add((b), (s), sizeof(s) - 1)
 
+static _Atomic uint64_t scopes_made; /* the process's: runs on threads share a journal */
+
+/* The run's scope number, its definition written first if this process has
+ * not written it yet (and its callers' before it: a resumed run's children
+ * may write before it does). Iterative: chains are as deep as --max-depth. */
+static uint64_t scope_define(ob_run *r) {
+  while (!r->scope_no) {
+    ob_run *u = r; /* the outermost run of the chain not defined yet */
+    while (u->opt.journal_in && !u->opt.journal_in->scope_no)
+      u = u->opt.journal_in;
+    ob_run *in = u->opt.journal_in;
+    ob_buf *b = ob_wal_line(u->opt.journal);
+    if (!b)
+      return 0;
+    uint64_t n = atomic_fetch_add(&scopes_made, 1) + 1;
+    ADD_LIT(b, "{\"journal\":\"scope\",\"n\":");
+    ob_buf_add_uint(b, n);
+    if (in && u->opt.journal_call) {
+      ADD_LIT(b, ",\"in\":");
+      ob_buf_add_uint(b, in->scope_no);
+      ADD_LIT(b, ",\"call\":");
+      ob_json_write_string(b, u->opt.journal_call, strlen(u->opt.journal_call));
+    } else {
+      ADD_LIT(b, ",\"path\":");
+      ob_json_write_string(b, u->scope, strlen(u->scope));
+    }
+    ob_buf_addc(b, '}');
+    ob_wal_line_end(u->opt.journal);
+    u->scope_no = n;
+  }
+  return r->scope_no;
+}
+
 /* Starts a line in the journal's own buffer (no copy): {"journal":"<what>" and the
  * run's scope or step. NULL when the journal has failed: then nothing is written. */
-static ob_buf *line_begin(const ob_run *r, const char *what) {
+static ob_buf *line_begin(ob_run *r, const char *what) {
+  uint64_t scope = r->scope ? scope_define(r) : 0;
+  if (r->scope && !scope)
+    return NULL;
   ob_buf *b = ob_wal_line(r->opt.journal);
   if (!b)
     return NULL;
   ADD_LIT(b, "{\"journal\":\"");
   add_lit(b, what);
   ob_buf_addc(b, '"');
-  if (r->scope) {
+  if (scope) {
     ADD_LIT(b, ",\"scope\":");
-    ob_json_write_string(b, r->scope, strlen(r->scope));
+    ob_buf_add_uint(b, scope);
   }
   if (r->opt.journal_step)
     ob_buf_addf(b, ",\"step\":%d", r->opt.journal_step);
@@ -112,7 +159,9 @@ static void message_write(ob_run *r, size_t i, ob_buf *b) {
     return;
   }
   ob_value *ref = ob_object();
-  ref = ob_object_set(ref, "scope", 5, ob_cstring(d->scope));
+  ref = ob_object_set(ref, "scope", 5, d->run && d->run->scope_no
+                                            ? ob_int((int64_t)d->run->scope_no)
+                                            : ob_cstring(d->scope));
   ob_value *raw = ob_object_set(ob_log_message(r->log, i), "_log", 4, ref);
   ob_json_write(b, raw, OB_JSON_COMPACT);
   ob_unref(raw);
@@ -120,6 +169,9 @@ static void message_write(ob_run *r, size_t i, ob_buf *b) {
 
 void ob_record_message(ob_run *r, size_t i) {
   ob_buf *b;
+  const ob_cdel *d = r->journal_sub; /* its scope named below: defined first */
+  if (d && d->log && d->scope && d->run && d->run->scope && !scope_define(d->run))
+    return;
   if (r->scope) {
     if (!(b = line_begin(r, "msg")))
       return;

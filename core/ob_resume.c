@@ -361,6 +361,8 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   rs->cut_at = -1;
   ob_map_init(&rs->parts);
   ob_journal_subs_init(&rs->subs);
+  ob_journal_scopes scopes; /* the delegated runs' scope numbers, to their paths */
+  ob_journal_scopes_init(&scopes);
   ob_value *pending = ob_array(); /* messages since the last record */
   line_list pending_lines = {0};   /* their lines */
   ob_buf key;
@@ -406,6 +408,16 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       }
       rs->plan_msg = ob_ref(v);
     }
+    int taken = ob_journal_scopes_take(&scopes, &v, path, line, err);
+    if (taken < 0) {
+      ob_unref(v);
+      ok = 0;
+      break;
+    }
+    if (taken) { /* a scope's definition: no message, no commit */
+      p = nl + 1;
+      continue;
+    }
     const char *what = str_member(v, "journal");
     if (!what || !strcmp(what, "msg")) {
       pending = ob_array_push(pending, v); /* committed when a record follows */
@@ -429,6 +441,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
     p = nl ? nl + 1 : end;
   }
   ob_buf_free(&key);
+  ob_journal_scopes_free(&scopes);
   rs->lines = line;
   part *top = part_get(rs, "", 0);
   if (ok && !rs->plan_msg) {

@@ -64,6 +64,8 @@ typedef struct ob_run_options {
                               sharing calls_used (its delegated plans, a loop's steps) */
   size_t *calls_used;      /* that count (NULL: the run counts its own calls only) */
   const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
+  struct ob_run *journal_in; /* and the run delegating to it, if it has a scope, */
+  const char *journal_call;  /* and the call's id (its scope's definition, ob_record.c) */
   int journal_step;        /* obelus loop: the step whose run this is (0: none) */
   const ob_value *journal_loop; /* obelus loop's first run: its "run" record's "loop" */
   struct ob_resume *resume; /* obelus resume: where delegated runs find what their

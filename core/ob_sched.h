@@ -99,6 +99,7 @@ struct ob_run {
   ob_run *next, **prevp;
   uint64_t serial;  /* the engine's count of runs when this one was made */
   char *scope;      /* a delegated run's scope in the journal, or NULL (ob_record.c) */
+  uint64_t scope_no; /* its number in the journal's lines (0: not defined yet; ob_record.c) */
   char *plans_root; /* opt.plans_root or the plan's root (copied), or NULL: the cwd */
   uv_prepare_t *jprep; /* flushes the journal when the loop is about to wait */
   int always;          /* --fsync always: a call starts once what it reads is on disk */

@@ -171,6 +171,60 @@ describe("delegation, hostile", function()
     os.remove(j)
   end)
 
+  it("names a delegated run's scope by a number defined once: a line costs the same at any depth", function()
+    local j = os.tmpname()
+    os.remove(j)
+    local f = plan_file([[{"context":[{"type":"input","data":{"n":300}}],
+      "plan":[{"_id":"count","_delegate":"countdown.json","n":"†input.n","_outputPath":"out"}]}]])
+    local r = capped({ "run", f, "--tools", DIR .. "/tools.lua", "--max-depth", "400", "--journal", j }, 60)
+    assert.are.equal(0, r.code, r.err)
+    local text = cli.slurp(j)
+    local names, defs, lines = {}, 0, {}
+    for line in text:gmatch("[^\n]+") do
+      lines[#lines + 1] = line
+      local m = cjson.decode(line)
+      if m.journal == "scope" then
+        defs = defs + 1
+        assert.is_nil(names[m.n], line) -- one process: each number once
+        names[m.n] = m.path or (assert(names[m["in"]], line) .. "/" .. m.call)
+      elseif m.journal and m.journal ~= "msg" then
+        -- a record is short at any depth: the path ("count/again/again/...", 1.8 KB at
+        -- the bottom) is in no line but its scope's definition, and there a step of it
+        assert.is_true(#line < 200, line)
+        if m.scope then assert.is_string(names[m.scope], line) end
+      end
+    end
+    assert.are.equal(301, defs) -- count, then 300 levels of again
+    assert.are.equal("count" .. ("/again"):rep(300), names[301])
+    -- a kill half way: resume defines the scopes it writes again, and finishes the chain
+    local cut = io.open(j, "w")
+    cut:write(table.concat(lines, "\n", 1, #lines // 2), "\n")
+    cut:close()
+    local res = capped({ "resume", j, "--tools", DIR .. "/tools.lua", "--max-depth", "400" }, 60)
+    assert.are.equal(0, res.code, res.err)
+    assert.are.same({ out = "liftoff" }, cjson.decode(res.out))
+    local log = capped({ "log", j }, 60)
+    assert.are.equal(0, log.code, log.err)
+    -- a scope number no line before defines: refused, naming the line
+    local first_def
+    for i, line in ipairs(lines) do
+      if line:find('"journal":"scope"', 1, true) then first_def = i break end
+    end
+    local bad = io.open(j, "w")
+    for i, line in ipairs(lines) do
+      if i ~= first_def then bad:write(line, "\n") end
+    end
+    bad:close()
+    for _, cmd in ipairs { "log", "resume" } do
+      local b = capped({ cmd, j, "--tools", DIR .. "/tools.lua" }, 60)
+      if cmd == "log" then b = capped({ "log", j }, 60) end
+      assert.are.equal(2, b.code, b.err)
+      assert.matches(j .. ":" .. first_def .. ": scope 1 is not defined by a line before it", b.err, 1, true)
+    end
+    os.remove(j)
+    os.remove(f)
+  end)
+
   it("still reads a journal written before, with each _log inline", function()
     -- old_journal.jsonl: old_parent.json run by the engine before this change
     local j = DIR .. "/old_journal.jsonl"

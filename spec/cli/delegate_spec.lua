@@ -57,25 +57,34 @@ describe("_delegate", function()
     local r = run([[{"context":[{"type":"input","data":{"n":1}}],
       "plan":[{"_id":"count","_delegate":"countdown.json","n":"†input.n","_outputPath":"out"}]}]], "--journal", j)
     assert.are.equal(0, r.code)
-    local lines, scoped = {}, {}
+    -- a scope is defined once ({"journal":"scope","n":N,"path":P} or "in":N,"call":I)
+    -- and lines name it by its number
+    local lines, scoped, names = {}, {}, {}
     for line in io.lines(j) do
       local m = cjson.decode(line)
       if not m.journal then lines[#lines + 1] = m end -- records (start, settled...) aside
+      if m.journal == "scope" then
+        names[m.n] = m.path or (names[m["in"]] .. "/" .. m.call)
+      elseif m.scope then
+        assert.are.equal("number", type(m.scope), line)
+        assert.is_string(names[m.scope], line) -- defined before its first use
+      end
       if m.journal == "msg" then
-        scoped[m.scope] = scoped[m.scope] or {}
-        table.insert(scoped[m.scope], m.msg)
+        local name = names[m.scope]
+        scoped[name] = scoped[name] or {}
+        table.insert(scoped[name], m.msg)
       end
     end
     assert.are.equal(3, #lines) -- plan, input, the call's output
     -- its _log names the scope whose "msg" lines hold the sub-plan's messages: each is
     -- in the journal once, however deep the delegation
-    assert.are.same({ scope = "count" }, lines[3]._log)
+    assert.are.equal("count", names[lines[3]._log.scope])
     local sub = scoped["count"]
     assert.are.equal("plan", sub[1].type)
     assert.are.equal("input", sub[2].kind) -- its params as input
     local last = sub[#sub]
     assert.are.equal("again", last._call._id) -- the nested delegation, with its own _log
-    assert.are.same({ scope = "count/again" }, last._log)
+    assert.are.equal("count/again", names[last._log.scope])
     assert.is_table(scoped["count/again"])
     -- `obelus log` puts them back under the call's line
     local log = cli.run { "log", j }
