@@ -33,6 +33,9 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len);
  * without its newline is handled). */
 void ob_mcp_feed(ob_mcp *m, const char *data, size_t len);
 void ob_mcp_feed_end(ob_mcp *m);
+/* The members of a batch (a line holding a JSON array, protocol 2025-03-26): more is
+ * one -32600. */
+#define OB_MCP_MAX_BATCH 1000
 /* A line's bound in bytes (0: the default). */
 #define OB_MCP_MAX_LINE ((size_t)16 << 20)
 void ob_mcp_set_max_line(ob_mcp *m, size_t max);

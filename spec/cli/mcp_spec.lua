@@ -156,4 +156,38 @@ describe("obelus mcp", function()
     assert.is_true(got[1].result.isError, r.out)
     assert.matches("100 ms without yielding", cjson.encode(got[1].result), 1, true)
   end)
+  it("kills the processes a tools/call spawned when its run ends, while the server goes on", function()
+    -- the tool starts a child that would touch `late` 2 s later, and returns at once; the
+    -- server reads its next request 4 s later (its input still open): the child must be gone
+    -- with the call's run, not live on until the server ends (each tools/call is its own run)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. cli.quote(dir)))
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      return { { name = "spawner", description = "spawns a child, returns at once",
+                 run = function(call)
+                   local h, err = obelus.uv.spawn("sh", { args = { "-c", call.cmd } }, function() end)
+                   assert(h, err)
+                   return "spawned"
+                 end } }
+    ]], ".lua")
+    local req = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spawner",' ..
+                '"arguments":{"cmd":"sleep 2; touch late"}}}'
+    local out = sh(("cd %s && { printf '%%s\n' %s; sleep 4; printf '%%s\n' %s; } | timeout 30 %s mcp --tools %s; echo \"exit $?\"")
+      :format(cli.quote(dir), cli.quote(req), cli.quote('{"jsonrpc":"2.0","id":2,"method":"ping"}'),
+              cli.quote(abs(cli.bin)), cli.quote(tools)))
+    local late = io.open(dir .. "/late")
+    if late then late:close() end
+    os.execute("rm -rf " .. cli.quote(dir))
+    local got = {}
+    for l in out:gmatch("[^\n]+") do got[#got + 1] = l end
+    assert.are.equal(3, #got, out)
+    local one = cjson.decode(got[1])
+    assert.are.equal(1, one.id, out)
+    assert.are.equal('"spawned"', one.result.content[1].text)
+    assert.are.same({ jsonrpc = "2.0", id = 2, result = {} }, cjson.decode(got[2]))
+    assert.are.equal("exit 0", got[3])
+    assert.is_nil(late, "the tools/call's child lived on after its answer and wrote `late`")
+  end)
 end)
