@@ -190,4 +190,113 @@ describe("obelus mcp", function()
     assert.are.equal("exit 0", got[3])
     assert.is_nil(late, "the tools/call's child lived on after its answer and wrote `late`")
   end)
+  it("answers a JSON-RPC batch with one array at 2025-03-26, members run concurrently", function()
+    -- meet: writes its marker, then waits for the other's (up to 20 s): both members
+    -- answer "met" only if they ran at the same time
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      local function exists(path) local f = io.open(path) if f then f:close() end return f ~= nil end
+      return { { name = "meet", description = "meets another call",
+                 run = function(call)
+                   io.open(call.mine, "w"):close()
+                   for _ = 1, 2000 do
+                     if exists(call.other) then return "met" end
+                     obelus.sleep(10)
+                   end
+                   return "alone"
+                 end } }
+    ]], ".lua")
+    local marks = os.tmpname()
+    local function init(version)
+      return ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"%s",' ..
+              '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}'):format(version)
+    end
+    local function call(id, mine, other)
+      return ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"meet",' ..
+              '"arguments":{"mine":"%s.%s","other":"%s.%s"}}}'):format(id, marks, mine, marks, other)
+    end
+    local members = {
+      '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+      call(2, "a", "b"), call(3, "b", "a"),
+      "5",                                                          -- not a request: its own -32600
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',     -- a notification: no answer
+      '{"jsonrpc":"2.0","id":4,"method":"initialize","params":{}}', -- never in a batch
+      '{"jsonrpc":"2.0","id":5,"method":"no/such"}',
+      '{"jsonrpc":"2.0","id":6,"result":{}}',                       -- a response: ignored
+    }
+    local many = {}
+    for k = 1, 1001 do many[k] = '{"jsonrpc":"2.0","id":' .. k .. ',"method":"ping"}' end
+    local lines = {
+      init("2025-03-26"),
+      "[" .. table.concat(members, ",") .. "]",
+      '[{"jsonrpc":"2.0","method":"notifications/initialized"}]', -- notifications alone: nothing
+      "[]",
+      "[" .. table.concat(many, ",") .. "]",
+      "[" .. table.concat(many, ",", 1, 1000) .. "]",
+      "[" .. ("["):rep(1000) .. ("]"):rep(1000) .. "]",
+      '{"jsonrpc":"2.0","id":"end","method":"ping"}',
+    }
+    local r = cli.run { "mcp", "--tools", tools, "--drain-timeout", "30000", stdin = table.concat(lines, "\n") .. "\n" }
+    os.remove(marks .. ".a")
+    os.remove(marks .. ".b")
+    assert.are.equal(0, r.code, r.err)
+    local got = {}
+    for l in r.out:gmatch("[^\n]+") do got[#got + 1] = cjson.decode(l) end
+    assert.are.equal(7, #got, r.out)
+    assert.are.equal(0, got[1].id)
+    -- the lines answered at once first; the batch holding tools/calls when both are done
+    assert.are.same({ code = -32600, message = "Invalid Request: an empty batch" }, got[2].error)
+    assert.are.equal(cjson.null, got[2].id)
+    assert.are.equal(-32600, got[3].error.code)
+    assert.matches("more than 1000 messages", got[3].error.message, 1, true)
+    assert.are.equal(1000, #got[4])
+    for k = 1, 1000 do assert.are.same({ jsonrpc = "2.0", id = k, result = {} }, got[4][k]) end
+    assert.are.same({ { jsonrpc = "2.0", id = cjson.null,
+                        error = { code = -32600, message = "Invalid Request: a JSON-RPC 2.0 object is expected" } } },
+                    got[5])
+    assert.are.same({ jsonrpc = "2.0", id = "end", result = {} }, got[6])
+    local batch, by = got[7], {}
+    assert.are.equal(6, #batch, r.out)
+    for _, a in ipairs(batch) do
+      assert.are.equal("2.0", a.jsonrpc)
+      by[a.id == cjson.null and "null" or a.id] = a
+    end
+    assert.are.same({}, by[1].result)
+    assert.are.equal('"met"', by[2].result.content[1].text)
+    assert.are.equal('"met"', by[3].result.content[1].text)
+    assert.are.equal(-32600, by.null.error.code)
+    assert.are.equal("Invalid Request: initialize must not be part of a batch", by[4].error.message)
+    assert.are.equal(-32601, by[5].error.code)
+    -- at 2025-06-18 (which removed batches), and before initialize: one -32600 for the line
+    for _, first in ipairs { init("2025-06-18"), init("2025-11-25"), "" } do
+      r = cli.run { "mcp", "--tools", tools,
+                    stdin = first .. "\n" .. '[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n' }
+      got = {}
+      for l in r.out:gmatch("[^\n]+") do got[#got + 1] = cjson.decode(l) end
+      local e = got[#got]
+      assert.are.equal(first == "" and 1 or 2, #got, r.out)
+      assert.are.equal(-32600, e.error.code)
+      assert.are.equal(cjson.null, e.id)
+      assert.matches("taken only at protocol version 2025-03-26", e.error.message, 1, true)
+    end
+  end)
+
+  it("refuses a batch of 100,000 members with one -32600 (at most 1000), and answers the next line", function()
+    local members = {}
+    for k = 1, 100000 do members[k] = '{"jsonrpc":"2.0","id":' .. k .. ',"method":"ping"}' end
+    local stdin = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}\n' ..
+                  "[" .. table.concat(members, ",") .. "]\n" .. '{"jsonrpc":"2.0","id":"end","method":"ping"}\n'
+    local f = cli.tmpfile(stdin)
+    local out = sh(("timeout 30 %s mcp --tools spec/cli/tools <%s; echo \"exit $?\""):format(
+      cli.quote(cli.bin), cli.quote(f)))
+    os.remove(f)
+    local got = {}
+    for l in out:gmatch("[^\n]+") do got[#got + 1] = l end
+    assert.are.equal(4, #got, out:sub(1, 500))
+    local e = cjson.decode(got[2])
+    assert.are.equal(-32600, e.error.code)
+    assert.are.equal("Invalid Request: a batch of more than 1000 messages", e.error.message)
+    assert.are.same({ jsonrpc = "2.0", id = "end", result = {} }, cjson.decode(got[3]))
+    assert.are.equal("exit 0", got[4])
+  end)
 end)
