@@ -190,6 +190,60 @@ describe("obelus mcp", function()
     assert.are.equal("exit 0", got[3])
     assert.is_nil(late, "the tools/call's child lived on after its answer and wrote `late`")
   end)
+  it("ties a child spawned in a tool's libuv callback to the call's run; refuses it once the run has ended", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. cli.quote(dir)))
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      local function exists(p) local f = io.open(p) if f then f:close() end return f ~= nil end
+      return {
+        { name = "later", description = "spawns from a timer callback, ms later; returns at once",
+          run = function(call)
+            local t = obelus.uv.new_timer()
+            t:start(call.ms, 0, function()
+              local h, err = obelus.uv.spawn("sh", { args = { "-c", "sleep 1; touch " .. call.file } }, function() end)
+              local f = io.open("said." .. call.file, "w")
+              f:write(h and "spawned" or tostring(err))
+              f:close()
+              t:close()
+            end)
+            return "ok"
+          end },
+        { name = "await", description = "waits for a file (up to 20 s)",
+          run = function(call)
+            for _ = 1, 2000 do
+              if exists(call.file) then return "seen" end
+              obelus.sleep(10)
+            end
+            return "not seen"
+          end },
+      }
+    ]], ".lua")
+    -- 1: the call returns at once, its timer fires after its run has ended: refused
+    local one = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"later","arguments":{"ms":50,"file":"late1"}}}'
+    -- 2: the timer fires while the run goes on (await waits for it): the child is the
+    -- run's, killed as it ends, before it could touch late2
+    local two = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_plan","arguments":{"plan":[' ..
+                '{"_tool":"later","ms":50,"file":"late2","_outputPath":"†state.a"},' ..
+                '{"_tool":"await","file":"said.late2","_outputPath":"†state.b"}]}}}'
+    local wait_for = "i=0; while [ ! -e %s ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done"
+    local out = sh(("cd %s && { printf '%%s\\n' %s; %s; printf '%%s\\n' %s; %s; sleep 3; printf '%%s\\n' %s; } | " ..
+                    "timeout 60 %s mcp --tools %s; echo \"exit $?\"")
+      :format(cli.quote(dir), cli.quote(one), wait_for:format("said.late1"), cli.quote(two), wait_for:format("said.late2"),
+              cli.quote('{"jsonrpc":"2.0","id":3,"method":"ping"}'), cli.quote(abs(cli.bin)), cli.quote(tools)))
+    local said1, said2 = cli.slurp(dir .. "/said.late1"), cli.slurp(dir .. "/said.late2")
+    local late1, late2 = io.open(dir .. "/late1"), io.open(dir .. "/late2")
+    os.execute("rm -rf " .. cli.quote(dir))
+    assert.matches("exit 0\n$", out)
+    assert.matches('"id":3,"result":{}', out, 1, true)
+    assert.matches('"output":{"a":"ok","b":"seen"}', out, 1, true)
+    assert.are.equal("obelus.uv.spawn: the run of this callback's call has ended", said1)
+    assert.are.equal("spawned", said2)
+    assert.is_nil(late1)
+    assert.is_nil(late2, "the child a callback spawned during the run lived on after it")
+  end)
+
   it("answers a JSON-RPC batch with one array at 2025-03-26, members run concurrently", function()
     -- meet: writes its marker, then waits for the other's (up to 20 s): both members
     -- answer "met" only if they ran at the same time
