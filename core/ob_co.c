@@ -395,8 +395,32 @@ int ob_co_lua_owner(lua_State *L) {
   if (e) {
     e->cb_owner = lua_tothread(L, 1);
     e->cb_serial = (uint64_t)luaL_checkinteger(L, 2);
+    e->cb_run = (uint64_t)luaL_optinteger(L, 3, 0);
   }
   return 0;
+}
+
+/* Whether the top-level run with that serial is still on the engine's list. */
+static int run_live(const ob_engine *e, uint64_t serial) {
+  for (const ob_run *r = e->runs; r; r = r->next)
+    if (r->root == r && r->serial == serial)
+      return 1;
+  return 0;
+}
+
+int ob_co_lua_run_of(lua_State *L) {
+  lua_State *co = lua_tothread(L, 1);
+  ob_crun *c = co ? ob_crun_of(co) : NULL;
+  ob_engine *e = ob_co_engine(L);
+  if (c)
+    lua_pushinteger(L, (lua_Integer)c->run->root->serial);
+  else if (e && e->cb_run && run_live(e, e->cb_run))
+    lua_pushinteger(L, (lua_Integer)e->cb_run);
+  else if (e && e->cb_run)
+    lua_pushboolean(L, 0);
+  else
+    lua_pushnil(L);
+  return 1;
 }
 
 int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st, int why) {
@@ -424,9 +448,11 @@ int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st, 
 int ob_co_lua_attempt(lua_State *L) {
   lua_State *co = lua_tothread(L, 1);
   ob_crun *c = co ? ob_crun_of(co) : NULL;
-  if (c)
-    lua_pushinteger(L, (lua_Integer)c->serial);
-  else
+  if (!c) {
     lua_pushnil(L);
-  return 1;
+    return 1;
+  }
+  lua_pushinteger(L, (lua_Integer)c->serial);
+  lua_pushinteger(L, (lua_Integer)c->run->root->serial);
+  return 2;
 }

@@ -62,9 +62,11 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
   }
   ob_mem_cur = ((ob_pool *)pool)->acct; /* the engine's account (two engines on a thread) */
   lua_State *owner = e ? e->cb_owner : NULL; /* runtime.lua's tie sets it inside */
-  uint64_t serial = e ? e->cb_serial : 0;
-  if (e)
+  uint64_t serial = e ? e->cb_serial : 0, run = e ? e->cb_run : 0;
+  if (e) {
     e->cb_owner = NULL;
+    e->cb_run = 0;
+  }
   size_t was = ob_pool_arm(pool); /* --max-memory holds for tools' callbacks too */
   int rc = ob_engine_pcall(L, nargs, nres);
   ob_pool_disarm(pool, was);
@@ -74,6 +76,7 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
     uint64_t s = e->cb_serial;
     e->cb_owner = owner;
     e->cb_serial = serial;
+    e->cb_run = run;
     /* a memory error fails the call that gave the callback: printed and
      * carried on, the callback would come again and fail again, forever; a
      * stop (the slice, a signal) fails it too, or the call waits on */

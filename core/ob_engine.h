@@ -61,6 +61,7 @@ typedef struct ob_engine {
    * memory error in it fails that call (luv_callback_pcall); NULL: none */
   lua_State *cb_owner;
   uint64_t cb_serial;
+  uint64_t cb_run; /* the serial of its run (the tree's root), 0: none */
   /* obelus.sleep: one timer for the whole engine and the calls asleep, by
    * (due, seq): no timer handle to make and close per sleep. A sleep due no
    * earlier than the last one queued (the common case: calls sleeping alike)

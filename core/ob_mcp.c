@@ -9,6 +9,18 @@
  * request (no jsonrpc "2.0", no method and no result/error, a bad id): -32600; a
  * response (result or error, no method) is ignored: we send no requests.
  *
+ * Batches (a line holding a JSON array of messages, JSON-RPC 2.0): taken in a session
+ * that negotiated 2025-03-26, the one MCP revision with them (2025-06-18 removed
+ * them); at another revision, or before initialize, the line gets one -32600 (id
+ * null) saying so. Each member is handled as a line of its own would be (one that is
+ * not a request gets its own -32600; initialize may not be one); the answers of its
+ * requests go out together as one array once the last is ready (tools/call members
+ * run concurrently, like separate requests); a batch of notifications alone gets no
+ * answer; an empty batch is one -32600 (id null), not an array. A batch has at most
+ * OB_MCP_MAX_BATCH members: counted on the text before it is parsed (a scan of its
+ * top level), so a line of 100,000 members is refused, -32600, without its values
+ * being built.
+ *
  * Lines (ob_mcp_feed): bytes are split at newlines as they come, each byte looked at
  * once (a line arriving in many reads costs its length, not its length times the
  * reads); a line is held until its newline, up to max_line bytes (OB_MCP_MAX_LINE by
@@ -38,9 +50,19 @@
 static const char *const VERSIONS[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 #define DAGGER "\xE2\x80\xA0"
 
+/* A batch whose answers are being gathered: its requests still running (tools/call
+ * members) and whether its members are still being handled; sent and freed when
+ * both are done. */
+typedef struct batch {
+  ob_value *answers; /* the array being filled */
+  size_t waiting;
+  int open;
+} batch;
+
 typedef struct req {
   ob_mcp *m;
   struct req *next;
+  batch *batch;       /* the batch it came in, or NULL */
   ob_value *id;       /* the request's id */
   ob_value *token;    /* _meta.progressToken, or NULL */
   ob_value *plan_value;
@@ -62,6 +84,8 @@ struct ob_mcp {
   size_t max_line; /* its bound in bytes */
   int skipping;    /* the line passed max_line: its bytes dropped until its newline */
   unsigned max_slice_ms; /* each run's (ob_run_options.max_slice_ms; 0: the default) */
+  const char *version;   /* the protocol version initialize agreed on (VERSIONS), or NULL */
+  batch *cur;            /* the batch whose members are being handled, or NULL */
 };
 
 static void send_value(ob_mcp *m, ob_value *v) {
@@ -72,19 +96,40 @@ static void send_value(ob_mcp *m, ob_value *v) {
   ob_unref(v);
 }
 
+/* An answer: on a line of its own, or into its batch's array. */
+static void deliver(ob_mcp *m, batch *b, ob_value *v) {
+  if (b)
+    b->answers = ob_array_push(b->answers, v);
+  else
+    send_value(m, v);
+}
+
+/* The batch's array sent (when it holds an answer) and the batch freed, once its
+ * members are handled and its requests answered or cancelled. */
+static void batch_settle(ob_mcp *m, batch *b) {
+  if (b->open || b->waiting)
+    return;
+  if (ob_array_len(b->answers))
+    send_value(m, b->answers);
+  else
+    ob_unref(b->answers);
+  free(b);
+}
+
 static ob_value *envelope(const ob_value *id) {
   ob_value *o = ob_object_set(ob_object(), "jsonrpc", 7, ob_cstring("2.0"));
   return ob_object_set(o, "id", 2, id ? ob_ref((ob_value *)id) : ob_null());
 }
 
+/* Answers to the message being handled (into its batch, if it is in one). */
 static void reply(ob_mcp *m, const ob_value *id, ob_value *result) {
-  send_value(m, ob_object_set(envelope(id), "result", 6, result));
+  deliver(m, m->cur, ob_object_set(envelope(id), "result", 6, result));
 }
 
 static void reply_error(ob_mcp *m, const ob_value *id, int code, const char *msg) {
   ob_value *e = ob_object_set(ob_object(), "code", 4, ob_int(code));
   e = ob_object_set(e, "message", 7, ob_cstring(msg));
-  send_value(m, ob_object_set(envelope(id), "error", 5, e));
+  deliver(m, m->cur, ob_object_set(envelope(id), "error", 5, e));
 }
 
 static ob_value *text_content(const char *text) {
@@ -123,8 +168,8 @@ static void req_free(req *q) {
   free(q);
 }
 
-static void finish(req *q) {
-  ob_mcp *m = q->m;
+/* The answer of a finished request's run. */
+static ob_value *finish(req *q) {
   ob_run *r = q->run;
   int exit = ob_run_failed(r) ? 1 : 0;
   ob_value *out = ob_run_output(r);
@@ -168,19 +213,27 @@ static void finish(req *q) {
   ob_value *st = ob_object_set(ob_object(), "output", 6, out);
   st = ob_object_set(st, "exit", 4, ob_int(exit));
   st = ob_object_set(st, "errors", 6, errors);
-  reply(m, q->id, call_result(texts, st, exit != 0));
+  return ob_object_set(envelope(q->id), "result", 6, call_result(texts, st, exit != 0));
 }
 
+/* Requests that finished are answered, those cancelled dropped. The run is freed
+ * first (what its tools spawned killed with it: ob_run_free), then the answer goes. */
 static void reap(uv_timer_t *t) {
   ob_mcp *m = t->data;
   m->reaping = 0;
   for (req **pp = &m->reqs; *pp;) {
     req *q = *pp;
     if (q->finished || q->cancelled) {
-      if (q->finished && !q->cancelled)
-        finish(q);
+      ob_value *answer = q->finished && !q->cancelled ? finish(q) : NULL;
+      batch *b = q->batch;
       *pp = q->next;
       req_free(q);
+      if (answer)
+        deliver(m, b, answer);
+      if (b) {
+        b->waiting--;
+        batch_settle(m, b);
+      }
     } else {
       pp = &q->next;
     }
@@ -356,6 +409,8 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
   ob_unref(inputs);
   q->next = m->reqs;
   m->reqs = q;
+  if ((q->batch = m->cur))
+    q->batch->waiting++;
   ob_run_start(q->run);
 }
 
@@ -371,6 +426,7 @@ static void initialize(ob_mcp *m, const ob_value *id, const ob_value *params) {
                                  ob_object_set(ob_object(), "listChanged", 11, ob_false()));
   ob_value *info = ob_object_set(ob_object(), "name", 4, ob_cstring("obelus"));
   info = ob_object_set(info, "version", 7, ob_cstring("0.1.0"));
+  m->version = version;
   ob_value *r = ob_object_set(ob_object(), "protocolVersion", 15, ob_cstring(version));
   r = ob_object_set(r, "capabilities", 12, caps);
   r = ob_object_set(r, "serverInfo", 10, info);
@@ -419,23 +475,11 @@ static void cancelled(ob_mcp *m, const ob_value *params) {
     }
 }
 
-void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
-  size_t k = 0;
-  while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
-    k++;
-  if (k == len)
-    return; /* a blank line */
-  ob_error err;
-  ob_value *msg = ob_json_parse(line, len, &err);
-  if (!msg) {
-    char text[600];
-    snprintf(text, sizeof text, "Parse error: %s", err.msg);
-    reply_error(m, NULL, -32700, text);
-    return;
-  }
+/* One message (a line's, or a batch member), answered through reply: it is not
+ * freed here. */
+static void handle_message(ob_mcp *m, const ob_value *msg) {
   if (ob_typeof(msg) != OB_OBJECT) {
     reply_error(m, NULL, -32600, "Invalid Request: a JSON-RPC 2.0 object is expected");
-    ob_unref(msg);
     return;
   }
   const ob_value *id = ob_object_get(msg, "id", 2);
@@ -446,13 +490,10 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
   const ob_value *answer_id = bad_id ? NULL : id;
   if (!jv || ob_typeof(jv) != OB_STRING || strcmp(ob_string_ptr(jv), "2.0")) {
     reply_error(m, answer_id, -32600, "Invalid Request: a JSON-RPC 2.0 object is expected");
-    ob_unref(msg);
     return;
   }
-  if (!method && (ob_object_get(msg, "result", 6) || ob_object_get(msg, "error", 5))) {
-    ob_unref(msg); /* a response to us: we send no requests */
-    return;
-  }
+  if (!method && (ob_object_get(msg, "result", 6) || ob_object_get(msg, "error", 5)))
+    return; /* a response to us: we send no requests */
   if (bad_id) {
     reply_error(m, NULL, -32600, "Invalid Request: id must be a string, a number or null");
   } else if (!method) {
@@ -467,6 +508,8 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
     if (!id) { /* a notification: never answered */
       if (!strcmp(mt, "notifications/cancelled"))
         cancelled(m, params);
+    } else if (!strcmp(mt, "initialize") && m->cur) {
+      reply_error(m, id, -32600, "Invalid Request: initialize must not be part of a batch");
     } else if (!strcmp(mt, "initialize")) {
       initialize(m, id, params);
     } else if (!strcmp(mt, "ping")) {
@@ -484,6 +527,95 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
       ob_unref(text);
     }
   }
+}
+
+/* The members of the JSON array that text (from its '[') begins with, counted at its
+ * top level without parsing, up to max + 1: a guess when the text is not JSON (the
+ * parser says so then), exact when it is. */
+static size_t count_members(const char *text, size_t len, size_t max) {
+  size_t n = 0, depth = 0;
+  int in_string = 0, escaped = 0, empty = 1;
+  for (size_t i = 0; i < len && n <= max; i++) {
+    char ch = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = 0;
+      else if (ch == '\\')
+        escaped = 1;
+      else if (ch == '"')
+        in_string = 0;
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+      continue;
+    if (depth == 1 && empty && ch != ']')
+      empty = 0;
+    if (ch == '"') {
+      in_string = 1;
+    } else if (ch == '[' || ch == '{') {
+      depth++;
+    } else if (ch == ']' || ch == '}') {
+      if (depth && --depth == 0)
+        break;
+    } else if (ch == ',' && depth == 1) {
+      n++;
+    }
+  }
+  return empty ? n : n + 1;
+}
+
+/* A line holding a JSON array: a batch (see the top of this file). */
+static void handle_batch(ob_mcp *m, const ob_value *arr) {
+  size_t n = ob_array_len(arr);
+  char text[300];
+  if (!n) {
+    reply_error(m, NULL, -32600, "Invalid Request: an empty batch");
+    return;
+  }
+  if (!m->version || strcmp(m->version, "2025-03-26")) {
+    snprintf(text, sizeof text, "Invalid Request: a batch (a JSON array of messages) is taken only at "
+             "protocol version 2025-03-26, %s%s%s; send each message on a line of its own",
+             m->version ? "not at " : "and initialize has not agreed on one",
+             m->version ? m->version : "", m->version ? " (this session's)" : "");
+    reply_error(m, NULL, -32600, text);
+    return;
+  }
+  batch *b = ob_xcalloc(1, sizeof *b);
+  b->answers = ob_array();
+  b->open = 1;
+  m->cur = b;
+  for (size_t i = 0; i < n; i++)
+    handle_message(m, ob_array_get(arr, i));
+  m->cur = NULL;
+  b->open = 0;
+  batch_settle(m, b);
+}
+
+void ob_mcp_handle(ob_mcp *m, const char *line, size_t len) {
+  size_t k = 0;
+  while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
+    k++;
+  if (k == len)
+    return; /* a blank line */
+  size_t members = line[k] == '[' ? count_members(line + k, len - k, OB_MCP_MAX_BATCH) : 0;
+  if (members > OB_MCP_MAX_BATCH) { /* refused before its values are built */
+    char text[200];
+    snprintf(text, sizeof text, "Invalid Request: a batch of more than %d messages", OB_MCP_MAX_BATCH);
+    reply_error(m, NULL, -32600, text);
+    return;
+  }
+  ob_error err;
+  ob_value *msg = ob_json_parse(line, len, &err);
+  if (!msg) {
+    char text[600];
+    snprintf(text, sizeof text, "Parse error: %s", err.msg);
+    reply_error(m, NULL, -32700, text);
+    return;
+  }
+  if (ob_typeof(msg) == OB_ARRAY)
+    handle_batch(m, msg);
+  else
+    handle_message(m, msg);
   ob_unref(msg);
 }
 
@@ -557,10 +689,15 @@ static void free_timer(uv_handle_t *h) { free(h); }
 void ob_mcp_free(ob_mcp *m) {
   if (!m)
     return;
-  while (m->reqs) {
+  while (m->reqs) { /* nothing more is sent: the batches they wait in go too */
     req *q = m->reqs;
     m->reqs = q->next;
+    batch *b = q->batch;
     req_free(q);
+    if (b && !--b->waiting) {
+      ob_unref(b->answers);
+      free(b);
+    }
   }
   uv_close((uv_handle_t *)m->reaper, free_timer);
   ob_buf_free(&m->line);

@@ -9,10 +9,14 @@
  * finish, with progress notifications when the request asks for them
  * (_meta.progressToken) and cancellation (notifications/cancelled). A plan that fails
  * validation, or a run that fails, is a result with isError: true; malformed JSON-RPC
- * gets an error response, never a crash; notifications never get an answer.
+ * gets an error response, never a crash; notifications never get an answer. Each
+ * call's run is freed (the processes its tools spawned killed with it: ob_run_free)
+ * before its answer is sent. A JSON-RPC batch (a line holding an array) is taken at
+ * protocol 2025-03-26, at most OB_MCP_MAX_BATCH members, and answered with one array.
  *
- * Costs: per request in progress, a plan, a run and its log; the line being read, at
- * most its bound (16 MB by default). */
+ * Costs: per request in progress, a plan, a run and its log; per batch in progress,
+ * the answers gathered so far; the line being read, at most its bound (16 MB by
+ * default). */
 #ifndef OB_MCP_H
 #define OB_MCP_H
 
@@ -33,6 +37,9 @@ void ob_mcp_handle(ob_mcp *m, const char *line, size_t len);
  * without its newline is handled). */
 void ob_mcp_feed(ob_mcp *m, const char *data, size_t len);
 void ob_mcp_feed_end(ob_mcp *m);
+/* The members of a batch (a line holding a JSON array, protocol 2025-03-26): more is
+ * one -32600. */
+#define OB_MCP_MAX_BATCH 1000
 /* A line's bound in bytes (0: the default). */
 #define OB_MCP_MAX_LINE ((size_t)16 << 20)
 void ob_mcp_set_max_line(ob_mcp *m, size_t max);

@@ -417,11 +417,33 @@ static void free_one(ob_run *r) {
   free(r);
 }
 
+/* The processes the tools of r's tree spawned that still run (or their groups) get
+ * SIGKILL: the run has ended, and nothing it started outlives it, whether the
+ * engine goes on (obelus mcp, a worker, the Lua module) or not. The attempts
+ * abandoned killed theirs already; these are the children of attempts that ended
+ * with the tool's return (runtime.lua's kill_children(run)). */
+static void kill_children(ob_run *r) {
+  ob_engine *e = r->e;
+  lua_State *L = e->L;
+  if (!L || e->prim_ref == LUA_NOREF)
+    return;
+  int top = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, e->prim_ref);
+  if (lua_getfield(L, -1, "kill_children") == LUA_TFUNCTION) {
+    lua_pushinteger(L, (lua_Integer)r->serial);
+    if (ob_engine_pcall(L, 1, 0) != LUA_OK)
+      fprintf(stderr, "obelus: killing the tools' children: %s\n", lua_tostring(L, -1));
+  }
+  lua_settop(L, top);
+}
+
 void ob_run_free(ob_run *r) {
   if (!r)
     return;
   ob_engine *e = r->e;
   ob_run_cancel(r);
+  if (r->root == r)
+    kill_children(r);
   size_t n;
   ob_run **all = run_tree(r, 0, &n);
   while (n) /* the deepest first: a plan outlives its run, a run its delegated ones */

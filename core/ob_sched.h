@@ -232,10 +232,15 @@ void ob_co_push_prepare(lua_State *L);
 void ob_co_slice_hook(lua_State *L, lua_Debug *ar);
 int ob_co_lua_wake(lua_State *L);    /* wake(co): resume a call's coroutine */
 int ob_co_lua_is_call(lua_State *L); /* is_call(co): is co a running call's own coroutine? */
-int ob_co_lua_attempt(lua_State *L); /* attempt(co): the serial of co's call's attempt, or nil */
-/* owner(co, serial): the libuv callback running now was given by that attempt
- * (runtime.lua's tie; read by ob_co_callback_failed) */
+/* attempt(co): the serial of co's call's attempt and of its run (the tree's root), or nil */
+int ob_co_lua_attempt(lua_State *L);
+/* owner(co, serial, run): the libuv callback running now was given by that attempt
+ * of that run (runtime.lua's tie; read by ob_co_callback_failed and run_of) */
 int ob_co_lua_owner(lua_State *L);
+/* run_of(co): the serial of the run a child spawned here belongs to: co's call's
+ * run, else the run of the libuv callback running (owner); false when that run
+ * has ended, nil when neither (runtime.lua's spawn) */
+int ob_co_lua_run_of(lua_State *L);
 /* A tool's libuv callback given by attempt serial of coroutine co ended with
  * Lua error st, or was stopped by the watch (why: OB_STOP_*, ob_watch.h): a
  * memory error fails that attempt ("memory limit of N MB reached

@@ -3,7 +3,8 @@
  * ob_mcp_handle) on a real engine with two quick tools (echo, fail), split into two
  * reads at a place the input chooses; the runs it starts are run to their end on the
  * engine's loop. Nothing may crash or leak, every answer must be one JSON-RPC 2.0
- * object, and a notification (no id) is never answered. */
+ * object, or a batch's non-empty array of them, and a notification (no id) is never
+ * answered. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +21,37 @@ static const char TOOLS[] =
     "  { name = 'fail', run = function(call) error('failed on purpose') end },\n"
     "}\n";
 
-static void answer(void *ud, const char *json, size_t len) {
-  size_t *answers = ud;
-  ob_error err;
-  ob_value *v = ob_json_parse(json, len, &err);
-  if (!v || ob_typeof(v) != OB_OBJECT || memchr(json, '\n', len))
+/* One JSON-RPC 2.0 object we send: an answer, or (not in a batch) a notification. */
+static void check_message(const ob_value *v, int in_batch) {
+  if (ob_typeof(v) != OB_OBJECT)
     abort();
   const ob_value *jv = ob_object_get(v, "jsonrpc", 7);
   if (!jv || ob_typeof(jv) != OB_STRING || strcmp(ob_string_ptr(jv), "2.0"))
     abort();
   /* an answer has an id (null for what could not be read) and a result or an error;
-   * a notification we send (progress) has a method */
+   * a notification we send (progress) has a method, and is never in a batch's array */
   const ob_value *id = ob_object_get(v, "id", 2);
   int res = ob_object_get(v, "result", 6) != NULL, err_ = ob_object_get(v, "error", 5) != NULL;
-  if (!ob_object_get(v, "method", 6) && (!id || res == err_))
+  int method = ob_object_get(v, "method", 6) != NULL;
+  if ((!method || in_batch) && (!id || res == err_))
     abort();
+}
+
+static void answer(void *ud, const char *json, size_t len) {
+  size_t *answers = ud;
+  ob_error err;
+  ob_value *v = ob_json_parse(json, len, &err);
+  if (!v || memchr(json, '\n', len))
+    abort();
+  if (ob_typeof(v) == OB_ARRAY) { /* a batch's answers: never empty, at most its bound */
+    size_t n = ob_array_len(v);
+    if (!n || n > OB_MCP_MAX_BATCH)
+      abort();
+    for (size_t i = 0; i < n; i++)
+      check_message(ob_array_get(v, i), 1);
+  } else {
+    check_message(v, 0);
+  }
   ob_unref(v);
   (*answers)++;
 }

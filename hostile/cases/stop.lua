@@ -755,6 +755,19 @@ add { name = "obelus mcp: a tools/call's child when the server reaches the end o
                                       '"arguments": {"cmd": "' .. LATE .. '"}}}\n' },
       run = then_wait("obelus mcp --tools t.lua <req.jsonl", 4),
       expect = { code = 0, out = "spawned", check = no_late } }
+add { name = "obelus mcp: a tools/call's child while the server reads on (its input open 4 s more)", item = 10,
+      -- the call answers at once; its child would write 3 s later, while the server still
+      -- waits for its next request: each tools/call is a run, and its children end with it
+      files = files { ["req.jsonl"] = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "spawner", ' ..
+                                      '"arguments": {"cmd": "' .. LATE .. '"}}}\n',
+                      ["ping.jsonl"] = '{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n' },
+      run = "{ cat req.jsonl; sleep 4; cat ping.jsonl; } | obelus mcp --tools t.lua",
+      expect = { code = 0, check = no_late, out = function(out)
+        if not (out:find("spawned", 1, true) and out:find('{"jsonrpc":"2.0","id":2,"result":{}}', 1, true)) then
+          return false, "both requests were not answered: " .. out:sub(1, 300)
+        end
+        return true
+      end } }
 add { name = "obelus worker --drain: a job's child when the worker exits", item = 10, needs = "redis",
       files = files { ["p.json"] = spawn_plan({}, '"†state.a"') },
       run = "obelus submit p.json --tools t.lua --redis $REDIS --queue stop-w4 >/dev/null || exit 99\n" ..

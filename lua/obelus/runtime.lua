@@ -22,17 +22,20 @@ obelus.array_mt = prim.array_mt
 -- made elsewhere (in a callback, or through require "luv").
 --
 -- A child process (obelus.uv.spawn) is started in a process group of its own
--- (options.detached is always true) and tracked until it exits: when the
--- attempt that started it is abandoned, its group gets SIGKILL (its exit
--- callback then only closes its handle), and so does every group still
--- tracked when the engine goes (the run's end) or the process exits on a
--- second signal. A child that exits leaves its group tracked while the group
+-- (options.detached is always true) and tracked until it exits, with the run
+-- it belongs to (the top-level run of the call that spawned it, or of the call
+-- that gave the libuv callback spawning it): when the attempt that started it
+-- is abandoned, its group gets SIGKILL (its exit callback then only closes its
+-- handle); so do the groups of a run still tracked when that run ends (freed:
+-- ob_run.c), whether the engine goes on (obelus mcp, a worker) or not, and
+-- every group still tracked when the engine goes or the process exits on a
+-- second signal. A spawn from a callback whose run has ended is refused. A child that exits leaves its group tracked while the group
 -- still has a process (what it started, in the background): the group is
 -- killed with the others, and untracked once found empty (at each spawn).
 local luv = prim.uv
 local owned = setmetatable({}, { __mode = "k" }) -- coroutine -> { serial =, handles... }
-local children = {} -- pid -> { pid =, slot =, handle =, abandoned =, exited = }, until
-                    -- it exits and its group is empty
+local children = {} -- pid -> { pid =, slot =, handle =, run =, abandoned =, exited = },
+                    -- until it exits and its group is empty
 local function keep(handle)
   local co = coroutine.running()
   local serial = prim.attempt(co)
@@ -52,6 +55,10 @@ local function spawn(path, options, on_exit)
     for k, v in pairs(options) do o[k] = v end
   end
   o.detached = true -- its own process group: killed as one (setsid)
+  local run = prim.run_of(coroutine.running())
+  if run == false then
+    return nil, "obelus.uv.spawn: the run of this callback's call has ended", "ESRCH"
+  end
   for pid, c in pairs(children) do -- the groups left by children that exited, now empty
     if c.exited and not prim.child_group(pid) then
       children[pid] = nil
@@ -75,7 +82,7 @@ local function spawn(path, options, on_exit)
   end))
   local handle, pid = r[1], r[2]
   if not handle then return table.unpack(r, 1, r.n) end -- nil, why, name
-  child = { pid = pid, slot = prim.child_track(pid), handle = handle }
+  child = { pid = pid, slot = prim.child_track(pid), handle = handle, run = run }
   children[pid] = child
   keep(child)
   return handle, pid
@@ -87,9 +94,9 @@ end
 -- it fails that call (ob_engine.c's luv_callback_pcall) rather than being
 -- printed while the callback comes again, forever.
 local owner = prim.owner
-local function tie(f, co, serial)
+local function tie(f, co, serial, run)
   return function(...)
-    owner(co, serial)
+    owner(co, serial, run)
     return f(...)
   end
 end
@@ -99,11 +106,11 @@ local function tied(f)
     for i = 1, n do
       if type((select(i, ...))) == "function" then
         local co = coroutine.running()
-        local serial = prim.attempt(co)
+        local serial, run = prim.attempt(co)
         if not serial then break end
         local args = table.pack(...)
         for k = i, n do
-          if type(args[k]) == "function" then args[k] = tie(args[k], co, serial) end
+          if type(args[k]) == "function" then args[k] = tie(args[k], co, serial, run) end
         end
         return f(table.unpack(args, 1, n))
       end
@@ -167,9 +174,12 @@ function prim.abandon(co, serial)
   end
 end
 
---- Kills every child still tracked (the engine calls it as it goes).
-function prim.kill_children()
-  for _, child in pairs(children) do kill(child) end
+--- Kills every child still tracked of run `run` (the serial of a top-level run: the
+--- engine calls it as the run ends), or of every run (nil: as the engine goes).
+function prim.kill_children(run)
+  for _, child in pairs(children) do
+    if run == nil or child.run == run then kill(child) end
+  end
 end
 obelus.sleep = prim.sleep
 obelus.encode = prim.encode

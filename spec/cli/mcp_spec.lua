@@ -156,4 +156,201 @@ describe("obelus mcp", function()
     assert.is_true(got[1].result.isError, r.out)
     assert.matches("100 ms without yielding", cjson.encode(got[1].result), 1, true)
   end)
+  it("kills the processes a tools/call spawned when its run ends, while the server goes on", function()
+    -- the tool starts a child that would touch `late` 2 s later, and returns at once; the
+    -- server reads its next request 4 s later (its input still open): the child must be gone
+    -- with the call's run, not live on until the server ends (each tools/call is its own run)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. cli.quote(dir)))
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      return { { name = "spawner", description = "spawns a child, returns at once",
+                 run = function(call)
+                   local h, err = obelus.uv.spawn("sh", { args = { "-c", call.cmd } }, function() end)
+                   assert(h, err)
+                   return "spawned"
+                 end } }
+    ]], ".lua")
+    local req = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spawner",' ..
+                '"arguments":{"cmd":"sleep 2; touch late"}}}'
+    local out = sh(("cd %s && { printf '%%s\n' %s; sleep 4; printf '%%s\n' %s; } | timeout 30 %s mcp --tools %s; echo \"exit $?\"")
+      :format(cli.quote(dir), cli.quote(req), cli.quote('{"jsonrpc":"2.0","id":2,"method":"ping"}'),
+              cli.quote(abs(cli.bin)), cli.quote(tools)))
+    local late = io.open(dir .. "/late")
+    if late then late:close() end
+    os.execute("rm -rf " .. cli.quote(dir))
+    local got = {}
+    for l in out:gmatch("[^\n]+") do got[#got + 1] = l end
+    assert.are.equal(3, #got, out)
+    local one = cjson.decode(got[1])
+    assert.are.equal(1, one.id, out)
+    assert.are.equal('"spawned"', one.result.content[1].text)
+    assert.are.same({ jsonrpc = "2.0", id = 2, result = {} }, cjson.decode(got[2]))
+    assert.are.equal("exit 0", got[3])
+    assert.is_nil(late, "the tools/call's child lived on after its answer and wrote `late`")
+  end)
+  it("ties a child spawned in a tool's libuv callback to the call's run; refuses it once the run has ended", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. cli.quote(dir)))
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      local function exists(p) local f = io.open(p) if f then f:close() end return f ~= nil end
+      return {
+        { name = "later", description = "spawns from a timer callback, ms later; returns at once",
+          run = function(call)
+            local t = obelus.uv.new_timer()
+            t:start(call.ms, 0, function()
+              local h, err = obelus.uv.spawn("sh", { args = { "-c", "sleep 1; touch " .. call.file } }, function() end)
+              local f = io.open("said." .. call.file, "w")
+              f:write(h and "spawned" or tostring(err))
+              f:close()
+              t:close()
+            end)
+            return "ok"
+          end },
+        { name = "await", description = "waits for a file (up to 20 s)",
+          run = function(call)
+            for _ = 1, 2000 do
+              if exists(call.file) then return "seen" end
+              obelus.sleep(10)
+            end
+            return "not seen"
+          end },
+      }
+    ]], ".lua")
+    -- 1: the call returns at once, its timer fires after its run has ended: refused
+    local one = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"later","arguments":{"ms":50,"file":"late1"}}}'
+    -- 2: the timer fires while the run goes on (await waits for it): the child is the
+    -- run's, killed as it ends, before it could touch late2
+    local two = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_plan","arguments":{"plan":[' ..
+                '{"_tool":"later","ms":50,"file":"late2","_outputPath":"†state.a"},' ..
+                '{"_tool":"await","file":"said.late2","_outputPath":"†state.b"}]}}}'
+    local wait_for = "i=0; while [ ! -e %s ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done"
+    local out = sh(("cd %s && { printf '%%s\\n' %s; %s; printf '%%s\\n' %s; %s; sleep 3; printf '%%s\\n' %s; } | " ..
+                    "timeout 60 %s mcp --tools %s; echo \"exit $?\"")
+      :format(cli.quote(dir), cli.quote(one), wait_for:format("said.late1"), cli.quote(two), wait_for:format("said.late2"),
+              cli.quote('{"jsonrpc":"2.0","id":3,"method":"ping"}'), cli.quote(abs(cli.bin)), cli.quote(tools)))
+    local said1, said2 = cli.slurp(dir .. "/said.late1"), cli.slurp(dir .. "/said.late2")
+    local late1, late2 = io.open(dir .. "/late1"), io.open(dir .. "/late2")
+    os.execute("rm -rf " .. cli.quote(dir))
+    assert.matches("exit 0\n$", out)
+    assert.matches('"id":3,"result":{}', out, 1, true)
+    assert.matches('"output":{"a":"ok","b":"seen"}', out, 1, true)
+    assert.are.equal("obelus.uv.spawn: the run of this callback's call has ended", said1)
+    assert.are.equal("spawned", said2)
+    assert.is_nil(late1)
+    assert.is_nil(late2, "the child a callback spawned during the run lived on after it")
+  end)
+
+  it("answers a JSON-RPC batch with one array at 2025-03-26, members run concurrently", function()
+    -- meet: writes its marker, then waits for the other's (up to 20 s): both members
+    -- answer "met" only if they ran at the same time
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      local function exists(path) local f = io.open(path) if f then f:close() end return f ~= nil end
+      return { { name = "meet", description = "meets another call",
+                 run = function(call)
+                   io.open(call.mine, "w"):close()
+                   for _ = 1, 2000 do
+                     if exists(call.other) then return "met" end
+                     obelus.sleep(10)
+                   end
+                   return "alone"
+                 end } }
+    ]], ".lua")
+    local marks = os.tmpname()
+    local function init(version)
+      return ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"%s",' ..
+              '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}'):format(version)
+    end
+    local function call(id, mine, other)
+      return ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"meet",' ..
+              '"arguments":{"mine":"%s.%s","other":"%s.%s"}}}'):format(id, marks, mine, marks, other)
+    end
+    local members = {
+      '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+      call(2, "a", "b"), call(3, "b", "a"),
+      "5",                                                          -- not a request: its own -32600
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',     -- a notification: no answer
+      '{"jsonrpc":"2.0","id":4,"method":"initialize","params":{}}', -- never in a batch
+      '{"jsonrpc":"2.0","id":5,"method":"no/such"}',
+      '{"jsonrpc":"2.0","id":6,"result":{}}',                       -- a response: ignored
+    }
+    local many = {}
+    for k = 1, 1001 do many[k] = '{"jsonrpc":"2.0","id":' .. k .. ',"method":"ping"}' end
+    local lines = {
+      init("2025-03-26"),
+      "[" .. table.concat(members, ",") .. "]",
+      '[{"jsonrpc":"2.0","method":"notifications/initialized"}]', -- notifications alone: nothing
+      "[]",
+      "[" .. table.concat(many, ",") .. "]",
+      "[" .. table.concat(many, ",", 1, 1000) .. "]",
+      "[" .. ("["):rep(1000) .. ("]"):rep(1000) .. "]",
+      '{"jsonrpc":"2.0","id":"end","method":"ping"}',
+    }
+    local r = cli.run { "mcp", "--tools", tools, "--drain-timeout", "30000", stdin = table.concat(lines, "\n") .. "\n" }
+    os.remove(marks .. ".a")
+    os.remove(marks .. ".b")
+    assert.are.equal(0, r.code, r.err)
+    local got = {}
+    for l in r.out:gmatch("[^\n]+") do got[#got + 1] = cjson.decode(l) end
+    assert.are.equal(7, #got, r.out)
+    assert.are.equal(0, got[1].id)
+    -- the lines answered at once first; the batch holding tools/calls when both are done
+    assert.are.same({ code = -32600, message = "Invalid Request: an empty batch" }, got[2].error)
+    assert.are.equal(cjson.null, got[2].id)
+    assert.are.equal(-32600, got[3].error.code)
+    assert.matches("more than 1000 messages", got[3].error.message, 1, true)
+    assert.are.equal(1000, #got[4])
+    for k = 1, 1000 do assert.are.same({ jsonrpc = "2.0", id = k, result = {} }, got[4][k]) end
+    assert.are.same({ { jsonrpc = "2.0", id = cjson.null,
+                        error = { code = -32600, message = "Invalid Request: a JSON-RPC 2.0 object is expected" } } },
+                    got[5])
+    assert.are.same({ jsonrpc = "2.0", id = "end", result = {} }, got[6])
+    local batch, by = got[7], {}
+    assert.are.equal(6, #batch, r.out)
+    for _, a in ipairs(batch) do
+      assert.are.equal("2.0", a.jsonrpc)
+      by[a.id == cjson.null and "null" or a.id] = a
+    end
+    assert.are.same({}, by[1].result)
+    assert.are.equal('"met"', by[2].result.content[1].text)
+    assert.are.equal('"met"', by[3].result.content[1].text)
+    assert.are.equal(-32600, by.null.error.code)
+    assert.are.equal("Invalid Request: initialize must not be part of a batch", by[4].error.message)
+    assert.are.equal(-32601, by[5].error.code)
+    -- at 2025-06-18 (which removed batches), and before initialize: one -32600 for the line
+    for _, first in ipairs { init("2025-06-18"), init("2025-11-25"), "" } do
+      r = cli.run { "mcp", "--tools", tools,
+                    stdin = first .. "\n" .. '[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n' }
+      got = {}
+      for l in r.out:gmatch("[^\n]+") do got[#got + 1] = cjson.decode(l) end
+      local e = got[#got]
+      assert.are.equal(first == "" and 1 or 2, #got, r.out)
+      assert.are.equal(-32600, e.error.code)
+      assert.are.equal(cjson.null, e.id)
+      assert.matches("taken only at protocol version 2025-03-26", e.error.message, 1, true)
+    end
+  end)
+
+  it("refuses a batch of 100,000 members with one -32600 (at most 1000), and answers the next line", function()
+    local members = {}
+    for k = 1, 100000 do members[k] = '{"jsonrpc":"2.0","id":' .. k .. ',"method":"ping"}' end
+    local stdin = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}\n' ..
+                  "[" .. table.concat(members, ",") .. "]\n" .. '{"jsonrpc":"2.0","id":"end","method":"ping"}\n'
+    local f = cli.tmpfile(stdin)
+    local out = sh(("timeout 30 %s mcp --tools spec/cli/tools <%s; echo \"exit $?\""):format(
+      cli.quote(cli.bin), cli.quote(f)))
+    os.remove(f)
+    local got = {}
+    for l in out:gmatch("[^\n]+") do got[#got + 1] = l end
+    assert.are.equal(4, #got, out:sub(1, 500))
+    local e = cjson.decode(got[2])
+    assert.are.equal(-32600, e.error.code)
+    assert.are.equal("Invalid Request: a batch of more than 1000 messages", e.error.message)
+    assert.are.same({ jsonrpc = "2.0", id = "end", result = {} }, cjson.decode(got[3]))
+    assert.are.equal("exit 0", got[4])
+  end)
 end)
