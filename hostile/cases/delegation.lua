@@ -14,6 +14,8 @@
 -- through run, and again through resume, check, graph, log, report, --threads 2 and the Lua
 -- module. A user should get: exit 1 with the limit named (or 130/143 for a signal, exit 2
 -- for a bad option), a journal every line of which reads, no abort, no hang.
+local S = require "support"
+local slurp, status, all = S.slurp, S.status, S.all
 local cjson = require "cjson"
 
 -- the tools every case loads (t.lua)
@@ -115,13 +117,6 @@ local function files(t)
   return t
 end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- the journal's records, each decoded; nil and why when a line does not read
 local function journal(dir, name)
@@ -147,26 +142,8 @@ local function count(recs, kind)
 end
 
 -- the check that a status file (written by `echo $? >F`) holds want
-local function status(dir, name, want)
-  local s = slurp(dir .. "/" .. name)
-  if not s or not s:match("^" .. want .. "\n") then
-    return false, name .. " is " .. tostring(s and s:gsub("\n", "") or "missing") .. ", expected " .. want ..
-                  " (" .. (slurp(dir .. "/" .. name:gsub("%.rc$", ".err")) or ""):sub(1, 200) .. ")"
-  end
-  return true
-end
 
 -- checks in order; the first that fails says why
-local function all(...)
-  local fs = { ... }
-  return function(dir, r)
-    for _, f in ipairs(fs) do
-      local ok, why = f(dir, r)
-      if not ok then return ok, why end
-    end
-    return true
-  end
-end
 
 -- the journal reads whole, and `obelus log` (run by the command: log.rc) reads it
 local function journal_whole(dir)

@@ -31,6 +31,8 @@
 -- their command ends (a trap, so also on failure); the mounted journal is copied out first.
 
 -- the repository, for the Lua module (lib/, lua/)
+local S = require "support"
+local slurp, lines, all = S.slurp, S.lines, S.all
 local src = debug.getinfo(1, "S").source:sub(2)
 local ROOT = (src:match("^(.*)/cases/[^/]*$") or "hostile") .. "/.."
 if ROOT:sub(1, 1) ~= "/" then ROOT = io.popen("pwd"):read("l") .. "/" .. ROOT end
@@ -121,20 +123,7 @@ end
 ]]
 
 -- --- helpers for checks -----------------------------------------------------------------
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
-local function lines(path)
-  local t = {}
-  local s = slurp(path)
-  if s then for l in s:gmatch("[^\n]+") do t[#t + 1] = l end end
-  return t
-end
 
 local function counts(path)
   local c = {}
@@ -220,16 +209,6 @@ local function absent(dir, name)
 end
 
 -- checks in order, the first failure's reason
-local function all(...)
-  local fs = { ... }
-  return function(dir, r)
-    for _, f in ipairs(fs) do
-      local ok, why = f(dir, r)
-      if not ok then return false, why end
-    end
-    return true
-  end
-end
 
 -- --- shell fragments ------------------------------------------------------------------
 -- waits (at most 20 s) for ./started, written by the wait tool once its start is journaled

@@ -23,6 +23,8 @@
 -- job around the bad ones must finish with its output (each run once: the `step` tool
 -- appends n to ./marks), and every bad one must fail with a stored error naming what
 -- was wrong, as `obelus wait` prints it. Each case has a queue of its own (fleet-N).
+local S = require "support"
+local slurp, all = S.slurp, S.all
 local cjson = require "cjson"
 
 local TOOLS = [==[
@@ -104,13 +106,6 @@ waitj() { obelus wait --redis "$REDIS" --queue "$Q" --timeout 10000 "$@"; }
 end
 
 -- --- judging ---------------------------------------------------------------------------
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- wait's lines, decoded
 local function results(out)
@@ -188,16 +183,6 @@ local function marks_are(ns)
   end
 end
 
-local function all(...)
-  local fs = { ... }
-  return function(...)
-    for _, f in ipairs(fs) do
-      local ok, why = f(...)
-      if not ok then return false, why end
-    end
-    return true
-  end
-end
 
 -- the good jobs around the bad ones: n = 1 before, n = 5 after
 local GOOD1 = { exit = 0, output = 2 }

@@ -17,6 +17,8 @@
 -- "fine"), exit 1 (2 for a plan refused before anything runs), never an abort, a PANIC or a
 -- hang. Every case has its own `ulimit -v` (vmem_kb) and, where it allocates without bound,
 -- a --max-memory, so a regression fails the case and never takes the machine down.
+local S = require "support"
+local slurp, size, status = S.slurp, S.size, S.status
 local cjson = require "cjson"
 
 -- the tools every case loads (t.lua)
@@ -147,30 +149,9 @@ local function files(t)
   return t
 end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
-local function size(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local n = f:seek("end")
-  f:close()
-  return n
-end
 
 -- the check that a status file (written by `echo $? >F`) holds want
-local function status(dir, name, want)
-  local s = slurp(dir .. "/" .. name)
-  if not s or not s:match("^" .. want .. "\n") then
-    return false, name .. " is " .. tostring(s and s:gsub("\n", "") or "missing") .. ", expected " .. want
-  end
-  return true
-end
 
 local LIMIT64 = "memory limit of 64 MB reached (--max-memory)"
 

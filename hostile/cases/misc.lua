@@ -20,6 +20,8 @@
 --     deep nesting.
 --   * output key order is the plan's: a run and its resume byte-identical, after a finished
 --     run, a kill, on --threads, through delegation, from the Lua module.
+local S = require "support"
+local slurp, size = S.slurp, S.size
 local cjson = require "cjson"
 
 local DAG = "\xE2\x80\xA0" -- †
@@ -79,21 +81,7 @@ end
 
 local function enc(v) return (cjson.encode(v):gsub("\\/", "/")) end
 
-local function size(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local n = f:seek("end")
-  f:close()
-  return n
-end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- no terminal control in text, raw: ESC, BEL, C1 U+009B (C2 9B), a lone 0x9B byte
 local function no_controls(text, where)

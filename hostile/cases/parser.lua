@@ -12,6 +12,8 @@
 -- the call when a value goes bad at run time, and a journal every reader can read.
 
 -- --- what the cases share ---------------------------------------------------------------
+local S = require "support"
+local slurp, exists, all = S.slurp, S.exists, S.all
 local function realpath(p)
   local h = io.popen("cd " .. p .. " && pwd")
   local r = h:read("l")
@@ -78,19 +80,7 @@ local MODULE = ("package.cpath = %q .. package.cpath\npackage.path = %q .. packa
 
 local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- nothing ran: no call of the marker (or typed) wrote ran.txt
 local function nothing_ran(dir)
@@ -106,16 +96,6 @@ local function absent(name)
   end
 end
 
-local function all(...)
-  local fs = { ... }
-  return function(dir, r)
-    for _, f in ipairs(fs) do
-      local ok, why = f(dir, r)
-      if not ok then return ok, why end
-    end
-    return true
-  end
-end
 
 -- stderr stays short, whatever the size of what it quotes
 local function short_err(limit)
