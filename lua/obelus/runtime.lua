@@ -29,9 +29,10 @@ obelus.array_mt = prim.array_mt
 -- handle); so do the groups of a run still tracked when that run ends (freed:
 -- ob_run.c), whether the engine goes on (obelus mcp, a worker) or not, and
 -- every group still tracked when the engine goes or the process exits on a
--- second signal. A spawn from a callback whose run has ended is refused. A child that exits leaves its group tracked while the group
--- still has a process (what it started, in the background): the group is
--- killed with the others, and untracked once found empty (at each spawn).
+-- second signal. A spawn from a callback whose run has ended is refused. A
+-- child that exits leaves its group tracked while the group still has a process
+-- (what it started, in the background): the group is killed with the others,
+-- and untracked once found empty (at each spawn).
 local luv = prim.uv
 local owned = setmetatable({}, { __mode = "k" }) -- coroutine -> { serial =, handles... }
 local children = {} -- pid -> { pid =, slot =, handle =, run =, abandoned =, exited = },

@@ -191,7 +191,7 @@ describe("resume checks the journal's consistency before anything runs", functio
       local r = sh(d, [[sed -i '/"_path":"s2"/d' j.jsonl && cp j.jsonl before && ]] ..
                       '"$OB" resume j.jsonl')
       assert.are.equal(2, r.code)
-      assert.matches("j.jsonl:14: inconsistent journal: call s2 of del settled done", r.err, 1, true)
+      assert.matches("j.jsonl:15: inconsistent journal: call s2 of del settled done", r.err, 1, true)
       assert.are.equal(cli.slurp(d .. "/before"), cli.slurp(d .. "/j.jsonl"))
       assert.is_false(exists(d .. "/marks"))
     end)
@@ -201,7 +201,7 @@ describe("resume checks the journal's consistency before anything runs", functio
       local r = sh(d, [[sed -i 's/"id":"s2"/"id":"nope"/' j.jsonl && cp j.jsonl before && ]] ..
                       '"$OB" resume j.jsonl')
       assert.are.equal(2, r.code)
-      assert.matches("j.jsonl:13: inconsistent journal: its record names call nope of del",
+      assert.matches("j.jsonl:14: inconsistent journal: its record names call nope of del",
         r.err, 1, true)
       assert.are.equal(cli.slurp(d .. "/before"), cli.slurp(d .. "/j.jsonl"))
       assert.is_false(exists(d .. "/marks"))
