@@ -117,6 +117,12 @@ describe("os.execute in a tool", function()
     assert.are.same(want, cjson.decode(r.out))
   end)
 
+  it("works while a tool file loads (outside any call)", function()
+    local r = run { "run", plan_file({ { _tool = "at_load", _outputPath = "†state.a" } }, "†state.a"), "--tools", TOOLS }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("nil exit 5", cjson.decode(r.out))
+  end)
+
   it("runs its command in a process group of its own, every signal default and none blocked", function()
     -- SIGHUP ignored by obelus's parent (nohup): system() left it so in the command
     local r = run({ "run", plan_file({ { _tool = "probe", _outputPath = "†state.a" } }, "†state.a"), "--tools", TOOLS },
