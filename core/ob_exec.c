@@ -124,6 +124,10 @@ static int exec_wait(lua_State *L, pid_t pid, _Atomic(pid_t) *slot) {
   int fd = exec_pidfd(pid);
   long nap_ns = 1000000L;
   for (;;) {
+    if (exec_stop_due(L, w)) { /* first too: a stop may have come before the command */
+      kill(-pid, SIGKILL); /* the group: what the command started goes with it */
+      break;
+    }
     if (fd >= 0) {
       struct pollfd p = {.fd = fd, .events = POLLIN};
       int n = poll(&p, 1, EXEC_WAKE_MS);
@@ -148,10 +152,6 @@ static int exec_wait(lua_State *L, pid_t pid, _Atomic(pid_t) *slot) {
       nanosleep(&nap, NULL);
       if (nap_ns < 50000000L)
         nap_ns *= 2;
-    }
-    if (exec_stop_due(L, w)) {
-      kill(-pid, SIGKILL); /* the group: what the command started goes with it */
-      break;
     }
   }
   if (fd >= 0)
