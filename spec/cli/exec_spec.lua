@@ -33,7 +33,12 @@ end
 
 -- the pid the command wrote, and whether it still runs
 local function pid_of(pidfile) return cli.slurp(pidfile):match("%d+") end
-local function alive(pid) return pid ~= nil and os.execute("kill -0 " .. pid .. " 2>/dev/null") == true end
+-- (a zombie is not: killed as obelus exited at once, it waits for init to reap it)
+local function alive(pid)
+  if not pid then return false end
+  local st = cli.slurp("/proc/" .. pid .. "/stat") or ""
+  return st ~= "" and not st:match("^%d+ %b() Z")
+end
 local function kill(pidfile)
   local pid = pid_of(pidfile)
   if pid then os.execute("kill -9 " .. pid .. " 2>/dev/null") end
@@ -159,6 +164,7 @@ describe("os.execute in a tool", function()
                                          _outputPath = "†state.a" } }), "--tools", TOOLS, "--max-slice", "300" }
     assert.are.equal(1, r.code, r.err)
     assert.matches("call b (blocked) failed (runtime): the tool ran 300 ms without yielding", r.err, 1, true)
+    assert.is_not_nil(pid_of(pidfile))
     assert.is_false(alive(pid_of(pidfile)))
   end)
 
