@@ -27,6 +27,7 @@
 #include "ob_http.h"
 #include "ob_pool.h"
 #include "ob_engine.h"
+#include "ob_exec.h"
 #include "ob_hash.h"
 #include "ob_lua.h"
 #include "ob_run.h"
@@ -263,6 +264,9 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   lua_getglobal(L, "os");
   lua_pushcfunction(L, tool_exit);
   lua_setfield(L, -2, "exit");
+  /* system() could not be stopped: the engine's kills its command with the call */
+  lua_pushcfunction(L, ob_exec_execute);
+  lua_setfield(L, -2, "execute");
   lua_pop(L, 1);
   /* calls make many short-lived tables (params, ctx, results): the
    * generational collector handles those for far less than full cycles */

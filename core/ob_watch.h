@@ -194,7 +194,8 @@ void ob_watch_interrupt_done(void);
 
 /* --- children --------------------------------------------------------------
  * The process groups of the children tools spawned (obelus.uv.spawn puts each
- * in its own), kept where a signal handler can read them. */
+ * in its own, and so does os.execute: ob_exec.c), kept where a signal handler
+ * can read them. */
 /* Tracks group pgid: the slot to untrack it with, NULL when out of memory. */
 _Atomic(pid_t) *ob_watch_child_add(pid_t pgid);
 /* Stops tracking the slot's group (NULL is allowed). */

@@ -668,7 +668,9 @@ add { name = "obelus worker: a third SIGTERM while a job's tool blocks in C exit
       needs = "redis", secs = 15,
       files = files { ["p.json"] = plan('{"_id": "b", "_tool": "blocked", "seconds": 30, "started": "started", "_outputPath": "†state.a"}') },
       run = worker_case("stop-w3", { "TERM", "TERM", "TERM" }),
-      expect = { code = 143 } }
+      -- os.execute's command is killed at the first: the second hands the job back and the
+      -- worker may end (0) before the third comes, or be ended by it (143)
+      expect = { code = { 0, 143 } } }
 
 -- children: "a uv.spawn child of an attempt that timed out writes its file 3 s after
 -- obelus exited; 5,000 spawned children are left behind" --------------------------------

@@ -281,7 +281,7 @@ describe("SIGINT and SIGTERM in a tool that never yields", function()
     local h = start { "run", plan_file({ { _id = "b", _tool = "blocked", seconds = tag, started = started, _outputPath = "†state.a" } }),
                       "--tools", TOOLS }
     assert.is_true(wait_for(function() return exists(started) end))
-    h.signal("TERM") -- taken, but the loop cannot get to it: the tool is in C
+    h.signal("TERM") -- os.execute's command is killed for it (ob_exec.c); the run may end first
     h.signal("TERM")
     local r = h.wait()
     kill_all("sleep " .. tag)
