@@ -825,13 +825,13 @@ local D_KILLED = "obelus run p.json --tools tools --journal j.jsonl; rm -f marks
 case { name = "a delegated plan's output message deleted: resume refuses before running", item = 11,
   files = DJ, setup = D_KILLED .. "; sed -i '/\"_path\":\"s2\"/d' j.jsonl",
   run = "obelus resume j.jsonl",
-  expect = { code = 2, err = { "j.jsonl:14", "inconsistent journal" },
+  expect = { code = 2, err = { "j.jsonl:15", "inconsistent journal" },
              check = function(d) return absent(d, "marks") end } }
 
 case { name = "a delegated plan's record names a call not in it: resume refuses before running", item = 11,
   files = DJ, setup = D_KILLED .. "; sed -i 's/\"id\":\"s2\"/\"id\":\"nope\"/' j.jsonl",
   run = "obelus resume j.jsonl",
-  expect = { code = 2, err = { "j.jsonl:13", "nope" }, check = function(d) return absent(d, "marks") end } }
+  expect = { code = 2, err = { "j.jsonl:14", "nope" }, check = function(d) return absent(d, "marks") end } }
 
 case { name = "Lua module: engine:resume of a journal with a settled record deleted", item = 11,
   files = base { ["l.lua"] = lua_script [[
