@@ -241,6 +241,19 @@ test-luacheck:
 	 p=$$(grep -c '^ok ' build/results/luacheck.txt); f=$$(grep -c '^not ok ' build/results/luacheck.txt); \
 	 echo "luacheck: $$p passed, $$f failed" | tee -a build/results/luacheck.txt; [ $$f = 0 ]
 
+# The include rule of core/: a file includes its own layer and those below it
+# (core/layers.awk; the layers of the flat tree's files are in core/layers.map).
+.PHONY: layers test-layers
+layers:
+	@awk -v map=core/layers.map -f core/layers.awk core/*.[ch] && echo "layers: every include goes down"
+test-layers:
+	@mkdir -p build/results
+	@awk -v map=core/layers.map -f core/layers.awk core/*.[ch] > build/results/layers.out; r=$$?; \
+	 if [ $$r = 0 ]; then echo "ok 1 every include of core/ goes down a layer" > build/results/layers.txt; \
+	 else sed 's/^/not ok 1 /' build/results/layers.out > build/results/layers.txt; fi; \
+	 echo "layers: $$([ $$r = 0 ] && echo 1 || echo 0) passed, $$([ $$r = 0 ] && echo 0 || echo 1) failed" \
+	   | tee -a build/results/layers.txt; [ $$r = 0 ]
+
 # `make test`: what is missing installed, then everything built and run
 test:
 	@$(MAKE) --no-print-directory deps-quiet
@@ -255,8 +268,8 @@ test:
 # the other, with the C tests' LTO links (4 min of them); 5 min 20 s now.
 TEST_JOBS ?= -j4
 # the result files they leave: one missing is a failure (a part that did not run)
-TEST_RESULTS := c-rel c-asan c-tsan lua-rel-1 lua-rel-2 lua-asan-1 lua-asan-2 lua-tsan luacheck examples
-TEST_PARTS := test-c test-lua-rel-1 test-lua-rel-2 test-lua-asan-1 test-lua-asan-2 test-lua-tsan test-luacheck test-examples
+TEST_RESULTS := c-rel c-asan c-tsan lua-rel-1 lua-rel-2 lua-asan-1 lua-asan-2 lua-tsan luacheck examples layers
+TEST_PARTS := test-c test-lua-rel-1 test-lua-rel-2 test-lua-asan-1 test-lua-asan-2 test-lua-tsan test-luacheck test-examples test-layers
 test-run:
 	@rm -rf build/results
 	@$(MAKE) --no-print-directory -k $(TEST_JOBS) $(TEST_PARTS); r=$$?; \
