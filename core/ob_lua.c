@@ -1247,3 +1247,80 @@ ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_erro
 ob_value *ob_lua_to_value(lua_State *L, int idx, ob_error *err) {
   return ob_lua_to_value_named(L, idx, NULL, err);
 }
+
+/* --- the functions obelus.core and a tool's `obelus` share (ob_luamod.c,
+ * ob_runtime.c) ------------------------------------------------------------- */
+
+/* Pushes text (malloc'ed) as a Lua string and frees it, even when Lua runs
+ * out of memory doing so. */
+typedef struct text {
+  const char *s;
+  size_t len;
+} text;
+
+static int push_text_protected(lua_State *L) {
+  const text *t = lua_touserdata(L, 1);
+  lua_pushlstring(L, t->s, t->len);
+  return 1;
+}
+
+int ob_lua_push_text_and_free(lua_State *L, char *s, size_t len) {
+  text t = {s, len};
+  lua_pushcfunction(L, push_text_protected);
+  lua_pushlightuserdata(L, &t);
+  int rc = lua_pcall(L, 1, 1, 0);
+  free(s);
+  if (rc != LUA_OK)
+    return lua_error(L);
+  return 1;
+}
+
+/* Pushes v (a new reference, consumed) as a Lua value. */
+int ob_lua_push_value_and_unref(lua_State *L, ob_value *v) {
+  ob_error err;
+  int rc = ob_lua_push_safe(L, v, &err);
+  ob_unref(v);
+  if (rc != OB_OK)
+    return luaL_error(L, "%s", err.msg);
+  return 1;
+}
+
+/* --- JSON text and arrays, as Lua functions --------------------------------- */
+
+int ob_lua_decode(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  ob_error err;
+  ob_value *v = ob_json_parse(s, len, &err);
+  if (!v)
+    return luaL_error(L, "invalid JSON: %s", err.msg);
+  return ob_lua_push_value_and_unref(L, v);
+}
+
+int ob_lua_encode(lua_State *L) {
+  luaL_checkany(L, 1);
+  int flags = lua_toboolean(L, 2) ? OB_JSON_PRETTY : OB_JSON_COMPACT;
+  ob_error err;
+  ob_value *v = ob_lua_to_value(L, 1, &err);
+  if (!v)
+    return luaL_error(L, "%s", err.msg);
+  size_t len;
+  char *s = ob_json_print(v, flags, &len);
+  ob_unref(v);
+  return ob_lua_push_text_and_free(L, s, len);
+}
+
+/* array(t): marks t (or a new table) as an array and returns it. */
+int ob_lua_array(lua_State *L) {
+  if (lua_isnoneornil(L, 1))
+    lua_newtable(L);
+  else
+    luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  ob_lua_push_array_mt(L);
+  if (lua_getmetatable(L, 1) && !lua_rawequal(L, -1, -2))
+    return luaL_error(L, "obelus.array: the table already has another metatable");
+  lua_settop(L, 2);
+  lua_setmetatable(L, 1);
+  return 1;
+}

@@ -116,9 +116,15 @@ ob_value *ob_lua_to_value_named(lua_State *L, int idx, const char *name, ob_erro
  * tostring) with a traceback of where it was raised. */
 int ob_lua_traceback(lua_State *L);
 
-/* The Lua module `obelus.core` (ob_luamod.c): what `require "obelus.core"`
- * runs when lib/obelus/core.so is loaded; a host linking the library can
- * put it in package.preload instead. */
-int luaopen_obelus_core(lua_State *L);
+/* Lua functions the host module (obelus.core) and a tool's `obelus` both give:
+ * decode(text) -> value (raises "invalid JSON: ..."); encode(value [, pretty]) ->
+ * text; array([t]) -> t marked a JSON array (raises when t has another metatable). */
+int ob_lua_decode(lua_State *L);
+int ob_lua_encode(lua_State *L);
+int ob_lua_array(lua_State *L);
+/* Push s (malloc'ed, freed even when Lua runs out of memory pushing it) as a string;
+ * push v (a reference, consumed) as a Lua value, raising what stops it. Return 1. */
+int ob_lua_push_text_and_free(lua_State *L, char *s, size_t len);
+int ob_lua_push_value_and_unref(lua_State *L, ob_value *v);
 
 #endif

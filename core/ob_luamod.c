@@ -34,80 +34,6 @@
  * is raised only after every C reference is released. The message is copied
  * to Lua by luaL_error before the longjmp, so it may live in a local ob_error. */
 
-/* Pushes text (malloc'ed) as a Lua string and frees it, even when Lua runs
- * out of memory doing so. */
-typedef struct text {
-  const char *s;
-  size_t len;
-} text;
-
-static int push_text_protected(lua_State *L) {
-  const text *t = lua_touserdata(L, 1);
-  lua_pushlstring(L, t->s, t->len);
-  return 1;
-}
-
-static int push_text_and_free(lua_State *L, char *s, size_t len) {
-  text t = {s, len};
-  lua_pushcfunction(L, push_text_protected);
-  lua_pushlightuserdata(L, &t);
-  int rc = lua_pcall(L, 1, 1, 0);
-  free(s);
-  if (rc != LUA_OK)
-    return lua_error(L);
-  return 1;
-}
-
-/* Pushes v (a new reference, consumed) as a Lua value. */
-static int push_value_and_unref(lua_State *L, ob_value *v) {
-  ob_error err;
-  int rc = ob_lua_push_safe(L, v, &err);
-  ob_unref(v);
-  if (rc != OB_OK)
-    return luaL_error(L, "%s", err.msg);
-  return 1;
-}
-
-/* --- JSON ----------------------------------------------------------------- */
-
-static int core_decode(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  ob_error err;
-  ob_value *v = ob_json_parse(s, len, &err);
-  if (!v)
-    return luaL_error(L, "invalid JSON: %s", err.msg);
-  return push_value_and_unref(L, v);
-}
-
-static int core_encode(lua_State *L) {
-  luaL_checkany(L, 1);
-  int flags = lua_toboolean(L, 2) ? OB_JSON_PRETTY : OB_JSON_COMPACT;
-  ob_error err;
-  ob_value *v = ob_lua_to_value(L, 1, &err);
-  if (!v)
-    return luaL_error(L, "%s", err.msg);
-  size_t len;
-  char *s = ob_json_print(v, flags, &len);
-  ob_unref(v);
-  return push_text_and_free(L, s, len);
-}
-
-/* array(t): marks t (or a new table) as an array and returns it. */
-static int core_array(lua_State *L) {
-  if (lua_isnoneornil(L, 1))
-    lua_newtable(L);
-  else
-    luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  ob_lua_push_array_mt(L);
-  if (lua_getmetatable(L, 1) && !lua_rawequal(L, -1, -2))
-    return luaL_error(L, "obelus.array: the table already has another metatable");
-  lua_settop(L, 2);
-  lua_setmetatable(L, 1);
-  return 1;
-}
-
 /* --- the log -------------------------------------------------------------- */
 
 typedef struct lua_log {
@@ -256,7 +182,7 @@ static int log_message(lua_State *L) {
     lua_pushnil(L);
     return 1;
   }
-  return push_value_and_unref(L, ob_log_message(log, (size_t)i));
+  return ob_lua_push_value_and_unref(L, ob_log_message(log, (size_t)i));
 }
 
 /* Reads the expression at index 2 over log, with the options at index 3
@@ -290,7 +216,7 @@ static int resolve_in(lua_State *L, ob_log *log, const char *fn, int history) {
     lua_pushnil(L);
     return 1;
   }
-  return push_value_and_unref(L, v);
+  return ob_lua_push_value_and_unref(L, v);
 }
 
 /* log:resolve(expr [, {at = N, instance = "X"}]): the value, or nil when absent. */
@@ -1259,7 +1185,7 @@ static int engine_resume(lua_State *L) {
     ob_buf_addf(&msg, "%s: %s: %s; nothing ran (force = true resumes anyway)", fn, path,
                 why.data);
     ob_buf_free(&why);
-    push_text_and_free(L, msg.data, msg.len);
+    ob_lua_push_text_and_free(L, msg.data, msg.len);
     return lua_error(L);
   }
   ob_buf_free(&why);
@@ -1340,7 +1266,7 @@ static int run_output(lua_State *L) {
   safe_point(L, r->eng);
   if (!run_finished(r))
     return push_status(L, r);
-  return push_value_and_unref(L, r->shards ? ob_shards_output(r->shards) : ob_run_output(r->run));
+  return ob_lua_push_value_and_unref(L, r->shards ? ob_shards_output(r->shards) : ob_run_output(r->run));
 }
 
 static ob_run *check_open_run(lua_State *L) {
@@ -1366,7 +1292,7 @@ static int run_messages(lua_State *L) {
   size_t n = ob_log_len(log);
   lua_createtable(L, n < INT32_MAX ? (int)n : 0, 0);
   for (size_t i = 0; i < n; i++) {
-    push_value_and_unref(L, ob_log_message(log, i));
+    ob_lua_push_value_and_unref(L, ob_log_message(log, i));
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   return 1;
@@ -1444,7 +1370,7 @@ static const luaL_Reg log_methods[] = {
     {NULL, NULL}};
 
 static const luaL_Reg core_functions[] = {
-    {"decode", core_decode}, {"encode", core_encode}, {"array", core_array},
+    {"decode", ob_lua_decode}, {"encode", ob_lua_encode}, {"array", ob_lua_array},
     {"log", core_log},       {"engine", core_engine}, {"totable", ob_view_lua_totable},
     {"is_view", ob_view_lua_is_view}, {"next", ob_view_lua_next}, {NULL, NULL}};
 

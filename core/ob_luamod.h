@@ -8,6 +8,10 @@
 
 #include "ob_engine.h"
 
+/* The Lua module `obelus.core`: what `require "obelus.core"` runs when
+ * lib/obelus/core.so is loaded; a host linking the library can put it in
+ * package.preload instead. */
+int luaopen_obelus_core(lua_State *L);
 /* The engine of the obelus.engine at idx (raises for anything else, or a closed one). */
 ob_engine *ob_luamod_check_engine(lua_State *L, int idx);
 /* Non-zero while a callback of one of this state's engines runs (the loop is on the

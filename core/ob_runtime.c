@@ -256,12 +256,10 @@ static int open_runtime(lua_State *L) {
   lua_getfield(L, -1, "luv");
   lua_setfield(L, -3, "uv");
   lua_pop(L, 1);
-  luaL_requiref(L, "obelus.core", luaopen_obelus_core, 0);
-  lua_getfield(L, -1, "encode");
-  lua_setfield(L, -3, "encode");
-  lua_getfield(L, -1, "decode");
-  lua_setfield(L, -3, "decode");
-  lua_pop(L, 1);
+  lua_pushcfunction(L, ob_lua_encode); /* the bridge's, as obelus.core gives them */
+  lua_setfield(L, -2, "encode");
+  lua_pushcfunction(L, ob_lua_decode);
+  lua_setfield(L, -2, "decode");
   lua_newtable(L);
   lua_pushvalue(L, -1);
   e->branch_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);

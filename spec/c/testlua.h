@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ob_lua.h"
+#include "ob_luamod.h"
 
 static ob_value *parse(const char *json) {
   ob_error err;
