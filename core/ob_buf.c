@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ob_value.h"
+#include "ob_buf.h"
 
 void ob_buf_init(ob_buf *b) {
   b->data = NULL;

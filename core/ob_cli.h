@@ -14,6 +14,10 @@ enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2,
 
 /* Each takes argv with argv[0] the command's name and returns an exit status. */
 int ob_cmd_resolve(int argc, char **argv);
+/* `obelus schema SCHEMA.json INSTANCE.json` (argv[0] is "schema"). Exit status:
+ * 0 valid (prints "valid"), 1 invalid (prints each failure on stdout, one a line,
+ * as ob_schema_failure_write does), 2 bad usage, an unreadable or malformed
+ * file or an unusable schema (message on stderr naming the file). */
 int ob_cmd_schema(int argc, char **argv);
 int ob_cmd_run(int argc, char **argv);
 int ob_cmd_check(int argc, char **argv);

@@ -24,6 +24,7 @@
 #include "ob_cli.h"
 #include "ob_cmd_loop.h"
 #include "ob_resume.h"
+#include "ob_drive.h"
 #include "ob_runner.h"
 
 static const char resume_help[] =

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ob_cli.h"
 #include "ob_schema.h"
 
 static const char schema_help[] =

@@ -20,6 +20,7 @@
 #include "ob_files.h"
 #include "ob_luamod.h"
 #include "ob_resume.h"
+#include "ob_drive.h"
 #include "ob_run.h"
 #include "ob_shard.h"
 #include "ob_view.h"

@@ -30,6 +30,7 @@
  * (their hashes); the rest is ob_resume_run's. */
 #include <stdlib.h>
 
+#include "ob_drive.h"
 #include "ob_resume.h"
 #include "ob_wal.h"
 

@@ -84,10 +84,5 @@ void ob_schema_result_free(ob_schema_result *r);
  * "/user/age: minimum: 3 is less than 18"; the root instance is "(root)". */
 void ob_schema_failure_write(ob_buf *b, const ob_schema_failure *f);
 
-/* `obelus schema SCHEMA.json INSTANCE.json` (argv[0] is "schema"). Exit status:
- * 0 valid (prints "valid"), 1 invalid (prints each failure on stdout, one a line,
- * as ob_schema_failure_write does), 2 bad usage, an unreadable or malformed
- * file or an unusable schema (message on stderr naming the file). */
-int ob_cmd_schema(int argc, char **argv);
 
 #endif

@@ -36,6 +36,7 @@
 #include "ob_plan.h"
 #include "ob_queue_job.h"
 #include "ob_worker_int.h"
+#include "ob_drive.h"
 
 /* --- plans ---------------------------------------------------------------------------------- */
 

@@ -55,6 +55,7 @@
 #include "ob_files.h"
 #include "ob_http.h"
 #include "ob_resume.h"
+#include "ob_drive.h"
 #include "ob_run.h"
 #include "ob_shard.h"
 #include "ob_wal.h"
