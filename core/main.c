@@ -51,7 +51,7 @@ static const command commands[] = {
     {"graph", ob_cmd_graph},
     {"resolve", ob_cmd_resolve},
     {"schema", ob_cmd_schema},
-    {"log", ob_cmd_log},
+    {"log", ob_cli_log},
     {"resume", ob_cmd_resume},
     {"tools", ob_cmd_tools},
     {"init", ob_cmd_init},

@@ -29,3 +29,10 @@ int ob_cli_parse_count(const char *s, size_t *out) {
   *out = (size_t)v;
   return 1;
 }
+
+int ob_cli_log(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--redis"))
+      return ob_cmd_log_redis(argc, argv);
+  return ob_cmd_log(argc, argv);
+}

@@ -35,6 +35,9 @@ int ob_cmd_wait(int argc, char **argv);
 int ob_cmd_status(int argc, char **argv);
 /* `obelus log --redis URL JOB`: the job's journal fetched, then printed by ob_cmd_log. */
 int ob_cmd_log_redis(int argc, char **argv);
+/* `obelus log`: ob_cmd_log_redis with --redis, else ob_cmd_log (the one that knows
+ * both, so that the two commands do not call each other round). */
+int ob_cli_log(int argc, char **argv);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...)

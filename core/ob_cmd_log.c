@@ -606,9 +606,6 @@ static size_t terminal_width(int fd) {
 }
 
 int ob_cmd_log(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--redis"))
-      return ob_cmd_log_redis(argc, argv);
   const char *file = NULL, *format = NULL;
   size_t at = OB_LOG_NOW;
   for (int i = 1; i < argc; i++) {
