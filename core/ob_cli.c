@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ob_cli.h"
 
@@ -35,4 +36,12 @@ int ob_cli_log(int argc, char **argv) {
     if (!strcmp(argv[i], "--redis"))
       return ob_cmd_log_redis(argc, argv);
   return ob_cmd_log(argc, argv);
+}
+
+void ob_cli_say_stuck(void *ud, const char *msg) {
+  const char *who = ud ? ud : "obelus";
+  (void)!write(2, who, strlen(who));
+  (void)!write(2, ": ", 2);
+  (void)!write(2, msg, strlen(msg));
+  (void)!write(2, "\n", 1);
 }

@@ -38,6 +38,9 @@ int ob_cmd_log_redis(int argc, char **argv);
 /* `obelus log`: ob_cmd_log_redis with --redis, else ob_cmd_log (the one that knows
  * both, so that the two commands do not call each other round). */
 int ob_cli_log(int argc, char **argv);
+/* An ob_watch_say_fn: "<ud>: <msg>\n" on standard error with write(2) (it runs on
+ * the watchdog's thread while the loop thread is stuck); ud: "obelus run" and such. */
+void ob_cli_say_stuck(void *ud, const char *msg);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -138,8 +138,8 @@ int ob_cmd_mcp(int argc, char **argv) {
   sigint.data = sigterm.data = &c;
   uv_signal_start(&sigint, on_signal, SIGINT);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
-  ob_watch_catch_signals(2, NULL);
-  ob_watch_exit_stuck("obelus mcp"); /* a tool a stop cannot reach ends the server */
+  ob_watch_catch_signals(2);
+  ob_watch_exit_stuck(ob_cli_say_stuck, "obelus mcp"); /* a tool a stop cannot reach ends the server */
   uv_timer_init(e->loop, &c.drain);
   c.drain.data = &c;
   uv_handle_type kind = uv_guess_handle(0);

@@ -123,8 +123,8 @@ int ob_cmd_worker(int argc, char **argv) {
   sigint.data = sigterm.data = &c;
   uv_signal_start(&sigint, on_signal, SIGINT);
   uv_signal_start(&sigterm, on_signal, SIGTERM);
-  ob_watch_catch_signals(3, NULL);
-  ob_watch_exit_stuck("obelus worker"); /* its jobs go to another worker (claim-idle) */
+  ob_watch_catch_signals(3);
+  ob_watch_exit_stuck(ob_cli_say_stuck, "obelus worker"); /* its jobs go to another worker (claim-idle) */
   while (!c.ended)
     uv_run(e->loop, UV_RUN_ONCE);
   uv_close((uv_handle_t *)&sigint, NULL);

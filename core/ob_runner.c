@@ -410,10 +410,10 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
   uv_unref((uv_handle_t *)&rn->sigterm);
   /* a tool that never yields is stopped for the loop to take the signal; a
    * second signal exits at once (ob_watch.h) */
-  ob_watch_catch_signals(2, NULL);
+  ob_watch_catch_signals(2);
   static char who[48]; /* a tool a stop cannot reach ends the process, saying so */
   snprintf(who, sizeof who, "obelus %.30s", o->cmd);
-  ob_watch_exit_stuck(who);
+  ob_watch_exit_stuck(ob_cli_say_stuck, who);
   ob_progress_start(o->pg, e->loop);
   rn->open = 1;
   return OB_EXIT_OK;

@@ -25,7 +25,8 @@ static int wake_made;
 static int stopping;
 static ob_watch *watches; /* every watch ever made, active or not */
 
-static const char *stuck_who; /* ob_watch_exit_stuck's (NULL: never exit) */
+static ob_watch_say_fn stuck_say; /* ob_watch_exit_stuck's (NULL: never exit) */
+static void *stuck_ud;
 static int exit_at;           /* the signal that exits at once (0: none) */
 
 static unsigned long long now_ms(void) {
@@ -103,20 +104,19 @@ static void stuck(ob_watch *w, int why, int sig, unsigned long long t) {
                       "cannot stop it";
   int code;
   if (why == OB_STOP_SIGNAL) {
-    snprintf(msg, sizeof msg, "%s: interrupted by %s; %s did not stop within %llu ms (%s): "
-             "exiting at once; the journal is as a kill leaves it\n",
-             stuck_who ? stuck_who : "obelus", sig == SIGINT ? "SIGINT" : "SIGTERM", what,
-             t - w->stop_ms, where);
+    snprintf(msg, sizeof msg, "interrupted by %s; %s did not stop within %llu ms (%s): "
+             "exiting at once; the journal is as a kill leaves it",
+             sig == SIGINT ? "SIGINT" : "SIGTERM", what, t - w->stop_ms, where);
     code = 128 + sig;
   } else {
-    snprintf(msg, sizeof msg, "%s: %s %s and did not stop %llu ms after it was told to (%s): "
+    snprintf(msg, sizeof msg, "%s %s and did not stop %llu ms after it was told to (%s): "
              "exiting at once (exit %d); the journal is as a kill leaves it, and `obelus resume` "
-             "runs the call again\n", stuck_who, what,
+             "runs the call again", what,
              why == OB_STOP_TIMEOUT ? "passed its _timeout" : "ran past --max-slice without yielding",
              t - w->stop_ms, where, OB_EXIT_STUCK);
     code = OB_EXIT_STUCK;
   }
-  (void)!write(2, msg, strlen(msg));
+  stuck_say(stuck_ud, msg);
   ob_watch_children_kill();
   _exit(code);
 }
@@ -161,7 +161,7 @@ static void *watchdog(void *arg) {
       }
       if (sig) { /* a SIGINT or SIGTERM the loop has not taken: stop what runs */
         send_stop(w, n, OB_STOP_SIGNAL);
-        if (overdue(w, n, t, OB_WATCH_STUCK_MS) && exit_at)
+        if (overdue(w, n, t, OB_WATCH_STUCK_MS) && exit_at && stuck_say)
           stuck(w, OB_STOP_SIGNAL, sig, t);
         continue;
       }
@@ -174,11 +174,11 @@ static void *watchdog(void *arg) {
        * grace, ends the process where the CLI said so */
       if (due && t >= due) {
         send_stop(w, n, OB_STOP_TIMEOUT);
-        if (overdue(w, n, t, OB_WATCH_STUCK_MS) && stuck_who)
+        if (overdue(w, n, t, OB_WATCH_STUCK_MS) && stuck_say)
           stuck(w, OB_STOP_TIMEOUT, 0, t);
       } else if (lim && t - w->seen_ms >= lim) {
         send_stop(w, n, OB_STOP_SLICE);
-        if (overdue(w, n, t, lim > OB_WATCH_STUCK_MS ? lim : OB_WATCH_STUCK_MS) && stuck_who)
+        if (overdue(w, n, t, lim > OB_WATCH_STUCK_MS ? lim : OB_WATCH_STUCK_MS) && stuck_say)
           stuck(w, OB_STOP_SLICE, 0, t);
       }
     }
@@ -294,7 +294,6 @@ void ob_watch_free(ob_watch *w) {
 /* --- SIGINT and SIGTERM --------------------------------------------------- */
 
 static struct sigaction before[2]; /* libuv's handlers of SIGINT and SIGTERM */
-static const char *interrupt_say;
 static atomic_int interrupts;
 
 /* The sender of the last signal, and when (ms, CLOCK_MONOTONIC). */
@@ -332,8 +331,6 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
     ob_watch_children_kill();
     _exit(128 + sig);
   }
-  if (interrupt_say)
-    (void)!write(2, interrupt_say, strlen(interrupt_say));
   atomic_store(&ob_watch_interrupted, sig);
   if (wake_made)
     sem_post(&wake);
@@ -345,9 +342,8 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
-void ob_watch_catch_signals(int exit_after, const char *say) {
+void ob_watch_catch_signals(int exit_after) {
   exit_at = exit_after;
-  interrupt_say = say;
   atomic_store(&interrupts, 0);
   atomic_store(&ob_watch_interrupted, 0);
   atomic_store(&last_sig, 0);
@@ -368,9 +364,10 @@ void ob_watch_catch_signals(int exit_after, const char *say) {
   }
 }
 
-void ob_watch_exit_stuck(const char *who) {
+void ob_watch_exit_stuck(ob_watch_say_fn say, void *ud) {
   pthread_mutex_lock(&lock);
-  stuck_who = who;
+  stuck_say = say;
+  stuck_ud = ud;
   pthread_mutex_unlock(&lock);
 }
 

@@ -168,9 +168,8 @@ static inline void ob_watch_unnest(ob_watch *w, lua_State *outer) {
  * stop the Lua code running now (OB_STOP_SIGNAL), so that the loop gets to
  * it within 250 ms even while a tool never yields. The exit_after-th signal
  * (0: never) kills the process groups of the tools' children and exits at
- * once with 128 + the signal; each earlier one writes `say` (if not NULL) to
- * standard error. */
-void ob_watch_catch_signals(int exit_after, const char *say);
+ * once with 128 + the signal. */
+void ob_watch_catch_signals(int exit_after);
 /* A stop that does not take. Lua stops code only between instructions of
  * its VM, and not at all where it runs with hooks off (a finaliser, an
  * xpcall message handler the engine could not wrap) or in C (a pattern that
@@ -179,14 +178,16 @@ void ob_watch_catch_signals(int exit_after, const char *say);
  * CLI's commands; hosts are left to decide), the watchdog ends the process
  * once a stop has been sent for one resume and not taken for
  * OB_WATCH_STUCK_MS (a signal's or a _timeout's), or for as long as the
- * slice itself, if longer (the slice's): it writes why to standard error
- * ("<who>: call ID (TOOL) ..."), kills the tools' children's groups and exits
- * with 128 + the signal, or OB_EXIT_STUCK for a slice or a _timeout. The
- * journal is then as a kill leaves it: resume takes it up (and runs that
- * call again). */
+ * slice itself, if longer (the slice's): it hands why to say ("call ID (TOOL)
+ * ...", one line without its newline; called on the watchdog's thread while
+ * the loop thread is stuck: it may only write(2) or the like), kills the
+ * tools' children's groups and exits with 128 + the signal, or OB_EXIT_STUCK
+ * for a slice or a _timeout. The journal is then as a kill leaves it: resume
+ * takes it up (and runs that call again). say NULL: never exit. */
 #define OB_WATCH_STUCK_MS 1000
 #define OB_EXIT_STUCK 5
-void ob_watch_exit_stuck(const char *who);
+typedef void (*ob_watch_say_fn)(void *ud, const char *msg);
+void ob_watch_exit_stuck(ob_watch_say_fn say, void *ud);
 
 /* The loop took the signal (a command that goes on after one: the worker):
  * Lua code runs unstopped again. */
