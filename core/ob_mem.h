@@ -169,6 +169,13 @@ static inline void *ob_mem_realloc(void *p, size_t n) {
   return ob_mem_counted(q);
 }
 
+/* --- the end of the process ----------------------------------------------------
+ * ob_die: a state the library cannot go on from (the Lua API used unprotected, a
+ * thread that cannot start, an engine freed from inside its own callback): msg and
+ * a newline on standard error, then abort(). The one place below the CLI that
+ * writes to a terminal, for it has no one else left to tell. */
+_Noreturn void ob_die(const char *msg);
+
 /* --- allocation that cannot fail (not counted) ------------------------------- */
 
 static inline void *ob_xmalloc(size_t n) {

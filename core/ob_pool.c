@@ -166,9 +166,9 @@ static void *pool_alloc(ob_pool *p, void *ptr, size_t osize, size_t nsize) {
 /* As luaL_newstate's: an error outside any protected call ends the process. */
 static int panic(lua_State *L) {
   const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error object is not a string";
-  fprintf(stderr, "PANIC: unprotected error in call to Lua API (%s)\n", msg);
-  fflush(stderr);
-  return 0; /* Lua then aborts */
+  char line[600];
+  snprintf(line, sizeof line, "PANIC: unprotected error in call to Lua API (%.500s)", msg);
+  ob_die(line);
 }
 
 /* Warnings (warn() in Lua) go to stderr once "@on" turned them on; off at first.

@@ -567,8 +567,7 @@ ob_shards *ob_shards_start(const ob_shard_config *cfg, ob_error *err) {
   free(inputs_text);
   for (size_t k = 0; k < n; k++)
     if (uv_thread_create(&s->parts[k].thread, part_main, &s->parts[k])) {
-      fprintf(stderr, "obelus: cannot start a thread\n");
-      abort();
+      ob_die("obelus: cannot start a thread");
     }
   return s;
 }

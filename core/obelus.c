@@ -448,9 +448,8 @@ void obelus_engine_free(obelus_engine *E) {
   if (!E)
     return;
   if (E->depth || E->dispatching || E->waiting) {
-    fprintf(stderr, "obelus_engine_free: called from inside one of the engine's own callbacks "
-                    "(or during obelus_run_wait); free the engine after the loop returns\n");
-    abort();
+    ob_die("obelus_engine_free: called from inside one of the engine's own callbacks "
+           "(or during obelus_run_wait); free the engine after the loop returns");
   }
   ob_engine_free_begin(E->e); /* before the runs close their calls' tool handles */
   while (E->runs)
