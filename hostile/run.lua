@@ -47,13 +47,7 @@ end
 
 local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = dofile(HERE .. "/support.lua").slurp
 
 local function write(path, text)
   local dir = path:match("(.*)/")

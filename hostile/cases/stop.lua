@@ -21,6 +21,7 @@
 -- requires the file to be absent. A tool blocked in C (os.execute) writes its sleep's pid to
 -- blocker.pid, and the command kills that pid itself at the end.
 local cjson = require "cjson"
+local slurp = require("support").slurp
 
 local HERE = debug.getinfo(1, "S").source:sub(2):match("(.*)/") or "."
 local ROOT = io.popen("cd '" .. HERE .. "/../..' && pwd"):read("l") -- absolute: cases run in folders of their own
@@ -222,13 +223,6 @@ local function then_wait(cmd, secs)
   return cmd .. "; rc=$?; " .. KILL_BLOCKER .. "; sleep " .. secs .. "; exit $rc"
 end
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- the check that no child wrote its marker (late, late1..., late.PID)
 local function no_late(dir)

@@ -7,29 +7,13 @@
 -- obelus has exited.
 local cli = require "support.cli"
 local cjson = require "cjson"
+local proc = require "support.proc"
+local exists, wait_for, plan_file, run, start = proc.exists, proc.wait_for, proc.plan_file, proc.run, proc.start
 
 local TOOLS = "spec/cli/fixtures/exec/tools.lua"
-local ASAN = cli.bin:find("/asan/", 1, true) ~= nil
-local q = cli.quote
 
-local function exists(path)
-  local f = io.open(path)
-  if f then f:close() end
-  return f ~= nil
-end
 
--- waits (20 s at most) until ok() holds; false if it never did
-local function wait_for(ok)
-  for _ = 1, 400 do
-    if ok() then return true end
-    os.execute("sleep 0.05")
-  end
-  return ok()
-end
 
-local function plan_file(calls, output)
-  return cli.tmpfile(cjson.encode { plan = calls, output = output }, ".json")
-end
 
 -- the pid the command wrote, and whether it still runs
 local function pid_of(pidfile) return cli.slurp(pidfile):match("%d+") end
@@ -45,44 +29,7 @@ local function kill(pidfile)
   os.remove(pidfile)
 end
 
--- runs `prefix obelus ARGS` under a 30 s cap (ulimit -v outside ASan): code, out, err
-local function run(args, prefix)
-  local parts = { ASAN and "" or "ulimit -v 4000000;", "timeout -s KILL 30", prefix or "", q(cli.bin) }
-  for _, a in ipairs(args) do parts[#parts + 1] = q(a) end
-  local out, err = os.tmpname(), os.tmpname()
-  local _, how, code = os.execute("(" .. table.concat(parts, " ") .. ") >" .. out .. " 2>" .. err .. " </dev/null")
-  local r = { code = how == "exit" and code or 128 + code, out = cli.slurp(out), err = cli.slurp(err) }
-  os.remove(out); os.remove(err)
-  return r
-end
 
--- starts obelus ARGS in the background (30 s cap); returns a handle with its pid, and
--- wait() -> { code, out, err } once it ended
-local function start(args)
-  local pidf, rcf, out, err = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
-  os.remove(rcf)
-  local parts = {}
-  for i, a in ipairs(args) do parts[i] = q(a) end
-  os.execute(("(timeout -s KILL 30 sh -c 'echo $$ > %s; exec \"$0\" \"$@\"' %s %s >%s 2>%s </dev/null; echo $? >%s) &")
-    :format(pidf, q(cli.bin), table.concat(parts, " "), out, err, rcf))
-  assert(wait_for(function() return cli.slurp(pidf):match("%d+") ~= nil end))
-  local h = { pid = cli.slurp(pidf):match("%d+") }
-  function h.wait()
-    assert(wait_for(function() return cli.slurp(rcf):match("%d+") ~= nil end), "still running")
-    local r = { code = tonumber(cli.slurp(rcf):match("%d+")), out = cli.slurp(out), err = cli.slurp(err) }
-    for _, f in ipairs { pidf, rcf, out, err } do os.remove(f) end
-    return r
-  end
-  -- sends sig from a process of its own; then waits until it was taken (no longer pending)
-  function h.signal(sig)
-    os.execute("kill -" .. sig .. " " .. h.pid .. " 2>/dev/null")
-    wait_for(function()
-      local st = cli.slurp("/proc/" .. h.pid .. "/status") or "" -- nil: it ended while read
-      return st == "" or not st:match("ShdPnd:%s*0*[1-9a-f]")
-    end)
-  end
-  return h
-end
 
 -- the journal's settled records: id -> state
 local function settled(journal)
