@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ob_cli.h"
+#include "ob_journal.h"
 
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -44,4 +45,13 @@ void ob_cli_say_stuck(void *ud, const char *msg) {
   (void)!write(2, ": ", 2);
   (void)!write(2, msg, strlen(msg));
   (void)!write(2, "\n", 1);
+}
+
+void ob_cli_report_torn(const char *who, const char *path, const ob_journal_info *info) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_journal_torn_text(&b, who, path, info);
+  if (b.len)
+    fputs(b.data, stderr);
+  ob_buf_free(&b);
 }

@@ -41,6 +41,10 @@ int ob_cli_log(int argc, char **argv);
 /* An ob_watch_say_fn: "<ud>: <msg>\n" on standard error with write(2) (it runs on
  * the watchdog's thread while the loop thread is stuck); ud: "obelus run" and such. */
 void ob_cli_say_stuck(void *ud, const char *msg);
+/* A torn last line of a journal the command read, said on standard error
+ * (ob_journal_torn_text); nothing when none was torn. */
+struct ob_journal_info;
+void ob_cli_report_torn(const char *who, const char *path, const struct ob_journal_info *info);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...)

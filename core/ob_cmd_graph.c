@@ -342,7 +342,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
-  ob_journal_report_torn(stderr, "obelus graph", journal, &info);
+  ob_cli_report_torn("obelus graph", journal, &info);
   ob_value *v = ob_json_parse_file(plan_file, &err);
   const char *other = v ? other_plan(log, v) : NULL;
   if (other)

@@ -642,7 +642,7 @@ int ob_cmd_log(int argc, char **argv) {
       ob_eprintf("obelus log: %s\n", terr.msg);
       return OB_EXIT_USAGE;
     }
-    ob_journal_report_torn(stderr, "obelus log", file, &tinfo);
+    ob_cli_report_torn("obelus log", file, &tinfo);
     char *text = ob_json_print(v, OB_JSON_COMPACT, NULL);
     puts(text);
     free(text);
@@ -658,7 +658,7 @@ int ob_cmd_log(int argc, char **argv) {
     ob_log_free(log);
     return OB_EXIT_USAGE;
   }
-  ob_journal_report_torn(stderr, "obelus log", file, &info);
+  ob_cli_report_torn("obelus log", file, &info);
   int rc = OB_EXIT_OK;
   if (at != OB_LOG_NOW) {
     if (at > ob_log_len(log)) {

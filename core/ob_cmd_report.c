@@ -176,7 +176,7 @@ int ob_cmd_report(int argc, char **argv) {
     ob_eprintf("obelus report: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
-  ob_journal_report_torn(stderr, "obelus report", journal, &info);
+  ob_cli_report_torn("obelus report", journal, &info);
   char *json = ob_json_print(run, OB_JSON_COMPACT, NULL);
   ob_unref(run);
   FILE *f = fopen(out, "w");

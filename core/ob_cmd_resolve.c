@@ -88,7 +88,7 @@ int ob_cmd_resolve(int argc, char **argv) {
     ob_eprintf("obelus resolve: %s\n", err.msg);
     status = OB_EXIT_USAGE;
   } else {
-    ob_journal_report_torn(stderr, "obelus resolve", file, &info);
+    ob_cli_report_torn("obelus resolve", file, &info);
     ob_value *v = ob_log_eval(log, &e, instance, at);
     status = v ? OB_EXIT_OK : OB_EXIT_FAIL;
     if (v) {

@@ -314,10 +314,9 @@ int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_err
   return rc;
 }
 
-void ob_journal_report_torn(FILE *out, const char *who, const char *path,
-                            const ob_journal_info *info) {
+void ob_journal_torn_text(ob_buf *b, const char *who, const char *path,
+                          const ob_journal_info *info) {
   if (info->torn)
-    fprintf(out, "%s: %s:%zu: the last line is torn (the process died while writing it); "
-                 "ignored\n",
-            who, path, info->torn_line);
+    ob_buf_addf(b, "%s: %s:%zu: the last line is torn (the process died while writing it); "
+                   "ignored\n", who, path, info->torn_line);
 }

@@ -12,7 +12,7 @@
  * Blank lines are skipped. Every line a writer finishes ends with '\n': a last line
  * without one (and not empty) is torn, what is left of a process that died while
  * writing it. It is ignored, whether or not it happens to parse, and reported
- * through ob_journal_info (the commands say so on stderr, ob_journal_report_torn).
+ * through ob_journal_info (the commands say so on stderr: ob_journal_torn_text).
  * Any other line that is not JSON is an error naming the file and line.
  * NUL bytes at the end of the file are not there: ob_wal grows a journal ahead of
  * its lines, zeros until written, and a run still going, or killed, leaves them
@@ -113,9 +113,9 @@ int ob_journal_scopes_take(ob_journal_scopes *s, ob_value **v, const char *path,
  * journal cuts its text there first. */
 size_t ob_journal_len(const char *text, size_t len);
 
-/* Says to out, when info tells of a torn last line:
- * "WHO: PATH:LINE: the last line is torn (the process died while writing it); ignored" */
-void ob_journal_report_torn(FILE *out, const char *who, const char *path,
-                            const ob_journal_info *info);
-
+/* Appends to b, when info tells of a torn last line (nothing otherwise):
+ * "WHO: PATH:LINE: the last line is torn (the process died while writing it); ignored\n"
+ * (the commands print it: ob_cli_report_torn). */
+void ob_journal_torn_text(ob_buf *b, const char *who, const char *path,
+                          const ob_journal_info *info);
 #endif
