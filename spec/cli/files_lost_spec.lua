@@ -5,28 +5,14 @@
 -- without its error message and over delegated runs, before anything runs. No test
 -- here depends on timing: every command is bounded by `timeout`.
 local cli = require "support.cli"
+local fs = require "support.fs"
+local write, exists, folder = fs.write, fs.exists, fs.tmpdir
 
 local q = cli.quote
 local bin = cli.bin:sub(1, 1) == "/" and cli.bin or os.getenv("PWD") .. "/" .. cli.bin
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
 
-local function folder()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p " .. q(d)))
-  return d
-end
 
 -- sh runs in d with $OB the binary; stdout and stderr kept
 local function sh(d, script)

@@ -2,6 +2,7 @@
 -- the tree, and catches an include that goes up a layer or sideways, naming the file,
 -- the line and both layers.
 local cli = require "support.cli"
+local fs = require "support.fs"
 
 local function awk(files)
   local out = os.tmpname()
@@ -14,12 +15,8 @@ end
 
 -- a copy of core/NAME (its layer is its name's) with one line added at the end
 local function planted(name, line)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. dir))
-  local f = assert(io.open(dir .. "/" .. name, "w"))
-  f:write(cli.slurp("core/" .. name), line, "\n")
-  f:close()
+  local dir = fs.tmpdir()
+  fs.write(dir .. "/" .. name, cli.slurp("core/" .. name) .. line .. "\n")
   return dir .. "/" .. name, dir
 end
 
@@ -33,7 +30,7 @@ describe("make layers", function()
   it("names an include that goes up: base including the engine", function()
     local file, dir = planted("ob_map.c", '#include "ob_run.h"')
     local code, text = awk(file)
-    os.execute("rm -rf " .. dir)
+    fs.rmtree(dir)
     assert.are.equal(1, code)
     assert.matches("ob_map.c:%d+: base %-> engine %(up%): #include \"ob_run.h\"", text)
   end)
@@ -41,20 +38,16 @@ describe("make layers", function()
   it("names an include that goes sideways: bridge including io", function()
     local file, dir = planted("ob_view.c", '#include "ob_redis.h"')
     local code, text = awk(file)
-    os.execute("rm -rf " .. dir)
+    fs.rmtree(dir)
     assert.are.equal(1, code)
     assert.matches("ob_view.c:%d+: bridge %-> io %(sideways%)", text)
   end)
 
   it("names a file the map does not place", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. dir)
-    local f = assert(io.open(dir .. "/ob_nowhere.c", "w"))
-    f:write('#include "ob_value.h"\n')
-    f:close()
+    local dir = fs.tmpdir()
+    fs.write(dir .. "/ob_nowhere.c", '#include "ob_value.h"\n')
     local code, text = awk(dir .. "/ob_nowhere.c")
-    os.execute("rm -rf " .. dir)
+    fs.rmtree(dir)
     assert.are.equal(1, code)
     assert.matches("ob_nowhere.c: in no layer (give it a line in core/layers.map)", text, 1, true)
   end)

@@ -5,6 +5,8 @@
 -- silently inside a character; HTTP header limits that named none.
 local cjson = require "cjson"
 local cli = require "support.cli"
+local fs = require "support.fs"
+local write, tmpdir = fs.write, fs.tmpdir
 
 local ESC = "\27"
 local DAG = "\xE2\x80\xA0"
@@ -17,18 +19,7 @@ local function sh(cmd)
   return out
 end
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. cli.quote(dir)))
-  return dir
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
 describe("after the attack list", function()
   local dir
