@@ -12,22 +12,8 @@ local servers = require "support.servers"
 local q = cli.quote
 local bin = cli.bin
 
-local TOOLS = [[
-local obelus = require "obelus"
-return {
-  name = "step",
-  schema = { type = "object", properties = { n = { type = "integer" } }, required = { "n" } },
-  run = function(call)
-    if call.mark then
-      local f = assert(io.open(call.mark, "a"))
-      f:write(tostring(call.n), "\n")
-      f:close()
-    end
-    if call.ms then obelus.sleep(call.ms) end
-    return call.n * 2
-  end,
-}
-]]
+-- the tool every job runs (doubles n; waits for `gate`, appends n to `mark`)
+local TOOLS = cli.slurp("spec/cli/fixtures/fleet/step.lua")
 
 local function sh(cmd)
   local ok = os.execute(cmd)

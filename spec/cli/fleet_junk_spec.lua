@@ -12,20 +12,8 @@ local servers = require "support.servers"
 local q = cli.quote
 local bin = cli.bin
 
--- step doubles n; with `gate`, it first waits until that file exists
-local TOOLS = [[
-local obelus = require "obelus"
-return {
-  name = "step",
-  schema = { type = "object", properties = { n = { type = "integer" } }, required = { "n" } },
-  run = function(call)
-    if call.gate then
-      while not io.open(call.gate, "r") do obelus.sleep(20) end
-    end
-    return call.n * 2
-  end,
-}
-]]
+-- the tool every job runs (doubles n; waits for `gate`, appends n to `mark`)
+local TOOLS = cli.slurp("spec/cli/fixtures/fleet/step.lua")
 
 local function sh(cmd)
   local ok = os.execute(cmd)
