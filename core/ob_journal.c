@@ -128,13 +128,16 @@ int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal
 
 void ob_journal_scopes_init(ob_journal_scopes *s) { ob_map_init(&s->names); }
 
-void ob_journal_scopes_free(ob_journal_scopes *s) {
+/* Frees a map whose values are ob_value references. */
+static void free_values(ob_map *m) {
   size_t i = 0;
   ob_map_entry *me;
-  while (ob_map_next(&s->names, &i, &me))
+  while (ob_map_next(m, &i, &me))
     ob_unref(me->val);
-  ob_map_free(&s->names);
+  ob_map_free(m);
 }
+
+void ob_journal_scopes_free(ob_journal_scopes *s) { free_values(&s->names); }
 
 /* A scope number as JSON gives it: a whole number from 1; 0 when v is not one. */
 static uint64_t scope_no(const ob_value *v) {
@@ -237,13 +240,7 @@ int ob_journal_scopes_take(ob_journal_scopes *s, ob_value **v, const char *path,
 
 void ob_journal_subs_init(ob_journal_subs *s) { ob_map_init(&s->scopes); }
 
-void ob_journal_subs_free(ob_journal_subs *s) {
-  size_t i = 0;
-  ob_map_entry *me;
-  while (ob_map_next(&s->scopes, &i, &me))
-    ob_unref(me->val);
-  ob_map_free(&s->scopes);
-}
+void ob_journal_subs_free(ob_journal_subs *s) { free_values(&s->scopes); }
 
 static const char *str_of(const ob_value *o, const char *k) {
   const ob_value *v = ob_typeof(o) == OB_OBJECT ? ob_object_get(o, k, strlen(k)) : NULL;
