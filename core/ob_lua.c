@@ -84,6 +84,7 @@
 #include <string.h>
 
 #include "ob_lua.h"
+#include "ob_lua_scalar.h"
 #include "ob_mem.h"
 #include "ob_pool.h"
 #include "ob_path.h"
@@ -339,18 +340,6 @@ static void push_array(pusher *p, const ob_value *v, uint32_t depth) {
   }
 }
 
-static void push_scalar(lua_State *L, const ob_value *v) {
-  switch (ob_typeof(v)) {
-  case OB_NULL: lua_pushlightuserdata(L, NULL); break;
-  case OB_FALSE: lua_pushboolean(L, 0); break;
-  case OB_TRUE: lua_pushboolean(L, 1); break;
-  case OB_INT: lua_pushinteger(L, (lua_Integer)ob_int_value(v)); break;
-  case OB_REAL: lua_pushnumber(L, (lua_Number)ob_real_value(v)); break;
-  case OB_STRING: lua_pushlstring(L, ob_string_ptr(v), ob_string_len(v)); break;
-  default: lua_pushnil(L); break; /* not reached: containers go elsewhere */
-  }
-}
-
 /* A string of a call's params while substituting: what the call receives for it. */
 /* A params string as the tool gets it: a "††" literal unescaped, a plain one as
  * it is (both pushed here); for a reference expression nothing is pushed and
@@ -478,7 +467,7 @@ static void push_any(pusher *p, const ob_value *v, uint32_t depth) {
       break;
     }
     /* fall through */
-  default: push_scalar(p->L, v); break;
+  default: ob_lua_push_scalar(p->L, v); break;
   }
 }
 
@@ -523,7 +512,7 @@ static int push_root(pusher *p, const ob_value *v, const ob_lua_tables *t) {
 void ob_lua_push(lua_State *L, const ob_value *v) {
   ob_type t = ob_typeof(v);
   if (t != OB_ARRAY && t != OB_OBJECT) {
-    push_scalar(L, v);
+    ob_lua_push_scalar(L, v);
     return;
   }
   pusher p = {.L = L};
@@ -559,7 +548,7 @@ static int push_call_flat(lua_State *L, const ob_value *call, ob_value *const *v
       else if (x)
         ob_lua_push(L, x);
     } else {
-      push_scalar(L, v);
+      ob_lua_push_scalar(L, v);
     }
     lua_rawset(L, -4);
   }
@@ -580,7 +569,7 @@ void ob_lua_push_call(lua_State *L, const ob_value *call, ob_value *const *vals,
     p.hint_of = keys->of;
   }
   if (ob_typeof(call) != OB_ARRAY && ob_typeof(call) != OB_OBJECT) {
-    push_scalar(L, call);
+    ob_lua_push_scalar(L, call);
   } else {
     int base = push_root(&p, call, tables);
     if (cacheable && !p.hint_used) { /* remember the root's key list for the next call */
@@ -1322,5 +1311,14 @@ int ob_lua_array(lua_State *L) {
     return luaL_error(L, "obelus.array: the table already has another metatable");
   lua_settop(L, 2);
   lua_setmetatable(L, 1);
+  return 1;
+}
+
+int ob_lua_totable(lua_State *L) {
+  luaL_checkany(L, 1);
+  ob_value *v = ob_view_value(L, 1);
+  lua_settop(L, 1);
+  if (v)
+    ob_lua_push(L, v); /* the deep copy: array metatable, key lists */
   return 1;
 }

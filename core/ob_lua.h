@@ -122,6 +122,10 @@ int ob_lua_traceback(lua_State *L);
 int ob_lua_decode(lua_State *L);
 int ob_lua_encode(lua_State *L);
 int ob_lua_array(lua_State *L);
+/* totable(v): a deep copy of a view (ob_view.h) as plain tables, as ob_lua_push makes
+ * them (array metatable, key lists); anything else is returned unchanged. Given by the
+ * runtime and obelus.core. */
+int ob_lua_totable(lua_State *L);
 /* Push s (malloc'ed, freed even when Lua runs out of memory pushing it) as a string;
  * push v (a reference, consumed) as a Lua value, raising what stops it. Return 1. */
 int ob_lua_push_text_and_free(lua_State *L, char *s, size_t len);

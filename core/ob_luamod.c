@@ -1372,7 +1372,7 @@ static const luaL_Reg log_methods[] = {
 
 static const luaL_Reg core_functions[] = {
     {"decode", ob_lua_decode}, {"encode", ob_lua_encode}, {"array", ob_lua_array},
-    {"log", core_log},       {"engine", core_engine}, {"totable", ob_view_lua_totable},
+    {"log", core_log},       {"engine", core_engine}, {"totable", ob_lua_totable},
     {"is_view", ob_view_lua_is_view}, {"next", ob_view_lua_next}, {NULL, NULL}};
 
 /* Makes the metatable `name`: methods as __index, and __gc, __close, __tostring. */

@@ -220,7 +220,7 @@ static const luaL_Reg engine_prims[] = {
     {"wake", ob_co_lua_wake}, {"sleep", ob_sleep_lua}, {"http_start", ob_http_lua_start},
     {NULL, NULL}};
 static const luaL_Reg plain_prims[] = {
-    {"totable", ob_view_lua_totable},   {"is_view", ob_view_lua_is_view},
+    {"totable", ob_lua_totable},        {"is_view", ob_view_lua_is_view},
     {"next", ob_view_lua_next},         {"is_call", ob_co_lua_is_call},
     {"attempt", ob_co_lua_attempt},     {"owner", ob_co_lua_owner},
     {"run_of", ob_co_lua_run_of},

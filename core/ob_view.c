@@ -11,7 +11,8 @@
  * pairs(v) walks an object in its key order and an array 1..n; ipairs works as on a
  * table (Lua 5.4's ipairs indexes through __index). Plain next() refuses a userdata:
  * obelus.next(v, k) is next for views and tables alike. Writing raises an error that
- * says what to do: obelus.totable(v) is the deep copy the bridge used to make.
+ * says what to do: obelus.totable(v) is the deep copy the bridge used to make (it is
+ * the bridge's: ob_lua_totable, so that this file needs only ob_lua_scalar.h of it).
  * Returning a view, alone or inside a table, gives back its value: ob_lua_to_value
  * takes a reference (ob_view_value), so the result is the same JSON, not a copy, and
  * cjson.encode in the engine's state prints a view with obelus's own printer
@@ -72,7 +73,7 @@
 #include <lauxlib.h>
 #include <string.h>
 
-#include "ob_lua.h"
+#include "ob_lua_scalar.h"
 #include "ob_view.h"
 
 typedef struct view {
@@ -150,7 +151,7 @@ static void push_member(lua_State *L, const ob_value *x, int mt) {
   if (t == OB_OBJECT || t == OB_ARRAY)
     push_view(L, x, mt);
   else
-    ob_lua_push(L, x); /* a scalar: no set-up, cannot fail but for memory */
+    ob_lua_push_scalar(L, x); /* as the bridge pushes it; cannot fail but for memory */
 }
 
 /* The view at idx, or NULL. A view is known by its block: a full userdata of a view's
@@ -330,15 +331,6 @@ static void push_meta(lua_State *L) {
 }
 
 /* --- the module's functions -------------------------------------------------------- */
-
-int ob_view_lua_totable(lua_State *L) {
-  luaL_checkany(L, 1);
-  ob_value *v = ob_view_value(L, 1);
-  lua_settop(L, 1);
-  if (v)
-    ob_lua_push(L, v); /* the bridge's deep copy: array metatable, key lists */
-  return 1;
-}
 
 int ob_view_lua_is_view(lua_State *L) {
   ob_value *v = ob_view_value(L, 1);

@@ -31,12 +31,10 @@ ob_value **ob_view_push_slot(lua_State *L);
  * value there is not a view. Never raises, allocates nothing, pushes nothing. */
 ob_value *ob_view_value(lua_State *L, int idx);
 
-/* The Lua functions of obelus (runtime and obelus.core):
- *   totable(v)  a deep copy of a view as plain tables (as they were before views);
- *               anything else is returned unchanged
+/* The Lua functions of obelus (runtime and obelus.core); totable(v), the deep copy of a
+ * view, is the bridge's (ob_lua_totable in ob_lua.h):
  *   is_view(v)  "array" or "object" when v is a view (of one), else false
  *   next(t, k)  next for views and tables alike (plain next refuses a userdata) */
-int ob_view_lua_totable(lua_State *L);
 int ob_view_lua_is_view(lua_State *L);
 int ob_view_lua_next(lua_State *L);
 
