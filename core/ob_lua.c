@@ -1322,3 +1322,19 @@ int ob_lua_totable(lua_State *L) {
     ob_lua_push(L, v); /* the deep copy: array metatable, key lists */
   return 1;
 }
+
+void ob_lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
+                      lua_CFunction gc, lua_CFunction close, lua_CFunction tostring) {
+  if (luaL_newmetatable(L, name)) {
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_pop(L, 1);
+}

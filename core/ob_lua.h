@@ -3,6 +3,7 @@
 #ifndef OB_LUA_H
 #define OB_LUA_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "ob_error.h"
@@ -126,6 +127,10 @@ int ob_lua_array(lua_State *L);
  * them (array metatable, key lists); anything else is returned unchanged. Given by the
  * runtime and obelus.core. */
 int ob_lua_totable(lua_State *L);
+/* Makes the metatable `name` (luaL_newmetatable; nothing when it exists): methods as
+ * __index, and __gc, __close, __tostring. For a host's userdata classes. */
+void ob_lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
+                      lua_CFunction gc, lua_CFunction close, lua_CFunction tostring);
 /* Push s (malloc'ed, freed even when Lua runs out of memory pushing it) as a string;
  * push v (a reference, consumed) as a Lua value, raising what stops it. Return 1. */
 int ob_lua_push_text_and_free(lua_State *L, char *s, size_t len);

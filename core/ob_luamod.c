@@ -19,6 +19,7 @@
 #include "ob_lua.h"
 #include "ob_files.h"
 #include "ob_luamod.h"
+#include "ob_luamod_queue.h"
 #include "ob_resume.h"
 #include "ob_drive.h"
 #include "ob_run.h"
@@ -629,9 +630,9 @@ static lua_engine *check_engine(lua_State *L, int idx) {
   return eng;
 }
 
-ob_engine *ob_luamod_check_engine(lua_State *L, int idx) { return check_engine(L, idx)->e; }
+static ob_engine *hook_check_engine(lua_State *L, int idx) { return check_engine(L, idx)->e; }
 
-int ob_luamod_busy(lua_State *L) {
+static int hook_busy(lua_State *L) {
   int busy = 0;
   if (lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY) == LUA_TUSERDATA)
     busy = ((host *)lua_touserdata(L, -1))->busy;
@@ -1375,23 +1376,6 @@ static const luaL_Reg core_functions[] = {
     {"log", core_log},       {"engine", core_engine}, {"totable", ob_lua_totable},
     {"is_view", ob_view_lua_is_view}, {"next", ob_view_lua_next}, {NULL, NULL}};
 
-/* Makes the metatable `name`: methods as __index, and __gc, __close, __tostring. */
-void ob_luamod_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
-                         lua_CFunction gc, lua_CFunction close, lua_CFunction tostring) {
-  if (luaL_newmetatable(L, name)) {
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, tostring);
-    lua_setfield(L, -2, "__tostring");
-  }
-  lua_pop(L, 1);
-}
-
 int luaopen_obelus_core(lua_State *L) {
   ob_lua_open(L);
   if (lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY) != LUA_TUSERDATA) {
@@ -1400,14 +1384,15 @@ int luaopen_obelus_core(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
   }
   lua_pop(L, 1);
-  ob_luamod_new_class(L, LOG_MT, log_methods, log_close, log_close, log_tostring);
-  ob_luamod_new_class(L, ENGINE_MT, engine_methods, engine_gc, engine_close, engine_tostring);
-  ob_luamod_new_class(L, RUN_MT, run_methods, run_gc, run_close, run_tostring);
+  ob_lua_new_class(L, LOG_MT, log_methods, log_close, log_close, log_tostring);
+  ob_lua_new_class(L, ENGINE_MT, engine_methods, engine_gc, engine_close, engine_tostring);
+  ob_lua_new_class(L, RUN_MT, run_methods, run_gc, run_close, run_tostring);
   luaL_newlib(L, core_functions);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
   ob_lua_push_array_mt(L);
   lua_setfield(L, -2, "array_mt");
-  ob_luamod_queue_open(L);
+  static const ob_luamod_hooks hooks = {hook_check_engine, hook_busy};
+  ob_luamod_queue_open(L, &hooks);
   return 1;
 }

@@ -13,7 +13,14 @@
  * like run:wait(): not from inside the loop. With it, they return at once and the
  * function is called from the loop. Each operation is a record outside Lua's memory
  * (the client calls back into it), listed on its queue so that closing the queue frees
- * the ones that will never be called back, and their functions' references. */
+ * the ones that will never be called back, and their functions' references.
+ *
+ * What it needs of the module's engines (an engine argument, whether one of their
+ * callbacks is running) comes as hooks (ob_luamod_queue.h), so that this file does not
+ * include ob_luamod.h: ob_luamod_queue_open keeps the hooks' address as an upvalue of
+ * obelus.queue, and each queue keeps it too (q->hooks), for its methods. An error in an
+ * on_done goes to lua_warning: the host's warn function decides whether, and where, it
+ * shows (stock Lua's prints it once warn("@on") turned warnings on). */
 #include <lauxlib.h>
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes" /* luv.h has one old-style declaration */
@@ -23,7 +30,7 @@
 #include <string.h>
 
 #include "ob_lua.h"
-#include "ob_luamod.h"
+#include "ob_luamod_queue.h"
 #include "ob_mem.h"
 #include "ob_queue_client.h"
 
@@ -34,6 +41,7 @@ typedef struct op op;
 typedef struct lua_queue {
   ob_qclient *c; /* NULL once closed */
   lua_State *L;  /* the main thread: where callbacks run */
+  const ob_luamod_hooks *hooks; /* the module's: see the top of this file */
   op *ops;
 } lua_queue;
 
@@ -124,9 +132,10 @@ static void deliver(op *o, int nargs_submit) {
   } else {
     push_result(L, o);
   }
-  if (lua_pcall(L, n, 0, 0) != LUA_OK)
-    fprintf(stderr, "obelus: error in a queue's on_done: %s\n",
-            lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
+  if (lua_pcall(L, n, 0, 0) != LUA_OK) { /* in two pieces: nothing to allocate */
+    lua_warning(L, "obelus: error in a queue's on_done: ", 1);
+    lua_warning(L, lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)", 0);
+  }
   lua_settop(L, top);
 }
 
@@ -158,7 +167,7 @@ static void on_finished(void *ud, const ob_queue_result *res, const char *why) {
 
 /* Turns luv's loop until o is done (or the queue closes). */
 static void turn_until(lua_State *L, lua_queue *q, op *o, const char *what) {
-  if (ob_luamod_busy(L) || luv_context(L)->mode != -1)
+  if (q->hooks->busy(L) || luv_context(L)->mode != -1)
     luaL_error(L, "%s while the loop is running (inside a callback, or uv.run()): give "
                   "opts.on_done instead",
                what);
@@ -213,7 +222,7 @@ static int queue_submit(lua_State *L) {
     if (lua_getfield(L, 3, "name") == LUA_TSTRING)
       name = lua_tostring(L, -1); /* stays on the stack: alive */
     if (lua_getfield(L, 3, "engine") != LUA_TNIL)
-      e = ob_luamod_check_engine(L, lua_gettop(L));
+      e = q->hooks->check_engine(L, lua_gettop(L));
     if (lua_getfield(L, 3, "input") != LUA_TNIL) {
       ob_value *in = ob_lua_to_value(L, -1, &err);
       if (!in) {
@@ -314,6 +323,7 @@ static int core_queue(lua_State *L) {
   lua_queue *q = lua_newuserdatauv(L, sizeof *q, 0);
   memset(q, 0, sizeof *q);
   luaL_setmetatable(L, QUEUE_MT);
+  q->hooks = lua_touserdata(L, lua_upvalueindex(1));
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   q->L = lua_tothread(L, -1);
   lua_pop(L, 1);
@@ -326,8 +336,9 @@ static int core_queue(lua_State *L) {
 static const luaL_Reg queue_methods[] = {
     {"submit", queue_submit}, {"wait", queue_wait}, {"close", queue_close}, {NULL, NULL}};
 
-void ob_luamod_queue_open(lua_State *L) {
-  ob_luamod_new_class(L, QUEUE_MT, queue_methods, queue_close, queue_close, queue_tostring);
-  lua_pushcfunction(L, core_queue);
+void ob_luamod_queue_open(lua_State *L, const ob_luamod_hooks *h) {
+  ob_lua_new_class(L, QUEUE_MT, queue_methods, queue_close, queue_close, queue_tostring);
+  lua_pushlightuserdata(L, (void *)h); /* read only: the cast drops const for Lua's API */
+  lua_pushcclosure(L, core_queue, 1);
   lua_setfield(L, -2, "queue");
 }

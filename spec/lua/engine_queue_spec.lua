@@ -92,6 +92,34 @@ return { name = "double", schema = { type = "object", required = { "n" } },
     q:close()
   end)
 
+  it("an error in on_done goes to Lua's warn function, which the host turns on or not", function()
+    local host = dir .. "/warn_host.lua"
+    fs.write(host, ([[
+package.cpath = "lib/?.so;" .. package.cpath
+package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+local obelus, uv = require "obelus", require "luv"
+io.stdout:setvbuf("no") -- in order with the warning on stderr
+local q = obelus.queue { redis = %q, queue = "l5" }
+q:wait("nope", { on_done = function(res)
+  io.write("called ", res.error, "\n")
+  uv.stop()
+  error("boom", 0)
+end })
+uv.run()
+q:close()
+io.write("end\n")
+]]):format(redis.url))
+    local function run(flags)
+      local p = io.popen(("lua5.4 %s %s 2>&1; echo status $?"):format(flags, cli.quote(host)))
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    assert.are.equal("called no such job\nend\nstatus 0\n", run(""))
+    assert.are.equal("called no such job\nLua warning: obelus: error in a queue's on_done: boom\n"
+                     .. "end\nstatus 0\n", run("-W"))
+  end)
+
   it("an unreachable Redis is named; a closed queue calls nothing back", function()
     local url = "redis://127.0.0.1:" .. servers.free_port()
     local q = obelus.queue { redis = url }
