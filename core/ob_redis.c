@@ -344,6 +344,12 @@ int ob_redis_sendf(ob_redis *r, ob_redis_cb cb, void *ud, const char *fmt, ...) 
   return OB_OK;
 }
 
+void ob_redis_ignore_reply(void *ud, redisReply *reply, const char *why) {
+  (void)ud;
+  (void)reply;
+  (void)why;
+}
+
 int ob_redis_is_up(const ob_redis *r) { return r->up; }
 uv_loop_t *ob_redis_loop(const ob_redis *r) { return r->loop; }
 const char *ob_redis_url(const ob_redis *r) { return r->url; }

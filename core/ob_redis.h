@@ -70,6 +70,8 @@ int ob_redis_send(ob_redis *r, ob_redis_cb cb, void *ud, int argc, const char **
                   const size_t *lens);
 /* The same with hiredis's format ("SET %s %b", key, buf, len). */
 int ob_redis_sendf(ob_redis *r, ob_redis_cb cb, void *ud, const char *fmt, ...);
+/* A callback for a command whose reply nobody needs: does nothing. */
+void ob_redis_ignore_reply(void *ud, redisReply *reply, const char *why);
 
 int ob_redis_is_up(const ob_redis *r);
 uv_loop_t *ob_redis_loop(const ob_redis *r);

@@ -4,7 +4,10 @@
  * Design
  * ------
  * This file is the worker as a whole; a job's own life (from its delivery to its
- * stored result) is ob_worker_job.c's. Two connections: `rd` blocks on
+ * stored result) is ob_worker_job.c's. The jobs and what they share with the worker
+ * (connection, names, plan cache, counts) are an ob_wjobs, the worker's first member
+ * (js); the worker is the jobs' host (ob_wjob_host: their notes, the reaper), so that
+ * ob_worker_job.c never includes this file's header (ob_worker_int.h). Two connections: `rd` blocks on
  * XREADGROUP (COUNT: the free slots; BLOCK: READ_BLOCK_MS, so that a silent
  * network is noticed; DRAIN_BLOCK_MS with --drain, whose empty answer starts the
  * check that nothing is pending anywhere), `cmd` carries everything else in
@@ -61,62 +64,72 @@ static void erase(ob_worker *w) {
   w->drawn = 0;
 }
 
-void ob_worker_draw(ob_worker *w, int force) {
+static void draw(ob_worker *w, int force) {
   if (!w->o.progress || !w->o.say || w->ended)
     return;
-  uint64_t now = uv_now(w->loop);
+  uint64_t now = uv_now(w->js.loop);
   if (!force && w->drawn && now - w->drawn_at < PROGRESS_MS)
     return;
   fprintf(w->o.say,
           "\r\033[K%s: %zu running · %" PRIu64 " done · %" PRIu64 " failed · %" PRIu64
           " taken over%s",
-          w->me, w->running, w->stats.done, w->stats.failed, w->stats.claimed,
-          ob_redis_is_up(w->cmd) ? "" : " · reconnecting");
+          w->js.me, w->js.running, w->js.stats.done, w->js.stats.failed, w->js.stats.claimed,
+          ob_redis_is_up(w->js.cmd) ? "" : " · reconnecting");
   fflush(w->o.say);
   w->drawn = 1;
   w->drawn_at = now;
 }
 
-void ob_worker_say(ob_worker *w, const char *fmt, ...) {
+static void say(ob_worker *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void say(ob_worker *w, const char *fmt, ...) {
   if (!w->o.say)
     return;
   erase(w);
   va_list ap;
   va_start(ap, fmt);
-  fprintf(w->o.say, "obelus worker %s: ", w->me);
+  fprintf(w->o.say, "obelus worker %s: ", w->js.me);
   vfprintf(w->o.say, fmt, ap);
   fputc('\n', w->o.say);
   fflush(w->o.say);
   va_end(ap);
-  ob_worker_draw(w, 1);
-}
-
-void ob_worker_ignore_reply(void *ud, redisReply *rp, const char *why) {
-  (void)ud;
-  (void)rp;
-  (void)why;
+  draw(w, 1);
 }
 
 
 static void reap(uv_timer_t *t) {
   ob_worker *w = t->data;
   w->reaping = 0;
-  ob_worker_reap_jobs(w);
+  ob_wjob_reap_all(&w->js);
+  draw(w, 0); /* results stored since: the counts changed */
   maybe_end(w);
   read_more(w);
 }
 
-void ob_worker_schedule_reap(ob_worker *w) {
+static void schedule_reap(ob_worker *w) {
   if (!w->reaping && w->timers_open) {
     w->reaping = 1;
     uv_timer_start(&w->reaper, reap, 0, 0);
   }
 }
 
+/* The jobs' host (ob_wjob_host): their notes, and the reaper. */
+static void host_say(void *ud, const char *job, const char *msg) {
+  if (job)
+    say(ud, "job %s: %s", job, msg);
+  else
+    say(ud, "%s", msg);
+}
+
+static void host_schedule_reap(void *ud) { schedule_reap(ud); }
+
 /* --- reading and claiming ------------------------------------------------------------------- */
 
 static size_t free_slots(const ob_worker *w) {
-  size_t busy = w->running + w->claiming;
+  size_t busy = w->js.running + w->claiming;
   return busy >= w->o.jobs ? 0 : w->o.jobs - busy;
 }
 
@@ -134,15 +147,15 @@ static void on_reread(uv_timer_t *t) {
  * READ_BACKOFF_MIN_MS, doubling to READ_BACKOFF_MAX_MS while the error lasts. */
 static void read_failed(ob_worker *w, const char *msg) {
   if (w->o.drain) {
-    snprintf(w->why, sizeof w->why, "cannot read the jobs of queue %s: %s", w->queue, msg);
-    w->stopping = 1;
+    snprintf(w->why, sizeof w->why, "cannot read the jobs of queue %s: %s", w->js.queue, msg);
+    w->js.stopping = 1;
     maybe_end(w);
     return;
   }
   w->read_backoff_ms = w->read_backoff_ms ? w->read_backoff_ms * 2 : READ_BACKOFF_MIN_MS;
   if (w->read_backoff_ms > READ_BACKOFF_MAX_MS)
     w->read_backoff_ms = READ_BACKOFF_MAX_MS;
-  ob_worker_say(w, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
+  say(w, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
   if (w->timers_open) {
     w->read_waits = 1;
     uv_timer_start(&w->reread, on_reread, w->read_backoff_ms, 0);
@@ -157,7 +170,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
     return; /* lost: read again once up (on_up) */
   if (rp->type == REDIS_REPLY_ERROR) {
     if (!strncmp(rp->str, "NOGROUP", 7)) { /* the stream went: made again, read at once */
-      ob_worker_say(w, "reading jobs: %s", rp->str);
+      say(w, "reading jobs: %s", rp->str);
       w->groups_ready = 0;
     } else {
       read_failed(w, rp->str);
@@ -170,7 +183,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
       if (st->elements != 2)
         continue;
       for (size_t e = 0; e < st->element[1]->elements; e++) {
-        wjob *j = ob_wjob_new(w, st->element[0]->str, st->element[1]->element[e]);
+        wjob *j = ob_wjob_new(&w->js, st->element[0]->str, st->element[1]->element[e]);
         if (j)
           ob_wjob_take(j);
       }
@@ -184,7 +197,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
 static void create_groups(ob_worker *w);
 
 static void read_more(ob_worker *w) {
-  if (w->reading || w->read_waits || w->stopping || w->ended || !ob_redis_is_up(w->rd))
+  if (w->reading || w->read_waits || w->js.stopping || w->ended || !ob_redis_is_up(w->rd))
     return;
   if (!w->groups_ready) {
     create_groups(w);
@@ -196,12 +209,12 @@ static void read_more(ob_worker *w) {
   char count[32], block[32];
   snprintf(count, sizeof count, "%zu", n);
   snprintf(block, sizeof block, "%d", w->o.drain ? DRAIN_BLOCK_MS : READ_BLOCK_MS);
-  const char *argv[16] = {"XREADGROUP", "GROUP", OB_QUEUE_GROUP, w->me, "COUNT", count,
+  const char *argv[16] = {"XREADGROUP", "GROUP", OB_QUEUE_GROUP, w->js.me, "COUNT", count,
                           "BLOCK", block, "STREAMS"};
   int argc = 9;
-  for (int i = 0; i < w->nstreams; i++)
-    argv[argc++] = w->streams[i];
-  for (int i = 0; i < w->nstreams; i++)
+  for (int i = 0; i < w->js.nstreams; i++)
+    argv[argc++] = w->js.streams[i];
+  for (int i = 0; i < w->js.nstreams; i++)
     argv[argc++] = ">";
   if (ob_redis_send(w->rd, on_read, w, argc, argv, NULL) == OB_OK)
     w->reading = 1;
@@ -213,7 +226,7 @@ static void on_group(void *ud, redisReply *rp, const char *why) {
   if (!rp)
     return;
   if (rp->type == REDIS_REPLY_ERROR && strncmp(rp->str, "BUSYGROUP", 9))
-    ob_worker_say(w, "cannot make the consumer group: %s", rp->str);
+    say(w, "cannot make the consumer group: %s", rp->str);
 }
 
 static void on_groups_made(void *ud, redisReply *rp, const char *why) {
@@ -226,11 +239,11 @@ static void on_groups_made(void *ud, redisReply *rp, const char *why) {
 }
 
 static void create_groups(ob_worker *w) {
-  char *set = ob_queue_key(w->queue, "streams", NULL);
-  for (int i = 0; i < w->nstreams; i++) {
-    const char *argv[] = {"XGROUP", "CREATE", w->streams[i], OB_QUEUE_GROUP, "0", "MKSTREAM"};
-    ob_redis_send(w->cmd, i + 1 == w->nstreams ? on_groups_made : on_group, w, 6, argv, NULL);
-    ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 3, (const char *[]){"SADD", set, w->streams[i]},
+  char *set = ob_queue_key(w->js.queue, "streams", NULL);
+  for (int i = 0; i < w->js.nstreams; i++) {
+    const char *argv[] = {"XGROUP", "CREATE", w->js.streams[i], OB_QUEUE_GROUP, "0", "MKSTREAM"};
+    ob_redis_send(w->js.cmd, i + 1 == w->js.nstreams ? on_groups_made : on_group, w, 6, argv, NULL);
+    ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 3, (const char *[]){"SADD", set, w->js.streams[i]},
                   NULL);
   }
   free(set);
@@ -249,17 +262,17 @@ static void on_claimed(void *ud, redisReply *rp, const char *why) {
   w->claiming--;
   if (rp && rp->type == REDIS_REPLY_ARRAY && !w->ended) {
     for (size_t e = 0; e < rp->elements; e++) {
-      wjob *j = ob_wjob_new(w, c->stream, rp->element[e]);
+      wjob *j = ob_wjob_new(&w->js, c->stream, rp->element[e]);
       if (!j)
         continue;
       j->claimed = 1;
       j->deliveries = c->deliveries + 1;
-      w->stats.claimed++;
-      char *stats = ob_queue_key(w->queue, "stats", NULL);
-      ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 4,
+      w->js.stats.claimed++;
+      char *stats = ob_queue_key(w->js.queue, "stats", NULL);
+      ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 4,
                     (const char *[]){"HINCRBY", stats, "claimed", "1"}, NULL);
       free(stats);
-      ob_worker_say(w, "job %s: taken over (its worker stopped answering; delivery %lld)", j->id,
+      say(w, "job %s: taken over (its worker stopped answering; delivery %lld)", j->id,
           j->deliveries);
       ob_wjob_take(j);
     }
@@ -271,7 +284,7 @@ static void on_claimed(void *ud, redisReply *rp, const char *why) {
 }
 
 static int runs_entry(const ob_worker *w, const char *entry) {
-  for (const wjob *j = w->jobs; j; j = j->next)
+  for (const wjob *j = w->js.jobs; j; j = j->next)
     if (j->state != J_DONE && !strcmp(j->entry, entry))
       return 1;
   return 0;
@@ -287,7 +300,7 @@ static void on_pending(void *ud, redisReply *rp, const char *why) {
   ob_worker *w = pr->w;
   (void)why;
   /* [[entry, consumer, idle, deliveries], ...] */
-  if (rp && rp->type == REDIS_REPLY_ARRAY && !w->stopping && !w->ended) {
+  if (rp && rp->type == REDIS_REPLY_ARRAY && !w->js.stopping && !w->ended) {
     char idle[32];
     snprintf(idle, sizeof idle, "%" PRIu64, w->o.claim_idle_ms);
     for (size_t e = 0; e < rp->elements && free_slots(w); e++) {
@@ -298,8 +311,8 @@ static void on_pending(void *ud, redisReply *rp, const char *why) {
       c->w = w;
       c->stream = ob_xstrdup(pr->stream);
       c->deliveries = p->element[3]->integer;
-      const char *argv[] = {"XCLAIM", pr->stream, OB_QUEUE_GROUP, w->me, idle, p->element[0]->str};
-      if (ob_redis_send(w->cmd, on_claimed, c, 6, argv, NULL) == OB_OK) {
+      const char *argv[] = {"XCLAIM", pr->stream, OB_QUEUE_GROUP, w->js.me, idle, p->element[0]->str};
+      if (ob_redis_send(w->js.cmd, on_claimed, c, 6, argv, NULL) == OB_OK) {
         w->claiming++;
       } else {
         free(c->stream);
@@ -313,17 +326,17 @@ static void on_pending(void *ud, redisReply *rp, const char *why) {
 
 static void claim_dead(ob_worker *w) {
   size_t n = free_slots(w);
-  if (!n || w->stopping)
+  if (!n || w->js.stopping)
     return;
   char idle[32], count[32];
   snprintf(idle, sizeof idle, "%" PRIu64, w->o.claim_idle_ms);
   snprintf(count, sizeof count, "%zu", n);
-  for (int i = 0; i < w->nstreams; i++) {
+  for (int i = 0; i < w->js.nstreams; i++) {
     pend_req *pr = ob_xmalloc(sizeof *pr);
     pr->w = w;
-    pr->stream = ob_xstrdup(w->streams[i]);
-    const char *argv[] = {"XPENDING", w->streams[i], OB_QUEUE_GROUP, "IDLE", idle, "-", "+", count};
-    if (ob_redis_send(w->cmd, on_pending, pr, 8, argv, NULL) != OB_OK) {
+    pr->stream = ob_xstrdup(w->js.streams[i]);
+    const char *argv[] = {"XPENDING", w->js.streams[i], OB_QUEUE_GROUP, "IDLE", idle, "-", "+", count};
+    if (ob_redis_send(w->js.cmd, on_pending, pr, 8, argv, NULL) != OB_OK) {
       free(pr->stream);
       free(pr);
     }
@@ -332,29 +345,29 @@ static void claim_dead(ob_worker *w) {
 
 /* Claims this worker's running jobs again: their idle time starts over. */
 static void keep_claims(ob_worker *w) {
-  for (int i = 0; i < w->nstreams; i++) {
-    const char **argv = ob_xmalloc((w->running + 8) * sizeof *argv);
+  for (int i = 0; i < w->js.nstreams; i++) {
+    const char **argv = ob_xmalloc((w->js.running + 8) * sizeof *argv);
     int argc = 0;
     argv[argc++] = "XCLAIM";
-    argv[argc++] = w->streams[i];
+    argv[argc++] = w->js.streams[i];
     argv[argc++] = OB_QUEUE_GROUP;
-    argv[argc++] = w->me;
+    argv[argc++] = w->js.me;
     argv[argc++] = "0";
     int n = 0;
-    for (wjob *j = w->jobs; j; j = j->next)
-      if (j->state != J_DONE && !strcmp(j->stream, w->streams[i]) && (size_t)argc < w->running + 6) {
+    for (wjob *j = w->js.jobs; j; j = j->next)
+      if (j->state != J_DONE && !strcmp(j->stream, w->js.streams[i]) && (size_t)argc < w->js.running + 6) {
         argv[argc++] = j->entry;
         n++;
       }
     argv[argc++] = "JUSTID";
     if (n)
-      ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, argc, argv, NULL);
+      ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, argc, argv, NULL);
     free(argv);
   }
 }
 
 static void announce(ob_worker *w) {
-  char *key = ob_queue_key(w->queue, "workers", NULL);
+  char *key = ob_queue_key(w->js.queue, "workers", NULL);
   ob_buf b;
   ob_buf_init(&b);
   char host[256] = "";
@@ -364,9 +377,9 @@ static void announce(ob_worker *w) {
   ob_buf_addf(&b, ",\"pid\":%ld,\"tools_id\":\"%s\",\"tools\":%s,\"jobs\":%zu,\"running\":%zu,"
                   "\"seen\":%" PRIu64 ",\"every_ms\":%" PRIu64 ",\"done\":%" PRIu64
                   ",\"failed\":%" PRIu64 ",\"claimed\":%" PRIu64 "}",
-              (long)getpid(), w->tools_id, w->tools_json, w->o.jobs, w->running,
-              ob_queue_now_ms(), w->tick_ms, w->stats.done, w->stats.failed, w->stats.claimed);
-  ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 4, (const char *[]){"HSET", key, w->me, b.data}, NULL);
+              (long)getpid(), w->tools_id, w->tools_json, w->o.jobs, w->js.running,
+              ob_queue_now_ms(), w->tick_ms, w->js.stats.done, w->js.stats.failed, w->js.stats.claimed);
+  ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 4, (const char *[]){"HSET", key, w->js.me, b.data}, NULL);
   ob_buf_free(&b);
   free(key);
 }
@@ -382,30 +395,30 @@ static void on_drain_pending(void *ud, redisReply *rp, const char *why) {
     w->drain_pending++;
   else
     w->drain_pending += (uint64_t)ob_redis_int(rp->element[0], 1);
-  if (w->drain_checks == 0 && w->drain_pending == 0 && w->running == 0 && w->claiming == 0 &&
+  if (w->drain_checks == 0 && w->drain_pending == 0 && w->js.running == 0 && w->claiming == 0 &&
       !w->ended) {
-    w->stopping = 1;
+    w->js.stopping = 1;
     maybe_end(w);
   }
 }
 
 static void drain_check(ob_worker *w) {
-  if (!w->o.drain || w->running || w->claiming || w->drain_checks || !ob_redis_is_up(w->cmd))
+  if (!w->o.drain || w->js.running || w->claiming || w->drain_checks || !ob_redis_is_up(w->js.cmd))
     return;
   w->drain_pending = 0;
-  for (int i = 0; i < w->nstreams; i++)
-    if (ob_redis_send(w->cmd, on_drain_pending, w, 3,
-                      (const char *[]){"XPENDING", w->streams[i], OB_QUEUE_GROUP}, NULL) == OB_OK)
+  for (int i = 0; i < w->js.nstreams; i++)
+    if (ob_redis_send(w->js.cmd, on_drain_pending, w, 3,
+                      (const char *[]){"XPENDING", w->js.streams[i], OB_QUEUE_GROUP}, NULL) == OB_OK)
       w->drain_checks++;
 }
 
 static void on_tick(uv_timer_t *t) {
   ob_worker *w = t->data;
-  if (w->ended || !ob_redis_is_up(w->cmd))
+  if (w->ended || !ob_redis_is_up(w->js.cmd))
     return;
   keep_claims(w);
   announce(w);
-  ob_worker_draw(w, 0);
+  draw(w, 0);
   claim_dead(w);
   /* no drain check here: only a read that found nothing new may start one (from the
    * tick, one could run before the first read delivered what was queued, see no
@@ -417,15 +430,15 @@ static void on_tick(uv_timer_t *t) {
 static void cmd_up(void *ud) {
   ob_worker *w = ud;
   if (w->ever_up)
-    ob_worker_say(w, "connected to %s again", ob_redis_url(w->cmd));
+    say(w, "connected to %s again", ob_redis_url(w->js.cmd));
   w->ever_up = 1;
   if (!w->groups_ready)
     create_groups(w);
-  for (wjob *j = w->jobs; j; j = j->next) /* those whose result is not stored yet too:
+  for (wjob *j = w->js.jobs; j; j = j->next) /* those whose result is not stored yet too:
                                              FINISH_SCRIPT checks the journal's length */
     if (j->state != J_DONE && (j->wal || j->jbuf.len))
       ob_wjob_resync(j);
-  ob_worker_send_finishes(w);
+  ob_wjob_send_finishes(&w->js);
   announce(w);
   read_more(w);
 }
@@ -433,12 +446,12 @@ static void cmd_up(void *ud) {
 static void cmd_down(void *ud, const char *why) {
   ob_worker *w = ud;
   if (!w->ever_up) {
-    snprintf(w->why, sizeof w->why, "cannot reach Redis at %s: %s", ob_redis_url(w->cmd), why);
-    w->stopping = 1;
+    snprintf(w->why, sizeof w->why, "cannot reach Redis at %s: %s", ob_redis_url(w->js.cmd), why);
+    w->js.stopping = 1;
     maybe_end(w);
     return;
   }
-  ob_worker_say(w, "lost Redis at %s (%s); reconnecting", ob_redis_url(w->cmd), why);
+  say(w, "lost Redis at %s (%s); reconnecting", ob_redis_url(w->js.cmd), why);
 }
 
 static void rd_up(void *ud) { read_more(ud); }
@@ -457,26 +470,26 @@ static void on_grace(uv_timer_t *t) {
 void ob_worker_stop(ob_worker *w, uint64_t grace_ms) {
   if (w->ended)
     return;
-  w->stopping = 1;
-  if (grace_ms && w->running) {
+  w->js.stopping = 1;
+  if (grace_ms && w->js.running) {
     uv_timer_start(&w->grace, on_grace, grace_ms, 0);
     return;
   }
   /* hand back what runs: cancelled, journal shipped, made claimable at once */
-  for (wjob *j = w->jobs; j; j = j->next) {
+  for (wjob *j = w->js.jobs; j; j = j->next) {
     if (j->state == J_DONE || j->state == J_FINISH)
       continue;
     if (j->run)
       ob_run_cancel(j->run);
     if (j->wal) {
-      ob_run_detach_journal(w->e, j->wal);
+      ob_run_detach_journal(w->js.e, j->wal);
       ob_wal_close(j->wal, NULL); /* its last flush is APPENDed */
       j->wal = NULL;
     }
-    const char *argv[] = {"XCLAIM", j->stream, OB_QUEUE_GROUP, w->me, "0", j->entry,
+    const char *argv[] = {"XCLAIM", j->stream, OB_QUEUE_GROUP, w->js.me, "0", j->entry,
                           "IDLE", "9999999999", "JUSTID"};
-    ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 9, argv, NULL);
-    ob_worker_say(w, "job %s: handed back", j->id);
+    ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 9, argv, NULL);
+    say(w, "job %s: handed back", j->id);
     j->handed_back = 1;
     ob_wjob_done(j);
   }
@@ -495,16 +508,16 @@ static void on_last_reply(void *ud, redisReply *rp, const char *why) {
 }
 
 static void maybe_end(ob_worker *w) {
-  if (w->ended || !w->stopping || w->running || w->claiming)
+  if (w->ended || !w->js.stopping || w->js.running || w->claiming)
     return;
   if (w->reaping)
     return; /* after the reap */
   uv_timer_stop(&w->tick);
   uv_timer_stop(&w->grace);
   uv_timer_stop(&w->reread);
-  if (ob_redis_is_up(w->cmd)) { /* gone from the workers' list; ended once that answers */
-    char *key = ob_queue_key(w->queue, "workers", NULL);
-    int ok = ob_redis_send(w->cmd, on_last_reply, w, 3, (const char *[]){"HDEL", key, w->me},
+  if (ob_redis_is_up(w->js.cmd)) { /* gone from the workers' list; ended once that answers */
+    char *key = ob_queue_key(w->js.queue, "workers", NULL);
+    int ok = ob_redis_send(w->js.cmd, on_last_reply, w, 3, (const char *[]){"HDEL", key, w->js.me},
                            NULL) == OB_OK;
     free(key);
     if (ok) {
@@ -518,8 +531,8 @@ static void maybe_end(ob_worker *w) {
 ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
                            void (*on_end)(void *ud, const char *why), void *ud, ob_error *err) {
   ob_worker *w = ob_xcalloc(1, sizeof *w);
-  w->e = e;
-  w->loop = e->loop;
+  w->js.e = e;
+  w->js.loop = e->loop;
   w->o = *o;
   w->on_end = on_end;
   w->ud = ud;
@@ -529,24 +542,27 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
     w->o.claim_idle_ms = OB_QUEUE_CLAIM_IDLE_MS;
   if (!w->o.max_deliveries)
     w->o.max_deliveries = OB_QUEUE_MAX_DELIVERIES;
-  w->queue = ob_xstrdup(o->queue ? o->queue : OB_QUEUE_DEFAULT);
+  w->js.host = (ob_wjob_host){host_say, host_schedule_reap, w};
+  w->js.run = &w->o.run;
+  w->js.max_deliveries = w->o.max_deliveries;
+  w->js.queue = ob_xstrdup(o->queue ? o->queue : OB_QUEUE_DEFAULT);
   if (o->name) {
-    w->me = ob_xstrdup(o->name);
+    w->js.me = ob_xstrdup(o->name);
   } else {
     char host[200] = "";
     gethostname(host, sizeof host - 1);
     ob_buf b;
     ob_buf_init(&b);
     ob_buf_addf(&b, "%s:%ld", host, (long)getpid());
-    w->me = b.data;
+    w->js.me = b.data;
   }
-  w->plans_root = ob_xstrdup(o->plans_root ? o->plans_root : ".");
-  if (!(w->root = ob_plans_root(w->plans_root, err)))
+  w->js.plans_root = ob_xstrdup(o->plans_root ? o->plans_root : ".");
+  if (!(w->js.root = ob_plans_root(w->js.plans_root, err)))
     goto fail;
   if (o->dir) {
-    w->dir = ob_xstrdup(o->dir);
-    if (mkdir(w->dir, 0700) != 0 && errno != EEXIST) {
-      ob_error_set(err, OB_EIO, 0, "%s: cannot make the folder: %s", w->dir, strerror(errno));
+    w->js.dir = ob_xstrdup(o->dir);
+    if (mkdir(w->js.dir, 0700) != 0 && errno != EEXIST) {
+      ob_error_set(err, OB_EIO, 0, "%s: cannot make the folder: %s", w->js.dir, strerror(errno));
       goto fail;
     }
   } else {
@@ -559,7 +575,7 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
       ob_buf_free(&b);
       goto fail;
     }
-    w->dir = b.data;
+    w->js.dir = b.data;
     w->own_dir = 1;
   }
   ob_value *files = ob_engine_tool_files(e);
@@ -568,16 +584,16 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
   w->tools_json = ob_json_print(names, OB_JSON_COMPACT, NULL);
   ob_unref(names);
   ob_unref(files);
-  w->streams[w->nstreams++] = ob_queue_key(w->queue, "jobs", w->tools_id);
-  w->streams[w->nstreams++] = ob_queue_key(w->queue, "jobs", NULL);
+  w->js.streams[w->js.nstreams++] = ob_queue_key(w->js.queue, "jobs", w->tools_id);
+  w->js.streams[w->js.nstreams++] = ob_queue_key(w->js.queue, "jobs", NULL);
   ob_redis_handlers hc = {cmd_up, cmd_down, w}, hr = {rd_up, rd_down, w};
-  if (!(w->cmd = ob_redis_open(w->loop, o->redis, &hc, err)) ||
-      !(w->rd = ob_redis_open(w->loop, o->redis, &hr, err)))
+  if (!(w->js.cmd = ob_redis_open(w->js.loop, o->redis, &hc, err)) ||
+      !(w->rd = ob_redis_open(w->js.loop, o->redis, &hr, err)))
     goto fail;
-  uv_timer_init(w->loop, &w->tick);
-  uv_timer_init(w->loop, &w->reaper);
-  uv_timer_init(w->loop, &w->grace);
-  uv_timer_init(w->loop, &w->reread);
+  uv_timer_init(w->js.loop, &w->tick);
+  uv_timer_init(w->js.loop, &w->reaper);
+  uv_timer_init(w->js.loop, &w->grace);
+  uv_timer_init(w->js.loop, &w->reread);
   w->tick.data = w->reaper.data = w->grace.data = w->reread.data = w;
   w->timers_open = 1;
   uint64_t every = w->o.claim_idle_ms / 4;
@@ -589,51 +605,51 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
   uv_timer_start(&w->tick, on_tick, every, every);
   return w;
 fail:
-  ob_redis_close(w->cmd);
-  free(w->queue);
-  free(w->me);
-  free(w->plans_root);
-  free(w->root);
-  if (w->dir && w->own_dir)
-    rmdir(w->dir);
-  free(w->dir);
-  for (int i = 0; i < w->nstreams; i++)
-    free(w->streams[i]);
+  ob_redis_close(w->js.cmd);
+  free(w->js.queue);
+  free(w->js.me);
+  free(w->js.plans_root);
+  free(w->js.root);
+  if (w->js.dir && w->own_dir)
+    rmdir(w->js.dir);
+  free(w->js.dir);
+  for (int i = 0; i < w->js.nstreams; i++)
+    free(w->js.streams[i]);
   free(w->tools_json);
   free(w);
   return NULL;
 }
 
-void ob_worker_get_stats(const ob_worker *w, ob_worker_stats *out) { *out = w->stats; }
+void ob_worker_get_stats(const ob_worker *w, ob_worker_stats *out) { *out = w->js.stats; }
 
 void ob_worker_free(ob_worker *w) {
   if (!w)
     return;
-  while (w->jobs) {
-    wjob *j = w->jobs;
-    w->jobs = j->next;
+  while (w->js.jobs) {
+    wjob *j = w->js.jobs;
+    w->js.jobs = j->next;
     ob_wjob_free(j);
   }
-  ob_redis_close(w->cmd);
+  ob_redis_close(w->js.cmd);
   ob_redis_close(w->rd);
   if (w->timers_open) {
     uv_close((uv_handle_t *)&w->tick, NULL);
     uv_close((uv_handle_t *)&w->reaper, NULL);
     uv_close((uv_handle_t *)&w->grace, NULL);
     uv_close((uv_handle_t *)&w->reread, NULL);
-    uv_run(w->loop, UV_RUN_NOWAIT); /* the handles above live in w */
+    uv_run(w->js.loop, UV_RUN_NOWAIT); /* the handles above live in w */
   }
   for (size_t i = 0; i < PLAN_CACHE; i++)
-    ob_unref(w->cache[i].value);
+    ob_unref(w->js.cache[i].value);
   if (w->own_dir)
-    rmdir(w->dir);
-  free(w->dir);
-  free(w->queue);
-  free(w->me);
-  free(w->plans_root);
-  free(w->root);
-  for (int i = 0; i < w->nstreams; i++)
-    free(w->streams[i]);
+    rmdir(w->js.dir);
+  free(w->js.dir);
+  free(w->js.queue);
+  free(w->js.me);
+  free(w->js.plans_root);
+  free(w->js.root);
+  for (int i = 0; i < w->js.nstreams; i++)
+    free(w->js.streams[i]);
   free(w->tools_json);
   free(w);
 }

@@ -1,5 +1,7 @@
-/* ob_worker_job.c -- a job's life in a worker (ob_worker_int.h; the data it
- * reads and writes is laid out in ob_queue.h).
+/* ob_worker_job.c -- a job's life in a worker (ob_worker_job.h; the data it
+ * reads and writes is laid out in ob_queue.h). The worker (ob_worker.c) is its host:
+ * notes and the reaper go through ob_wjob_host's callbacks, so this file does not
+ * include the worker's own header.
  *
  * A job's entry is decoded and checked first (ob_queue_job.h: a bad one still
  * becomes a job, whose result says what is wrong). A job goes FETCH (its claim: an
@@ -26,6 +28,7 @@
  * Runs are ended and freed from the reaper, never from inside their on_done,
  * which the scheduler calls with the run on its stack. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,19 +38,44 @@
 #include "ob_mem.h"
 #include "ob_plan.h"
 #include "ob_queue_job.h"
-#include "ob_worker_int.h"
+#include "ob_worker_job.h"
 #include "ob_drive.h"
+
+/* --- the host -------------------------------------------------------------------------------- */
+
+/* A note to the host: about job (NULL: the jobs as a whole), printf-style. */
+static void say(ob_wjobs *w, const char *job, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void say(ob_wjobs *w, const char *job, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  char *msg = ob_xmalloc((size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(msg, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  w->host.say(w->host.ud, job, msg);
+  free(msg);
+}
+
+static void schedule_reap(ob_wjobs *w) { w->host.schedule_reap(w->host.ud); }
 
 /* --- plans ---------------------------------------------------------------------------------- */
 
-static ob_value *cache_get(ob_worker *w, const char *hash) {
+static ob_value *cache_get(ob_wjobs *w, const char *hash) {
   for (size_t i = 0; i < PLAN_CACHE; i++)
     if (w->cache[i].value && !strcmp(w->cache[i].hash, hash))
       return w->cache[i].value;
   return NULL;
 }
 
-static void cache_put(ob_worker *w, const char *hash, ob_value *v) {
+static void cache_put(ob_wjobs *w, const char *hash, ob_value *v) {
   cached_plan *c = &w->cache[w->cache_next++ % PLAN_CACHE];
   ob_unref(c->value);
   snprintf(c->hash, sizeof c->hash, "%s", hash);
@@ -56,7 +84,7 @@ static void cache_put(ob_worker *w, const char *hash, ob_value *v) {
 
 /* --- jobs ----------------------------------------------------------------------------------- */
 
-wjob *ob_wjob_new(ob_worker *w, const char *stream, redisReply *entry) {
+wjob *ob_wjob_new(ob_wjobs *w, const char *stream, redisReply *entry) {
   /* entry: [id, [field, value, ...]] */
   if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
       entry->element[0]->type != REDIS_REPLY_STRING ||
@@ -136,7 +164,7 @@ void ob_wjob_free(wjob *j) {
 
 static void run_finish(wjob *j);
 
-void ob_worker_reap_jobs(ob_worker *w) {
+void ob_wjob_reap_all(ob_wjobs *w) {
   for (wjob **pp = &w->jobs; *pp;) {
     wjob *j = *pp;
     if (j->state == J_RAN)
@@ -148,13 +176,13 @@ void ob_worker_reap_jobs(ob_worker *w) {
       pp = &j->next;
     }
   }
-  ob_worker_send_finishes(w);
+  ob_wjob_send_finishes(w);
 }
 
 void ob_wjob_done(wjob *j) {
   j->state = J_DONE;
   j->w->running--;
-  ob_worker_schedule_reap(j->w);
+  schedule_reap(j->w);
 }
 /* Results are stored in batches: every job that ended since the last loop turn, in
  * one MULTI (per job an EVAL of FINISH_SCRIPT; one XACK per stream for all; the rate
@@ -198,7 +226,7 @@ static const char FINISH_SCRIPT[] =
     "return r\n";
 
 typedef struct finish_batch {
-  ob_worker *w;
+  ob_wjobs *w;
   size_t n;
   wjob *jobs[FINISH_BATCH];
 } finish_batch;
@@ -215,16 +243,15 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
     /* EXEC's replies: the jobs' EVALs first, in order */
     redisReply *r = rp->type == REDIS_REPLY_ARRAY && i < rp->elements ? rp->element[i] : NULL;
     if (r && r->type == REDIS_REPLY_ERROR) {
-      ob_worker_say(fb->w, "job %s: its result could not be stored: %s", j->id, r->str);
+      say(fb->w, j->id, "its result could not be stored: %s", r->str);
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
-      ob_worker_say(fb->w, "job %s: its journal could not be written to Redis (%s); stored "
-                           "failed", j->id, j->jkey);
+      say(fb->w, j->id, "its journal could not be written to Redis (%s); stored "
+                        "failed", j->jkey);
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
-      ob_worker_say(fb->w, "job %s: it already has a result, which stands; this run's (exit %d) "
-                           "is dropped and its entry %s acked",
-                    j->id, j->exit, j->entry);
+      say(fb->w, j->id, "it already has a result, which stands; this run's (exit %d) "
+                        "is dropped and its entry %s acked", j->exit, j->entry);
       fb->w->stats.refused++;
     } else if (j->exit == 0) {
       fb->w->stats.done++;
@@ -233,18 +260,17 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
     }
     ob_wjob_done(j);
   }
-  ob_worker_draw(fb->w, 0);
   if (rp && rp->type == REDIS_REPLY_ERROR)
-    ob_worker_say(fb->w, "storing results failed: %s", rp->str);
+    say(fb->w, NULL, "storing results failed: %s", rp->str);
   free(fb);
 }
 
-static int cmd(ob_worker *w, int argc, const char **argv) {
-  return ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, argc, argv, NULL) == OB_OK;
+static int cmd(ob_wjobs *w, int argc, const char **argv) {
+  return ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, argc, argv, NULL) == OB_OK;
 }
 
 /* Sends the results of every job that has one and has not sent it. */
-void ob_worker_send_finishes(ob_worker *w) {
+void ob_wjob_send_finishes(ob_wjobs *w) {
   if (!ob_redis_is_up(w->cmd))
     return;
   for (;;) {
@@ -326,7 +352,7 @@ static void job_result(wjob *j, int exit, const char *output, const char *error)
   j->output = output ? ob_xstrdup(output) : NULL;
   j->error = error ? ob_xstrdup(error) : NULL;
   j->state = J_FINISH;
-  ob_worker_schedule_reap(j->w); /* sent with the others that end in this turn of the loop */
+  schedule_reap(j->w); /* sent with the others that end in this turn of the loop */
 }
 
 static void on_tee_reply(void *ud, redisReply *rp, const char *why) {
@@ -341,7 +367,7 @@ static void on_tee_reply(void *ud, redisReply *rp, const char *why) {
  * (FINISH_SCRIPT compares the lengths). */
 static void ship(void *ud, const char *bytes, size_t len) {
   wjob *j = ud;
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   const char *verb = j->jbuf.len ? "APPEND" : "SET";
   ob_buf_add(&j->jbuf, bytes, len);
   ob_redis_send(w->cmd, on_tee_reply, NULL, 3, (const char *[]){verb, j->jkey, bytes},
@@ -360,7 +386,7 @@ void ob_wjob_resync(wjob *j) {
 /* The run has settled: its journal ended and closed, its result stored. From the
  * reaper, outside the scheduler. */
 static void run_finish(wjob *j) {
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   ob_run *r = j->run;
   int status = j->rs ? ob_resume_finish(j->rs, r) : (ob_run_failed(r) ? 1 : 0);
   if (!j->rs)
@@ -369,7 +395,7 @@ static void run_finish(wjob *j) {
     ob_run_detach_journal(w->e, j->wal);
     ob_error err;
     if (ob_wal_close(j->wal, &err) != OB_OK)
-      ob_worker_say(w, "job %s: %s", j->id, err.msg);
+      say(w, j->id, "%s", err.msg);
     j->wal = NULL;
   }
   ob_value *out = ob_run_output(r);
@@ -385,7 +411,7 @@ static void on_run_done(ob_run *r, void *ud) {
   if (j->state != J_RUN)
     return;
   j->state = J_RAN;
-  ob_worker_schedule_reap(j->w);
+  schedule_reap(j->w);
 }
 
 /* Problems of a plan found on the worker: the job's result, exit 2. */
@@ -402,7 +428,7 @@ static void job_invalid(wjob *j, ob_plan *p, const char *extra) {
 }
 
 static ob_run_options job_run_options(wjob *j) {
-  ob_run_options ro = j->w->o.run;
+  ob_run_options ro = *j->w->run;
   ro.plans_root = j->w->plans_root;
   ro.on_done = on_run_done;
   ro.ud = j;
@@ -410,7 +436,7 @@ static ob_run_options job_run_options(wjob *j) {
 }
 
 static void job_run(wjob *j) {
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   ob_plan_source src = {.name = j->name, .root = w->root, .inputs = j->inputs,
                         .input_label = "--input", .numbered = 1};
   ob_plan *p = j->plan = ob_run_read_plan(w->e, j->plan_value, &src, 0);
@@ -443,7 +469,7 @@ static void job_run(wjob *j) {
 
 /* A claimed job: its journal from Redis, resumed. */
 static void job_resume(wjob *j, const char *text, size_t len) {
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   ob_error err;
   FILE *f = fopen(j->path, "w");
   if (!f || fwrite(text, 1, len, f) != len) {
@@ -454,8 +480,7 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   }
   fclose(f);
   if (!(j->rs = ob_resume_load(j->path, &err))) {
-    ob_worker_say(w, "job %s: its journal cannot be resumed (%s); running it from the start", j->id,
-        err.msg);
+    say(w, j->id, "its journal cannot be resumed (%s); running it from the start", err.msg);
     job_run(j);
     return;
   }
@@ -515,7 +540,7 @@ static int reply_for(wjob *j) {
   j->replies--;
   if (j->state != J_DONE)
     return 1;
-  ob_worker_schedule_reap(j->w);
+  schedule_reap(j->w);
   return 0;
 }
 
@@ -537,7 +562,7 @@ static void on_journal(void *ud, redisReply *rp, const char *why) {
 }
 
 static void job_begin(wjob *j) {
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   if (w->stopping) { /* taken as the worker stopped: left pending for another */
     j->handed_back = 1;
     ob_wjob_done(j);
@@ -556,7 +581,7 @@ static void job_begin(wjob *j) {
 
 /* A plan's text parsed and kept by hash (or the one kept): a new reference; NULL with
  * err when the text is gone or no JSON. */
-static ob_value *plan_of(ob_worker *w, const char *hash, redisReply *rp, ob_error *err) {
+static ob_value *plan_of(ob_wjobs *w, const char *hash, redisReply *rp, ob_error *err) {
   ob_value *v = cache_get(w, hash);
   if (v)
     return ob_ref(v);
@@ -603,7 +628,7 @@ static void plan_arrived(wjob *j, redisReply *rp) {
 
 static void on_plan(void *ud, redisReply *rp, const char *why) {
   wjob *j = ud;
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   (void)why;
   j->fetching = 0;
   char hash[17];
@@ -619,7 +644,7 @@ static void on_plan(void *ud, redisReply *rp, const char *why) {
 
 /* The plan's text from Redis: one GET a plan however many jobs of it wait. */
 static void fetch_plan(wjob *j) {
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   for (wjob *o = w->jobs; o; o = o->next)
     if (o->fetching && o->plan_hash && !strcmp(o->plan_hash, j->plan_hash)) {
       j->awaits_plan = 1;
@@ -690,7 +715,7 @@ static const char CLAIM_SCRIPT[] =
 
 static void on_claim(void *ud, redisReply *rp, const char *why) {
   wjob *j = ud;
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   int asked = j->asks_plan;
   j->asks_plan = 0;
   if (!reply_for(j))
@@ -705,7 +730,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     char msg[600];
     snprintf(msg, sizeof msg, "the job could not be marked running: %s",
              rp->type == REDIS_REPLY_ERROR ? rp->str : "an unexpected reply");
-    ob_worker_say(w, "job %s: %s; failed", j->id, msg);
+    say(w, j->id, "%s; failed", msg);
     job_result(j, 2, NULL, msg); /* its entry is acknowledged with the result */
     return;
   }
@@ -716,41 +741,39 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     ob_unref(plan_of(w, j->plan_hash, text, &err));
   if (strcmp(st, "ok")) { /* acknowledged by the script */
     if (!strcmp(st, "busy"))
-      ob_worker_say(w, "job %s: entry %s runs it already; entry %s of it is acked and ignored",
-                    j->id, rp->elements > 2 && rp->element[2]->str ? rp->element[2]->str : "?",
-                    j->entry);
+      say(w, j->id, "entry %s runs it already; entry %s of it is acked and ignored",
+          rp->elements > 2 && rp->element[2]->str ? rp->element[2]->str : "?", j->entry);
     else if (!strcmp(st, "sharded"))
-      ob_worker_say(w, "job %s: a sharded job (its parts run, not it); entry %s of it is acked "
-                       "and ignored", j->id, j->entry);
+      say(w, j->id, "a sharded job (its parts run, not it); entry %s of it is acked "
+                    "and ignored", j->entry);
     else
-      ob_worker_say(w, "job %s: already finished (%s), its result stands; entry %s of it is "
-                       "acked and ignored", j->id, st, j->entry);
+      say(w, j->id, "already finished (%s), its result stands; entry %s of it is "
+                    "acked and ignored", st, j->entry);
     w->stats.refused++;
     ob_wjob_done(j);
     return;
   }
   if (rp->elements > 2 && rp->element[2]->type == REDIS_REPLY_STRING &&
       !strcmp(rp->element[2]->str, "orphan") && !j->claimed) {
-    ob_worker_say(w, "job %s: the entry that held it is gone; entry %s takes it over", j->id,
-                  j->entry);
+    say(w, j->id, "the entry that held it is gone; entry %s takes it over", j->entry);
     j->claimed = 1; /* resumed from its journal, as a takeover is */
   }
-  if (j->deliveries > (long long)w->o.max_deliveries) {
+  if (j->deliveries > (long long)w->max_deliveries) {
     char why2[256];
     snprintf(why2, sizeof why2,
              "poison: delivered %lld times, and each time its worker ended before it finished",
              j->deliveries - 1);
-    ob_worker_say(w, "job %s: %s; failed", j->id, why2);
+    say(w, j->id, "%s; failed", why2);
     w->stats.poisoned++;
     char *stats = ob_queue_key(w->queue, "stats", NULL);
-    ob_redis_send(w->cmd, ob_worker_ignore_reply, NULL, 4,
+    ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 4,
                   (const char *[]){"HINCRBY", stats, "poisoned", "1"}, NULL);
     free(stats);
     job_result(j, 1, NULL, why2);
     return;
   }
   if (j->bad) {
-    ob_worker_say(w, "job %s: %s; failed", j->id, j->bad);
+    say(w, j->id, "%s; failed", j->bad);
     job_result(j, 2, NULL, j->bad);
     return;
   }
@@ -767,7 +790,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
 
 /* A job delivered to this worker: claimed (marked running), then its plan, then run. */
 void ob_wjob_take(wjob *j) {
-  ob_worker *w = j->w;
+  ob_wjobs *w = j->w;
   if (!j->deliveries)
     j->deliveries = 1; /* a first delivery (XREADGROUP >) */
   j->state = J_FETCH;
