@@ -6,7 +6,13 @@
  * A tool running without yielding when a signal comes is stopped, so that the
  * loop takes the signal (ob_watch.h); its job is handed back at the end of
  * the grace. Exit 0 when it ended that way or drained;
- * 3 when Redis could not be reached at first; 2 for bad options or tools. */
+ * 3 when Redis could not be reached at first; 2 for bad options or tools.
+ *
+ * The worker's notes (on_note) are printed on stderr, "obelus worker NAME: [job ID: ]
+ * MSG"; on a terminal a live line (on_status) shows what runs and what has ended,
+ * redrawn at most every PROGRESS_MS and after each note, erased ("\r\033[K") before
+ * each note and at the end. */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,10 +58,57 @@ static const char worker_help[] =
 
 typedef struct worker_cli {
   ob_worker *w;
+  uv_loop_t *loop;
   int ended, signals;
   size_t grace_ms;
   char why[600];
+  int progress;      /* stderr is a terminal: keep the live line */
+  int drawn;         /* the live line is on the terminal */
+  int over;          /* the worker has ended: no line any more */
+  uint64_t drawn_at;
 } worker_cli;
+
+/* The live line, at most every PROGRESS_MS (a note erases it: drawn again at once). */
+#define PROGRESS_MS 100
+
+static void erase(worker_cli *c) {
+  if (c->drawn)
+    fputs("\r\033[K", stderr);
+  c->drawn = 0;
+}
+
+static void on_status(void *ud, const ob_worker_status *st) {
+  worker_cli *c = ud;
+  if (st->ended) {
+    erase(c);
+    c->over = 1;
+  }
+  if (!c->progress || c->over)
+    return;
+  uint64_t now = uv_now(c->loop);
+  if (c->drawn && now - c->drawn_at < PROGRESS_MS)
+    return;
+  fprintf(stderr,
+          "\r\033[K%s: %zu running · %" PRIu64 " done · %" PRIu64 " failed · %" PRIu64
+          " taken over%s",
+          st->name, st->running, st->done, st->failed, st->claimed,
+          st->redis_up ? "" : " · reconnecting");
+  fflush(stderr);
+  c->drawn = 1;
+  c->drawn_at = now;
+}
+
+/* A note on its own line (the worker sends its status next: the line comes back). */
+static void on_note(void *ud, const char *job, const char *msg) {
+  worker_cli *c = ud;
+  erase(c);
+  fprintf(stderr, "obelus worker %s: ", ob_worker_name(c->w));
+  if (job)
+    fprintf(stderr, "job %s: ", job);
+  fputs(msg, stderr);
+  fputc('\n', stderr);
+  fflush(stderr);
+}
 
 static void on_end(void *ud, const char *why) {
   worker_cli *c = ud;
@@ -109,10 +162,11 @@ int ob_cmd_worker(int argc, char **argv) {
               .max_output = o.max_output_kb << 10,
               .max_slice_ms = (unsigned)o.max_slice_ms,
               .max_calls = o.max_calls},
-      .say = stderr,
-      .progress = isatty(2),
+      .on_note = on_note,
+      .on_status = on_status,
   };
-  worker_cli c = {.grace_ms = o.grace_ms};
+  worker_cli c = {.grace_ms = o.grace_ms, .loop = e->loop, .progress = isatty(2)};
+  wo.note_ud = &c;
   if (!(c.w = ob_worker_start(e, &wo, on_end, &c, &err))) {
     fprintf(stderr, "obelus worker: %s\n", err.msg);
     goto done;

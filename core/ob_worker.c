@@ -22,10 +22,12 @@
  * is never taken), refreshes the worker's entry in ob:{Q}:workers (with how often
  * it does, so that status can tell a silent worker), looks for jobs pending
  * longer than claim_idle with other consumers (XPENDING IDLE), claims them
- * (XCLAIM: one claimant wins) and hands them to ob_wjob_take, and redraws the
- * live line. The reaper, a zero timer, does what must not happen inside a
- * callback of the scheduler or of hiredis: ending settled runs, freeing ended
- * jobs, sending results, and then reading more.
+ * (XCLAIM: one claimant wins) and hands them to ob_wjob_take, and tells the
+ * worker's status (o.on_status: `obelus worker` draws its live line from it). The
+ * reaper, a zero timer, does what must not happen inside a callback of the
+ * scheduler or of hiredis: ending settled runs, freeing ended jobs, sending
+ * results, telling the status, and then reading more. The worker prints nothing:
+ * its notes go to o.on_note.
  *
  * Stopping (SIGTERM through ob_worker_stop): no more reads; running jobs get
  * grace_ms, then are cancelled, their journals' last lines shipped, and handed
@@ -54,57 +56,56 @@
 static void read_more(ob_worker *w);
 static void maybe_end(ob_worker *w);
 
-/* The live line (o.progress: a terminal): what runs and what has ended, redrawn at
- * most every PROGRESS_MS and after each note, erased before each note and at the end. */
-#define PROGRESS_MS 100
-
-static void erase(ob_worker *w) {
-  if (w->drawn)
-    fputs("\r\033[K", w->o.say);
-  w->drawn = 0;
+/* Notes and the status go to the options' callbacks (the line `obelus worker` draws on
+ * a terminal is ob_cmd_worker.c's): a note is followed by the status, the ticks and the
+ * reaper send it too, and on_last_reply a last one with ended set. */
+static void status(ob_worker *w) {
+  if (!w->o.on_status || w->ended)
+    return;
+  ob_worker_status st = {.name = w->js.me,
+                         .running = w->js.running,
+                         .done = w->js.stats.done,
+                         .failed = w->js.stats.failed,
+                         .claimed = w->js.stats.claimed,
+                         .redis_up = ob_redis_is_up(w->js.cmd)};
+  w->o.on_status(w->o.note_ud, &st);
 }
 
-static void draw(ob_worker *w, int force) {
-  if (!w->o.progress || !w->o.say || w->ended)
+static void note(ob_worker *w, const char *job, const char *msg) {
+  if (!w->o.on_note)
     return;
-  uint64_t now = uv_now(w->js.loop);
-  if (!force && w->drawn && now - w->drawn_at < PROGRESS_MS)
-    return;
-  fprintf(w->o.say,
-          "\r\033[K%s: %zu running · %" PRIu64 " done · %" PRIu64 " failed · %" PRIu64
-          " taken over%s",
-          w->js.me, w->js.running, w->js.stats.done, w->js.stats.failed, w->js.stats.claimed,
-          ob_redis_is_up(w->js.cmd) ? "" : " · reconnecting");
-  fflush(w->o.say);
-  w->drawn = 1;
-  w->drawn_at = now;
+  w->o.on_note(w->o.note_ud, job, msg);
+  status(w);
 }
 
-static void say(ob_worker *w, const char *fmt, ...)
+/* A note about job (NULL: the worker), printf-style. */
+static void say(ob_worker *w, const char *job, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
-static void say(ob_worker *w, const char *fmt, ...) {
-  if (!w->o.say)
+static void say(ob_worker *w, const char *job, const char *fmt, ...) {
+  if (!w->o.on_note)
     return;
-  erase(w);
   va_list ap;
   va_start(ap, fmt);
-  fprintf(w->o.say, "obelus worker %s: ", w->js.me);
-  vfprintf(w->o.say, fmt, ap);
-  fputc('\n', w->o.say);
-  fflush(w->o.say);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  draw(w, 1);
+  if (n < 0)
+    return;
+  char *msg = ob_xmalloc((size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(msg, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  note(w, job, msg);
+  free(msg);
 }
-
 
 static void reap(uv_timer_t *t) {
   ob_worker *w = t->data;
   w->reaping = 0;
   ob_wjob_reap_all(&w->js);
-  draw(w, 0); /* results stored since: the counts changed */
+  status(w); /* results stored since: the counts changed */
   maybe_end(w);
   read_more(w);
 }
@@ -117,12 +118,7 @@ static void schedule_reap(ob_worker *w) {
 }
 
 /* The jobs' host (ob_wjob_host): their notes, and the reaper. */
-static void host_say(void *ud, const char *job, const char *msg) {
-  if (job)
-    say(ud, "job %s: %s", job, msg);
-  else
-    say(ud, "%s", msg);
-}
+static void host_say(void *ud, const char *job, const char *msg) { note(ud, job, msg); }
 
 static void host_schedule_reap(void *ud) { schedule_reap(ud); }
 
@@ -155,7 +151,7 @@ static void read_failed(ob_worker *w, const char *msg) {
   w->read_backoff_ms = w->read_backoff_ms ? w->read_backoff_ms * 2 : READ_BACKOFF_MIN_MS;
   if (w->read_backoff_ms > READ_BACKOFF_MAX_MS)
     w->read_backoff_ms = READ_BACKOFF_MAX_MS;
-  say(w, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
+  say(w, NULL, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
   if (w->timers_open) {
     w->read_waits = 1;
     uv_timer_start(&w->reread, on_reread, w->read_backoff_ms, 0);
@@ -170,7 +166,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
     return; /* lost: read again once up (on_up) */
   if (rp->type == REDIS_REPLY_ERROR) {
     if (!strncmp(rp->str, "NOGROUP", 7)) { /* the stream went: made again, read at once */
-      say(w, "reading jobs: %s", rp->str);
+      say(w, NULL, "reading jobs: %s", rp->str);
       w->groups_ready = 0;
     } else {
       read_failed(w, rp->str);
@@ -226,7 +222,7 @@ static void on_group(void *ud, redisReply *rp, const char *why) {
   if (!rp)
     return;
   if (rp->type == REDIS_REPLY_ERROR && strncmp(rp->str, "BUSYGROUP", 9))
-    say(w, "cannot make the consumer group: %s", rp->str);
+    say(w, NULL, "cannot make the consumer group: %s", rp->str);
 }
 
 static void on_groups_made(void *ud, redisReply *rp, const char *why) {
@@ -272,7 +268,7 @@ static void on_claimed(void *ud, redisReply *rp, const char *why) {
       ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 4,
                     (const char *[]){"HINCRBY", stats, "claimed", "1"}, NULL);
       free(stats);
-      say(w, "job %s: taken over (its worker stopped answering; delivery %lld)", j->id,
+      say(w, j->id, "taken over (its worker stopped answering; delivery %lld)",
           j->deliveries);
       ob_wjob_take(j);
     }
@@ -418,7 +414,7 @@ static void on_tick(uv_timer_t *t) {
     return;
   keep_claims(w);
   announce(w);
-  draw(w, 0);
+  status(w);
   claim_dead(w);
   /* no drain check here: only a read that found nothing new may start one (from the
    * tick, one could run before the first read delivered what was queued, see no
@@ -430,7 +426,7 @@ static void on_tick(uv_timer_t *t) {
 static void cmd_up(void *ud) {
   ob_worker *w = ud;
   if (w->ever_up)
-    say(w, "connected to %s again", ob_redis_url(w->js.cmd));
+    say(w, NULL, "connected to %s again", ob_redis_url(w->js.cmd));
   w->ever_up = 1;
   if (!w->groups_ready)
     create_groups(w);
@@ -451,7 +447,7 @@ static void cmd_down(void *ud, const char *why) {
     maybe_end(w);
     return;
   }
-  say(w, "lost Redis at %s (%s); reconnecting", ob_redis_url(w->js.cmd), why);
+  say(w, NULL, "lost Redis at %s (%s); reconnecting", ob_redis_url(w->js.cmd), why);
 }
 
 static void rd_up(void *ud) { read_more(ud); }
@@ -489,7 +485,7 @@ void ob_worker_stop(ob_worker *w, uint64_t grace_ms) {
     const char *argv[] = {"XCLAIM", j->stream, OB_QUEUE_GROUP, w->js.me, "0", j->entry,
                           "IDLE", "9999999999", "JUSTID"};
     ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 9, argv, NULL);
-    say(w, "job %s: handed back", j->id);
+    note(w, j->id, "handed back");
     j->handed_back = 1;
     ob_wjob_done(j);
   }
@@ -500,8 +496,10 @@ static void on_last_reply(void *ud, redisReply *rp, const char *why) {
   ob_worker *w = ud;
   (void)rp;
   (void)why;
-  if (w->o.say)
-    erase(w);
+  if (w->o.on_status) { /* once: on_last_reply ends the worker */
+    ob_worker_status st = {.name = w->js.me, .ended = 1};
+    w->o.on_status(w->o.note_ud, &st);
+  }
   w->ended = 1;
   if (w->on_end)
     w->on_end(w->ud, w->why[0] ? w->why : NULL);
@@ -621,6 +619,8 @@ fail:
 }
 
 void ob_worker_get_stats(const ob_worker *w, ob_worker_stats *out) { *out = w->js.stats; }
+
+const char *ob_worker_name(const ob_worker *w) { return w->js.me; }
 
 void ob_worker_free(ob_worker *w) {
   if (!w)

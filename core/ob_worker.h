@@ -18,6 +18,15 @@
 
 typedef struct ob_worker ob_worker;
 
+/* What a live status line shows (ob_worker_options.on_status). */
+typedef struct ob_worker_status {
+  const char *name;  /* the worker's name (its consumer in the group) */
+  size_t running;    /* jobs running here */
+  uint64_t done, failed, claimed; /* jobs ended so far; claimed: taken over */
+  int redis_up;      /* 0 while reconnecting */
+  int ended;         /* the last status: the worker has ended (a line is erased) */
+} ob_worker_status;
+
 typedef struct ob_worker_options {
   const char *redis;      /* the URL */
   const char *queue;      /* NULL: OB_QUEUE_DEFAULT */
@@ -30,8 +39,14 @@ typedef struct ob_worker_options {
   int drain;              /* end once the queue is empty and nothing is pending */
   ob_run_options run;     /* every job's run options (limits); journal, on_done, ud,
                              plans_root are the worker's */
-  FILE *say;              /* where notes go (stderr); NULL: nowhere */
-  int progress;           /* keep a live status line on say (a terminal) */
+  /* Notes (what the worker does that its operator should know: a job taken over, a
+   * result refused, Redis lost...), one line each without its end; job: the job it is
+   * about, or NULL. NULL: none. */
+  void (*on_note)(void *note_ud, const char *job, const char *msg);
+  /* The worker's status, after each note, at each tick and each reap (often: a line
+   * drawn from it throttles itself), and once with ended set. NULL: none. */
+  void (*on_status)(void *note_ud, const ob_worker_status *st);
+  void *note_ud;
 } ob_worker_options;
 
 /* What the worker reports when it ends. */
@@ -52,6 +67,9 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
 void ob_worker_stop(ob_worker *w, uint64_t grace_ms);
 
 void ob_worker_get_stats(const ob_worker *w, ob_worker_stats *out);
+
+/* The worker's name (its consumer in the group: o.name, or HOST:PID); w's. */
+const char *ob_worker_name(const ob_worker *w);
 
 /* Frees an ended worker (after on_end). */
 void ob_worker_free(ob_worker *w);

@@ -25,8 +25,6 @@ struct ob_worker {
   void (*on_end)(void *ud, const char *why);
   void *ud;
   uint64_t tick_ms;  /* how often the tick runs (and the worker announces itself) */
-  int drawn;         /* the live line is on the terminal */
-  uint64_t drawn_at;
   int drain_checks; /* XPENDING replies awaited by a drain check */
   uint64_t drain_pending;
   char why[512];
