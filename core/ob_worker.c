@@ -7,11 +7,12 @@
  * stored result) is ob_worker_job.c's. The jobs and what they share with the worker
  * (connection, names, plan cache, counts) are an ob_wjobs, the worker's first member
  * (js); the worker is the jobs' host (ob_wjob_host: their notes, the reaper), so that
- * ob_worker_job.c never includes this file's header (ob_worker_int.h). Two connections: `rd` blocks on
- * XREADGROUP (COUNT: the free slots; BLOCK: READ_BLOCK_MS, so that a silent
- * network is noticed; DRAIN_BLOCK_MS with --drain, whose empty answer starts the
- * check that nothing is pending anywhere), `cmd` carries everything else in
- * order. A read answered with an error (a jobs key that is not a stream) is
+ * ob_worker_job.c never includes this file's header (ob_worker_int.h).
+ *
+ * Two connections: `rd` blocks on XREADGROUP (COUNT: the free slots; BLOCK:
+ * READ_BLOCK_MS, so that a silent network is noticed; DRAIN_BLOCK_MS with --drain,
+ * whose empty answer starts the check that nothing is pending anywhere), `cmd`
+ * (js.cmd) carries everything else in order. A read answered with an error (a jobs key that is not a stream) is
  * tried again after a backoff (100 ms doubling to 5 s), or, with --drain, ends the
  * worker with that error. A lost `rd` reads again once reconnected; a lost `cmd` re-ships every
  * running job's journal and every result not acknowledged (ob_worker_job.c).
