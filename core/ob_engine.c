@@ -30,9 +30,9 @@
 #include "ob_exec.h"
 #include "ob_hash.h"
 #include "ob_lua.h"
-#include "ob_run.h"
+
 #include "ob_runtime.h"
-#include "ob_sched.h"
+
 #include "ob_watch.h"
 
 int ob_engine_pcall(lua_State *L, int nargs, int nres) {
@@ -265,7 +265,8 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   lua_pushcfunction(L, tool_exit);
   lua_setfield(L, -2, "exit");
   /* system() could not be stopped: the engine's kills its command with the call */
-  lua_pushcfunction(L, ob_exec_execute);
+  lua_pushlightuserdata(L, &e->watch);
+  lua_pushcclosure(L, ob_exec_execute, 1);
   lua_setfield(L, -2, "execute");
   lua_pop(L, 1);
   /* calls make many short-lived tables (params, ctx, results): the

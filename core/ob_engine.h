@@ -16,6 +16,10 @@ typedef struct ob_run ob_run;
  * allocation and garbage to collect; a returned one is as good as new. */
 #define OB_ENGINE_POOL 256
 
+/* Default for ob_run_options.max_slice_ms: 30 s of Lua without a yield (also the
+ * watch's limit for a tool's callback before any run has started). */
+#define OB_RUN_MAX_SLICE_MS 30000
+
 typedef struct ob_sleeper {
   uint64_t due, seq; /* loop time (ms) it wakes at; order of falling asleep */
   void *call;        /* the call asleep (ob_sched.h's) */

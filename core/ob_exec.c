@@ -53,9 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ob_engine.h"
 #include "ob_exec.h"
-#include "ob_runtime.h"
 #include "ob_watch.h"
 
 extern char **environ;
@@ -119,8 +117,8 @@ static int exec_stop_due(lua_State *L, ob_watch *w) {
 /* Waits for the command pid (tracked in slot) to end, or until a stop is
  * due (then kills its group first). Its wait status, or -1 with errno. */
 static int exec_wait(lua_State *L, pid_t pid, _Atomic(pid_t) *slot) {
-  ob_engine *e = ob_co_engine(L);
-  ob_watch *w = e ? e->watch : NULL;
+  ob_watch *const *wp = lua_touserdata(L, lua_upvalueindex(1)); /* the engine's */
+  ob_watch *w = wp ? *wp : NULL;
   int fd = exec_pidfd(pid);
   long nap_ns = 1000000L;
   for (;;) {

@@ -9,5 +9,8 @@
  * "exit"|"signal", code), but the command is killed with its group when the
  * engine's watch stops the running Lua code or a SIGINT/SIGTERM came. */
 int ob_exec_execute(lua_State *L);
+/* Its one upvalue: where the engine keeps its watch (a light userdata, ob_watch **;
+ * NULL: no watch, only signals stop the wait). The engine installs it so, and this
+ * file needs nothing of the engine's. */
 
 #endif

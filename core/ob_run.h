@@ -39,8 +39,6 @@ typedef struct ob_event {
   double t_ms;         /* milliseconds since the run started */
 } ob_event;
 
-/* Default for ob_run_options.max_slice_ms: 30 s of Lua without a yield. */
-#define OB_RUN_MAX_SLICE_MS 30000
 
 typedef struct ob_run_options {
   size_t concurrency;      /* calls running at once in this run and every run delegated

@@ -241,14 +241,6 @@ int ob_co_lua_owner(lua_State *L);
  * run, else the run of the libuv callback running (owner); false when that run
  * has ended, nil when neither (runtime.lua's spawn) */
 int ob_co_lua_run_of(lua_State *L);
-/* A tool's libuv callback given by attempt serial of coroutine co ended with
- * Lua error st, or was stopped by the watch (why: OB_STOP_*, ob_watch.h): a
- * memory error fails that attempt ("memory limit of N MB reached
- * (--max-memory)"), a stop fails it as the stop of its own resume would (the
- * slice, its _timeout; a signal lets go of it), its handles closed, and
- * returns 1; so does either for an attempt already over (a callback queued
- * before it failed: nothing to fail, said once); another error returns 0. */
-int ob_co_callback_failed(ob_engine *e, lua_State *co, uint64_t serial, int st, int why);
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 
