@@ -32,13 +32,6 @@ int ob_cli_parse_count(const char *s, size_t *out) {
   return 1;
 }
 
-int ob_cli_log(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--redis"))
-      return ob_cmd_log_redis(argc, argv);
-  return ob_cmd_log(argc, argv);
-}
-
 void ob_cli_say_stuck(void *ud, const char *msg) {
   const char *who = ud ? ud : "obelus";
   (void)!write(2, who, strlen(who));

@@ -35,9 +35,6 @@ int ob_cmd_wait(int argc, char **argv);
 int ob_cmd_status(int argc, char **argv);
 /* `obelus log --redis URL JOB`: the job's journal fetched, then printed by ob_cmd_log. */
 int ob_cmd_log_redis(int argc, char **argv);
-/* `obelus log`: ob_cmd_log_redis with --redis, else ob_cmd_log (the one that knows
- * both, so that the two commands do not call each other round). */
-int ob_cli_log(int argc, char **argv);
 /* An ob_watch_say_fn: "<ud>: <msg>\n" on standard error with write(2) (it runs on
  * the watchdog's thread while the loop thread is stuck); ud: "obelus run" and such. */
 void ob_cli_say_stuck(void *ud, const char *msg);
