@@ -38,6 +38,7 @@
 #include "ob_journal.h"
 #include "ob_lua.h"
 #include "ob_mem.h"
+#include "ob_msg.h"
 #include "ob_resume.h"
 #include "ob_runner.h"
 #include "ob_wal.h"
@@ -105,14 +106,7 @@ static int push_ctx(lua_State *L, ob_log *log, int step) {
 /* A step's plan was invalid: its problems become error messages the planner reads. */
 static void record_problems(ob_log *log, ob_wal *journal, const ob_plan *p, int step) {
   for (size_t i = 0; i < p->nerrors; i++) {
-    ob_value *d = ob_object();
-    d = ob_object_set(d, "error", 5, ob_cstring(p->errors[i]));
-    d = ob_object_set(d, "phase", 5, ob_cstring("validation"));
-    d = ob_object_set(d, "step", 4, ob_int(step));
-    ob_value *m = ob_object_set(ob_object_set(ob_object_set(ob_object(), "type", 4,
-                                                            ob_cstring("data")),
-                                              "kind", 4, ob_cstring("error")),
-                                "data", 4, d);
+    ob_value *m = ob_msg_problem(p->errors[i], step);
     ob_error err;
     if (ob_log_append(log, m, &err) >= 0 && journal) {
       ob_wal_add_value(journal, m);
