@@ -1,7 +1,9 @@
 /* ob_resume.c -- taking a run up again from its journal (`obelus resume`).
  *
- * The journal (ob_record.c) holds the run's log and, between its messages,
- * records of what happened. Resuming reads it once, in order:
+ * The journal (its format: ob_journal.h; ob_record.c writes it) holds the
+ * run's log and, between its messages, records of what happened, read through
+ * ob_jrec_parse (a line with a "type" is a message). Resuming reads it once, in
+ * order:
  *   - the plan message (line 1) gives the plan as it ran; the "run" record,
  *     the tool files it ran with;
  *   - a message is COMMITTED when some record follows it: a call's outputs
