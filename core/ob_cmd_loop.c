@@ -35,8 +35,10 @@
 
 #include "ob_cli.h"
 #include "ob_cmd_loop.h"
+#include "ob_journal.h"
 #include "ob_lua.h"
 #include "ob_mem.h"
+#include "ob_msg.h"
 #include "ob_resume.h"
 #include "ob_runner.h"
 #include "ob_wal.h"
@@ -104,14 +106,7 @@ static int push_ctx(lua_State *L, ob_log *log, int step) {
 /* A step's plan was invalid: its problems become error messages the planner reads. */
 static void record_problems(ob_log *log, ob_wal *journal, const ob_plan *p, int step) {
   for (size_t i = 0; i < p->nerrors; i++) {
-    ob_value *d = ob_object();
-    d = ob_object_set(d, "error", 5, ob_cstring(p->errors[i]));
-    d = ob_object_set(d, "phase", 5, ob_cstring("validation"));
-    d = ob_object_set(d, "step", 4, ob_int(step));
-    ob_value *m = ob_object_set(ob_object_set(ob_object_set(ob_object(), "type", 4,
-                                                            ob_cstring("data")),
-                                              "kind", 4, ob_cstring("error")),
-                                "data", 4, d);
+    ob_value *m = ob_msg_problem(p->errors[i], step);
     ob_error err;
     if (ob_log_append(log, m, &err) >= 0 && journal) {
       ob_wal_add_value(journal, m);
@@ -125,16 +120,14 @@ static void record_problems(ob_log *log, ob_wal *journal, const ob_plan *p, int 
  * {"planner": its identity, "max_steps": N}; {"journal":"step","step":N,...}
  * for a step that ran no plan; {"journal":"end","exit":X,"output":V} when the loop ends. A step's
  * run writes its own records, each with "step":N (ob_record.c). */
-static void journal_record(ob_wal *journal, ob_value *rec) {
-  if (journal) {
-    ob_wal_add_value(journal, rec);
-    ob_wal_flush(journal);
+static void journal_record(ob_wal *journal, const ob_jrec *rec) {
+  ob_buf *b = journal ? ob_wal_line(journal) : NULL;
+  if (b) {
+    ob_jrec_write(b, rec);
+    ob_wal_line_ended(journal);
   }
-  ob_unref(rec);
-}
-
-static ob_value *record_new(const char *what) {
-  return ob_object_set(ob_object(), "journal", 7, ob_cstring(what));
+  if (journal)
+    ob_wal_flush(journal);
 }
 
 /* The planning loop as it goes, from `loop` or from `resume`. */
@@ -243,15 +236,14 @@ static int looper_steps(looper *lp, int from) {
         rc = OB_EXIT_FAIL;
         break;
       }
-      ob_value *end = ob_object_set(record_new("end"), "exit", 4, ob_int(0));
-      journal_record(lp->journal, ob_object_set(end, "output", 6, ob_ref(out)));
+      journal_record(lp->journal, &(ob_jrec){.kind = OB_JREC_END, .exit = 0, .output = out});
       return ob_runner_finish(lp->e, &lp->journal, o->cmd, OB_EXIT_OK, out);
     }
     lua_pop(L, 1);
     lua_getfield(L, -1, "calls");
     if (lua_isnil(L, -1)) { /* no calls, no output: ask again with nothing new */
       lua_settop(L, 0);
-      journal_record(lp->journal, ob_object_set(record_new("step"), "step", 4, ob_int(step)));
+      journal_record(lp->journal, &(ob_jrec){.kind = OB_JREC_STEP, .step = step});
       continue;
     }
     ob_value *calls = ob_lua_to_value_named(L, -1, "calls", &err);
@@ -265,9 +257,8 @@ static int looper_steps(looper *lp, int from) {
       ob_plan_error(sp, NULL, "%s", err.msg);
     if (sp->nerrors) {
       record_problems(lp->log, lp->journal, sp, step);
-      ob_value *rec = ob_object_set(record_new("step"), "step", 4, ob_int(step));
-      journal_record(lp->journal,
-                     ob_object_set(rec, "problems", 8, ob_int((int64_t)sp->nerrors)));
+      journal_record(lp->journal, &(ob_jrec){.kind = OB_JREC_STEP, .step = step,
+                                             .problems = (int64_t)sp->nerrors});
       continue;
     }
     ob_run_options ro = lp->ro;
@@ -287,7 +278,7 @@ static int looper_steps(looper *lp, int from) {
             o->max_steps);
     rc = OB_EXIT_FAIL;
   }
-  journal_record(lp->journal, ob_object_set(record_new("end"), "exit", 4, ob_int(rc)));
+  journal_record(lp->journal, &(ob_jrec){.kind = OB_JREC_END, .exit = rc});
   return rc;
 }
 
@@ -399,7 +390,7 @@ int ob_cmd_loop_resume(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_resume *r
       ob_eprintf("obelus resume: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
     } else {
-      journal_record(lp.journal, record_new("resume"));
+      journal_record(lp.journal, &(ob_jrec){.kind = OB_JREC_RESUME});
       if (!(rc = r ? ob_runner_drive(&lp.rn, r, ncalls) : 0))
         rc = looper_steps(&lp, step + 1);
     }

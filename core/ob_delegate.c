@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ob_mem.h"
+#include "ob_msg.h"
 #include "ob_resume.h"
 #include "ob_sched.h"
 
@@ -208,11 +209,7 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_value *doc = ob_log_read(r->log, call->scopes[i], call->instance, &root, OB_LOG_NOW);
     if (!doc)
       continue;
-    ob_value *m = ob_object();
-    m = ob_object_set(m, "type", 4, ob_cstring("data"));
-    m = ob_object_set(m, "kind", 4, ob_cstring(call->scopes[i]));
-    m = ob_object_set(m, "data", 4, doc);
-    pre = ob_array_push(pre, m);
+    pre = ob_array_push(pre, ob_msg_data(ob_cstring(call->scopes[i]), doc, NULL));
   }
   ob_value *args = ob_object();
   ob_object_iter it;

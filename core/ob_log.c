@@ -33,6 +33,7 @@
 
 #include "ob_mem.h"
 #include "ob_log.h"
+#include "ob_msg.h"
 
 typedef struct version {
   size_t pos; /* the message that made this version */
@@ -643,12 +644,8 @@ ob_value *ob_log_message(const ob_log *log, size_t i) {
   ob_error err;
   if (ob_path_parse(ob_string_ptr(m->path), ob_string_len(m->path), &p, &err) != OB_OK)
     abort(); /* the text was made by ob_path_format: it always parses */
-  ob_value *raw = ob_object();
-  raw = ob_object_set(raw, "type", 4, ob_cstring("data"));
-  raw = ob_object_set(raw, "kind", 4, ob_ref(m->kind));
-  if (m->instance)
-    raw = ob_object_set(raw, "_instance", 9, ob_ref(m->instance));
-  raw = ob_object_set(raw, "data", 4, ob_doc_nest(&p, m->value));
+  ob_value *raw = ob_msg_data(ob_ref(m->kind), ob_doc_nest(&p, m->value),
+                              m->instance ? ob_ref(m->instance) : NULL);
   raw = ob_object_set(raw, "_path", 5, ob_ref(m->path));
   raw = ob_object_set(raw, "_outputMethod", 13, ob_cstring(ob_method_name(m->method)));
   if (m->call)

@@ -1,53 +1,12 @@
 /* ob_record.c -- the journal as a run writes it: its log and its progress, JSON Lines.
  *
  * A journal (--journal FILE, SPEC 8) is the run's log, one message a line,
- * first the plan message, and between the messages the RECORDS that let
- * `obelus resume` take the run up again: JSON objects with a "journal" member,
- * which the readers of logs skip (ob_journal.h), so `log`, `resolve --at N`
- * and `graph --journal` count messages only.
- *
- *   {"journal":"run","tools":[{"file":F,"hash":H,"size":N}...]}   after the
- *        plan, context and input messages: the run has begun; the identity
- *        of the tool files it runs with (resume refuses changed ones); an
- *        `obelus loop`'s has "loop":{"planner":{file,hash,size},"max_steps":N}
- *   {"journal":"step","step":N[,"problems":K]}   a loop's step N that ran no
- *        plan (the planner gave no calls, or calls with K problems)
- *   {"journal":"resume"}                       `obelus resume` took the run up
- *   {"journal":"start","id":I,"attempt":N,"t":T}     the call's tool starts
- *   {"journal":"retry","id":I,"attempt":N,"error":E,"delay_ms":D,"t":T}
- *                                              attempt N failed; another comes
- *   {"journal":"settled","id":I,"state":"done"|"failed"|"skipped","t":T}
- *        the call settled: its output or error messages are the lines just
- *        before (a fire-and-forget call or a thought: none)
- *   {"journal":"end","exit":X[,"output":V]}    the run (or loop, with the
- *        planner's output) ended with exit status X
- *
- * T is when it happened, in microseconds since the Unix epoch (the clock of the
- * messages' _date): what `log --format trace|otlp` draws attempts with.
- *
- * A delegated plan's run writes into the same journal: its records carry
- * "scope" (which names the delegating call's id, "#1/#0" when nested) and its
- * messages, which are its own log's and not the caller's, are wrapped:
- * {"journal":"msg","scope":S,"msg":M}. S is a number, defined once, before its
- * first line, by a record of its own:
- *   {"journal":"scope","n":S,"in":P,"call":I}   scope P's call I's run
- *   {"journal":"scope","n":S,"path":"#1/#0"}    a run whose caller has no scope
- *        (the top run's calls, a loop step's: "step 3/#1")
- * so that a line costs a few bytes however deep its plan is: the path written
- * on every line made a chain 1,000 plans deep a 31 MB journal (its square).
- * Numbers come from one counter of the process (runs on threads share the
- * file), and a process defines each scope it writes again (resume: the
- * numbers of the run before are not known), so a reader takes the last
- * definition of S before the line (ob_journal_scopes_take). The delegating call's output or error
- * message carries that run's messages in the log (_log); in the journal its
- * "_log" is {"scope":S} instead, naming the "msg" lines above it that hold
- * them, so each message is in the file once however deep plans delegate
- * (journals before this wrote the array, again at every level: depth 8 made
- * a leaf's message nine times over). A reader rebuilds the array: the
- * messages of scope S since its last plan message (a retried delegation
- * starts its plan again: ob_journal_load, ob_resume.c). The runs of `obelus
- * loop`'s steps share the loop's log: their messages are plain and their
- * records carry "step".
+ * first the plan message, and between the messages the records that let
+ * `obelus resume` take the run up again. The format, and the writing of each
+ * record, is ob_journal's (ob_journal.h draws it: ob_jrec_write); this file
+ * says WHEN a run writes what: the scope numbers of delegated runs (one counter
+ * of the process: runs on threads share the file), the "msg" lines that wrap a
+ * delegated run's messages, and a delegating call's "_log" written as {"scope":S}.
  *
  * Write-ahead: lines go to the stdio buffer as they happen and to the file
  * (one write) before any tool runs (ob_record_flush from ob_co.c and
@@ -65,21 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "ob_journal.h"
 #include "ob_sched.h"
-
-static void add_lit(ob_buf *b, const char *s) { ob_buf_add(b, s, strlen(s)); }
-
-/* ,"t":<microseconds since the Unix epoch> */
-static void add_time(ob_buf *b) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ob_buf_add(b, ",\"t\":", 5);
-  ob_buf_add_uint(b, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
-}
-/* A string literal, its length known when compiling. */
-#define ADD_LIT(b, s) ob_buf_add((b), (s), sizeof(s) - 1)
 
 static _Atomic uint64_t scopes_made; /* the process's: runs on threads share a journal */
 
@@ -96,55 +43,38 @@ static uint64_t scope_define(ob_run *r) {
     if (!b)
       return 0;
     uint64_t n = atomic_fetch_add(&scopes_made, 1) + 1;
-    ADD_LIT(b, "{\"journal\":\"scope\",\"n\":");
-    ob_buf_add_uint(b, n);
+    ob_jrec rec = {.kind = OB_JREC_SCOPE, .n = n};
     if (in && u->opt.journal_call) {
-      ADD_LIT(b, ",\"in\":");
-      ob_buf_add_uint(b, in->scope_no);
-      ADD_LIT(b, ",\"call\":");
-      ob_json_write_string(b, u->opt.journal_call, strlen(u->opt.journal_call));
+      rec.in = in->scope_no;
+      rec.call = u->opt.journal_call;
     } else {
-      ADD_LIT(b, ",\"path\":");
-      ob_json_write_string(b, u->scope, strlen(u->scope));
+      rec.path = u->scope;
     }
-    ob_buf_addc(b, '}');
-    ob_wal_line_end(u->opt.journal);
+    ob_jrec_write(b, &rec);
+    ob_wal_line_ended(u->opt.journal);
     u->scope_no = n;
   }
   return r->scope_no;
 }
 
-/* Starts a line in the journal's own buffer (no copy): {"journal":"<what>" and the
- * run's scope or step. NULL when the journal has failed: then nothing is written. */
-static ob_buf *line_begin(ob_run *r, const char *what) {
+/* The journal's buffer to write a record of run r into (no copy), *rec made of kind
+ * with the run's scope (defined first when it is not yet) and step. NULL when the
+ * journal has failed: then nothing is written. */
+static ob_buf *record_begin(ob_run *r, ob_jrec *rec, ob_jrec_kind kind) {
   uint64_t scope = r->scope ? scope_define(r) : 0;
   if (r->scope && !scope)
     return NULL;
   ob_buf *b = ob_wal_line(r->opt.journal);
   if (!b)
     return NULL;
-  ADD_LIT(b, "{\"journal\":\"");
-  add_lit(b, what);
-  ob_buf_addc(b, '"');
-  if (scope) {
-    ADD_LIT(b, ",\"scope\":");
-    ob_buf_add_uint(b, scope);
-  }
-  if (r->opt.journal_step)
-    ob_buf_addf(b, ",\"step\":%d", r->opt.journal_step);
+  *rec = (ob_jrec){.kind = kind, .scope = scope, .step = r->opt.journal_step};
   return b;
 }
 
-static void add_string(ob_buf *b, const char *key, const char *s) {
-  ADD_LIT(b, ",\"");
-  add_lit(b, key);
-  ADD_LIT(b, "\":");
-  ob_json_write_string(b, s, strlen(s));
-}
-
-static void line_end(ob_run *r, ob_buf *b) {
-  ob_buf_addc(b, '}');
-  ob_wal_line_end(r->opt.journal);
+/* Ends the record: written whole, in the vocabulary's words. */
+static void record_end(ob_run *r, ob_buf *b, const ob_jrec *rec) {
+  ob_jrec_write(b, rec);
+  ob_wal_line_ended(r->opt.journal);
 }
 
 /* Message i of the run's log as JSON. A delegating call's output or error
@@ -169,15 +99,17 @@ static void message_write(ob_run *r, size_t i, ob_buf *b) {
 
 void ob_record_message(ob_run *r, size_t i) {
   ob_buf *b;
+  ob_jrec rec;
   const ob_cdel *d = r->journal_sub; /* its scope named below: defined first */
   if (d && d->log && d->scope && d->run && d->run->scope && !scope_define(d->run))
     return;
   if (r->scope) {
-    if (!(b = line_begin(r, "msg")))
+    if (!(b = record_begin(r, &rec, OB_JREC_MSG)))
       return;
-    ADD_LIT(b, ",\"msg\":");
+    ob_jrec_msg_open(b, &rec);
     message_write(r, i, b);
-    line_end(r, b);
+    ob_jrec_msg_close(b);
+    ob_wal_line_ended(r->opt.journal);
     return;
   }
   if (!(b = ob_wal_line(r->opt.journal)))
@@ -187,64 +119,55 @@ void ob_record_message(ob_run *r, size_t i) {
 }
 
 void ob_record_run(ob_run *r) {
-  if (!r->opt.journal)
+  ob_jrec rec;
+  ob_buf *b;
+  if (!r->opt.journal || !(b = record_begin(r, &rec, OB_JREC_RUN)))
     return;
-  ob_buf *b = line_begin(r, "run");
-  if (!b)
-    return;
-  if (!r->scope && !r->opt.journal_step) {
-    ob_value *tools = ob_engine_tool_files(r->e);
-    ADD_LIT(b, ",\"tools\":");
-    ob_json_write(b, tools, OB_JSON_COMPACT);
-    ob_unref(tools);
-  }
-  if (r->opt.journal_loop) {
-    ADD_LIT(b, ",\"loop\":");
-    ob_json_write(b, r->opt.journal_loop, OB_JSON_COMPACT);
-  }
-  line_end(r, b);
+  ob_value *tools = NULL;
+  if (!r->scope && !r->opt.journal_step)
+    rec.tools = tools = ob_engine_tool_files(r->e);
+  rec.loop = r->opt.journal_loop;
+  record_end(r, b, &rec);
+  ob_unref(tools);
   ob_record_flush(r);
 }
 
 void ob_record_start(ob_crun *c) {
   ob_run *r = c->run;
+  ob_jrec rec;
   ob_buf *b;
-  if (!r->opt.journal || !(b = line_begin(r, "start")))
+  if (!r->opt.journal || !(b = record_begin(r, &rec, OB_JREC_START)))
     return;
-  ADD_LIT(b, ",\"id\":");
-  ob_json_write_string(b, c->call->id, strlen(c->call->id));
-  ADD_LIT(b, ",\"attempt\":");
-  ob_buf_add_uint(b, c->attempt);
-  add_time(b);
-  line_end(r, b);
+  rec.id = c->call->id;
+  rec.attempt = c->attempt;
+  rec.t_us = ob_jrec_now();
+  record_end(r, b, &rec);
 }
 
 void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms) {
   ob_run *r = c->run;
+  ob_jrec rec;
   ob_buf *b;
-  if (!r->opt.journal || !(b = line_begin(r, "retry")))
+  if (!r->opt.journal || !(b = record_begin(r, &rec, OB_JREC_RETRY)))
     return;
-  add_string(b, "id", c->call->id);
-  ob_buf_addf(b, ",\"attempt\":%u", (unsigned)c->attempt);
-  add_string(b, "error", error);
-  ob_buf_addf(b, ",\"delay_ms\":%llu", (unsigned long long)delay_ms);
-  add_time(b);
-  line_end(r, b);
+  rec.id = c->call->id;
+  rec.attempt = c->attempt;
+  rec.error = error;
+  rec.delay_ms = delay_ms;
+  rec.t_us = ob_jrec_now();
+  record_end(r, b, &rec);
 }
 
 void ob_record_settled(ob_crun *c) {
   ob_run *r = c->run;
+  ob_jrec rec;
   ob_buf *b;
-  if (!r->opt.journal || !(b = line_begin(r, "settled")))
+  if (!r->opt.journal || !(b = record_begin(r, &rec, OB_JREC_SETTLED)))
     return;
-  ADD_LIT(b, ",\"id\":");
-  ob_json_write_string(b, c->call->id, strlen(c->call->id));
-  ADD_LIT(b, ",\"state\":\""); /* done, failed, skipped: nothing to escape */
-  add_lit(b, ob_call_state_name(c->state));
-  ob_buf_addc(b, '"');
-  add_time(b);
-  ob_buf_addc(b, '}');
-  ob_wal_line_end(r->opt.journal);
+  rec.id = c->call->id;
+  rec.state = ob_call_state_name(c->state); /* done, failed, skipped */
+  rec.t_us = ob_jrec_now();
+  record_end(r, b, &rec);
 }
 
 int ob_record_flush(ob_run *r) {
@@ -300,8 +223,10 @@ int ob_record_hold(ob_run *r, uint64_t seq) {
 void ob_run_journal_end(ob_run *r, int exit_status) {
   if (!r->opt.journal)
     return;
-  char line[48];
-  int n = snprintf(line, sizeof line, "{\"journal\":\"end\",\"exit\":%d}", exit_status);
-  ob_wal_add(r->opt.journal, line, (size_t)n);
+  ob_buf *b = ob_wal_line(r->opt.journal);
+  if (b) {
+    ob_jrec_write(b, &(ob_jrec){.kind = OB_JREC_END, .exit = exit_status});
+    ob_wal_line_ended(r->opt.journal);
+  }
   ob_wal_trim(r->opt.journal); /* complete: no zeros after it, closed or not */
 }

@@ -1,7 +1,9 @@
 /* ob_resume.c -- taking a run up again from its journal (`obelus resume`).
  *
- * The journal (ob_record.c) holds the run's log and, between its messages,
- * records of what happened. Resuming reads it once, in order:
+ * The journal (its format: ob_journal.h; ob_record.c writes it) holds the
+ * run's log and, between its messages, records of what happened, read through
+ * ob_jrec_parse (a line with a "type" is a message). Resuming reads it once, in
+ * order:
  *   - the plan message (line 1) gives the plan as it ran; the "run" record,
  *     the tool files it ran with;
  *   - a message is COMMITTED when some record follows it: a call's outputs
@@ -178,69 +180,70 @@ void ob_resume_free(ob_resume *rs) { resume_free(rs); }
 const char *ob_resume_path(const ob_resume *rs) { return rs->path; }
 
 /* One record of the run's progress (not a "msg"); key: the run it is of. */
-static void take_record(ob_resume *rs, const char *key, const ob_value *v, const char *what,
-                        size_t line, size_t nbefore) {
+static void take_record(ob_resume *rs, const char *key, const ob_jrec *rec, size_t line,
+                        size_t nbefore) {
   part *pt = part_get(rs, key, 1);
-  const char *id = str_member(v, "id");
+  const char *id = rec->id;
   if (!pt->first_line)
     pt->first_line = line;
   if (id && !ob_map_get(&pt->line, id, strlen(id)))
     ob_map_put(&pt->line, id, strlen(id), (void *)(uintptr_t)line);
-  if (id && !strcmp(what, "settled")) {
+  if (id && rec->kind == OB_JREC_SETTLED) {
     ob_map_put(&pt->bare, id, strlen(id), nbefore ? NULL : (void *)(uintptr_t)line);
   }
-  ob_value *step = ob_object_get(v, "step", 4);
-  if (step && ob_typeof(step) == OB_INT && ob_int_value(step) > rs->last_step &&
-      !ob_object_get(v, "scope", 5))
-    rs->last_step = (int)ob_int_value(step);
-  if (!strcmp(what, "run")) {
+  int scoped = rec->scope_path || rec->scope;
+  if (rec->step > rs->last_step && !scoped)
+    rs->last_step = (int)rec->step;
+  if (rec->kind == OB_JREC_RUN) {
     pt->ran = 1;
     pt->used = 0;
     if (!*key) {
-      ob_value *t = ob_object_get(v, "tools", 5), *loop = ob_object_get(v, "loop", 4);
       ob_unref(rs->tools);
-      rs->tools = t ? ob_ref(t) : NULL;
-      if (loop) {
+      rs->tools = rec->tools ? ob_ref((ob_value *)rec->tools) : NULL;
+      if (rec->loop) {
         ob_unref(rs->loop);
-        rs->loop = ob_ref(loop);
+        rs->loop = ob_ref((ob_value *)rec->loop);
       }
-    } else if (step && !ob_object_get(v, "scope", 5) && rs->last_plan) {
+    } else if (rec->step && !scoped && rs->last_plan) {
       ob_unref(pt->plan_msg); /* a loop step's plan message comes just before */
       pt->plan_msg = ob_ref(rs->last_plan);
     } else if (ob_array_len(pt->messages)) {
       ob_unref(pt->plan_msg); /* a delegated plan's is the first of its own log */
       pt->plan_msg = ob_ref(ob_array_get(pt->messages, 0));
     }
-  } else if (!strcmp(what, "start") && id) {
-    ob_value *a = ob_object_get(v, "attempt", 7);
-    uintptr_t n = a && ob_typeof(a) == OB_INT ? (uintptr_t)ob_int_value(a) : 1;
+  } else if (rec->kind == OB_JREC_START && id) {
+    uintptr_t n = rec->has_attempt ? (uintptr_t)rec->attempt : 1;
     ob_map_put(&pt->attempt, id, strlen(id), (void *)n);
-  } else if (!strcmp(what, "retry") && id) {
+  } else if (rec->kind == OB_JREC_RETRY && id) {
     parts_forget(rs, key, id);
-  } else if (!strcmp(what, "settled") && id) {
-    const char *st = str_member(v, "state");
+  } else if (rec->kind == OB_JREC_SETTLED && id) {
+    const char *st = rec->state;
     if (st) {
       char *old = ob_map_put(&pt->state, id, strlen(id), ob_xstrdup(st));
       free(old);
     }
-  } else if (!strcmp(what, "end") && !*key) {
-    ob_value *x = ob_object_get(v, "exit", 4), *out = ob_object_get(v, "output", 6);
+  } else if (rec->kind == OB_JREC_END && !*key) {
     rs->ended = 1;
-    rs->exit_status = x && ob_typeof(x) == OB_INT ? (int)ob_int_value(x) : 0;
+    rs->exit_status = rec->has_exit ? (int)rec->exit : 0;
     ob_unref(rs->output);
-    rs->output = out ? ob_ref(out) : NULL;
+    rs->output = rec->output ? ob_ref((ob_value *)rec->output) : NULL;
   }
 }
 
 /* The run a record is of: its scope, else its loop step ("step N"), else "". */
-static void record_key(const ob_value *v, ob_buf *key) {
+static void record_key(const ob_jrec *rec, ob_buf *key) {
   key->len = 0;
-  const char *scope = str_member(v, "scope");
-  ob_value *step = ob_object_get(v, "step", 4);
-  if (scope)
-    ob_buf_addf(key, "%s", scope);
-  else if (step && ob_typeof(step) == OB_INT)
-    ob_buf_addf(key, "step %lld", (long long)ob_int_value(step));
+  if (rec->scope_path)
+    ob_buf_addf(key, "%s", rec->scope_path);
+  else if (rec->step)
+    ob_buf_addf(key, "step %lld", (long long)rec->step);
+}
+
+/* The record a line is, or OB_JREC_NONE (a message). */
+static ob_jrec_kind kind_of(const ob_value *v, ob_jrec *rec) {
+  ob_jrec scratch;
+  rec = rec ? rec : &scratch;
+  return ob_jrec_parse(v, rec, NULL) > 0 ? rec->kind : OB_JREC_NONE;
 }
 
 /* Messages since the last record are committed: each to its run's log (a
@@ -248,9 +251,10 @@ static void record_key(const ob_value *v, ob_buf *key) {
 static void commit(ob_resume *rs, ob_value *pending, line_list *pending_lines) {
   for (size_t i = 0; i < ob_array_len(pending); i++) {
     ob_value *m = ob_array_get(pending, i);
-    const char *scope = str_member(m, "journal") ? str_member(m, "scope") : NULL;
+    ob_jrec rec;
+    const char *scope = kind_of(m, &rec) == OB_JREC_MSG ? rec.scope_path : NULL;
     if (scope) {
-      ob_value *inner = ob_object_get(m, "msg", 3);
+      const ob_value *inner = rec.msg;
       part *pt = part_get(rs, scope, 1);
       if (inner) {
         pt->messages = ob_array_push(pt->messages, ob_journal_subs_add(&rs->subs, scope, inner));
@@ -284,8 +288,9 @@ static void commit(ob_resume *rs, ob_value *pending, line_list *pending_lines) {
 static int has_error(const ob_value *pending) {
   for (size_t i = 0; i < ob_array_len(pending); i++) {
     const ob_value *m = ob_array_get(pending, i);
-    if (str_member(m, "journal")) {
-      m = ob_object_get(m, "msg", 3);
+    ob_jrec rec;
+    if (kind_of(m, &rec) == OB_JREC_MSG) {
+      m = rec.msg;
       if (!m)
         continue;
     }
@@ -298,24 +303,24 @@ static int has_error(const ob_value *pending) {
 }
 
 static int consistent(const ob_resume *rs, const ob_value *pending, const ob_value *v,
-                      const char *what, size_t line, ob_error *err) {
+                      const ob_jrec *rec, size_t line, ob_error *err) {
   size_t n = ob_array_len(pending);
-  const char *scope = str_member(v, "scope");
+  const char *scope = rec->scope_path, *what = rec->what;
   const char *nul = nul_member(v, "id") ? "id" : nul_member(v, "scope") ? "scope"
                     : nul_member(v, "state") ? "state" : NULL;
   if (nul)
     return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: its record's "
                         "\"%s\" holds a NUL byte (\\u0000): no call, scope or state of a plan "
                         "does", rs->path, line, nul), 0;
-  const ob_value *tools = !strcmp(what, "run") ? ob_object_get(v, "tools", 5) : NULL;
+  const ob_value *tools = rec->kind == OB_JREC_RUN ? rec->tools : NULL;
   for (size_t i = 0; tools && ob_typeof(tools) == OB_ARRAY && i < ob_array_len(tools); i++)
     if (nul_member(ob_array_get(tools, i), "file"))
       return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: the run's "
                           "tool file %zu holds a NUL byte (\\u0000): no file name does",
                           rs->path, line, i + 1), 0;
-  if (!strcmp(what, "settled")) {
-    const char *st = str_member(v, "state");
-    if (!str_member(v, "id") || !st ||
+  if (rec->kind == OB_JREC_SETTLED) {
+    const char *st = rec->state;
+    if (!rec->id || !st ||
         (strcmp(st, "done") && strcmp(st, "failed") && strcmp(st, "skipped")))
       return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: a \"settled\" "
                           "record without a call id or a state (done, failed, skipped)",
@@ -324,18 +329,19 @@ static int consistent(const ob_resume *rs, const ob_value *pending, const ob_val
       return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: call %s failed "
                           "but its error message is not before its \"settled\" record (a "
                           "line deleted, or its state edited?)", rs->path, line,
-                          str_member(v, "id")), 0;
+                          rec->id), 0;
   }
   if (!n)
     return 1;
-  if (strcmp(what, "settled") && strcmp(what, "run") && strcmp(what, "step"))
+  if (rec->kind != OB_JREC_SETTLED && rec->kind != OB_JREC_RUN && rec->kind != OB_JREC_STEP)
     return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: %zu message%s "
                         "before this \"%s\" record belong%s to no call: a call's messages "
                         "come just before its \"settled\" record (one deleted?)", rs->path,
                         line, n, n == 1 ? "" : "s", what, n == 1 ? "s" : ""), 0;
   for (size_t i = 0; i < n; i++) {
     const ob_value *m = ob_array_get(pending, i);
-    const char *ms = str_member(m, "journal") ? str_member(m, "scope") : NULL;
+    ob_jrec mr;
+    const char *ms = kind_of(m, &mr) == OB_JREC_MSG ? mr.scope_path : NULL;
     if ((ms == NULL) != (scope == NULL) || (ms && strcmp(ms, scope)))
       return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: the record is "
                           "of %s%s but the message%s before it of %s%s (a record deleted?)",
@@ -418,13 +424,14 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       p = nl + 1;
       continue;
     }
-    const char *what = str_member(v, "journal");
-    if (!what || !strcmp(what, "msg")) {
+    ob_jrec rec;
+    ob_jrec_kind kind = kind_of(v, &rec);
+    if (kind == OB_JREC_NONE || kind == OB_JREC_MSG) {
       pending = ob_array_push(pending, v); /* committed when a record follows */
       lines_push(&pending_lines, line);
     } else { /* a record of the run's progress commits what came before */
-      record_key(v, &key);
-      if (!consistent(rs, pending, v, what, line, err)) {
+      record_key(&rec, &key);
+      if (!consistent(rs, pending, v, &rec, line, err)) {
         ob_unref(v);
         ok = 0;
         break;
@@ -435,7 +442,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       ob_unref(pending);
       pending = ob_array();
       rs->cut_at = (long)(stop + 1 - b.data);
-      take_record(rs, key.len ? key.data : "", v, what, line, nbefore);
+      take_record(rs, key.len ? key.data : "", &rec, line, nbefore);
       ob_unref(v);
     }
     p = nl ? nl + 1 : end;
@@ -750,10 +757,12 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
     for (size_t i = 0; i < plan->ncalls; i++)
       if (r->calls[i].state == OB_CALL_WAITING && r->calls[i].detached)
         r->calls[i].state = OB_CALL_SKIPPED;
-  if (r->opt.journal && top) {
-    static const char line[] = "{\"journal\":\"resume\"}";
-    ob_wal_add(r->opt.journal, line, sizeof line - 1);
-    ob_wal_flush(r->opt.journal);
+  ob_buf *b = r->opt.journal && top ? ob_wal_line(r->opt.journal) : NULL;
+  if (b) {
+    ob_jrec_write(b, &(ob_jrec){.kind = OB_JREC_RESUME});
+    ob_wal_line_ended(r->opt.journal);
   }
+  if (r->opt.journal && top)
+    ob_wal_flush(r->opt.journal);
   return r;
 }

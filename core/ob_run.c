@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "ob_mem.h"
+#include "ob_msg.h"
 #include "ob_order.h"
 #include "ob_sched.h"
 #include "ob_watch.h"
@@ -81,10 +82,7 @@ long ob_run_append(ob_run *r, ob_value *msg, ob_error *err) {
 
 /* {"type":"data","kind":"input","data":<data>}: how an input enters the log. */
 static ob_value *input_message(const ob_value *data) {
-  ob_value *m = ob_object();
-  m = ob_object_set(m, "type", 4, ob_cstring("data"));
-  m = ob_object_set(m, "kind", 4, ob_cstring("input"));
-  return ob_object_set(m, "data", 4, ob_ref((ob_value *)data));
+  return ob_msg_data(ob_cstring("input"), ob_ref((ob_value *)data), NULL);
 }
 
 size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
@@ -202,10 +200,7 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
   if (ob_run_count_calls(plan, opt, err) != OB_OK)
     return NULL;
   ob_run *r = ob_run_alloc(e, plan, opt);
-  ob_value *pm = ob_object();
-  pm = ob_object_set(pm, "type", 4, ob_cstring("plan"));
-  pm = ob_object_set(pm, "file", 4, ob_cstring(plan->file));
-  pm = ob_object_set(pm, "plan", 4, ob_ref((ob_value *)plan_value));
+  ob_value *pm = ob_msg_plan(plan_value, plan->file);
   long rc = ob_run_append(r, pm, err);
   ob_unref(pm);
   for (size_t i = 0; rc >= 0 && opt->pre_context && i < ob_array_len(opt->pre_context); i++)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ob_sched.h"
+#include "ob_msg.h"
 
 void ob_crun_enqueue(ob_run *r, ob_crun *c) {
   c->state = OB_CALL_READY;
@@ -74,21 +75,8 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
     ob_buf_cut(&cut, ob_message_max(r->opt.max_output), "error message");
     msg = cut.data;
   }
-  ob_value *data = ob_object();
-  data = ob_object_set(data, "call", 4, ob_ref((ob_value *)ob_crun_raw(c)));
-  data = ob_object_set(data, "id", 2, ob_cstring(c->call->id));
-  data = ob_object_set(data, "error", 5, ob_cstring(msg));
-  data = ob_object_set(data, "phase", 5, ob_cstring(phase));
-  if (c->detached)
-    data = ob_object_set(data, "detached", 8, ob_true());
-  ob_value *m = ob_object();
-  m = ob_object_set(m, "type", 4, ob_cstring("data"));
-  m = ob_object_set(m, "kind", 4, ob_cstring("error"));
-  if (c->call->instance)
-    m = ob_object_set(m, "_instance", 9, ob_cstring(c->call->instance));
-  m = ob_object_set(m, "data", 4, data);
-  if (ob_crun_sublog(c))
-    m = ob_object_set(m, "_log", 4, ob_ref(ob_crun_sublog(c)));
+  ob_value *m = ob_msg_error(ob_crun_raw(c), c->call->id, msg, phase, c->detached,
+                            c->call->instance, ob_crun_sublog(c));
   ob_error err;
   if (ob_run_append(r, m, &err) < 0)
     fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);

@@ -70,11 +70,6 @@ static const char *str_of(const ob_value *o, const char *k) {
   return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
 }
 
-static uint64_t uint_of(const ob_value *o, const char *k) {
-  const ob_value *v = ob_object_get(o, k, strlen(k));
-  return v && ob_is_number(v) && ob_real_value(v) > 0 ? (uint64_t)ob_int_value(v) : 0;
-}
-
 /* The tool of call id in a plan value ({"plan":[...]} or [...]): its _tool, or NULL. */
 static const ob_value *find_call(const ob_value *plan_msg, const char *id) {
   const ob_value *p = plan_msg ? ob_object_get(plan_msg, "plan", 4) : NULL;
@@ -200,12 +195,11 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
     t->pending[t->npending++] = (pend){ob_xstrdup(""), ob_ref((ob_value *)v)};
     return OB_OK;
   }
-  const char *what = str_of(v, "journal");
-  const char *scope = str_of(v, "scope");
-  if (!scope)
-    scope = "";
-  if (!strcmp(what, "msg")) {
-    const ob_value *m = ob_object_get(v, "msg", 3);
+  ob_jrec rec;
+  ob_jrec_parse(v, &rec, NULL); /* a record: l->is_record */
+  const char *scope = rec.scope_path ? rec.scope_path : "";
+  if (rec.kind == OB_JREC_MSG) {
+    const ob_value *m = rec.msg;
     if (!m || ob_typeof(m) != OB_OBJECT)
       return OB_OK;
     const char *type = str_of(m, "type");
@@ -217,7 +211,7 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
     t->pending[t->npending++] = (pend){ob_xstrdup(scope), ob_ref((ob_value *)m)};
     return OB_OK;
   }
-  if (!strcmp(what, "run") || !strcmp(what, "resume")) { /* what came before: context, input */
+  if (rec.kind == OB_JREC_RUN || rec.kind == OB_JREC_RESUME) { /* what came before: context, input */
     size_t keep = 0;
     for (size_t i = 0; i < t->npending; i++) {
       if (strcmp(t->pending[i].scope, scope)) {
@@ -230,31 +224,31 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
     t->npending = keep;
     return OB_OK;
   }
-  if (!strcmp(what, "end")) {
-    const ob_value *x = ob_object_get(v, "exit", 4);
-    if (!*scope && x && ob_is_number(x))
-      t->exit = (int)ob_int_value(x);
+  if (rec.kind == OB_JREC_END) {
+    if (!*scope && rec.has_exit)
+      t->exit = (int)rec.exit;
     return OB_OK;
   }
-  const char *id = str_of(v, "id");
+  const char *id = rec.id;
   if (!id)
     return OB_OK;
-  uint64_t at = uint_of(v, "t");
+  uint64_t at = rec.t_us;
   note_time(t, at);
   tcall *c = call_of(t, scope, id);
-  if (!strcmp(what, "start")) {
+  if (rec.kind == OB_JREC_START) {
+    unsigned n = rec.has_attempt && rec.attempt > 0 ? (unsigned)rec.attempt : 0;
     c->at = ob_xrealloc(c->at, (c->nat + 1) * sizeof *c->at);
-    c->at[c->nat++] = (attempt){at, 0, (unsigned)uint_of(v, "attempt"), NULL};
+    c->at[c->nat++] = (attempt){at, 0, n, NULL};
     c->state = "running";
-  } else if (!strcmp(what, "retry") && c->nat) {
+  } else if (rec.kind == OB_JREC_RETRY && c->nat) {
     attempt *a = &c->at[c->nat - 1];
     a->end = at;
-    const char *e = str_of(v, "error");
+    const char *e = rec.error;
     a->error = ob_xstrdup(e ? e : "failed");
-  } else if (!strcmp(what, "settled")) {
+  } else if (rec.kind == OB_JREC_SETTLED) {
     if (c->nat && !c->at[c->nat - 1].end)
       c->at[c->nat - 1].end = at;
-    const char *st = str_of(v, "state");
+    const char *st = rec.state;
     c->state = !st ? "done" : !strcmp(st, "failed") ? "failed" : !strcmp(st, "skipped") ? "skipped" : "done";
     c->settled = at;
     take_pending(t, c);

@@ -755,6 +755,8 @@ uint64_t ob_wal_line_end(ob_wal *w) {
   return ++w->seq;
 }
 
+uint64_t ob_wal_line_ended(ob_wal *w) { return ++w->seq; }
+
 /* Unmaps the file and cuts the zeros past the lines; the next growth maps it again
  * from the lines' end. */
 static int cut_back(ob_wal *w) {

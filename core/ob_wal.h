@@ -147,6 +147,9 @@ uint64_t ob_wal_add_value(ob_wal *w, const ob_value *v);
  * ob_wal_line_end ends that line and returns its sequence number. No copy. */
 ob_buf *ob_wal_line(ob_wal *w);
 uint64_t ob_wal_line_end(ob_wal *w);
+/* The same for a line whose text the caller ended with its '\n' itself (the journal's
+ * records: ob_jrec_write writes whole lines). */
+uint64_t ob_wal_line_ended(ob_wal *w);
 
 /* Hands every buffered line to the kernel (a copy into the file's mapping, the
  * file grown first when they do not fit; or one write(2), short writes and EINTR
