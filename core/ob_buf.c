@@ -55,23 +55,31 @@ void ob_buf_add_uint(ob_buf *b, uint64_t n) {
   ob_buf_add(b, d + k, sizeof d - k);
 }
 
-void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
+void ob_buf_vaddf(ob_buf *b, const char *fmt, va_list ap) {
   char tmp[256];
-  va_list ap;
-  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n <= 0)
+  if (n <= 0) {
+    va_end(again);
     return;
+  }
   if ((size_t)n < sizeof tmp) {
     ob_buf_add(b, tmp, (size_t)n);
+    va_end(again);
     return;
   }
   ob_buf_reserve(b, (size_t)n);
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+  va_end(again);
   b->len += (size_t)n;
+}
+
+void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ob_buf_vaddf(b, fmt, ap);
+  va_end(ap);
 }
 
 void ob_buf_cut(ob_buf *b, size_t max, const char *what) {

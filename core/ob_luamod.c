@@ -576,6 +576,10 @@ static int deliver_protected(lua_State *L) {
       lua_pushstring(L, ev->reason);
       lua_setfield(L, -2, "reason");
     }
+    if (ev->note) {
+      lua_pushstring(L, ev->note);
+      lua_setfield(L, -2, "note");
+    }
   }
   lua_call(L, 1, 0);
   return 0;

@@ -715,11 +715,15 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
     c->attempt = (uint32_t)tries;
     const char *st = ob_map_get(&pt->state, id, strlen(id));
     if (!st) {
-      if (tries && !rs->ended)
-        ob_eprintf("obelus resume: call %s (%s)%s%s had started (attempt %u) and did not "
-                        "settle: it runs again (attempt %u)\n",
-                id, c->call->delegate ? c->call->delegate : c->call->tool_name,
-                top ? "" : " of ", key, (unsigned)tries, (unsigned)tries + 1);
+      if (tries && !rs->ended) { /* said when the run starts (note "rerun") */
+        ob_buf b = {0};
+        ob_buf_addf(&b, "call %s (%s)%s%s had started (attempt %u) and did not settle: it "
+                    "runs again (attempt %u)", id,
+                    c->call->delegate ? c->call->delegate : c->call->tool_name,
+                    top ? "" : " of ", key, (unsigned)tries, (unsigned)tries + 1);
+        r->reruns = ob_xrealloc(r->reruns, (r->nreruns + 1) * sizeof *r->reruns);
+        r->reruns[r->nreruns++] = (struct ob_rerun){c->call, b.data ? b.data : ob_xstrdup("")};
+      }
       continue;
     }    c->state = !strcmp(st, "done")     ? OB_CALL_DONE
                : !strcmp(st, "failed") ? OB_CALL_FAILED

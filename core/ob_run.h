@@ -26,7 +26,9 @@ typedef enum ob_event_type {
   OB_EV_DONE,
   OB_EV_SKIPPED,
   OB_EV_FAILED,
-  OB_EV_RUN_DONE
+  OB_EV_RUN_DONE,
+  OB_EV_NOTE /* something the engine says about the run (a retry, a traceback): `note` is
+                its kind, `reason` the message, `call` the call when there is one */
 } ob_event_type;
 
 /* "ready", "started", "done", "skipped", "failed", "run_done" */
@@ -37,6 +39,7 @@ typedef struct ob_event {
   const ob_call *call; /* NULL for OB_EV_RUN_DONE */
   const char *reason;  /* skipped/failed: why */
   double t_ms;         /* milliseconds since the run started */
+  const char *note;    /* OB_EV_NOTE: its kind ("retry", "traceback", ...); else NULL */
 } ob_event;
 
 /* Default for ob_run_options.max_slice_ms: 30 s of Lua without a yield. */

@@ -340,13 +340,27 @@ static void events_failed(ob_runner *rn) {
           strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
 }
 
+/* A run's note, said on stderr as the engine used to print it: "obelus: MSG" ("obelus
+ * resume: MSG" for a call a resume runs again), escaped. */
+static void print_note(const ob_event *ev) {
+  const char *who = ev->note && !strcmp(ev->note, "rerun") ? "obelus resume: " : "obelus: ";
+  ob_buf b = {0};
+  ob_buf_addf(&b, "%s%s\n", who, ev->reason ? ev->reason : "");
+  ob_fputs_escaped(stderr, b.data, b.len, OB_ESC_LINES);
+  ob_buf_free(&b);
+}
+
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
+  if (ev->type == OB_EV_NOTE)
+    print_note(ev);
   ob_progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();
     o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
     o = ob_object_set(o, "event", 5, ob_cstring(ob_event_name(ev->type)));
+    if (ev->note)
+      o = ob_object_set(o, "note", 4, ob_cstring(ev->note));
     if (ev->call) {
       o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
       o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));

@@ -91,7 +91,7 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
     m = ob_object_set(m, "_log", 4, ob_ref(ob_crun_sublog(c)));
   ob_error err;
   if (ob_run_append(r, m, &err) < 0)
-    fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);
+    ob_run_emit_note(r, "record", c->call, "could not record an error: %s", err.msg);
   ob_unref(m);
   if (!r->opt.depth) /* a delegated plan's failures reach stderr through its caller's */
     ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,

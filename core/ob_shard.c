@@ -74,6 +74,7 @@ typedef struct part_event_note {
   const ob_call *call;
   char *reason;
   double t_ms;
+  const char *note; /* OB_EV_NOTE's kind: a string literal of the engine's */
 } part_event_note;
 
 typedef struct shard {
@@ -96,7 +97,7 @@ typedef struct shard {
   ob_drain drain;
   int handles, wake_open;
   /* under all->lock */
-  size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
+  size_t counts[OB_EV_NOTE + 1]; /* by event: started, done, ... (ob_shard_counts) */
   part_event_note *events; /* events not yet told on the host's loop */
   size_t nevents, capevents;
   int closing;  /* its run is over: no more events noted, its engine about to go */
@@ -176,7 +177,7 @@ static void journal_add(ob_wal *w, const char *bytes, size_t len) {
  * frees the notes. */
 static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms};
+    ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms, ev[i].note};
     if (i < ntell && s->cfg.opt.on_event)
       s->cfg.opt.on_event(s->cfg.opt.ud, &e);
     free(ev[i].reason);
@@ -219,7 +220,7 @@ static void on_note(uv_async_t *h) {
     s->finished = 1;
     uv_unref((uv_handle_t *)h); /* it kept the host's loop alive while threads ran */
     if (s->cfg.opt.on_event) {
-      ob_event done = {OB_EV_RUN_DONE, NULL, NULL, (double)(uv_hrtime() - s->t0) / 1e6};
+      ob_event done = {OB_EV_RUN_DONE, NULL, NULL, (double)(uv_hrtime() - s->t0) / 1e6, NULL};
       s->cfg.opt.on_event(s->cfg.opt.ud, &done);
     }
     if (s->cfg.opt.on_done) /* may free the shards: nothing after it */
@@ -270,6 +271,7 @@ static void part_event(void *ud, const ob_event *ev) {
     n->call = ev->call;
     n->reason = ev->reason ? ob_xstrdup(ev->reason) : NULL;
     n->t_ms = ev->t_ms;
+    n->note = ev->note;
   }
   uv_mutex_unlock(&s->lock);
   if (s->cfg.opt.on_event)

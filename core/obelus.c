@@ -73,7 +73,8 @@ _Static_assert((int)OBELUS_EVENT_READY == (int)OB_EV_READY &&
                    (int)OBELUS_EVENT_DONE == (int)OB_EV_DONE &&
                    (int)OBELUS_EVENT_SKIPPED == (int)OB_EV_SKIPPED &&
                    (int)OBELUS_EVENT_FAILED == (int)OB_EV_FAILED &&
-                   (int)OBELUS_EVENT_RUN_DONE == (int)OB_EV_RUN_DONE,
+                   (int)OBELUS_EVENT_RUN_DONE == (int)OB_EV_RUN_DONE &&
+                   (int)OBELUS_EVENT_NOTE == (int)OB_EV_NOTE,
                "obelus_event_type must match ob_event_type");
 
 /* A C tool as registered: what the scheduler's ob_tool_fn data points to. */
@@ -354,6 +355,7 @@ static void on_run_event(void *ud, const ob_event *ev) {
   if (R->cancelled || R->zombie)
     return;
   if (!R->threads && ev->type != OB_EV_READY && ev->type != OB_EV_STARTED &&
+      ev->type != OB_EV_NOTE &&
       ob_run_finished(R->r) && !ob_run_detached_pending(R->r))
     journal_end(R); /* the last call settled */
   if (!R->on_event)
@@ -374,6 +376,7 @@ static void on_run_event(void *ud, const ob_event *ev) {
     d->ev.reason = (const char *)(d + 1);
   }
   d->ev.t_ms = ev->t_ms;
+  d->ev.note = ev->note; /* a string literal of the engine's */
   d->ev.position = R->threads ? 0 : ob_log_len(ob_run_log(R->r));
   enqueue(R->engine, d);
 }

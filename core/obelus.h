@@ -391,10 +391,15 @@ typedef enum obelus_event_type {
   OBELUS_EVENT_DONE,     /* its result is written */
   OBELUS_EVENT_SKIPPED,  /* not run: a branch not taken, or something upstream failed */
   OBELUS_EVENT_FAILED,   /* structural or runtime error (an error message is in the log) */
-  OBELUS_EVENT_RUN_DONE  /* every awaited call has settled: the completion callback follows */
+  OBELUS_EVENT_RUN_DONE, /* every awaited call has settled: the completion callback follows */
+  OBELUS_EVENT_NOTE      /* something the engine says about the run, for people: a failed
+                            attempt that is retried ("retry"), a tool's traceback
+                            ("traceback"), ...; `note` is the kind, `reason` the text,
+                            call_id the call when there is one. Added last: the values
+                            above keep their numbers */
 } obelus_event_type;
 
-/* "ready", "started", "done", "skipped", "failed", "run_done". */
+/* "ready", "started", "done", "skipped", "failed", "run_done", "note". */
 const char *obelus_event_name(obelus_event_type type);
 
 typedef struct obelus_event {
@@ -408,6 +413,9 @@ typedef struct obelus_event {
   size_t position;      /* the number of messages in the run's log when it
                            happened: with time_travel, obelus_run_resolve(...,
                            position, ...) reads the run exactly as it was then */
+  const char *note;     /* OBELUS_EVENT_NOTE: its kind ("retry", "traceback",
+                           "error_routed", "record", "rerun", ...); else NULL.
+                           Last: the fields above keep their offsets */
 } obelus_event;
 
 /* Called for each event, from the loop, shortly after the event (in the same
