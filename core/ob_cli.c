@@ -47,6 +47,14 @@ void ob_cli_say_stuck(void *ud, const char *msg) {
   (void)!write(2, "\n", 1);
 }
 
+void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  (void)ud, (void)kind, (void)call_id;
+  ob_buf b = {0};
+  ob_buf_addf(&b, "obelus: %s\n", msg);
+  ob_fputs_escaped(stderr, b.data, b.len, OB_ESC_LINES);
+  ob_buf_free(&b);
+}
+
 void ob_cli_report_torn(const char *who, const char *path, const ob_journal_info *info) {
   ob_buf b;
   ob_buf_init(&b);

@@ -44,6 +44,9 @@ void ob_cli_say_stuck(void *ud, const char *msg);
 /* A torn last line of a journal the command read, said on standard error
  * (ob_journal_torn_text); nothing when none was torn. */
 struct ob_journal_info;
+/* The engine's note hook (ob_engine_set_note) of every command: "obelus: MSG" on stderr,
+ * escaped (OB_ESC_LINES), the progress line erased first. */
+void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg);
 void ob_cli_report_torn(const char *who, const char *path, const struct ob_journal_info *info);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */

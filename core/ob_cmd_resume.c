@@ -80,6 +80,7 @@ int ob_cmd_resume(int argc, char **argv) {
     ob_eprintf("obelus resume: %s\n", err.msg);
     goto done;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
   e->http_max = o.http_max;
   const ob_value *then = ob_resume_tool_files(rs);

@@ -272,6 +272,7 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
     ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   if (engine_load(o, e) != OB_EXIT_OK)
     return OB_EXIT_USAGE;
   ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);

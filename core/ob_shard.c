@@ -251,6 +251,17 @@ static void journal_tee(void *ud, const char *bytes, size_t len) {
   uv_mutex_unlock(&s->lock);
 }
 
+static void part_event(void *ud, const ob_event *ev);
+
+/* A note of a part's engine (ob_engine_note, on the part's thread): told on the host's
+ * loop as a note of the run (OB_EV_NOTE, no call), like the part's events. */
+static void part_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  shard *sh = ud;
+  (void)call_id;
+  ob_event ev = {OB_EV_NOTE, NULL, msg, (double)(uv_hrtime() - sh->all->t0) / 1e6, kind};
+  part_event(sh, &ev);
+}
+
 static void part_event(void *ud, const ob_event *ev) {
   shard *sh = ud;
   ob_shards *s = sh->all;
@@ -323,6 +334,8 @@ static int part_make(shard *sh) {
     part_fail(sh, "cannot make an engine", err.msg);
     return -1;
   }
+  /* its engine's notes go to the host's loop as the run's notes (part_note) */
+  ob_engine_set_note(e, part_note, sh);
   if (s->cfg.setup && s->cfg.setup(s->cfg.setup_ud, e, &err)) {
     part_fail(sh, "cannot load the tools again", err.msg);
     return -1;

@@ -95,6 +95,8 @@ typedef struct delivery {
 
 struct obelus_engine {
   ob_engine *e;
+  obelus_note_cb note; /* obelus_engine_set_notes, or NULL */
+  void *note_data;
   ctool *tools;
   obelus_run *runs;              /* alive, zombies included */
   delivery *qhead, **qtail;
@@ -438,6 +440,19 @@ void obelus_engine_set_http_allow_private(obelus_engine *E, int allow) {
   E->e->http_allow_private = allow != 0;
   if (E->e->http)
     ob_http_set_allow_private(E->e->http, allow);
+}
+
+static void engine_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  obelus_engine *E = ud;
+  E->note(kind, call_id, msg, E->note_data);
+}
+
+void obelus_engine_set_notes(obelus_engine *E, obelus_note_cb cb, void *data) {
+  if (!E)
+    return;
+  E->note = cb;
+  E->note_data = data;
+  ob_engine_set_note(E->e, cb ? engine_note : NULL, E);
 }
 
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {

@@ -168,6 +168,20 @@ void obelus_engine_free(obelus_engine *e);
  * address-space or data limit (ulimit -v, -d) when it has one, else none. */
 void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
 
+/* What the engine says about itself outside any run's events, for people: an
+ * error in a tool's libuv callback ("callback_error"), in an obelus.http
+ * callback ("http"), in closing an abandoned call's handles ("abandon") or
+ * killing the tools' children ("children"). kind names it, call_id is the call
+ * or NULL, msg the text (one or more lines, no final newline). The command
+ * line prints "obelus: MSG" on stderr; a host logs them as it likes. Called
+ * from the engine's loop while it works (or from a run's thread, with
+ * opt.threads); the strings are valid during the call. cb NULL (the default):
+ * notes are dropped. A run's own notes (a retry, a traceback) are events:
+ * OBELUS_EVENT_NOTE. */
+typedef void (*obelus_note_cb)(const char *kind, const char *call_id, const char *msg,
+                               void *data);
+void obelus_engine_set_notes(obelus_engine *e, obelus_note_cb cb, void *data);
+
 /* The most HTTP transfers (obelus.http, obelus_http_start) the engine runs
  * at once; the others wait their turn in order (`obelus run --http-max`).
  * 0: the default, 1000. */

@@ -210,9 +210,56 @@ TEST(notes_say_a_retry_and_a_traceback) {
   rmdir(dir);
 }
 
+static char engine_notes[512];
+
+static void on_engine_note(const char *kind, const char *call_id, const char *msg, void *data) {
+  CHECK(data == engine_notes);
+  CHECK(call_id == NULL);
+  size_t n = strlen(engine_notes);
+  snprintf(engine_notes + n, sizeof engine_notes - n, "%s: %s|", kind, msg);
+}
+
+/* An error in a tool's libuv callback is no run's: the engine's note hook gets it
+ * (obelus_engine_set_notes), and the call goes on. */
+TEST(engine_notes_reach_the_hosts_hook) {
+  char dir[] = "/tmp/obelus-api-events-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[96];
+  snprintf(path, sizeof path, "%s/cb.lua", dir);
+  FILE *f = fopen(path, "w");
+  fputs("local obelus = require 'obelus'\n"
+        "return { name = 'cb', run = function(c)\n"
+        "  local t = obelus.uv.new_timer()\n"
+        "  t:start(1, 0, function() t:close(); error('cb boom', 0) end)\n"
+        "  obelus.sleep(30)\n"
+        "  return 1\n"
+        "end }\n",
+        f);
+  fclose(f);
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, path), OBELUS_OK);
+  obelus_engine_set_notes(e, on_engine_note, engine_notes);
+  obelus_run *run;
+  CHECK_INT(obelus_run_new(e, &run, "[{\"_tool\":\"cb\",\"_outputPath\":\"a\"}]", NULL),
+            OBELUS_OK);
+  engine_notes[0] = '\0';
+  CHECK_INT(obelus_run_start(run), OBELUS_OK);
+  CHECK_INT(obelus_run_wait(run), 0);
+  CHECK(strstr(engine_notes, "callback_error: error in a libuv callback of a tool: cb boom") ==
+        engine_notes);
+  CHECK(strchr(engine_notes, '|') == strrchr(engine_notes, '|')); /* one note */
+  obelus_run_free(run);
+  obelus_engine_set_notes(e, NULL, NULL); /* dropped from now on */
+  obelus_engine_free(e);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   RUN(events_arrive_in_order_from_the_loop_then_the_completion);
   RUN(events_of_lua_tools_arrive_as_the_loop_turns);
   RUN(notes_say_a_retry_and_a_traceback);
+  RUN(engine_notes_reach_the_hosts_hook);
   return TEST_END();
 }

@@ -359,6 +359,31 @@ describe("stalls, cancelling, callbacks", function()
     assert.are.equal("traceback k: call k (kaput) raised an error:", notes[2])
   end)
 
+  it("hands the engine's notes to on_note(kind, call, msg); unknown options are refused", function()
+    local notes = {}
+    local cbtools = dir .. "/cb_tools.lua"
+    write(cbtools, [[
+local obelus = require "obelus"
+return { name = "cb", run = function()
+  local t = obelus.uv.new_timer()
+  t:start(1, 0, function() t:close(); error("cb boom", 0) end)
+  obelus.sleep(30)
+  return 1
+end }
+]])
+    local eng = obelus.engine { tools = cbtools, on_note = function(kind, call, msg)
+      notes[#notes + 1] = { kind, call, msg }
+    end }
+    local run = eng:run({ plan = { { _tool = "cb", _outputPath = "a" } } })
+    assert.are.equal(0, run:wait())
+    assert.are.equal(1, #notes)
+    assert.are.equal("callback_error", notes[1][1])
+    assert.is_nil(notes[1][2])
+    assert.matches("^error in a libuv callback of a tool: cb boom", notes[1][3])
+    eng:close()
+    assert.matches("on_note must be a function", fails(obelus.engine, { on_note = 1 }), 1, true)
+  end)
+
   it("cancels: nothing more runs, the status says so", function()
     local started = {}
     local run = engine:run({ plan = {
