@@ -44,6 +44,12 @@ void ob_cli_say_stuck(void *ud, const char *msg);
 /* A torn last line of a journal the command read, said on standard error
  * (ob_journal_torn_text); nothing when none was torn. */
 struct ob_journal_info;
+/* --approve's hook (ob_run_options.approve): asks on /dev/tty, y/n/e ($EDITOR) (ob_cli_approve.c). */
+struct ob_approve_ask;
+struct ob_value;
+struct ob_buf;
+int ob_cli_approve_tty(void *ud, const struct ob_approve_ask *q, struct ob_value **replacement,
+                       struct ob_buf *why);
 /* The engine's note hook (ob_engine_set_note) of every command: "obelus: MSG" on stderr,
  * escaped (OB_ESC_LINES), the progress line erased first. */
 void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg);

@@ -130,8 +130,8 @@ static ob_buf *line_begin(ob_run *r, const char *what) {
     ADD_LIT(b, ",\"scope\":");
     ob_buf_add_uint(b, scope);
   }
-  if (r->opt.journal_step)
-    ob_buf_addf(b, ",\"step\":%d", r->opt.journal_step);
+  if (r->opt.step)
+    ob_buf_addf(b, ",\"step\":%d", r->opt.step);
   return b;
 }
 
@@ -192,15 +192,15 @@ void ob_record_run(ob_run *r) {
   ob_buf *b = line_begin(r, "run");
   if (!b)
     return;
-  if (!r->scope && !r->opt.journal_step) {
+  if (!r->scope && !r->opt.step) {
     ob_value *tools = ob_engine_tool_files(r->e);
     ADD_LIT(b, ",\"tools\":");
     ob_json_write(b, tools, OB_JSON_COMPACT);
     ob_unref(tools);
   }
-  if (r->opt.journal_loop) {
+  if (r->opt.run_record_extra) {
     ADD_LIT(b, ",\"loop\":");
-    ob_json_write(b, r->opt.journal_loop, OB_JSON_COMPACT);
+    ob_json_write(b, r->opt.run_record_extra, OB_JSON_COMPACT);
   }
   line_end(r, b);
   ob_record_flush(r);

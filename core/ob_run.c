@@ -57,7 +57,7 @@ static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {
   if (!r->opt.on_event)
     return;
-  ob_event ev = {type, c, reason, now_ms(r), NULL};
+  ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = now_ms(r)};
   r->opt.on_event(r->opt.ud, &ev);
 }
 
@@ -70,7 +70,8 @@ void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char 
   va_start(ap, fmt);
   ob_buf_vaddf(&b, fmt, ap);
   va_end(ap);
-  ob_event ev = {OB_EV_NOTE, c, b.data ? b.data : "", now_ms(root), kind};
+  ob_event ev = {.type = OB_EV_NOTE, .call = c, .reason = b.data ? b.data : "",
+                 .t_ms = now_ms(root), .note = kind};
   root->opt.on_event(root->opt.ud, &ev);
   ob_buf_free(&b);
 }

@@ -355,6 +355,9 @@ static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
   if (ev->type == OB_EV_NOTE)
     print_note(ev);
+  else if (ev->type == OB_EV_FAILED && ev->phase && ev->call)
+    ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", ev->call->id, ev->call->tool_name,
+               ev->detached ? " [fire-and-forget]" : "", ev->phase, ev->reason ? ev->reason : "");
   ob_progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();
@@ -589,7 +592,7 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
     rn->journal = journal; /* its failure stops the drive */
   ob_run_options ro = {.concurrency = o->concurrency,
                        .max_depth = o->max_depth,
-                       .approve_tty = o->approve,
+                       .approve = o->approve ? ob_cli_approve_tty : NULL,
                        .call_timeout_ms = (uint32_t)o->call_timeout_ms,
                        .max_output = o->max_output_kb << 10,
                        .max_slice_ms = (unsigned)o->max_slice_ms,

@@ -70,6 +70,7 @@ typedef struct ob_crun {
   ob_value *params;    /* the params resolved at the start, kept for later attempts */
   uint64_t ready_seq;  /* --fsync always: the journal's last line when it became ready */
   ob_cdel *del;        /* a delegating call's, or NULL */
+  const char *fail_phase; /* set by ob_crun_fail for the OB_EV_FAILED it settles with */
 } ob_crun;
 
 /* A delegating call's run, and the messages it left (NULL: none). */
