@@ -47,12 +47,24 @@ void ob_cli_say_stuck(void *ud, const char *msg) {
   (void)!write(2, "\n", 1);
 }
 
-void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg) {
-  (void)ud, (void)kind, (void)call_id;
+void ob_cli_say_note(const char *kind, const char *msg) {
+  if (kind && !strcmp(kind, "warning")) { /* a tool's warn(), as Lua's own lua.c says it */
+    fputs("Lua warning: ", stderr);
+    fputs(msg, stderr);
+    fputc('\n', stderr);
+    fflush(stderr);
+    return;
+  }
+  const char *who = kind && !strcmp(kind, "rerun") ? "obelus resume: " : "obelus: ";
   ob_buf b = {0};
-  ob_buf_addf(&b, "obelus: %s\n", msg);
+  ob_buf_addf(&b, "%s%s\n", who, msg ? msg : "");
   ob_fputs_escaped(stderr, b.data, b.len, OB_ESC_LINES);
   ob_buf_free(&b);
+}
+
+void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  (void)ud, (void)call_id;
+  ob_cli_say_note(kind, msg);
 }
 
 void ob_cli_report_torn(const char *who, const char *path, const ob_journal_info *info) {

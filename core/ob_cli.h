@@ -50,6 +50,10 @@ struct ob_value;
 struct ob_buf;
 int ob_cli_approve_tty(void *ud, const struct ob_approve_ask *q, struct ob_value **replacement,
                        struct ob_buf *why);
+/* Says a note on stderr as the engine used to print it: "obelus: MSG" escaped
+ * (OB_ESC_LINES); kind "rerun": "obelus resume: MSG"; kind "warning" (a tool's warn()):
+ * "Lua warning: MSG" as is. */
+void ob_cli_say_note(const char *kind, const char *msg);
 /* The engine's note hook (ob_engine_set_note) of every command: "obelus: MSG" on stderr,
  * escaped (OB_ESC_LINES), the progress line erased first. */
 void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg);

@@ -124,6 +124,9 @@ static size_t default_max_memory(void) {
   return least / 2;
 }
 
+/* A tool's warn() (once "@on"): the note "warning". */
+static void engine_warn(void *ud, const char *msg) { ob_engine_note(ud, "warning", NULL, "%s", msg); }
+
 void ob_engine_set_note(ob_engine *e, ob_note_fn fn, void *ud) {
   e->note = fn;
   e->note_ud = ud;
@@ -268,8 +271,10 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   }
   e->loop = loop;
   e->lua_pool = ob_pool_new();
-  if (e->lua_pool)
+  if (e->lua_pool) {
     e->lua_pool->acct = &e->mem;
+    ob_pool_set_warn(e->lua_pool, engine_warn, e); /* the tools' warn(): a note */
+  }
   if (!ob_mem_cur) /* the first engine of a thread: hosts with more switch (ob_mem_use) */
     ob_mem_cur = &e->mem;
   lua_State *L = e->L = e->lua_pool ? ob_pool_new_state(e->lua_pool) : NULL;
@@ -286,7 +291,7 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   lua_getglobal(L, "os");
   lua_pushcfunction(L, tool_exit);
   lua_setfield(L, -2, "exit");
-  /* system() could not be stopped: the engine's kills its command with the call */
+  /* the C library's system could not be stopped: the engine's kills its command with the call */
   lua_pushcfunction(L, ob_exec_execute);
   lua_setfield(L, -2, "execute");
   lua_pop(L, 1);

@@ -25,7 +25,7 @@ typedef struct ob_sleeper {
 /* What the engine says about itself, outside any run, for people: kind names it
  * ("callback_error", "http", "children", "abandon"), call_id the call when there is one
  * (else NULL), msg the text (no "obelus: " and no newline). The host decides where it goes
- * (the CLI: stderr). */
+ * (the CLI prints it). */
 typedef void (*ob_note_fn)(void *ud, const char *kind, const char *call_id, const char *msg);
 
 typedef struct ob_engine {

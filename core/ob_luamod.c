@@ -248,9 +248,10 @@ static int log_resolve(lua_State *L) { return resolve_in(L, check_log(L), "resol
  *    A callback may do anything but free what the scheduler stands on:
  *    run:cancel(), run:close() and engine:close() called from a callback are
  *    carried out at the next turn of the loop (an idle handle), as is the
- *    letting go of finished runs. An error raised by a callback is reported
- *    on stderr and the run goes on (as for an error in a tool's libuv
- *    callback).
+ *    letting go of finished runs. An error raised by a callback is a Lua
+ *    warning on the host's state (lua_warning: its warn function decides)
+ *    and the run goes on. The engine's own notes go to on_note (default:
+ *    a Lua warning too).
  *  - A call waiting for something that can no longer happen (nothing is left
  *    on the loop) fails as a stall, as in `obelus run`: a check handle looks
  *    at the end of every loop iteration, and run:wait(), status() and
@@ -1240,6 +1241,7 @@ static int engine_resume(lua_State *L) {
   ob_error err;
   if (!(r->resume = ob_resume_load(path, &err)))
     return luaL_error(L, "%s: %s", fn, err.msg);
+  ob_resume_say(eng->e, r->resume);
   if (ob_resume_loop(r->resume))
     return luaL_error(L, "%s: %s: a journal of `obelus loop`: resume it with `obelus resume %s`",
                       fn, path, path);

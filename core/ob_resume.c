@@ -77,6 +77,8 @@ typedef struct part {
 
 struct ob_resume {
   char *path;
+  size_t torn_line;     /* the torn last line's number, ignored (0: none): the caller says it */
+  size_t dropped;       /* messages of a call that never settled, dropped: the caller says it */
   ob_value *plan_msg;   /* the first line */
   ob_value *tools;      /* the run record's tool files, or NULL */
   ob_value *messages;   /* committed top-level messages, in order (the plan's first) */
@@ -174,6 +176,18 @@ static void resume_free(ob_resume *rs) {
 }
 
 void ob_resume_free(ob_resume *rs) { resume_free(rs); }
+
+size_t ob_resume_torn(const ob_resume *rs) { return rs->torn_line; }
+size_t ob_resume_dropped(const ob_resume *rs) { return rs->dropped; }
+
+void ob_resume_say(ob_engine *e, const ob_resume *rs) {
+  if (rs->torn_line)
+    ob_engine_note(e, "torn", NULL, "%s:%zu: the last line is torn (the process died while "
+                   "writing it); ignored", rs->path, rs->torn_line);
+  if (rs->dropped)
+    ob_engine_note(e, "dropped", NULL, "resume: %s: %zu message%s of a call that never settled "
+                   "dropped", rs->path, rs->dropped, rs->dropped == 1 ? "" : "s");
+}
 
 const char *ob_resume_path(const ob_resume *rs) { return rs->path; }
 
@@ -384,8 +398,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       continue;
     }
     if (!nl) { /* no newline: the process died while writing it, whatever it holds */
-      ob_eprintf("obelus: %s:%zu: the last line is torn (the process died while writing "
-                      "it); ignored\n", path, line);
+      rs->torn_line = line;
       break;
     }
     ob_error e;
@@ -456,9 +469,8 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   if (ok && rs->cut_at == (long)b.len)
     rs->cut_at = -1; /* nothing to cut */
   size_t dropped = ob_array_len(pending);
-  if (ok && dropped)
-    ob_eprintf("obelus resume: %s: %zu message%s of a call that never settled dropped\n",
-            path, dropped, dropped == 1 ? "" : "s");
+  if (ok)
+    rs->dropped = dropped;
   ob_unref(pending);
   free(pending_lines.v);
   ob_buf_free(&b);

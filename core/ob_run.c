@@ -457,7 +457,8 @@ static void kill_children(ob_run *r) {
   if (lua_getfield(L, -1, "kill_children") == LUA_TFUNCTION) {
     lua_pushinteger(L, (lua_Integer)r->serial);
     if (ob_engine_pcall(L, 1, 0) != LUA_OK)
-      fprintf(stderr, "obelus: killing the tools' children: %s\n", lua_tostring(L, -1));
+      ob_engine_note(r->e, "children", NULL, "killing the tools' children: %s",
+                     lua_tostring(L, -1)); /* the engine's: the run is being freed */
   }
   lua_settop(L, top);
 }

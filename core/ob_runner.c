@@ -341,20 +341,11 @@ static void events_failed(ob_runner *rn) {
           strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
 }
 
-/* A run's note, said on stderr as the engine used to print it: "obelus: MSG" ("obelus
- * resume: MSG" for a call a resume runs again), escaped. */
-static void print_note(const ob_event *ev) {
-  const char *who = ev->note && !strcmp(ev->note, "rerun") ? "obelus resume: " : "obelus: ";
-  ob_buf b = {0};
-  ob_buf_addf(&b, "%s%s\n", who, ev->reason ? ev->reason : "");
-  ob_fputs_escaped(stderr, b.data, b.len, OB_ESC_LINES);
-  ob_buf_free(&b);
-}
 
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
   if (ev->type == OB_EV_NOTE)
-    print_note(ev);
+    ob_cli_say_note(ev->note, ev->reason);
   else if (ev->type == OB_EV_FAILED && ev->phase && ev->call)
     ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", ev->call->id, ev->call->tool_name,
                ev->detached ? " [fire-and-forget]" : "", ev->phase, ev->reason ? ev->reason : "");

@@ -873,6 +873,7 @@ int obelus_resume(obelus_engine *E, obelus_run **out, const char *journal_path,
   ob_resume *rs = ob_resume_load(journal_path, &err);
   if (!rs)
     return set_error(E, err.code, "%s", err.msg);
+  ob_resume_say(E->e, rs);
   if (ob_resume_loop(rs)) {
     ob_resume_free(rs);
     return set_error(E, OBELUS_EINVAL, "%s: a journal of `obelus loop`: resume it with `obelus "

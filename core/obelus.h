@@ -29,7 +29,7 @@
  *       return 2;
  *     if (obelus_engine_load_tools(e, "tools/") < 0 ||       // a .lua file or a folder
  *         obelus_engine_add_tool(e, "greet", "{\"type\":\"object\"}", greet, NULL) < 0) {
- *       fprintf(stderr, "%s\n", obelus_engine_errmsg(e));
+ *       host_log("%s", obelus_engine_errmsg(e));            // the host's own logger
  *       return 2;
  *     }
  *     obelus_run_options opt = {0};
@@ -37,7 +37,7 @@
  *     obelus_run *run;
  *     if (obelus_run_new(e, &run, "[{\"_tool\":\"greet\",\"_outputPath\":\"†state.hi\"}]",
  *                        &opt) < 0) {
- *       fprintf(stderr, "%s\n", obelus_engine_errmsg(e));  // every problem, one a line
+ *       host_log("%s", obelus_engine_errmsg(e));  // every problem, one a line
  *       return 2;                                         // nothing ran
  *     }
  *     obelus_run_start(run);
@@ -173,7 +173,7 @@ void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
  * callback ("http"), in closing an abandoned call's handles ("abandon") or
  * killing the tools' children ("children"). kind names it, call_id is the call
  * or NULL, msg the text (one or more lines, no final newline). The command
- * line prints "obelus: MSG" on stderr; a host logs them as it likes. Called
+ * line prints "obelus: MSG"; a host logs them as it likes. Called
  * from the engine's loop while it works (or from a run's thread, with
  * opt.threads); the strings are valid during the call. cb NULL (the default):
  * notes are dropped. A run's own notes (a retry, a traceback) are events:
