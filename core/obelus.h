@@ -551,9 +551,10 @@ int obelus_run_new_file(obelus_engine *e, obelus_run **out, const char *path,
  *                  now that was not then, or the reverse (obelus_engine_errmsg
  *                  says which), and opt->force is 0; a journal of `obelus
  *                  loop` (resume those with `obelus resume`).
- * Like `obelus resume`, it may write notes on stderr: a torn last line
- * ignored, messages of a call that never settled dropped, a call that runs
- * again. */
+ * What `obelus resume` says, a host gets as notes: a torn last line ignored
+ * ("torn") and messages of a call that never settled dropped ("dropped")
+ * through obelus_engine_set_notes; a call that runs again as the run's
+ * OBELUS_EVENT_NOTE "rerun" when it starts. */
 int obelus_resume(obelus_engine *e, obelus_run **out, const char *journal_path,
                   const obelus_run_options *opt);
 
