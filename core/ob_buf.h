@@ -43,6 +43,8 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Appends s's n bytes escaped for a person (ob_error.h: OB_ESC_LINES, ob_escape_text). */
+void ob_buf_add_escaped(ob_buf *b, const char *s, size_t n, int flags);
 /* The same with a va_list (ap is used up). */
 void ob_buf_vaddf(ob_buf *b, const char *fmt, va_list ap);
 void ob_buf_free(ob_buf *b);
