@@ -79,7 +79,7 @@ static inline size_t ob_utf8_seq(const unsigned char *s, size_t n) {
  * result is for reading, not for parsing back). */
 enum { OB_ESC_LINES = 1 };
 /* Into a new NUL-terminated string (free it); ob_buf_add_escaped appends to a buffer.
- * The CLI writes it to its streams (ob_cli.h: ob_fputs_escaped, ob_eprintf). */
+ * The CLI has the writers to its streams (ob_cli.h). */
 char *ob_escape_text(const char *s, size_t len, int flags);
 
 #endif
