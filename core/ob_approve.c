@@ -1,6 +1,7 @@
 /* ob_approve.c -- approval: a human (or a rule) before a call starts.
  *
- * With an approver (obelus.set_approver) or --approve on a terminal, each
+ * With an approver (obelus.set_approver) or the run's approval hook
+ * (ob_run_options.approve: the CLI's --approve asks on the terminal), each
  * call is shown with its params resolved before it runs; the answer allows
  * it, refuses it (a runtime error "refused"), or replaces it with another call
  * of the same wiring (outputs, instance, id), validated like a plan's own
@@ -80,71 +81,13 @@ static int ask_lua(ob_crun *c, const ob_value *params, ob_value **replacement, o
   return verdict;
 }
 
-/* --approve on a terminal: "run #3 sendEmail {...}? [y/n/e]" */
-static int ask_tty(ob_crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
-  FILE *tty = fopen("/dev/tty", "r+");
-  if (!tty) {
-    ob_buf_addf(why, "--approve needs a terminal to ask on");
-    return BROKEN;
-  }
-  setvbuf(tty, NULL, _IONBF, 0); /* read one answer, leave the next ones on the terminal */
-  ob_value *shown = ob_object(), *k, *v;
-  ob_object_iter it;
-  ob_object_iter_init(&it, params);
-  while (ob_object_iter_next(&it, &k, &v))
-    if (ob_string_ptr(k)[0] != '_')
-      shown = ob_object_setv(shown, k, ob_ref(v));
-  char *text = ob_json_print(shown, OB_JSON_COMPACT, NULL);
-  ob_unref(shown);
-  int verdict = BROKEN;
-  for (;;) {
-    fprintf(tty, "run %s %s %s? [y/n/e] ", c->call->id, c->call->tool_name, text);
-    fflush(tty);
-    char line[64];
-    if (!fgets(line, sizeof line, tty)) {
-      verdict = REFUSE; /* the terminal closed: nobody said yes */
-      break;
-    }
-    if (line[0] == 'y' || line[0] == 'Y') {
-      verdict = ALLOW;
-      break;
-    }
-    if (line[0] == 'n' || line[0] == 'N') {
-      verdict = REFUSE;
-      break;
-    }
-    if (line[0] != 'e' && line[0] != 'E')
-      continue;
-    /* edit the whole call (meta-properties too) in $EDITOR */
-    char path[] = "/tmp/obelus-call-XXXXXX.json";
-    int fd = mkstemps(path, 5);
-    if (fd < 0)
-      continue;
-    char *doc = ob_json_print(params, OB_JSON_PRETTY, NULL);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "%s\n", doc);
-    fclose(f);
-    free(doc);
-    ob_buf cmd;
-    ob_buf_init(&cmd);
-    const char *editor = getenv("EDITOR");
-    ob_buf_addf(&cmd, "%s '%s' </dev/tty >/dev/tty", editor && *editor ? editor : "vi", path);
-    int st = system(cmd.data);
-    ob_buf_free(&cmd);
-    ob_error err;
-    ob_value *edited = st == 0 ? ob_json_parse_file(path, &err) : NULL;
-    unlink(path);
-    if (!edited) {
-      fprintf(tty, "obelus: %s; try again\n", st == 0 ? err.msg : "the editor failed");
-      continue;
-    }
-    *replacement = edited;
-    verdict = ALLOW;
-    break;
-  }
-  free(text);
-  fclose(tty);
-  return verdict;
+/* Asks the run's approval hook (the CLI's: the terminal, ob_cli_approve_tty). */
+static int ask_hook(ob_crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
+  ob_approve_ask q = {c->call->id, c->call->tool_name, c->call->instance, params};
+  int verdict = c->run->opt.approve(c->run->opt.approve_ud, &q, replacement, why);
+  if (verdict == OB_APPROVE_BROKEN && !why->len)
+    ob_buf_addf(why, "the approval failed");
+  return verdict == OB_APPROVE_ALLOW ? ALLOW : verdict == OB_APPROVE_REFUSE ? REFUSE : BROKEN;
 }
 
 /* The wiring of a call (where it sits in the graph) that a replacement keeps. */
@@ -202,7 +145,7 @@ int ob_crun_approve(ob_crun *c, ob_value **params) {
   ob_buf why;
   ob_buf_init(&why);
   int verdict = c->run->e->approver_ref != LUA_NOREF ? ask_lua(c, *params, &replacement, &why)
-                                                     : ask_tty(c, *params, &replacement, &why);
+                                                     : ask_hook(c, *params, &replacement, &why);
   int go = verdict == ALLOW && (!replacement || adopt(c, replacement, params, &why));
   ob_unref(replacement);
   if (verdict == STOPPED) {

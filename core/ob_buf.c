@@ -55,23 +55,31 @@ void ob_buf_add_uint(ob_buf *b, uint64_t n) {
   ob_buf_add(b, d + k, sizeof d - k);
 }
 
-void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
+void ob_buf_vaddf(ob_buf *b, const char *fmt, va_list ap) {
   char tmp[256];
-  va_list ap;
-  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n <= 0)
+  if (n <= 0) {
+    va_end(again);
     return;
+  }
   if ((size_t)n < sizeof tmp) {
     ob_buf_add(b, tmp, (size_t)n);
+    va_end(again);
     return;
   }
   ob_buf_reserve(b, (size_t)n);
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+  va_end(again);
   b->len += (size_t)n;
+}
+
+void ob_buf_addf(ob_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ob_buf_vaddf(b, fmt, ap);
+  va_end(ap);
 }
 
 void ob_buf_cut(ob_buf *b, size_t max, const char *what) {
@@ -164,4 +172,34 @@ int ob_file_check_regular(const char *path, ob_error *err) {
   close(fd);
   const char *kind = odd_kind(st.st_mode);
   return kind ? ob_error_set(err, OB_EIO, 0, "%s: is %s, not a regular file", path, kind) : OB_OK;
+}
+
+void ob_buf_add_escaped(ob_buf *b, const char *text, size_t n, int flags) {
+  const unsigned char *s = (const unsigned char *)text;
+  size_t plain = 0; /* bytes before i to write as they are */
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = 1;
+    int escape;
+    if (c < 0x20)
+      escape = !((flags & OB_ESC_LINES) && (c == '\n' || c == '\t'));
+    else if (c < 0x7F)
+      escape = 0;
+    else if (c == 0x7F)
+      escape = 1;
+    else if ((len = ob_utf8_seq(s + i, n - i)))
+      escape = c == 0xC2 && s[i + 1] < 0xA0 ? 2 : 0; /* U+0080..U+009F */
+    else
+      escape = 1, len = 1;
+    if (escape) {
+      ob_buf_add(b, (const char *)s + plain, i - plain);
+      if (escape == 2)
+        ob_buf_addf(b, "\\u%04x", s[i + 1]);
+      else
+        ob_buf_addf(b, "\\x%02x", c);
+      plain = i + len;
+    }
+    i += len;
+  }
+  ob_buf_add(b, (const char *)s + plain, n - plain);
 }

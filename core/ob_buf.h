@@ -4,6 +4,7 @@
 #ifndef OB_BUF_H
 #define OB_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -42,6 +43,10 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Appends s's n bytes escaped for a person (ob_error.h: OB_ESC_LINES, ob_escape_text). */
+void ob_buf_add_escaped(ob_buf *b, const char *s, size_t n, int flags);
+/* The same with a va_list (ap is used up). */
+void ob_buf_vaddf(ob_buf *b, const char *fmt, va_list ap);
 void ob_buf_free(ob_buf *b);
 /* Cuts b's text to at most max bytes (0: no limit), at a character's start, and
  * says so: "... (<what> cut at N KB of M KB)". */

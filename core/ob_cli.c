@@ -40,6 +40,56 @@ void ob_cli_say_stuck(void *ud, const char *msg) {
   (void)!write(2, "\n", 1);
 }
 
+void ob_fputs_escaped(FILE *f, const char *text, size_t n, int flags) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add_escaped(&b, text, n, flags);
+  if (b.len)
+    fwrite(b.data, 1, b.len, f);
+  ob_buf_free(&b);
+}
+
+void ob_eprintf(const char *fmt, ...) {
+  char small[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  char *text = small;
+  if ((size_t)n >= sizeof small) {
+    if (!(text = malloc((size_t)n + 1)))
+      abort();
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  ob_fputs_escaped(stderr, text, (size_t)n, OB_ESC_LINES);
+  if (text != small)
+    free(text);
+}
+
+void ob_cli_say_note(const char *kind, const char *msg) {
+  if (kind && !strcmp(kind, "warning")) { /* a tool's warn(), as Lua's own lua.c says it */
+    fputs("Lua warning: ", stderr);
+    fputs(msg, stderr);
+    fputc('\n', stderr);
+    fflush(stderr);
+    return;
+  }
+  const char *who = kind && !strcmp(kind, "rerun") ? "obelus resume: " : "obelus: ";
+  ob_buf b = {0};
+  ob_buf_addf(&b, "%s%s\n", who, msg ? msg : "");
+  ob_fputs_escaped(stderr, b.data, b.len, OB_ESC_LINES);
+  ob_buf_free(&b);
+}
+
+void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  (void)ud, (void)call_id;
+  ob_cli_say_note(kind, msg);
+}
+
 void ob_cli_report_torn(const char *who, const char *path, const ob_journal_info *info) {
   ob_buf b;
   ob_buf_init(&b);

@@ -4,6 +4,9 @@
 #define OB_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include "ob_error.h" /* OB_ESC_LINES */
 
 /* Exit statuses (SPEC 8). */
 enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2,
@@ -41,6 +44,24 @@ void ob_cli_say_stuck(void *ud, const char *msg);
 /* A torn last line of a journal the command read, said on standard error
  * (ob_journal_torn_text); nothing when none was torn. */
 struct ob_journal_info;
+/* --approve's hook (ob_run_options.approve): asks on /dev/tty, y/n/e ($EDITOR) (ob_cli_approve.c). */
+struct ob_approve_ask;
+struct ob_value;
+struct ob_buf;
+int ob_cli_approve_tty(void *ud, const struct ob_approve_ask *q, struct ob_value **replacement,
+                       struct ob_buf *why);
+/* s written to f escaped (ob_error.h: OB_ESC_LINES keeps newlines and tabs). */
+void ob_fputs_escaped(FILE *f, const char *s, size_t len, int flags);
+/* printf-style, the result written escaped (OB_ESC_LINES) to stderr: the CLI's messages
+ * that carry text a plan, a tool or a journal controls. */
+void ob_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Says a note on stderr as the engine used to print it: "obelus: MSG" escaped
+ * (OB_ESC_LINES); kind "rerun": "obelus resume: MSG"; kind "warning" (a tool's warn()):
+ * "Lua warning: MSG" as is. */
+void ob_cli_say_note(const char *kind, const char *msg);
+/* The engine's note hook (ob_engine_set_note) of every command: "obelus: MSG" on stderr,
+ * escaped (OB_ESC_LINES), the progress line erased first. */
+void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg);
 void ob_cli_report_torn(const char *who, const char *path, const struct ob_journal_info *info);
 
 /* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */

@@ -555,6 +555,8 @@ int ob_cmd_graph(int argc, char **argv) {
     ob_eprintf("obelus graph: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
+  if (e)
+    ob_engine_set_note(e, ob_cli_note, NULL);
   for (int i = 0; i < ntools; i++)
     if (ob_engine_load_tools(e, tools[i], &err) != OB_OK) {
       ob_eprintf("obelus graph: %s\n", err.msg);

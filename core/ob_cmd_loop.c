@@ -262,7 +262,7 @@ static int looper_steps(looper *lp, int from) {
       continue;
     }
     ob_run_options ro = lp->ro;
-    ro.journal_step = step;
+    ro.step = step;
     ob_run *r = ob_run_new(lp->e, sp, calls, NULL, &ro, &err);
     if (!r) {
       ob_eprintf("obelus %s: step %d: %s\n", o->cmd, step, err.msg);
@@ -317,7 +317,7 @@ int ob_cmd_loop(int argc, char **argv) {
   ob_value *loop = ob_object_set(ob_object(), "planner", 7, ob_file_identity(o.planner));
   loop = ob_object_set(loop, "max_steps", 9, ob_int((int64_t)o.max_steps));
   ob_run_options first_opt = lp.ro;
-  first_opt.journal_loop = loop;
+  first_opt.run_record_extra = loop;
   ob_error err;
   ob_run *first = ob_run_new(e, p, pv, o.inputs, &first_opt, &err);
   ob_unref(loop);
@@ -379,12 +379,12 @@ int ob_cmd_loop_resume(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_resume *r
     } else if ((need_run = ob_resume_has_run(rs, key))) { /* the step's run */
       ob_plan *sp = looper_keep(&lp, ob_ref((ob_value *)ob_resume_part_plan(rs, key)), step);
       ncalls = sp->ncalls;
-      lp.ro.journal_step = step;
+      lp.ro.step = step;
       if (sp->nerrors)
         ob_error_set(&err, OB_EINVAL, 0, "%s", sp->errors[0]);
       else
         r = ob_resume_run(e, sp, rs, key, &lp.ro, &err);
-      lp.ro.journal_step = 0;
+      lp.ro.step = 0;
     }
     if (need_run && !r) {
       ob_eprintf("obelus resume: %s\n", err.msg);

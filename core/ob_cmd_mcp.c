@@ -124,6 +124,7 @@ int ob_cmd_mcp(int argc, char **argv) {
     fprintf(stderr, "obelus mcp: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   if ((rc = ob_cmd_load(&o, e)) != OB_EXIT_OK) {
     ob_engine_free(e);
     return rc;

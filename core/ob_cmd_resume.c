@@ -66,6 +66,12 @@ int ob_cmd_resume(int argc, char **argv) {
     ob_unref(o.inputs);
     return OB_EXIT_USAGE;
   }
+  if (ob_resume_torn(rs))
+    ob_eprintf("obelus: %s:%zu: the last line is torn (the process died while writing it); "
+               "ignored\n", ob_resume_path(rs), ob_resume_torn(rs));
+  if (ob_resume_dropped(rs))
+    ob_eprintf("obelus resume: %s: %zu message%s of a call that never settled dropped\n",
+               ob_resume_path(rs), ob_resume_dropped(rs), ob_resume_dropped(rs) == 1 ? "" : "s");
   const char *journal_path = o.plan;
   o.plan = ob_resume_plan_file(rs);
   o.pg = ob_progress_install(o.approve, o.events);
@@ -80,6 +86,7 @@ int ob_cmd_resume(int argc, char **argv) {
     ob_eprintf("obelus resume: %s\n", err.msg);
     goto done;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
   e->http_max = o.http_max;
   const ob_value *then = ob_resume_tool_files(rs);

@@ -120,6 +120,7 @@ int ob_cmd_submit(int argc, char **argv) {
       fprintf(stderr, "obelus submit: %s\n", err.msg);
       goto done;
     }
+    ob_engine_set_note(e, ob_cli_note, NULL);
     if (ob_cmd_load(&o, e) != OB_EXIT_OK)
       goto done;
   }

@@ -50,6 +50,7 @@ int ob_cmd_tools(int argc, char **argv) {
     ob_eprintf("obelus tools: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   if ((rc = ob_cmd_load(&o, e)) == OB_EXIT_OK) {
     ob_value *v = o.plan_schema ? ob_catalog_plan_schema(e) : ob_catalog_tools(e, format);
     ob_cmd_print_json(v);

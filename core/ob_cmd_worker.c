@@ -141,6 +141,7 @@ int ob_cmd_worker(int argc, char **argv) {
     ob_unref(o.inputs);
     return OB_EXIT_USAGE;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   rc = OB_EXIT_USAGE;
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
   e->http_max = o.http_max;

@@ -158,8 +158,8 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   ob_buf_init(&scope);
   if (r->scope)
     ob_buf_addf(&scope, "%s/", r->scope);
-  else if (r->opt.journal_step)
-    ob_buf_addf(&scope, "step %d/", r->opt.journal_step);
+  else if (r->opt.step)
+    ob_buf_addf(&scope, "step %d/", r->opt.step);
   ob_buf_addf(&scope, "%s", call->id);
   /* resumed: the plan as its run began, and that run goes on */
   ob_resume *rs = r->opt.resume && ob_resume_has_run(r->opt.resume, scope.data) ? r->opt.resume
@@ -226,7 +226,8 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
                         .depth = r->opt.depth + 1,
                         .max_depth = max_depth,
                         .pre_context = pre,
-                        .approve_tty = r->opt.approve_tty,
+                        .approve = r->opt.approve,
+                        .approve_ud = r->opt.approve_ud,
                         .max_slice_ms = r->opt.max_slice_ms,
                         .call_timeout_ms = r->opt.call_timeout_ms,
                         .max_output = r->opt.max_output,

@@ -87,7 +87,9 @@ static int luv_callback_pcall(lua_State *L, int nargs, int nres, int flags) {
     }
   }
   if (rc != LUA_OK) {
-    fprintf(stderr, "obelus: error in a libuv callback of a tool: %s\n", lua_tostring(L, -1));
+    if (e)
+      ob_engine_note(e, "callback_error", NULL, "error in a libuv callback of a tool: %s",
+                     lua_tostring(L, -1));
     lua_pop(L, 1);
     return -rc;
   }
@@ -120,6 +122,26 @@ static size_t default_max_memory(void) {
       least = (size_t)rl.rlim_cur;
   }
   return least / 2;
+}
+
+/* A tool's warn() (once "@on"): the note "warning". */
+static void engine_warn(void *ud, const char *msg) { ob_engine_note(ud, "warning", NULL, "%s", msg); }
+
+void ob_engine_set_note(ob_engine *e, ob_note_fn fn, void *ud) {
+  e->note = fn;
+  e->note_ud = ud;
+}
+
+void ob_engine_note(ob_engine *e, const char *kind, const char *call_id, const char *fmt, ...) {
+  if (!e || !e->note)
+    return;
+  ob_buf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  ob_buf_vaddf(&b, fmt, ap);
+  va_end(ap);
+  e->note(e->note_ud, kind, call_id, b.data ? b.data : "");
+  ob_buf_free(&b);
 }
 
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes) {
@@ -224,6 +246,9 @@ ob_http *ob_engine_http(ob_engine *e, ob_error *err) {
     ob_http_set_max_bytes(e->http, e->http_max_bytes);
     ob_http_set_allow_private(e->http, e->http_allow_private);
     ob_http_set_mem(e->http, &e->mem);
+    const char *note = ob_http_take_note();
+    if (note)
+      ob_engine_note(e, "http", NULL, "%s", note);
   }
   return e->http;
 }
@@ -246,8 +271,10 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   }
   e->loop = loop;
   e->lua_pool = ob_pool_new();
-  if (e->lua_pool)
+  if (e->lua_pool) {
     e->lua_pool->acct = &e->mem;
+    ob_pool_set_warn(e->lua_pool, engine_warn, e); /* the tools' warn(): a note */
+  }
   if (!ob_mem_cur) /* the first engine of a thread: hosts with more switch (ob_mem_use) */
     ob_mem_cur = &e->mem;
   lua_State *L = e->L = e->lua_pool ? ob_pool_new_state(e->lua_pool) : NULL;
@@ -264,7 +291,7 @@ ob_engine *ob_engine_new(uv_loop_t *loop, ob_error *err) {
   lua_getglobal(L, "os");
   lua_pushcfunction(L, tool_exit);
   lua_setfield(L, -2, "exit");
-  /* system() could not be stopped: the engine's kills its command with the call */
+  /* the C library's system could not be stopped: the engine's kills its command with the call */
   lua_pushlightuserdata(L, &e->watch);
   lua_pushcclosure(L, ob_exec_execute, 1);
   lua_setfield(L, -2, "execute");

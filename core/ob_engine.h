@@ -26,8 +26,16 @@ typedef struct ob_sleeper {
   uint64_t serial;   /* the call's attempt that sleeps (a later attempt is not woken) */
 } ob_sleeper;
 
+/* What the engine says about itself, outside any run, for people: kind names it
+ * ("callback_error", "http", "children", "abandon"), call_id the call when there is one
+ * (else NULL), msg the text (no "obelus: " and no newline). The host decides where it goes
+ * (the CLI prints it). */
+typedef void (*ob_note_fn)(void *ud, const char *kind, const char *call_id, const char *msg);
+
 typedef struct ob_engine {
   uv_loop_t *loop;
+  ob_note_fn note;   /* the host's (ob_engine_set_note), or NULL: notes are dropped */
+  void *note_ud;
   int own_loop;      /* the engine made the loop and closes it */
   lua_State *L;      /* every tool and every call's coroutine live here */
   struct ob_pool *lua_pool; /* L's allocator (ob_pool.h) */
@@ -105,6 +113,11 @@ void ob_engine_free(ob_engine *e);
  * first request with http_max; NULL with err when libcurl cannot start. */
 struct ob_http *ob_engine_http(ob_engine *e, ob_error *err);
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes); /* 0: the default (ob_engine.c) */
+/* Installs the host's note hook (NULL: notes are dropped). */
+void ob_engine_set_note(ob_engine *e, ob_note_fn fn, void *ud);
+/* Says a note through the host's hook, formatted; nothing when there is none. */
+void ob_engine_note(ob_engine *e, const char *kind, const char *call_id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* For runtime.lua's cjson.encode: raises "memory limit of N MB reached
  * (--max-memory)" when the JSON text of argument 1 would not fit in the
  * memory account's room (lua-cjson's buffers are the C allocator's). */

@@ -78,15 +78,8 @@ static inline size_t ob_utf8_seq(const unsigned char *s, size_t n) {
  * and bytes that are not UTF-8 (\xNN); and the backslash is written as it is (the
  * result is for reading, not for parsing back). */
 enum { OB_ESC_LINES = 1 };
-void ob_fputs_escaped(FILE *f, const char *s, size_t len, int flags);
-/* The same into a new NUL-terminated string (free it). */
+/* Into a new NUL-terminated string (free it); ob_buf_add_escaped appends to a buffer.
+ * The CLI has the writers to its streams (ob_cli.h). */
 char *ob_escape_text(const char *s, size_t len, int flags);
-/* printf-style, the result written through ob_fputs_escaped(..., OB_ESC_LINES) to
- * stderr: what the engine and the CLI use for messages that carry such text. */
-void ob_eprintf(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
 
 #endif

@@ -1,7 +1,7 @@
 /* ob_exec.c -- os.execute for tools: Lua's results, but a command that can be
  * stopped with the call that runs it.
  *
- * Lua's os.execute is the C library's system(), which cannot be stopped: it
+ * Lua's os.execute is the C library's system, which cannot be stopped: it
  * ignores SIGINT and SIGQUIT in the caller while it waits (a second Ctrl-C
  * could not exit at once), its command runs in obelus's own process group
  * (`timeout 2 obelus run` signals that group, killing the command, whose call
@@ -13,7 +13,7 @@
  * So the engine's os.execute (ob_engine.c puts it in place of Lua's) starts
  * `/bin/sh -c -- CMD` with posix_spawn in a process group of its own, every
  * signal's disposition default and the mask empty in the child, the
- * environment as is (stdio flushed first, as system() callers expect). The
+ * environment as is (stdio flushed first, as callers of the C library's system expect). The
  * group is tracked with ob_watch_child_add while the command runs, so the
  * second signal's exit at once and the end of the run kill it. The wait is a
  * poll() on a pidfd: poll is never restarted, so a handled signal (the
@@ -34,11 +34,11 @@
  *
  * Results are Lua 5.4's (luaL_execresult): os.execute() is true when
  * /bin/sh can be run; os.execute(cmd) is true|nil, "exit"|"signal", code. A
- * shell that cannot be started is an exit of 127, as system() says it.
+ * shell that cannot be started is an exit of 127, as the C library's system says it.
  *
- * Costs: one posix_spawn (vfork-like, as glibc's system()), a pidfd and a
+ * Costs: one posix_spawn (vfork-like, as glibc's system), a pidfd and a
  * wake-up every 250 ms while the command runs. What the command leaves in its
- * group after it ends is no longer tracked (system() left it in obelus's
+ * group after it ends is no longer tracked (the C library's system left it in obelus's
  * group). The command is in a background group: one that reads the terminal
  * is stopped by SIGTTIN (and is then killed at --max-slice). io.popen is still
  * Lua's. Linux (pidfd), glibc (posix_spawn's SETSIGDEF). */
@@ -174,7 +174,7 @@ int ob_exec_execute(lua_State *L) {
   pid_t pid;
   int status;
   if (exec_spawn(cmd, &pid) != 0) {
-    status = W_EXITCODE(127, 0); /* as system() says a shell that cannot start */
+    status = W_EXITCODE(127, 0); /* as the C library's system says a shell that cannot start */
     errno = 0;
   } else {
     _Atomic(pid_t) *slot = ob_watch_child_add(pid);

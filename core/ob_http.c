@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,8 @@ static void free_closed_timer(uv_handle_t *u) { free(u); }
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc;
+static char rlimit_note[200]; /* set once by global_init, read after it */
+static atomic_int rlimit_told;
 
 static void global_init(void) {
   global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -152,8 +155,9 @@ static void global_init(void) {
     rlim_t was = rl.rlim_cur;
     rl.rlim_cur = rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-      fprintf(stderr, "obelus: http: cannot raise the open files limit from %llu (%s): at most "
-                      "that many transfers at once\n", (unsigned long long)was, strerror(errno));
+      snprintf(rlimit_note, sizeof rlimit_note, "http: cannot raise the open files limit from "
+               "%llu (%s): at most that many transfers at once", (unsigned long long)was,
+               strerror(errno));
   }
 }
 
@@ -603,6 +607,12 @@ static shard *shard_new(ob_http *h) {
   h->shards[h->nshards++] = sh;
   hold(h);
   return sh;
+}
+
+const char *ob_http_take_note(void) {
+  if (!rlimit_note[0] || atomic_exchange(&rlimit_told, 1))
+    return NULL;
+  return rlimit_note;
 }
 
 ob_http *ob_http_new(uv_loop_t *loop, ob_error *err) {

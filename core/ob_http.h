@@ -116,9 +116,13 @@ typedef void (*ob_http_cb)(void *ud, const ob_http_response *res);
 
 /* The engine's HTTP client on loop. NULL with err when libcurl cannot start.
  * The first one raises the process's soft limit of open files to its hard
- * limit (10,000 transfers at once need as many sockets), saying so on stderr
- * when it cannot. */
+ * limit (10,000 transfers at once need as many sockets); when it cannot,
+ * ob_http_take_note says so. */
 ob_http *ob_http_new(uv_loop_t *loop, ob_error *err);
+/* The first call after the limit could not be raised: the text saying so ("http: cannot
+ * raise the open files limit ..."), for the caller to say (the engine: a note "http");
+ * else, and on every later call, NULL: it is said once in the process. */
+const char *ob_http_take_note(void);
 /* Cancels every transfer (no callback), and closes the handles: their memory
  * goes once the loop has turned (uv_close). */
 void ob_http_free(ob_http *h);

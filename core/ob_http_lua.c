@@ -75,7 +75,8 @@ static int push_response(lua_State *L) {
 
 static void on_done(void *ud, const ob_http_response *res) {
   lxfer *lx = ud;
-  lua_State *L = lx->e->L;
+  ob_engine *e = lx->e; /* lx may be collected while the callback runs */
+  lua_State *L = e->L;
   lua_rawgeti(L, LUA_REGISTRYINDEX, lx->done_ref);
   int nargs = 1;
   if (!res->error) {
@@ -97,7 +98,7 @@ static void on_done(void *ud, const ob_http_response *res) {
   }
   release(L, lx);
   if (ob_engine_pcall(L, nargs, 0) != LUA_OK) {
-    fprintf(stderr, "obelus: http: %s\n", lua_tostring(L, -1));
+    ob_engine_note(e, "http", NULL, "http: %s", lua_tostring(L, -1));
     lua_pop(L, 1);
   }
 }

@@ -65,7 +65,7 @@
  * Blank lines are skipped. Every line a writer finishes ends with '\n': a last line
  * without one (and not empty) is torn, what is left of a process that died while
  * writing it. It is ignored, whether or not it happens to parse, and reported
- * through ob_journal_info (the commands say so on stderr: ob_journal_torn_text).
+ * through ob_journal_info (the commands say so: ob_journal_torn_text).
  * Any other line that is not JSON is an error naming the file and line.
  * NUL bytes at the end of the file are not there: ob_wal grows a journal ahead of
  * its lines, zeros until written, and a run still going, or killed, leaves them

@@ -249,9 +249,10 @@ static int log_resolve(lua_State *L) { return resolve_in(L, check_log(L), "resol
  *    A callback may do anything but free what the scheduler stands on:
  *    run:cancel(), run:close() and engine:close() called from a callback are
  *    carried out at the next turn of the loop (an idle handle), as is the
- *    letting go of finished runs. An error raised by a callback is reported
- *    on stderr and the run goes on (as for an error in a tool's libuv
- *    callback).
+ *    letting go of finished runs. An error raised by a callback is a Lua
+ *    warning on the host's state (lua_warning: its warn function decides)
+ *    and the run goes on. The engine's own notes go to on_note (default:
+ *    a Lua warning too).
  *  - A call waiting for something that can no longer happen (nothing is left
  *    on the loop) fails as a stall, as in `obelus run`: a check handle looks
  *    at the end of every loop iteration, and run:wait(), status() and
@@ -300,6 +301,7 @@ struct lua_engine {
   host *host;        /* (registry memory: valid until lua_close has run every finalizer) */
   int busy;          /* callbacks into Lua in progress: the scheduler is on the C stack */
   int close_pending;
+  int note_ref;      /* registry: the on_note option, or LUA_NOREF (lua_warning) */
   ob_shard_loads loads; /* what was loaded, in order: a run on threads' engines load it again */
 };
 
@@ -449,6 +451,10 @@ static void free_run(lua_State *L, lua_run *r) {
 static void close_engine(lua_engine *eng) {
   while (eng->runs)
     free_run(eng->L, eng->runs);
+  if (eng->e)
+    ob_engine_set_note(eng->e, NULL, NULL); /* what its closing says is dropped */
+  luaL_unref(eng->L, LUA_REGISTRYINDEX, eng->note_ref);
+  eng->note_ref = LUA_NOREF;
   ob_shard_loads_clear(&eng->loads);
   engine_handles *hs = eng->h;
   ob_engine *e = eng->e;
@@ -577,6 +583,10 @@ static int deliver_protected(lua_State *L) {
       lua_pushstring(L, ev->reason);
       lua_setfield(L, -2, "reason");
     }
+    if (ev->note) {
+      lua_pushstring(L, ev->note);
+      lua_setfield(L, -2, "note");
+    }
   }
   lua_call(L, 1, 0);
   return 0;
@@ -595,9 +605,11 @@ static void deliver(lua_run *r, const ob_event *ev) {
   lua_pushcfunction(L, ob_lua_traceback);
   lua_pushcfunction(L, deliver_protected);
   lua_pushlightuserdata(L, &d);
-  if (lua_pcall(L, 1, 0, top + 1) != LUA_OK)
-    fprintf(stderr, "obelus: error in %s (run of %s): %s\n", ev ? "on_event" : "on_done",
-            r->plan->file, lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
+  if (lua_pcall(L, 1, 0, top + 1) != LUA_OK) { /* the host's warn function decides */
+    lua_pushfstring(L, "obelus: error in %s (run of %s): %s", ev ? "on_event" : "on_done",
+                    r->plan->file, lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
+    lua_warning(L, lua_tostring(L, -1), 0);
+  }
   lua_settop(L, top);
   eng->host->busy--;
   eng->busy--;
@@ -622,6 +634,52 @@ static void run_on_done(ob_run *run, void *ud) {
 }
 
 /* --- engines --------------------------------------------------------------------- */
+
+typedef struct note_args {
+  lua_engine *eng;
+  const char *kind, *call_id, *msg;
+} note_args;
+
+static int note_protected(lua_State *L) {
+  const note_args *a = lua_touserdata(L, 1);
+  if (a->eng->note_ref == LUA_NOREF) { /* the default: a warning, "obelus: MSG" */
+    lua_pushfstring(L, "obelus: %s", a->msg);
+    lua_warning(L, lua_tostring(L, -1), 0);
+    return 0;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, a->eng->note_ref);
+  lua_pushstring(L, a->kind);
+  if (a->call_id)
+    lua_pushstring(L, a->call_id);
+  else
+    lua_pushnil(L);
+  lua_pushstring(L, a->msg);
+  lua_call(L, 3, 0);
+  return 0;
+}
+
+/* The engine's notes (ob_engine_note): on_note(kind, call, msg), or a Lua warning. */
+static void engine_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  lua_engine *eng = ud;
+  lua_State *L = eng->L;
+  if (!lua_checkstack(L, 6))
+    return;
+  int top = lua_gettop(L);
+  note_args a = {eng, kind, call_id, msg};
+  eng->busy++;
+  eng->host->busy++;
+  lua_pushcfunction(L, ob_lua_traceback);
+  lua_pushcfunction(L, note_protected);
+  lua_pushlightuserdata(L, &a);
+  if (lua_pcall(L, 1, 0, top + 1) != LUA_OK) {
+    lua_pushfstring(L, "obelus: error in on_note: %s",
+                    lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
+    lua_warning(L, lua_tostring(L, -1), 0);
+  }
+  lua_settop(L, top);
+  eng->host->busy--;
+  eng->busy--;
+}
 
 static lua_engine *check_engine(lua_State *L, int idx) {
   lua_engine *eng = luaL_checkudata(L, idx, ENGINE_MT);
@@ -704,9 +762,11 @@ static int core_engine(lua_State *L) {
            strcmp(lua_tostring(L, -1), "max_memory_mb") &&
            strcmp(lua_tostring(L, -1), "http_max") &&
            strcmp(lua_tostring(L, -1), "http_max_bytes") &&
-           strcmp(lua_tostring(L, -1), "http_allow_private")))
+           strcmp(lua_tostring(L, -1), "http_allow_private") &&
+           strcmp(lua_tostring(L, -1), "on_note")))
         return luaL_error(L, "obelus.engine: unknown option %s (known: tools, scripts, "
-                             "max_memory_mb, http_max, http_max_bytes, http_allow_private)",
+                             "max_memory_mb, http_max, http_max_bytes, http_allow_private, "
+                             "on_note)",
                           luaL_tolstring(L, -1, NULL));
     }
   }
@@ -729,6 +789,7 @@ static int core_engine(lua_State *L) {
 
   lua_engine *eng = lua_newuserdatauv(L, sizeof *eng, 0);
   memset(eng, 0, sizeof *eng); /* the metatable first: an engine never exists without its __gc */
+  eng->note_ref = LUA_NOREF;
   luaL_setmetatable(L, ENGINE_MT);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   eng->L = lua_tothread(L, -1);
@@ -738,6 +799,7 @@ static int core_engine(lua_State *L) {
   ob_error err;
   if (!(eng->e = ob_engine_new(loop, &err)))
     return luaL_error(L, "obelus.engine: %s", err.msg);
+  ob_engine_set_note(eng->e, engine_note, eng);
   engine_handles *hs = calloc(1, sizeof *hs);
   if (!hs) {
     close_engine(eng);
@@ -762,6 +824,13 @@ static int core_engine(lua_State *L) {
       return luaL_error(L, "obelus.engine: http_allow_private must be true or false");
     eng->e->http_allow_private = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    if (lua_getfield(L, 1, "on_note") != LUA_TNIL) {
+      if (!lua_isfunction(L, -1))
+        return luaL_error(L, "obelus.engine: on_note must be a function(kind, call, msg)");
+      eng->note_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    } else {
+      lua_pop(L, 1);
+    }
     load_each(L, idx, 1, "tools", engine_load_tools);
     load_each(L, idx, 1, "scripts", engine_load_script);
   }
@@ -1173,6 +1242,7 @@ static int engine_resume(lua_State *L) {
   ob_error err;
   if (!(r->resume = ob_resume_load(path, &err)))
     return luaL_error(L, "%s: %s", fn, err.msg);
+  ob_resume_say(eng->e, r->resume);
   if (ob_resume_loop(r->resume))
     return luaL_error(L, "%s: %s: a journal of `obelus loop`: resume it with `obelus resume %s`",
                       fn, path, path);

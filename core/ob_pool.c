@@ -30,6 +30,7 @@ typedef struct slab {
 void ob_pool_free(ob_pool *p) {
   if (!p)
     return;
+  free(p->warn_text);
   while (p->slabs) {
     slab *s = p->slabs;
     p->slabs = s->next;
@@ -171,29 +172,39 @@ static int panic(lua_State *L) {
   ob_die(line);
 }
 
-/* Warnings (warn() in Lua) go to stderr once "@on" turned them on; off at first.
- * The state keeps where it is in *ud: 0 off, 1 on, 2 on in the middle of a message. */
+/* Warnings (warn() in Lua) go to the pool's warn hook once "@on" turned them on; off at
+ * first. The pool keeps where it is in warn_mode: 0 off, 1 on, 2 on in the middle of a
+ * message, whose pieces gather in warn_text until the last one. */
 static void warn_fn(void *ud, const char *msg, int tocont) {
-  int *mode = ud;
-  if (*mode != 2 && !tocont && msg[0] == '@') { /* a control message */
+  ob_pool *p = ud;
+  if (p->warn_mode != 2 && !tocont && msg[0] == '@') { /* a control message */
     if (!strcmp(msg, "@on"))
-      *mode = 1;
+      p->warn_mode = 1;
     else if (!strcmp(msg, "@off"))
-      *mode = 0;
+      p->warn_mode = 0;
     return;
   }
-  if (*mode == 0)
+  if (p->warn_mode == 0)
     return;
-  if (*mode == 1)
-    fputs("Lua warning: ", stderr);
-  fputs(msg, stderr);
+  size_t n = strlen(msg);
+  p->warn_text = ob_xrealloc(p->warn_text, p->warn_len + n + 1);
+  memcpy(p->warn_text + p->warn_len, msg, n + 1);
+  p->warn_len += n;
   if (tocont) {
-    *mode = 2;
-  } else {
-    fputc('\n', stderr);
-    fflush(stderr);
-    *mode = 1;
+    p->warn_mode = 2;
+    return;
   }
+  p->warn_mode = 1;
+  if (p->warn)
+    p->warn(p->warn_ud, p->warn_text);
+  free(p->warn_text);
+  p->warn_text = NULL;
+  p->warn_len = 0;
+}
+
+void ob_pool_set_warn(ob_pool *p, void (*fn)(void *ud, const char *msg), void *ud) {
+  p->warn = fn;
+  p->warn_ud = ud;
 }
 
 lua_State *ob_pool_new_state(ob_pool *p) {
@@ -201,6 +212,6 @@ lua_State *ob_pool_new_state(ob_pool *p) {
   if (!L)
     return NULL;
   lua_atpanic(L, panic);
-  lua_setwarnf(L, warn_fn, &p->warn_mode);
+  lua_setwarnf(L, warn_fn, p);
   return L;
 }

@@ -40,6 +40,10 @@ typedef struct ob_pool {
   void *slabs;                 /* every slab, linked through their first word */
   size_t slab_bytes;           /* the slabs' size in all */
   int warn_mode;               /* Lua warnings: 0 off, 1 on, 2 on in mid-message */
+  void (*warn)(void *ud, const char *msg); /* a whole warning, once "@on" (ob_pool_set_warn) */
+  void *warn_ud;
+  char *warn_text;             /* the pieces of a warning in the middle (lua_warning tocont) */
+  size_t warn_len;
   /* --max-memory: the bytes Lua holds (blocks in use, as Lua counts them),
    * and, while `limit` is set (armed), a request that would pass the
    * account's limit (acct below, which holds Lua, values and the log; this
@@ -74,7 +78,11 @@ void ob_pool_free(ob_pool *p);
 /* The lua_Alloc function, with the pool as ud. */
 void *ob_pool_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 /* A Lua state on the pool, with luaL_newstate's panic and warning behaviour
- * (panics print the error; warnings off until "@on"). NULL when out of memory. */
+ * (a panic ends the process with the error: ob_die; warnings off until "@on", then
+ * handed to the pool's warn hook). NULL when out of memory. */
 lua_State *ob_pool_new_state(ob_pool *p);
+/* Where the state's warnings go once "@on" turned them on: fn gets each whole warning
+ * (its continuation pieces joined). Without one (NULL), they are dropped. */
+void ob_pool_set_warn(ob_pool *p, void (*fn)(void *ud, const char *msg), void *ud);
 
 #endif

@@ -109,7 +109,7 @@ static void start(ob_crun *c) {
    * from the call as written and its references' values: no params object. */
   int retries = call->retry.attempts > 1; /* later attempts take the params kept */
   int direct = c->tool && !c->tool->fn && !c->tool->schema && !call->delegate && !c->raw &&
-               r->e->approver_ref == LUA_NOREF && !r->opt.approve_tty && !retries;
+               r->e->approver_ref == LUA_NOREF && !r->opt.approve && !retries;
   ob_value *vals_inline[8], **vals = NULL, *params = NULL;
   if (direct) {
     vals = call->nrefs <= 8 ? vals_inline : ob_xmalloc(call->nrefs * sizeof *vals);
@@ -123,7 +123,7 @@ static void start(ob_crun *c) {
       ob_crun_settle(c, OB_CALL_SKIPPED, rs.why.data);
     else
       ob_crun_fail(c, "structural", rs.why.data);
-  } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve_tty) &&
+  } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve) &&
              !ob_crun_approve(c, &params)) {
     params = NULL; /* refused, the approver broke or was stopped by a signal: approve released
                       it and settled the call (or left it to the run's cancel) */

@@ -67,7 +67,7 @@ static ob_buf *record_begin(ob_run *r, ob_jrec *rec, ob_jrec_kind kind) {
   ob_buf *b = ob_wal_line(r->opt.journal);
   if (!b)
     return NULL;
-  *rec = (ob_jrec){.kind = kind, .scope = scope, .step = r->opt.journal_step};
+  *rec = (ob_jrec){.kind = kind, .scope = scope, .step = r->opt.step};
   return b;
 }
 
@@ -124,9 +124,9 @@ void ob_record_run(ob_run *r) {
   if (!r->opt.journal || !(b = record_begin(r, &rec, OB_JREC_RUN)))
     return;
   ob_value *tools = NULL;
-  if (!r->scope && !r->opt.journal_step)
+  if (!r->scope && !r->opt.step)
     rec.tools = tools = ob_engine_tool_files(r->e);
-  rec.loop = r->opt.journal_loop;
+  rec.loop = r->opt.run_record_extra;
   record_end(r, b, &rec);
   ob_unref(tools);
   ob_record_flush(r);

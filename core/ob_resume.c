@@ -79,6 +79,8 @@ typedef struct part {
 
 struct ob_resume {
   char *path;
+  size_t torn_line;     /* the torn last line's number, ignored (0: none): the caller says it */
+  size_t dropped;       /* messages of a call that never settled, dropped: the caller says it */
   ob_value *plan_msg;   /* the first line */
   ob_value *tools;      /* the run record's tool files, or NULL */
   ob_value *messages;   /* committed top-level messages, in order (the plan's first) */
@@ -176,6 +178,18 @@ static void resume_free(ob_resume *rs) {
 }
 
 void ob_resume_free(ob_resume *rs) { resume_free(rs); }
+
+size_t ob_resume_torn(const ob_resume *rs) { return rs->torn_line; }
+size_t ob_resume_dropped(const ob_resume *rs) { return rs->dropped; }
+
+void ob_resume_say(ob_engine *e, const ob_resume *rs) {
+  if (rs->torn_line)
+    ob_engine_note(e, "torn", NULL, "%s:%zu: the last line is torn (the process died while "
+                   "writing it); ignored", rs->path, rs->torn_line);
+  if (rs->dropped)
+    ob_engine_note(e, "dropped", NULL, "resume: %s: %zu message%s of a call that never settled "
+                   "dropped", rs->path, rs->dropped, rs->dropped == 1 ? "" : "s");
+}
 
 const char *ob_resume_path(const ob_resume *rs) { return rs->path; }
 
@@ -390,8 +404,7 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
       continue;
     }
     if (!nl) { /* no newline: the process died while writing it, whatever it holds */
-      ob_eprintf("obelus: %s:%zu: the last line is torn (the process died while writing "
-                      "it); ignored\n", path, line);
+      rs->torn_line = line;
       break;
     }
     ob_error e;
@@ -463,9 +476,8 @@ ob_resume *ob_resume_load(const char *path, ob_error *err) {
   if (ok && rs->cut_at == (long)b.len)
     rs->cut_at = -1; /* nothing to cut */
   size_t dropped = ob_array_len(pending);
-  if (ok && dropped)
-    ob_eprintf("obelus resume: %s: %zu message%s of a call that never settled dropped\n",
-            path, dropped, dropped == 1 ? "" : "s");
+  if (ok)
+    rs->dropped = dropped;
   ob_unref(pending);
   free(pending_lines.v);
   ob_buf_free(&b);
@@ -722,11 +734,15 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
     c->attempt = (uint32_t)tries;
     const char *st = ob_map_get(&pt->state, id, strlen(id));
     if (!st) {
-      if (tries && !rs->ended)
-        ob_eprintf("obelus resume: call %s (%s)%s%s had started (attempt %u) and did not "
-                        "settle: it runs again (attempt %u)\n",
-                id, c->call->delegate ? c->call->delegate : c->call->tool_name,
-                top ? "" : " of ", key, (unsigned)tries, (unsigned)tries + 1);
+      if (tries && !rs->ended) { /* said when the run starts (note "rerun") */
+        ob_buf b = {0};
+        ob_buf_addf(&b, "call %s (%s)%s%s had started (attempt %u) and did not settle: it "
+                    "runs again (attempt %u)", id,
+                    c->call->delegate ? c->call->delegate : c->call->tool_name,
+                    top ? "" : " of ", key, (unsigned)tries, (unsigned)tries + 1);
+        r->reruns = ob_xrealloc(r->reruns, (r->nreruns + 1) * sizeof *r->reruns);
+        r->reruns[r->nreruns++] = (struct ob_rerun){c->call, b.data ? b.data : ob_xstrdup("")};
+      }
       continue;
     }    c->state = !strcmp(st, "done")     ? OB_CALL_DONE
                : !strcmp(st, "failed") ? OB_CALL_FAILED

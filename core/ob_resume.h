@@ -9,8 +9,14 @@ typedef struct ob_resume ob_resume;
 
 /* Reads the journal at path. NULL with err naming the file and line when it
  * is not a journal, a line other than the last is not JSON, or the run never
- * began. A torn last line is reported on stderr. */
+ * began. A torn last line is ignored, and the messages of a call that never settled
+ * dropped: the caller says so (ob_resume_torn, ob_resume_dropped; ob_resume_say). */
 ob_resume *ob_resume_load(const char *path, ob_error *err);
+/* The torn last line's number (0: none), and the messages dropped. */
+size_t ob_resume_torn(const ob_resume *rs);
+size_t ob_resume_dropped(const ob_resume *rs);
+/* Says both as the engine's notes "torn" and "dropped" (ob_engine_note), for hosts. */
+void ob_resume_say(ob_engine *e, const ob_resume *rs);
 void ob_resume_free(ob_resume *rs);
 /* The journal's path, as given to ob_resume_load. */
 const char *ob_resume_path(const ob_resume *rs);

@@ -16,7 +16,7 @@
  *
  * While it waits, the call counts as running (it holds its --concurrency
  * slot) and ctx.attempt tells the next attempt its number. Each attempt is
- * reported on stderr as it fails.
+ * said as it fails: a note "retry" of the run (ob_run_emit_note).
  *
  * Costs: nothing for calls without _retry; a call with one keeps its
  * resolved params for its whole life and uses one timer while it waits. */
@@ -68,8 +68,8 @@ void ob_crun_attempt_failed(ob_crun *c, const char *msg, const char *traceback) 
   uint64_t wait = retry_delay(p, c->attempt);
   ob_record_retry(c, msg, wait);
   if (!c->run->opt.depth)
-    ob_eprintf("obelus: call %s (%s): attempt %u of %u failed: %s; again in %llu ms\n",
-            c->call->id, c->call->tool_name, (unsigned)c->attempt, (unsigned)p->attempts, msg,
+    ob_run_emit_note(c->run, "retry", c->call,
+                     "call %s (%s): attempt %u of %u failed: %s; again in %llu ms", c->call->id, c->call->tool_name, (unsigned)c->attempt, (unsigned)p->attempts, msg,
             (unsigned long long)wait);
   c->timer = malloc(sizeof *c->timer);
   if (!c->timer) {

@@ -49,7 +49,7 @@ const char *ob_call_state_name(ob_call_state s) {
 }
 
 const char *ob_event_name(ob_event_type type) {
-  static const char *const names[] = {"ready", "started", "done", "skipped", "failed", "run_done"};
+  static const char *const names[] = {"ready", "started", "done", "skipped", "failed", "run_done", "note"};
   return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
 }
 
@@ -58,8 +58,23 @@ static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {
   if (!r->opt.on_event)
     return;
-  ob_event ev = {type, c, reason, now_ms(r)};
+  ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = now_ms(r)};
   r->opt.on_event(r->opt.ud, &ev);
+}
+
+void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char *fmt, ...) {
+  ob_run *root = r->root ? r->root : r; /* a delegated run has no listener of its own */
+  if (!root->opt.on_event)
+    return;
+  ob_buf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  ob_buf_vaddf(&b, fmt, ap);
+  va_end(ap);
+  ob_event ev = {.type = OB_EV_NOTE, .call = c, .reason = b.data ? b.data : "",
+                 .t_ms = now_ms(root), .note = kind};
+  root->opt.on_event(root->opt.ud, &ev);
+  ob_buf_free(&b);
 }
 
 /* Writes the messages appended since the last time to the journal. */
@@ -238,6 +253,13 @@ void ob_run_start(ob_run *r) {
   }
   if (r->e->watch)
     ob_watch_arm(r->e->watch, ob_run_slice_limit(r));
+  for (size_t i = 0; i < r->nreruns; i++) {
+    ob_run_emit_note(r, "rerun", r->reruns[i].call, "%s", r->reruns[i].text);
+    free(r->reruns[i].text);
+  }
+  free(r->reruns);
+  r->reruns = NULL;
+  r->nreruns = 0;
   if (r->settled_awaited == r->nawaited && !r->finished) { /* nothing to await (or resumed) */
     r->finished = 1;
     ob_run_emit(r, OB_EV_RUN_DONE, NULL, NULL);
@@ -388,6 +410,9 @@ static void free_one(ob_run *r) {
   }
   if (r->parent)
     r->parent->del->run = NULL;
+  for (size_t i = 0; i < r->nreruns; i++) /* never started */
+    free(r->reruns[i].text);
+  free(r->reruns);
   ob_record_flush(r);
   if (r->jprep)
     uv_close((uv_handle_t *)r->jprep, free_prepare);
@@ -427,7 +452,8 @@ static void kill_children(ob_run *r) {
   if (lua_getfield(L, -1, "kill_children") == LUA_TFUNCTION) {
     lua_pushinteger(L, (lua_Integer)r->serial);
     if (ob_engine_pcall(L, 1, 0) != LUA_OK)
-      fprintf(stderr, "obelus: killing the tools' children: %s\n", lua_tostring(L, -1));
+      ob_engine_note(r->e, "children", NULL, "killing the tools' children: %s",
+                     lua_tostring(L, -1)); /* the engine's: the run is being freed */
   }
   lua_settop(L, top);
 }

@@ -26,7 +26,9 @@ typedef enum ob_event_type {
   OB_EV_DONE,
   OB_EV_SKIPPED,
   OB_EV_FAILED,
-  OB_EV_RUN_DONE
+  OB_EV_RUN_DONE,
+  OB_EV_NOTE /* something the engine says about the run (a retry, a traceback): `note` is
+                its kind, `reason` the message, `call` the call when there is one */
 } ob_event_type;
 
 /* "ready", "started", "done", "skipped", "failed", "run_done" */
@@ -37,8 +39,26 @@ typedef struct ob_event {
   const ob_call *call; /* NULL for OB_EV_RUN_DONE */
   const char *reason;  /* skipped/failed: why */
   double t_ms;         /* milliseconds since the run started */
+  const char *note;    /* OB_EV_NOTE: its kind ("retry", "traceback", ...); else NULL */
+  const char *phase;   /* OB_EV_FAILED of an error (ob_crun_fail): "structural", "runtime" or
+                          "refused"; NULL for a call failed otherwise (cancelled, ...) */
+  int detached;        /* OB_EV_FAILED: the call is fire-and-forget */
 } ob_event;
 
+
+/* Approval (--approve, a host's own): asked before each call starts, with its params
+ * resolved (ob_approve.c). The Lua approver (obelus.set_approver) comes first when there
+ * is one. */
+typedef enum { OB_APPROVE_REFUSE = 0, OB_APPROVE_ALLOW = 1, OB_APPROVE_BROKEN = -1 } ob_approve_verdict;
+typedef struct ob_approve_ask {
+  const char *id, *tool, *instance; /* the call (instance NULL: none) */
+  const ob_value *params;           /* its params, resolved (meta-properties too) */
+} ob_approve_ask;
+/* Returns an ob_approve_verdict: ALLOW (with *replacement set: run that call instead, of
+ * the same wiring; the hook's reference), REFUSE (the call fails "refused") or BROKEN
+ * (it fails with why's text). */
+typedef int (*ob_approve_fn)(void *ud, const ob_approve_ask *q, ob_value **replacement,
+                             ob_buf *why);
 
 typedef struct ob_run_options {
   size_t concurrency;      /* calls running at once in this run and every run delegated
@@ -47,7 +67,9 @@ typedef struct ob_run_options {
   int max_depth;           /* deepest delegation allowed (0: the default, 16) */
   const ob_value *pre_context; /* messages appended before the plan's context, or NULL */
   ob_log *log;             /* a log to run on (shared, never freed by the run); NULL: a new one */
-  int approve_tty;         /* ask on the terminal before each call starts (--approve) */
+  ob_approve_fn approve;   /* asked before each call starts (the CLI's --approve: the
+                              terminal, ob_cli_approve_tty); NULL: none */
+  void *approve_ud;
   unsigned max_slice_ms;   /* how long a tool may run without yielding before it is stopped
                               with an error (0: OB_RUN_MAX_SLICE_MS) */
   int time_travel;         /* keep every version of the documents (reads as of position N);
@@ -64,8 +86,9 @@ typedef struct ob_run_options {
   const char *journal_scope; /* a delegated run's: its records' "scope" (ob_record.c) */
   struct ob_run *journal_in; /* and the run delegating to it, if it has a scope, */
   const char *journal_call;  /* and the call's id (its scope's definition, ob_record.c) */
-  int journal_step;        /* obelus loop: the step whose run this is (0: none) */
-  const ob_value *journal_loop; /* obelus loop's first run: its "run" record's "loop" */
+  /* a sequence of runs sharing one log (the planning loop, `obelus loop`): */
+  int step;                /* the step whose run this is, in its records (0: none) */
+  const ob_value *run_record_extra; /* the first run's: its "run" record's "loop" */
   struct ob_resume *resume; /* obelus resume: where delegated runs find what their
                                earlier process did (ob_resume.h); NULL: none */
   const char *plans_root;  /* the folder _delegate paths must stay inside when calls run

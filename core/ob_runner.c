@@ -272,6 +272,7 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
     ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
+  ob_engine_set_note(e, ob_cli_note, NULL);
   if (engine_load(o, e) != OB_EXIT_OK)
     return OB_EXIT_USAGE;
   ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
@@ -340,13 +341,21 @@ static void events_failed(ob_runner *rn) {
           strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
 }
 
+
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
+  if (ev->type == OB_EV_NOTE)
+    ob_cli_say_note(ev->note, ev->reason);
+  else if (ev->type == OB_EV_FAILED && ev->phase && ev->call)
+    ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", ev->call->id, ev->call->tool_name,
+               ev->detached ? " [fire-and-forget]" : "", ev->phase, ev->reason ? ev->reason : "");
   ob_progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();
     o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
     o = ob_object_set(o, "event", 5, ob_cstring(ob_event_name(ev->type)));
+    if (ev->note)
+      o = ob_object_set(o, "note", 4, ob_cstring(ev->note));
     if (ev->call) {
       o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
       o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));
@@ -574,7 +583,7 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
     rn->journal = journal; /* its failure stops the drive */
   ob_run_options ro = {.concurrency = o->concurrency,
                        .max_depth = o->max_depth,
-                       .approve_tty = o->approve,
+                       .approve = o->approve ? ob_cli_approve_tty : NULL,
                        .call_timeout_ms = (uint32_t)o->call_timeout_ms,
                        .max_output = o->max_output_kb << 10,
                        .max_slice_ms = (unsigned)o->max_slice_ms,

@@ -318,7 +318,7 @@ static void kill_children(ob_engine *e) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, e->prim_ref);
   if (lua_getfield(L, -1, "kill_children") == LUA_TFUNCTION &&
       ob_engine_pcall(L, 0, 0) != LUA_OK)
-    fprintf(stderr, "obelus: killing the tools' children: %s\n", lua_tostring(L, -1));
+    ob_engine_note(e, "children", NULL, "killing the tools' children: %s", lua_tostring(L, -1));
   lua_settop(L, top);
 }
 

@@ -70,6 +70,7 @@ typedef struct ob_crun {
   ob_value *params;    /* the params resolved at the start, kept for later attempts */
   uint64_t ready_seq;  /* --fsync always: the journal's last line when it became ready */
   ob_cdel *del;        /* a delegating call's, or NULL */
+  const char *fail_phase; /* set by ob_crun_fail for the OB_EV_FAILED it settles with */
 } ob_crun;
 
 /* A delegating call's run, and the messages it left (NULL: none). */
@@ -123,6 +124,10 @@ struct ob_run {
   const ob_cdel *journal_sub; /* the delegation whose outcome is being written: a message
                                  carrying its messages names their scope in the journal
                                  rather than holding them again (ob_record.c) */
+  /* A resumed run's calls that had started and run again: ob_run_start says each as
+   * a note "rerun" (a delegated run's root is known only by then) and frees them. */
+  struct ob_rerun { const ob_call *call; char *text; } *reruns;
+  size_t nreruns;
 };
 
 /* --- ob_run.c ---------------------------------------------------------------- */
@@ -132,6 +137,10 @@ struct ob_run {
 ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt);
 /* Tells whoever listens (opt.on_event). */
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason);
+/* Says a note (OB_EV_NOTE) of kind about r, and c when not NULL, on the listener of r's
+ * root (a delegated run has none of its own); dropped when there is none. */
+void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Appends a message to the run's log, and to its journal. */
 long ob_run_append(ob_run *r, ob_value *msg, ob_error *err);
 /* Writes the messages appended since the last time to the journal. */

@@ -44,8 +44,13 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
   ob_timeout_disarm(c);
   ob_crun_drop_coroutine(c);
   ob_record_settled(c);
-  ob_run_emit(r, st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
-       c->call, reason);
+  if (r->opt.on_event) {
+    ob_event ev = {st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
+                   c->call, reason, (double)(uv_hrtime() - r->t0) / 1e6, NULL,
+                   st == OB_CALL_FAILED ? c->fail_phase : NULL, c->detached};
+    r->opt.on_event(r->opt.ud, &ev);
+  }
+  c->fail_phase = NULL;
   if (!c->detached)
     r->settled_awaited++;
   for (size_t u = 0; u < c->call->nusers; u++) {
@@ -79,11 +84,11 @@ void ob_crun_fail(ob_crun *c, const char *phase, const char *msg) {
                             c->call->instance, ob_crun_sublog(c));
   ob_error err;
   if (ob_run_append(r, m, &err) < 0)
-    fprintf(stderr, "obelus: could not record an error: %s\n", err.msg);
+    ob_run_emit_note(r, "record", c->call, "could not record an error: %s", err.msg);
   ob_unref(m);
-  if (!r->opt.depth) /* a delegated plan's failures reach stderr through its caller's */
-    ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", c->call->id, c->call->tool_name,
-            c->detached ? " [fire-and-forget]" : "", phase, msg);
+  /* the event says the phase: the CLI prints "call X (T) failed (phase): msg" from it, for
+   * the top-level run (a delegated plan's failures reach its caller's) */
+  c->fail_phase = phase;
   if (!c->detached)
     r->failed = 1;
   ob_crun_settle(c, OB_CALL_FAILED, msg);

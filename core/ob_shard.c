@@ -74,6 +74,9 @@ typedef struct part_event_note {
   const ob_call *call;
   char *reason;
   double t_ms;
+  const char *note; /* OB_EV_NOTE's kind: a string literal of the engine's */
+  const char *phase; /* OB_EV_FAILED's: a string literal too */
+  int detached;
 } part_event_note;
 
 typedef struct shard {
@@ -96,7 +99,7 @@ typedef struct shard {
   ob_drain drain;
   int handles, wake_open;
   /* under all->lock */
-  size_t counts[6];       /* by event: started, done, ... (ob_shard_counts) */
+  size_t counts[OB_EV_NOTE + 1]; /* by event: started, done, ... (ob_shard_counts) */
   part_event_note *events; /* events not yet told on the host's loop */
   size_t nevents, capevents;
   int closing;  /* its run is over: no more events noted, its engine about to go */
@@ -140,7 +143,7 @@ size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_option
   for (size_t i = 0; i < plan->ncalls && threads > 1; i++)
     if (ob_object_get(plan->calls[i].raw, "_instance", 9))
       threads = 1; /* its scope would need a part of its own: one engine does it all */
-  if (opt->approve_tty || (opt->journal && journal_pins(ob_wal_mode(opt->journal))))
+  if (opt->approve || (opt->journal && journal_pins(ob_wal_mode(opt->journal))))
     return 1;
   return threads < 2 ? 1 : threads;
 }
@@ -176,7 +179,8 @@ static void journal_add(ob_wal *w, const char *bytes, size_t len) {
  * frees the notes. */
 static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms};
+    ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms, ev[i].note, ev[i].phase,
+                  ev[i].detached};
     if (i < ntell && s->cfg.opt.on_event)
       s->cfg.opt.on_event(s->cfg.opt.ud, &e);
     free(ev[i].reason);
@@ -219,7 +223,7 @@ static void on_note(uv_async_t *h) {
     s->finished = 1;
     uv_unref((uv_handle_t *)h); /* it kept the host's loop alive while threads ran */
     if (s->cfg.opt.on_event) {
-      ob_event done = {OB_EV_RUN_DONE, NULL, NULL, (double)(uv_hrtime() - s->t0) / 1e6};
+      ob_event done = {.type = OB_EV_RUN_DONE, .t_ms = (double)(uv_hrtime() - s->t0) / 1e6};
       s->cfg.opt.on_event(s->cfg.opt.ud, &done);
     }
     if (s->cfg.opt.on_done) /* may free the shards: nothing after it */
@@ -250,6 +254,18 @@ static void journal_tee(void *ud, const char *bytes, size_t len) {
   uv_mutex_unlock(&s->lock);
 }
 
+static void part_event(void *ud, const ob_event *ev);
+
+/* A note of a part's engine (ob_engine_note, on the part's thread): told on the host's
+ * loop as a note of the run (OB_EV_NOTE, no call), like the part's events. */
+static void part_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  shard *sh = ud;
+  (void)call_id;
+  ob_event ev = {.type = OB_EV_NOTE, .reason = msg,
+                 .t_ms = (double)(uv_hrtime() - sh->all->t0) / 1e6, .note = kind};
+  part_event(sh, &ev);
+}
+
 static void part_event(void *ud, const ob_event *ev) {
   shard *sh = ud;
   ob_shards *s = sh->all;
@@ -270,6 +286,9 @@ static void part_event(void *ud, const ob_event *ev) {
     n->call = ev->call;
     n->reason = ev->reason ? ob_xstrdup(ev->reason) : NULL;
     n->t_ms = ev->t_ms;
+    n->note = ev->note;
+    n->phase = ev->phase;
+    n->detached = ev->detached;
   }
   uv_mutex_unlock(&s->lock);
   if (s->cfg.opt.on_event)
@@ -321,6 +340,8 @@ static int part_make(shard *sh) {
     part_fail(sh, "cannot make an engine", err.msg);
     return -1;
   }
+  /* its engine's notes go to the host's loop as the run's notes (part_note) */
+  ob_engine_set_note(e, part_note, sh);
   if (s->cfg.setup && s->cfg.setup(s->cfg.setup_ud, e, &err)) {
     part_fail(sh, "cannot load the tools again", err.msg);
     return -1;
@@ -360,7 +381,7 @@ static int part_make(shard *sh) {
   ro.on_event = part_event;
   ro.on_done = part_done;
   ro.ud = sh;
-  ro.approve_tty = 0;
+  ro.approve = NULL;
   if (!(sh->run = ob_run_new(e, p, sh->pv, sh->inputs, &ro, &err))) {
     part_fail(sh, "cannot start", err.msg);
     return -1;

@@ -50,7 +50,7 @@ typedef struct ob_shards ob_shards;
  * asked for (0: the number of cores when the plan has instances, else 1):
  * never more than its instances, or than opt->concurrency (when set); 1 when
  * the plan has no instances, when a call names its own _instance, when
- * opt->approve_tty asks one terminal, or when opt->journal is --fsync always
+ * opt->approve asks one host (a terminal), or when opt->journal is --fsync always
  * (a result on disk before its readers start: one engine's promise). 1 means:
  * run it on one engine as ever. */
 size_t ob_shard_threads(const ob_plan *plan, size_t threads, const ob_run_options *opt);

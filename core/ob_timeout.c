@@ -93,7 +93,8 @@ static void close_handles(ob_engine *e, lua_State *co, uint64_t serial) {
     lua_xmove(co, L, 1);
     lua_pushinteger(L, (lua_Integer)serial);
     if (ob_engine_pcall(L, 2, 0) != LUA_OK)
-      fprintf(stderr, "obelus: closing an abandoned call's handles: %s\n", lua_tostring(L, -1));
+      ob_engine_note(e, "abandon", NULL, "closing an abandoned call's handles: %s",
+                     lua_tostring(L, -1));
   }
   lua_settop(L, top);
 }

@@ -399,14 +399,14 @@ void ob_crun_complete(ob_crun *c, int nres) {
 }
 
 /* A Lua error in the tool: handled by the last || alternative when there are
- * two or more (SPEC 3), else a runtime error of the call (with its traceback
- * on stderr). */
+ * two or more (SPEC 3), else a runtime error of the call (its traceback said as a
+ * note "traceback" of the run). */
 void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback) {
   ob_call *call = c->call;
   if (!call->has_output || call->output.n < 2) {
     if (traceback)
-      ob_eprintf("obelus: call %s (%s) raised an error:\n%s\n", call->id, call->tool_name,
-              traceback);
+      ob_run_emit_note(c->run, "traceback", call, "call %s (%s) raised an error:\n%s", call->id,
+                       call->tool_name, traceback);
     ob_crun_fail(c, "runtime", msg);
     return;
   }
@@ -414,8 +414,8 @@ void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback) {
   e = ob_object_set(e, "error", 5, ob_cstring(msg));
   e = ob_object_set(e, "tool", 4, ob_cstring(call->tool_name));
   e = ob_object_set(e, "call", 4, ob_cstring(call->id));
-  ob_eprintf("obelus: call %s (%s): the error goes to %s: %s\n", call->id, call->tool_name,
-          call->output.alts[call->output.n - 1].text, msg);
+  ob_run_emit_note(c->run, "error_routed", call, "call %s (%s): the error goes to %s: %s",
+                   call->id, call->tool_name, call->output.alts[call->output.n - 1].text, msg);
   ob_crun_write_alt(c, call->output.n - 1, e);
   ob_unref(e);
 }

@@ -73,7 +73,8 @@ _Static_assert((int)OBELUS_EVENT_READY == (int)OB_EV_READY &&
                    (int)OBELUS_EVENT_DONE == (int)OB_EV_DONE &&
                    (int)OBELUS_EVENT_SKIPPED == (int)OB_EV_SKIPPED &&
                    (int)OBELUS_EVENT_FAILED == (int)OB_EV_FAILED &&
-                   (int)OBELUS_EVENT_RUN_DONE == (int)OB_EV_RUN_DONE,
+                   (int)OBELUS_EVENT_RUN_DONE == (int)OB_EV_RUN_DONE &&
+                   (int)OBELUS_EVENT_NOTE == (int)OB_EV_NOTE,
                "obelus_event_type must match ob_event_type");
 
 /* A C tool as registered: what the scheduler's ob_tool_fn data points to. */
@@ -94,6 +95,8 @@ typedef struct delivery {
 
 struct obelus_engine {
   ob_engine *e;
+  obelus_note_cb note; /* obelus_engine_set_notes, or NULL */
+  void *note_data;
   ctool *tools;
   obelus_run *runs;              /* alive, zombies included */
   delivery *qhead, **qtail;
@@ -354,6 +357,7 @@ static void on_run_event(void *ud, const ob_event *ev) {
   if (R->cancelled || R->zombie)
     return;
   if (!R->threads && ev->type != OB_EV_READY && ev->type != OB_EV_STARTED &&
+      ev->type != OB_EV_NOTE &&
       ob_run_finished(R->r) && !ob_run_detached_pending(R->r))
     journal_end(R); /* the last call settled */
   if (!R->on_event)
@@ -374,6 +378,7 @@ static void on_run_event(void *ud, const ob_event *ev) {
     d->ev.reason = (const char *)(d + 1);
   }
   d->ev.t_ms = ev->t_ms;
+  d->ev.note = ev->note; /* a string literal of the engine's */
   d->ev.position = R->threads ? 0 : ob_log_len(ob_run_log(R->r));
   enqueue(R->engine, d);
 }
@@ -435,6 +440,19 @@ void obelus_engine_set_http_allow_private(obelus_engine *E, int allow) {
   E->e->http_allow_private = allow != 0;
   if (E->e->http)
     ob_http_set_allow_private(E->e->http, allow);
+}
+
+static void engine_note(void *ud, const char *kind, const char *call_id, const char *msg) {
+  obelus_engine *E = ud;
+  E->note(kind, call_id, msg, E->note_data);
+}
+
+void obelus_engine_set_notes(obelus_engine *E, obelus_note_cb cb, void *data) {
+  if (!E)
+    return;
+  E->note = cb;
+  E->note_data = data;
+  ob_engine_set_note(E->e, cb ? engine_note : NULL, E);
 }
 
 void obelus_engine_set_max_memory(obelus_engine *E, size_t mb) {
@@ -855,6 +873,7 @@ int obelus_resume(obelus_engine *E, obelus_run **out, const char *journal_path,
   ob_resume *rs = ob_resume_load(journal_path, &err);
   if (!rs)
     return set_error(E, err.code, "%s", err.msg);
+  ob_resume_say(E->e, rs);
   if (ob_resume_loop(rs)) {
     ob_resume_free(rs);
     return set_error(E, OBELUS_EINVAL, "%s: a journal of `obelus loop`: resume it with `obelus "

@@ -29,7 +29,7 @@
  *       return 2;
  *     if (obelus_engine_load_tools(e, "tools/") < 0 ||       // a .lua file or a folder
  *         obelus_engine_add_tool(e, "greet", "{\"type\":\"object\"}", greet, NULL) < 0) {
- *       fprintf(stderr, "%s\n", obelus_engine_errmsg(e));
+ *       host_log("%s", obelus_engine_errmsg(e));            // the host's own logger
  *       return 2;
  *     }
  *     obelus_run_options opt = {0};
@@ -37,7 +37,7 @@
  *     obelus_run *run;
  *     if (obelus_run_new(e, &run, "[{\"_tool\":\"greet\",\"_outputPath\":\"†state.hi\"}]",
  *                        &opt) < 0) {
- *       fprintf(stderr, "%s\n", obelus_engine_errmsg(e));  // every problem, one a line
+ *       host_log("%s", obelus_engine_errmsg(e));  // every problem, one a line
  *       return 2;                                         // nothing ran
  *     }
  *     obelus_run_start(run);
@@ -167,6 +167,20 @@ void obelus_engine_free(obelus_engine *e);
  * with no room; the run goes on. 0: the default, half the process's
  * address-space or data limit (ulimit -v, -d) when it has one, else none. */
 void obelus_engine_set_max_memory(obelus_engine *e, size_t mb);
+
+/* What the engine says about itself outside any run's events, for people: an
+ * error in a tool's libuv callback ("callback_error"), in an obelus.http
+ * callback ("http"), in closing an abandoned call's handles ("abandon") or
+ * killing the tools' children ("children"). kind names it, call_id is the call
+ * or NULL, msg the text (one or more lines, no final newline). The command
+ * line prints "obelus: MSG"; a host logs them as it likes. Called
+ * from the engine's loop while it works (or from a run's thread, with
+ * opt.threads); the strings are valid during the call. cb NULL (the default):
+ * notes are dropped. A run's own notes (a retry, a traceback) are events:
+ * OBELUS_EVENT_NOTE. */
+typedef void (*obelus_note_cb)(const char *kind, const char *call_id, const char *msg,
+                               void *data);
+void obelus_engine_set_notes(obelus_engine *e, obelus_note_cb cb, void *data);
 
 /* The most HTTP transfers (obelus.http, obelus_http_start) the engine runs
  * at once; the others wait their turn in order (`obelus run --http-max`).
@@ -391,10 +405,15 @@ typedef enum obelus_event_type {
   OBELUS_EVENT_DONE,     /* its result is written */
   OBELUS_EVENT_SKIPPED,  /* not run: a branch not taken, or something upstream failed */
   OBELUS_EVENT_FAILED,   /* structural or runtime error (an error message is in the log) */
-  OBELUS_EVENT_RUN_DONE  /* every awaited call has settled: the completion callback follows */
+  OBELUS_EVENT_RUN_DONE, /* every awaited call has settled: the completion callback follows */
+  OBELUS_EVENT_NOTE      /* something the engine says about the run, for people: a failed
+                            attempt that is retried ("retry"), a tool's traceback
+                            ("traceback"), ...; `note` is the kind, `reason` the text,
+                            call_id the call when there is one. Added last: the values
+                            above keep their numbers */
 } obelus_event_type;
 
-/* "ready", "started", "done", "skipped", "failed", "run_done". */
+/* "ready", "started", "done", "skipped", "failed", "run_done", "note". */
 const char *obelus_event_name(obelus_event_type type);
 
 typedef struct obelus_event {
@@ -408,6 +427,9 @@ typedef struct obelus_event {
   size_t position;      /* the number of messages in the run's log when it
                            happened: with time_travel, obelus_run_resolve(...,
                            position, ...) reads the run exactly as it was then */
+  const char *note;     /* OBELUS_EVENT_NOTE: its kind ("retry", "traceback",
+                           "error_routed", "record", "rerun", ...); else NULL.
+                           Last: the fields above keep their offsets */
 } obelus_event;
 
 /* Called for each event, from the loop, shortly after the event (in the same
@@ -529,9 +551,10 @@ int obelus_run_new_file(obelus_engine *e, obelus_run **out, const char *path,
  *                  now that was not then, or the reverse (obelus_engine_errmsg
  *                  says which), and opt->force is 0; a journal of `obelus
  *                  loop` (resume those with `obelus resume`).
- * Like `obelus resume`, it may write notes on stderr: a torn last line
- * ignored, messages of a call that never settled dropped, a call that runs
- * again. */
+ * What `obelus resume` says, a host gets as notes: a torn last line ignored
+ * ("torn") and messages of a call that never settled dropped ("dropped")
+ * through obelus_engine_set_notes; a call that runs again as the run's
+ * OBELUS_EVENT_NOTE "rerun" when it starts. */
 int obelus_resume(obelus_engine *e, obelus_run **out, const char *journal_path,
                   const obelus_run_options *opt);
 

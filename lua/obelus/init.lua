@@ -14,7 +14,7 @@
 -- design):
 --
 --   obelus.engine([{tools = path|{paths}, scripts = path|{paths}, max_memory_mb = n, http_max = n,
---                   http_max_bytes = n, http_allow_private = bool}])
+--                   http_max_bytes = n, http_allow_private = bool, on_note = fn}])
 --       -> engine
 --       An engine on luv's loop, with its own Lua state for the tools. `tools` are tool
 --       files or folders of them (SPEC 7); `scripts` are Lua files that configure it
@@ -24,7 +24,10 @@
 --       the obelus.http transfers at once (`--http-max`, default 1000); http_max_bytes
 --       the answer body a request without max_bytes takes (`--http-max-bytes`, 64 MB);
 --       http_allow_private lets requests connect to link-local and cloud metadata
---       addresses (`--http-allow-private`).
+--       addresses (`--http-allow-private`). on_note = fn(kind, call, msg) gets what
+--       the engine says outside any run's events (an error in a tool's libuv callback:
+--       "callback_error", an obelus.http one: "http", ...; call nil or an id); by
+--       default a Lua warning ("obelus: " .. msg, printed once warn("@on") is set).
 --   engine:load_tools(path) -> engine          engine:load_script(path) -> engine
 --   engine:check(plan [, opts]) -> true | nil, problems
 --       Validates without running: problems is a list of "file: call <id> (<tool>): <what>".
@@ -35,7 +38,9 @@
 --       start at once; the loop does the rest. opts:
 --         input = value          one input document ({"type":"data","kind":"input"})
 --         on_event = fn(ev)      ev = {event=, call=, tool=, reason=, t_ms=}; event is
---                                ready, started, done, skipped, failed or run_done
+--                                ready, started, done, skipped, failed, run_done or
+--                                note (note= its kind: retry, traceback, ...; reason=
+--                                the text the command line prints)
 --         on_done = fn(run)      every awaited call has settled
 --         concurrency = n, max_depth = n, journal = path, time_travel = bool,
 --         fsync = "never" | "batch" | "always"   (the journal's durability),

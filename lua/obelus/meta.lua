@@ -227,13 +227,13 @@ function log:resolve(expr, opts) end
 function log:close() end
 
 ---A new engine on luv's loop, with its own Lua state for the tools. Scripts only.
----@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer, http_max?: integer, http_max_bytes?: integer, http_allow_private?: boolean }
+---@param opts? { tools?: string|string[], scripts?: string|string[], max_memory_mb?: integer, http_max?: integer, http_max_bytes?: integer, http_allow_private?: boolean, on_note?: fun(kind: string, call?: string, msg: string) }
 ---@return obelus.engine
 function obelus.engine(opts) end
 
 ---@class obelus.run_options
 ---@field input? obelus.json one input document
----@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done", call?: string, tool?: string, reason?: string, t_ms: number })
+---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done"|"note", note?: string, call?: string, tool?: string, reason?: string, t_ms: number })
 ---@field on_done? fun(run: obelus.run) every awaited call has settled
 ---@field concurrency? integer
 ---@field max_depth? integer
@@ -249,7 +249,7 @@ function obelus.engine(opts) end
 ---@field threads? integer a plan with instances: shared out over this many threads, an engine each (default: one engine)
 
 ---@class obelus.resume_options
----@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done", call?: string, tool?: string, reason?: string, t_ms: number })
+---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done"|"note", note?: string, call?: string, tool?: string, reason?: string, t_ms: number })
 ---@field on_done? fun(run: obelus.run) every awaited call has settled
 ---@field concurrency? integer
 ---@field max_depth? integer

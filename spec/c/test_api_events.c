@@ -1,6 +1,7 @@
 /* test_api_events.c -- a host subscribed to a run's events gets every one, in the order
  * the scheduler made them (ready, started, done, skipped, failed, run_done), from the loop,
- * before the completion; each event's position reads the run as it was then. */
+ * before the completion; each event's position reads the run as it was then. A note
+ * (OBELUS_EVENT_NOTE) carries what the engine says about a call: a retry, a traceback. */
 #include <unistd.h>
 
 #include "obelus.h"
@@ -161,8 +162,104 @@ TEST(events_of_lua_tools_arrive_as_the_loop_turns) {
   rmdir(dir);
 }
 
+static char notes[1024];
+
+static void note_event(obelus_run *run, const obelus_event *ev, void *data) {
+  (void)run, (void)data;
+  if (ev->type != OBELUS_EVENT_NOTE) {
+    CHECK(ev->note == NULL);
+    return;
+  }
+  CHECK_STR(obelus_event_name(ev->type), "note");
+  CHECK(ev->note != NULL && ev->reason != NULL);
+  CHECK_STR(ev->call_id ? ev->call_id : "", "a");
+  size_t n = strlen(notes);
+  snprintf(notes + n, sizeof notes - n, "%s: %.*s|", ev->note,
+           (int)strcspn(ev->reason, "\n"), ev->reason);
+}
+
+/* A Lua tool that fails twice under _retry: a note "retry" for the first attempt, a
+ * note "traceback" for the last, both on the run's on_event and none on stderr. */
+TEST(notes_say_a_retry_and_a_traceback) {
+  char dir[] = "/tmp/obelus-api-events-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[96];
+  snprintf(path, sizeof path, "%s/kaput.lua", dir);
+  FILE *f = fopen(path, "w");
+  fputs("return { name = 'kaput', run = function(c) error('kaput') end }\n", f);
+  fclose(f);
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, path), OBELUS_OK);
+  obelus_run_options opt = {0};
+  opt.on_event = note_event;
+  obelus_run *run;
+  CHECK_INT(obelus_run_new(e, &run,
+                           "[{\"_tool\":\"kaput\",\"_id\":\"a\",\"_outputPath\":\"a\","
+                           " \"_retry\":{\"attempts\":2,\"delay_ms\":1}}]",
+                           &opt),
+            OBELUS_OK);
+  notes[0] = '\0';
+  CHECK_INT(obelus_run_start(run), OBELUS_OK);
+  CHECK_INT(obelus_run_wait(run), 1);
+  CHECK(strstr(notes, "retry: call a (kaput): attempt 1 of 2 failed: ") == notes);
+  CHECK(strstr(notes, "|traceback: call a (kaput) raised an error:|") != NULL);
+  obelus_run_free(run);
+  obelus_engine_free(e);
+  unlink(path);
+  rmdir(dir);
+}
+
+static char engine_notes[512];
+
+static void on_engine_note(const char *kind, const char *call_id, const char *msg, void *data) {
+  CHECK(data == engine_notes);
+  CHECK(call_id == NULL);
+  size_t n = strlen(engine_notes);
+  snprintf(engine_notes + n, sizeof engine_notes - n, "%s: %s|", kind, msg);
+}
+
+/* An error in a tool's libuv callback is no run's: the engine's note hook gets it
+ * (obelus_engine_set_notes), and the call goes on. */
+TEST(engine_notes_reach_the_hosts_hook) {
+  char dir[] = "/tmp/obelus-api-events-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[96];
+  snprintf(path, sizeof path, "%s/cb.lua", dir);
+  FILE *f = fopen(path, "w");
+  fputs("local obelus = require 'obelus'\n"
+        "return { name = 'cb', run = function(c)\n"
+        "  local t = obelus.uv.new_timer()\n"
+        "  t:start(1, 0, function() t:close(); error('cb boom', 0) end)\n"
+        "  obelus.sleep(30)\n"
+        "  return 1\n"
+        "end }\n",
+        f);
+  fclose(f);
+  obelus_engine *e;
+  CHECK_INT(obelus_engine_new(&e, NULL), OBELUS_OK);
+  CHECK_INT(obelus_engine_load_tools(e, path), OBELUS_OK);
+  obelus_engine_set_notes(e, on_engine_note, engine_notes);
+  obelus_run *run;
+  CHECK_INT(obelus_run_new(e, &run, "[{\"_tool\":\"cb\",\"_outputPath\":\"a\"}]", NULL),
+            OBELUS_OK);
+  engine_notes[0] = '\0';
+  CHECK_INT(obelus_run_start(run), OBELUS_OK);
+  CHECK_INT(obelus_run_wait(run), 0);
+  CHECK(strstr(engine_notes, "callback_error: error in a libuv callback of a tool: cb boom") ==
+        engine_notes);
+  CHECK(strchr(engine_notes, '|') == strrchr(engine_notes, '|')); /* one note */
+  obelus_run_free(run);
+  obelus_engine_set_notes(e, NULL, NULL); /* dropped from now on */
+  obelus_engine_free(e);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   RUN(events_arrive_in_order_from_the_loop_then_the_completion);
   RUN(events_of_lua_tools_arrive_as_the_loop_turns);
+  RUN(notes_say_a_retry_and_a_traceback);
+  RUN(engine_notes_reach_the_hosts_hook);
   return TEST_END();
 }

@@ -59,6 +59,27 @@ describe("_retry", function()
     os.remove(m)
   end)
 
+  it("writes each failed attempt to --events as a note \"retry\", with the text it prints", function()
+    local m, ev = tmp(), tmp()
+    local r = run({ plan = { { _tool = "flaky", file = m, succeed_on = 2,
+                               _retry = { attempts = 2, delay_ms = 5 }, _outputPath = "†state.r" } },
+                    output = "†state.r" }, "--events", ev)
+    assert.are.equal(0, r.code, r.err)
+    local notes = {}
+    for _, l in ipairs(lines(ev)) do
+      local e = decode(l)
+      if e.event == "note" then notes[#notes + 1] = e end
+    end
+    assert.are.equal(1, #notes)
+    assert.are.equal("retry", notes[1].note)
+    assert.are.equal("#0", notes[1].call)
+    assert.are.equal("flaky", notes[1].tool)
+    assert.matches("^call #0 %(flaky%): attempt 1 of 2 failed: flaky failure 1; again in %d+ ms$",
+                   notes[1].reason)
+    assert.matches("obelus: " .. notes[1].reason .. "\n", r.err, 1, true)
+    os.remove(m); os.remove(ev)
+  end)
+
   it("takes a number: the attempts in all, the first included", function()
     local m = tmp()
     local r = run({ plan = { { _tool = "flaky", file = m, succeed_on = 2, _retry = 2,

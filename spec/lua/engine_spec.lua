@@ -18,6 +18,7 @@ local obelus = require "obelus"
 local uv = obelus.uv
 return {
   { name = "stall", run = function() obelus.await(function() end) end },
+  { name = "kaput", run = function() error("kaput") end },
   { name = "nap", run = function(call) obelus.sleep(call.ms); return call.ms end },
   { name = "leaky", run = function(call)
       local t = uv.new_timer() -- never closed: closing the engine must deal with it
@@ -338,6 +339,49 @@ describe("stalls, cancelling, callbacks", function()
       end
     end
     assert.are.equal(1, errors)
+  end)
+
+  it("delivers notes as events: a retry, then the traceback of the last attempt", function()
+    local notes = {}
+    local run = engine:run({ plan = {
+      { _tool = "kaput", _id = "k", _outputPath = "k", _retry = { attempts = 2, delay_ms = 1 } },
+    } }, { on_event = function(ev)
+      if ev.event == "note" then
+        notes[#notes + 1] = ev.note .. " " .. ev.call .. ": " .. ev.reason:match("^[^\n]*")
+      else
+        assert.is_nil(ev.note)
+      end
+    end })
+    assert.are.equal(1, run:wait())
+    assert.are.equal(2, #notes)
+    assert.matches("^retry k: call k %(kaput%): attempt 1 of 2 failed: .*kaput; again in %d+ ms$",
+                   notes[1])
+    assert.are.equal("traceback k: call k (kaput) raised an error:", notes[2])
+  end)
+
+  it("hands the engine's notes to on_note(kind, call, msg); unknown options are refused", function()
+    local notes = {}
+    local cbtools = dir .. "/cb_tools.lua"
+    write(cbtools, [[
+local obelus = require "obelus"
+return { name = "cb", run = function()
+  local t = obelus.uv.new_timer()
+  t:start(1, 0, function() t:close(); error("cb boom", 0) end)
+  obelus.sleep(30)
+  return 1
+end }
+]])
+    local eng = obelus.engine { tools = cbtools, on_note = function(kind, call, msg)
+      notes[#notes + 1] = { kind, call, msg }
+    end }
+    local run = eng:run({ plan = { { _tool = "cb", _outputPath = "a" } } })
+    assert.are.equal(0, run:wait())
+    assert.are.equal(1, #notes)
+    assert.are.equal("callback_error", notes[1][1])
+    assert.is_nil(notes[1][2])
+    assert.matches("^error in a libuv callback of a tool: cb boom", notes[1][3])
+    eng:close()
+    assert.matches("on_note must be a function", fails(obelus.engine, { on_note = 1 }), 1, true)
   end)
 
   it("cancels: nothing more runs, the status says so", function()
