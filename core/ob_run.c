@@ -53,6 +53,28 @@ const char *ob_event_name(ob_event_type type) {
   return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
 }
 
+const char *ob_event_say(const ob_event *ev, ob_buf *out) {
+  if (ev->type == OB_EV_NOTE) {
+    ob_buf_addf(out, "%s", ev->reason ? ev->reason : "");
+    return ev->note ? ev->note : "note";
+  }
+  if (ev->type == OB_EV_FAILED && ev->phase && ev->call) {
+    ob_buf_addf(out, "call %s (%s) failed%s (%s): %s", ev->call->id, ev->call->tool_name,
+                ev->detached ? " [fire-and-forget]" : "", ev->phase, ev->reason ? ev->reason : "");
+    return "failed";
+  }
+  return NULL;
+}
+
+void ob_event_to_note(ob_engine *e, const ob_event *ev) {
+  ob_buf b;
+  ob_buf_init(&b);
+  const char *kind = ob_event_say(ev, &b);
+  if (kind)
+    ob_engine_note(e, kind, ev->call ? ev->call->id : NULL, "%s", b.data);
+  ob_buf_free(&b);
+}
+
 static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1e6; }
 
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {

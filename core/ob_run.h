@@ -45,6 +45,15 @@ typedef struct ob_event {
   int detached;        /* OB_EV_FAILED: the call is fire-and-forget */
 } ob_event;
 
+/* What an event says to the person running the engine, as the engine once printed it:
+ * a note's message, or for a failed call of the top-level run "call X (T) failed[
+ * [fire-and-forget]] (phase): msg", appended to out (no newline). Returns the kind (the
+ * note's, or "failed"), or NULL for an event that says nothing (out untouched). */
+const char *ob_event_say(const ob_event *ev, ob_buf *out);
+/* For a host that reads none of a run's events itself (MCP, the worker): what the
+ * event says (ob_event_say) handed to the engine's note hook (ob_engine_note). */
+void ob_event_to_note(ob_engine *e, const ob_event *ev);
+
 
 /* Approval (--approve, a host's own): asked before each call starts, with its params
  * resolved (ob_approve.c). The Lua approver (obelus.set_approver) comes first when there

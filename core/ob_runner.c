@@ -344,11 +344,12 @@ static void events_failed(ob_runner *rn) {
 
 static void on_event(void *ud, const ob_event *ev) {
   ob_runner *rn = ud;
-  if (ev->type == OB_EV_NOTE)
-    ob_cli_say_note(ev->note, ev->reason);
-  else if (ev->type == OB_EV_FAILED && ev->phase && ev->call)
-    ob_eprintf("obelus: call %s (%s) failed%s (%s): %s\n", ev->call->id, ev->call->tool_name,
-               ev->detached ? " [fire-and-forget]" : "", ev->phase, ev->reason ? ev->reason : "");
+  ob_buf said;
+  ob_buf_init(&said);
+  const char *kind = ob_event_say(ev, &said);
+  if (kind)
+    ob_cli_say_note(kind, said.data);
+  ob_buf_free(&said);
   ob_progress_event(rn->o->pg, ev);
   if (rn->events) {
     ob_value *o = ob_object();

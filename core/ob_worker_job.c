@@ -427,10 +427,18 @@ static void job_invalid(wjob *j, ob_plan *p, const char *extra) {
   free(text);
 }
 
+/* A job's notes and failures, said through the engine's note hook (the worker's
+ * operator: `obelus worker` prints them on stderr, as `obelus run` does). */
+static void on_run_event(void *ud, const ob_event *ev) {
+  wjob *j = ud;
+  ob_event_to_note(j->w->e, ev);
+}
+
 static ob_run_options job_run_options(wjob *j) {
   ob_run_options ro = *j->w->run;
   ro.plans_root = j->w->plans_root;
   ro.on_done = on_run_done;
+  ro.on_event = on_run_event;
   ro.ud = j;
   return ro;
 }

@@ -101,6 +101,16 @@ describe("obelus submit / worker / wait (a real redis-server)", function()
 
   local simple = { plan = { { _tool = "step", n = "†input.n", _outputPath = "†state.a" } }, output = "†state.a" }
 
+  it("says on the worker's stderr a job's call that failed, as obelus run says it", function()
+    local p = plan_file("fails.json", { plan = { { _tool = "step", n = 1, mark = dir .. "/no/such/dir/m",
+      _outputPath = "†state.a" } }, output = "†state.a" })
+    local s = obelus { "submit", p, "--redis", redis.url, "--queue", "fails", "--tools", tools }
+    assert.are.equal(0, s.code, s.err)
+    local w = obelus({ "worker", "--redis", redis.url, "--queue", "fails", "--tools", tools, "--drain" }, 30)
+    assert.are.equal(0, w.code, w.err)
+    assert.truthy(w.err:match("obelus: call [^\n]* %(step%) failed %(runtime%): [^\n]*no/such/dir"), w.err)
+  end)
+
   it("queues a batch, runs it on a worker, and wait prints each job's result in order", function()
     local p = plan_file("simple.json", simple)
     local batch = dir .. "/batch.jsonl"
