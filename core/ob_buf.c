@@ -203,3 +203,12 @@ void ob_buf_add_escaped(ob_buf *b, const char *text, size_t n, int flags) {
   }
   ob_buf_add(b, (const char *)s + plain, n - plain);
 }
+
+char *ob_escape_text(const char *s, size_t n, int flags) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add_escaped(&b, s, n, flags);
+  if (!b.data)
+    ob_buf_add(&b, "", 0);
+  return b.data;
+}

@@ -43,7 +43,18 @@ void ob_buf_addf(ob_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Appends s's n bytes escaped for a person (ob_error.h: OB_ESC_LINES, ob_escape_text). */
+/* Text a plan, a tool or a journal controls (an _id, a tool name, a path, an error
+ * message) printed for a person: terminal controls are written escaped, so that an
+ * ANSI sequence in an _id shows as \x1b[31m rather than turning the terminal red.
+ * Escaped: C0 control bytes (\xNN; with OB_ESC_LINES, newline and tab are kept), DEL,
+ * the C1 controls U+0080..U+009F (\u0080: a UTF-8 terminal may take U+009B for CSI)
+ * and bytes that are not UTF-8 (\xNN); and the backslash is written as it is (the
+ * result is for reading, not for parsing back). */
+enum { OB_ESC_LINES = 1 };
+/* Into a new NUL-terminated string (free it); ob_buf_add_escaped appends to a buffer.
+ * The CLI has the writers to its streams (ob_cli.h). */
+char *ob_escape_text(const char *s, size_t len, int flags);
+/* Appends s's n bytes escaped for a person (OB_ESC_LINES, ob_escape_text above). */
 void ob_buf_add_escaped(ob_buf *b, const char *s, size_t n, int flags);
 /* The same with a va_list (ap is used up). */
 void ob_buf_vaddf(ob_buf *b, const char *fmt, va_list ap);

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ob_buf.h"
 #include "ob_error.h"
 
 int ob_error_set(ob_error *err, int code, size_t pos, const char *fmt, ...) {
@@ -34,11 +33,3 @@ const char *ob_strerror(int code) {
   }
 }
 
-char *ob_escape_text(const char *s, size_t n, int flags) {
-  ob_buf b;
-  ob_buf_init(&b);
-  ob_buf_add_escaped(&b, s, n, flags);
-  if (!b.data)
-    ob_buf_add(&b, "", 0);
-  return b.data;
-}

@@ -70,16 +70,5 @@ static inline size_t ob_utf8_seq(const unsigned char *s, size_t n) {
   return len;
 }
 
-/* Text a plan, a tool or a journal controls (an _id, a tool name, a path, an error
- * message) printed for a person: terminal controls are written escaped, so that an
- * ANSI sequence in an _id shows as \x1b[31m rather than turning the terminal red.
- * Escaped: C0 control bytes (\xNN; with OB_ESC_LINES, newline and tab are kept), DEL,
- * the C1 controls U+0080..U+009F (\u0080: a UTF-8 terminal may take U+009B for CSI)
- * and bytes that are not UTF-8 (\xNN); and the backslash is written as it is (the
- * result is for reading, not for parsing back). */
-enum { OB_ESC_LINES = 1 };
-/* Into a new NUL-terminated string (free it); ob_buf_add_escaped appends to a buffer.
- * The CLI has the writers to its streams (ob_cli.h). */
-char *ob_escape_text(const char *s, size_t len, int flags);
 
 #endif

@@ -17,8 +17,30 @@
  *   ob_sleep.c     obelus.sleep: the engine's queue and heap of sleepers
  *   ob_gc.c        Lua's collector while thousands of calls wait
  *   ob_runtime.c   where the engine meets the scheduler: the `obelus` module's primitives
+ *   ob_record.c    the journal as a run writes it (through log/'s vocabulary)
  * Each depends on this header and the ones below it (engine, log, plan), never
- * on one another's files: what they call of each other is declared here. */
+ * on one another's files: what they call of each other is declared here.
+ *
+ * THE RING. These files call one another round: a call's life goes through them and
+ * comes back (a settle queues followers the pump starts; a timeout fails an attempt a
+ * retry starts again; a delegated run settles its caller). It is the one circle of
+ * core/ (make layers and docs/architecture.md), kept inside engine/ behind this header.
+ * A line joins two files that call each other both ways (nm over their objects):
+ *
+ *                            ob_delegate
+ *                                 |
+ *      ob_record ------------- ob_run ------------- ob_timeout ---- ob_retry
+ *          |                  /      \                   |
+ *          |           ob_settle      ob_co --------------+
+ *          |                  \      /
+ *          +----------------- ob_pump
+ *
+ *      ob_engine ---- ob_runtime     (the seam by which the engine opens the scheduler:
+ *                                     ob_runtime.h, the engine's one include of it)
+ *
+ * The other files of engine/ (params, ctx, write, approve, ctool, sleep, gc, exec,
+ * http_lua, resume) are called by the ring or call into it one way only, and nothing
+ * below engine/ calls into it. */
 #ifndef OB_SCHED_H
 #define OB_SCHED_H
 
