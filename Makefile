@@ -57,7 +57,9 @@ REL_PGO = -fprofile-use=$(PGO_DATA) $(PGO_NAME) -fprofile-partial-training \
           -Wno-missing-profile -Wno-coverage-mismatch
 PGO_STAMP := build/pgo/trained
 endif
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -Icore $(PKG_CFLAGS)
+# -fvisibility=hidden: the shared library and core.so export only obelus.h's functions
+# and luaopen_obelus_core (make layers checks it with nm)
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) -Icore $(PKG_CFLAGS)
 ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
                -fno-sanitize-recover=undefined
 # ThreadSanitizer, for the C tests of code that runs threads (the journal writer's syncer).
@@ -67,10 +69,16 @@ LDLIBS  := $(PKG_LIBS) -lm -ldl
 LUA     ?= lua5.4
 BUSTED  := $(LUA) /usr/bin/busted
 
-CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
-REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o) build/rel/ob_runtime_lua.o
-ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/ob_runtime_lua.o
-TSAN_OBJ := $(CORE_SRC:core/%.c=build/tsan/%.o) build/tsan/ob_runtime_lua.o
+# core/ is layers, one folder each, lowest first (docs/architecture.md); the library is
+# every layer but cli/, the command line, which only bin/obelus links (with the C tests,
+# one of which runs a command in-process: they link the cli archive before the library).
+LAYERS   := base log bridge io plan engine drive fleet host
+CORE_SRC := $(foreach l,$(LAYERS),$(wildcard core/$(l)/*.c))
+CLI_SRC  := $(filter-out core/cli/main.c,$(wildcard core/cli/*.c))
+CORE_HDR := core/obelus.h $(wildcard core/*/*.h)
+REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o) build/rel/engine/ob_runtime_lua.o
+ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/engine/ob_runtime_lua.o
+TSAN_OBJ := $(CORE_SRC:core/%.c=build/tsan/%.o) build/tsan/engine/ob_runtime_lua.o
 CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 # the tests whose code under test starts threads: also built and run under TSan
 TSAN_CTESTS := $(filter test_wal_% test_api_threads,$(CTESTS))
@@ -100,22 +108,28 @@ deps-quiet:
 	$(call install_missing,$(DEB_PKGS),true)
 
 # --- the library, the CLI, the Lua module ---
-build/rel/%.o: core/%.c $(wildcard core/*.h) | build/rel $(PGO_STAMP)
+build/rel/%.o: core/%.c $(CORE_HDR) | $(PGO_STAMP)
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_CODE) $(REL_PGO) -MMD -c $< -o $@
-build/asan/%.o: core/%.c $(wildcard core/*.h) | build/asan
+build/asan/%.o: core/%.c $(CORE_HDR)
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
-build/tsan/%.o: core/%.c $(wildcard core/*.h) | build/tsan
+build/tsan/%.o: core/%.c $(CORE_HDR)
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
 
 # The Lua half of the `obelus` module tools require, compiled into the engine.
 build/gen/ob_runtime_lua.c: lua/obelus/runtime.lua
 	@mkdir -p build/gen
 	$(LUA) -e 'local s = io.read("a"); io.write("/* generated from lua/obelus/runtime.lua */\n#include <stddef.h>\nconst char ob_runtime_lua[] = {"); for i = 1, #s do io.write(s:byte(i), i % 24 == 0 and ",\n" or ",") end; io.write("0};\nconst size_t ob_runtime_lua_len = ", #s, ";\n")' < $< > $@
-build/rel/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/rel
+build/rel/engine/ob_runtime_lua.o: build/gen/ob_runtime_lua.c
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
-build/asan/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/asan
+build/asan/engine/ob_runtime_lua.o: build/gen/ob_runtime_lua.c
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
-build/tsan/ob_runtime_lua.o: build/gen/ob_runtime_lua.c | build/tsan
+build/tsan/engine/ob_runtime_lua.o: build/gen/ob_runtime_lua.c
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
 
 lib/libobelus.a: $(REL_OBJ) | lib
@@ -125,11 +139,18 @@ build/asan/libobelus.a: $(ASAN_OBJ)
 build/tsan/libobelus.a: $(TSAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-bin/obelus: build/rel/main.o lib/libobelus.a | bin
+build/rel/libobelus-cli.a: $(CLI_SRC:core/%.c=build/rel/%.o)
+	rm -f $@ && ar rcs $@ $^
+build/asan/libobelus-cli.a: $(CLI_SRC:core/%.c=build/asan/%.o)
+	rm -f $@ && ar rcs $@ $^
+build/tsan/libobelus-cli.a: $(CLI_SRC:core/%.c=build/tsan/%.o)
+	rm -f $@ && ar rcs $@ $^
+
+bin/obelus: build/rel/cli/main.o build/rel/libobelus-cli.a lib/libobelus.a | bin
 	$(CC) $(CFLAGS) $(REL_CODE) -o $@ $^ $(LDLIBS)
-build/asan/obelus: build/asan/main.o build/asan/libobelus.a
+build/asan/obelus: build/asan/cli/main.o build/asan/libobelus-cli.a build/asan/libobelus.a
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
-build/tsan/obelus: build/tsan/main.o build/tsan/libobelus.a
+build/tsan/obelus: build/tsan/cli/main.o build/tsan/libobelus-cli.a build/tsan/libobelus.a
 	$(CC) $(TSAN_FLAGS) -o $@ $^ $(LDLIBS)
 
 # The Lua C module `obelus.core`, loadable from stock lua5.4 (and busted).
@@ -156,14 +177,15 @@ lib/libobelus.so: lib/libobelus.so.$(SO_VERSION)
 # and the training build in half the time). The stamp has no
 # prerequisites: once made, editing a source does not retrain (see `make pgo`).
 PGO_NAME = -dumpdir $(CURDIR)/build/pgo/name/ -dumpbase $(notdir $<)
-PGO_OBJ := $(CORE_SRC:core/%.c=build/pgo/%.o) build/pgo/main.o
+PGO_OBJ := $(CORE_SRC:core/%.c=build/pgo/%.o)
+PGO_CLI := $(CLI_SRC:core/%.c=build/pgo/%.o) build/pgo/cli/main.o
 PGO_GEN := -fprofile-generate=$(PGO_DATA) -fprofile-update=single
-build/pgo/%.o: core/%.c $(wildcard core/*.h)
-	@mkdir -p build/pgo
+build/pgo/%.o: core/%.c $(CORE_HDR)
+	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_DIRECT) $(PGO_GEN) $(PGO_NAME) -c $< -o $@
-build/pgo/obelus: $(PGO_OBJ) build/rel/ob_runtime_lua.o
+build/pgo/obelus: $(PGO_CLI) $(PGO_OBJ) build/rel/engine/ob_runtime_lua.o
 	$(CC) $(CFLAGS) $(PGO_GEN) -o $@ $^ $(LDLIBS)
-build/pgo/obelus-bench: $(BENCH_SRC) $(filter-out build/pgo/main.o,$(PGO_OBJ)) build/rel/ob_runtime_lua.o
+build/pgo/obelus-bench: $(BENCH_SRC) $(PGO_OBJ) build/rel/engine/ob_runtime_lua.o
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(PGO_GEN) -o $@ $^ $(LDLIBS)
 build/pgo/trained:
 	@rm -rf $(PGO_DATA)
@@ -172,7 +194,7 @@ build/pgo/trained:
 	@touch $@
 # Trains again and rebuilds the release objects with the new profile.
 pgo:
-	rm -rf build/pgo build/rel/*.o
+	rm -rf build/pgo build/rel/*/*.o
 	$(MAKE) --no-print-directory all
 
 build/rel build/asan build/tsan build/test bin lib:
@@ -185,15 +207,15 @@ build/rel build/asan build/tsan build/test bin lib:
 # the C tests. -fno-lto links the objects' own code (-O2 and the profile, not
 # the program's cross-file inlining, which the busted specs run).
 NO_LTO := $(if $(REL_LTO),-fno-lto)
-build/test/rel/%: spec/c/%.c $(wildcard spec/c/*.h) lib/libobelus.a
+build/test/rel/%: spec/c/%.c $(wildcard spec/c/*.h) lib/libobelus.a build/rel/libobelus-cli.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(NO_LTO) -Ispec/c -o $@ $< lib/libobelus.a $(LDLIBS)
-build/test/asan/%: spec/c/%.c $(wildcard spec/c/*.h) build/asan/libobelus.a
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(NO_LTO) -Ispec/c -o $@ $< build/rel/libobelus-cli.a lib/libobelus.a $(LDLIBS)
+build/test/asan/%: spec/c/%.c $(wildcard spec/c/*.h) build/asan/libobelus.a build/asan/libobelus-cli.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -Ispec/c -o $@ $< build/asan/libobelus.a $(LDLIBS)
-build/test/tsan/%: spec/c/%.c $(wildcard spec/c/*.h) build/tsan/libobelus.a
+	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -Ispec/c -o $@ $< build/asan/libobelus-cli.a build/asan/libobelus.a $(LDLIBS)
+build/test/tsan/%: spec/c/%.c $(wildcard spec/c/*.h) build/tsan/libobelus.a build/tsan/libobelus-cli.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -Ispec/c -o $@ $< build/tsan/libobelus.a $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -Ispec/c -o $@ $< build/tsan/libobelus-cli.a build/tsan/libobelus.a $(LDLIBS)
 
 # Each run's last line counts in the summary; TSan fails a test on its first report.
 # bin/obelus too: test_api_queue runs a real worker.
@@ -242,13 +264,13 @@ test-luacheck:
 	 echo "luacheck: $$p passed, $$f failed" | tee -a build/results/luacheck.txt; [ $$f = 0 ]
 
 # The include rule of core/: a file includes its own layer and those below it
-# (core/layers.awk; the layers of the flat tree's files are in core/layers.map).
+# (core/layers.awk: a file's layer is its folder; obelus.h is the public API, with host/).
 .PHONY: layers test-layers
 layers:
-	@awk -v map=core/layers.map -f core/layers.awk core/*.[ch] && echo "layers: every include goes down"
+	@awk -f core/layers.awk core/obelus.h core/*/*.[ch] && echo "layers: every include goes down"
 test-layers:
 	@mkdir -p build/results
-	@awk -v map=core/layers.map -f core/layers.awk core/*.[ch] > build/results/layers.out; r=$$?; \
+	@awk -f core/layers.awk core/obelus.h core/*/*.[ch] > build/results/layers.out; r=$$?; \
 	 if [ $$r = 0 ]; then echo "ok 1 every include of core/ goes down a layer" > build/results/layers.txt; \
 	 else sed 's/^/not ok 1 /' build/results/layers.out > build/results/layers.txt; fi; \
 	 echo "layers: $$([ $$r = 0 ] && echo 1 || echo 0) passed, $$([ $$r = 0 ] && echo 0 || echo 1) failed" \
@@ -344,7 +366,7 @@ bench: bench/obelus-bench
 clean:
 	rm -rf build bin lib bench/obelus-bench
 
--include $(wildcard build/rel/*.d)
+-include $(wildcard build/rel/*/*.d)
 
 # The weather plan, once per branch: a branch taken, the other skipped, a join;
 # then the London run's journal as a timeline, and its graph coloured by outcome

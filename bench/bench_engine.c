@@ -41,10 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ob_engine.h"
-#include "ob_pool.h"
-#include "ob_run.h"
-#include "ob_wal.h"
+#include "engine/ob_engine.h"
+#include "bridge/ob_pool.h"
+#include "engine/ob_run.h"
+#include "log/ob_wal.h"
 
 int ob_bench_engine(const char *mode, size_t n, size_t ms);
 int ob_bench_floor(size_t n);

@@ -1,5 +1,5 @@
 /* bench_view.c -- a value handed to Lua as tables against the same value as a view, by
- * size: the measurements behind OB_VIEW_MIN (core/ob_view.h), one JSON line per size.
+ * size: the measurements behind OB_VIEW_MIN (core/bridge/ob_view.h), one JSON line per size.
  *   obelus-bench cutoff   for n = 4 .. 2048 entries (counted at every depth) and three
  *                         shapes (an object of n integers, an array of n integers, an
  *                         array of n/5 records of 4 fields), the time to hand the value
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ob_lua.h"
-#include "ob_view.h"
+#include "bridge/ob_lua.h"
+#include "bridge/ob_view.h"
 
 int ob_bench_cutoff(void);
 

@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "ob_log.h"
+#include "log/ob_log.h"
 
 static double now_ns(void) {
   struct timespec ts;

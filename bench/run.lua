@@ -107,7 +107,7 @@ local function waiting_section()
     median(floor), median(chain)))
 end
 
--- Views (core/ob_view.c): 60 calls that each read one key of a 150,000-key input
+-- Views (core/bridge/ob_view.c): 60 calls that each read one key of a 150,000-key input
 -- document (10 MB of JSON), the run alone timed; then a value handed over as tables
 -- against the same value as a view, by size (the cut-off: OB_VIEW_MIN, 64 entries
 -- counted at every depth), as view / table ratios: reading one entry, walking them all.

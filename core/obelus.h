@@ -101,6 +101,12 @@
 extern "C" {
 #endif
 
+/* The library is built with every symbol hidden but the functions declared here:
+ * a host sees this API and nothing of the engine's inside. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* ==== Errors ====================================================================== */
 
 /* Every function that can fail returns one of these (negative), or OBELUS_OK.
@@ -644,6 +650,10 @@ char *obelus_run_message(obelus_run *run, size_t i);
  * this fails each of them ("stalled", a runtime error) so the run can
  * settle. Returns how many. Never needed with obelus_run_wait. */
 size_t obelus_run_fail_stalled(obelus_run *run);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

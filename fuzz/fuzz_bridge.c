@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ob_lua.h"
+#include "bridge/ob_lua.h"
 
 static void must(int ok, const char *what, const char *detail) {
   if (!ok) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ob_path.h"
+#include "base/ob_path.h"
 
 static void check_roundtrip(const ob_path *p) {
   ob_buf b;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ob_queue_job.h"
+#include "fleet/ob_queue_job.h"
 
 #define MAX_STRINGS 64
 

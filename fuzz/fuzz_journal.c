@@ -5,7 +5,7 @@
  * resumed run taken to its end when it would not wait on a clock. Nothing may crash,
  * leak or hang; a bad journal is an error. */
 #include "fuzz_common.h"
-#include "ob_journal.h"
+#include "log/ob_journal.h"
 
 static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
   (void)err;

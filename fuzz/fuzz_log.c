@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ob_log.h"
+#include "log/ob_log.h"
 
 static const char *const exprs[] = {"\xE2\x80\xA0state", "\xE2\x80\xA0input.a.b",
                                     "\xE2\x80\xA0" "data.user || \xE2\x80\xA0state.x.0",

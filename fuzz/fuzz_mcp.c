@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ob_engine.h"
-#include "ob_mcp.h"
+#include "engine/ob_engine.h"
+#include "host/ob_mcp.h"
 
 static ob_engine *E;
 

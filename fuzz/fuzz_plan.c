@@ -2,7 +2,7 @@
  * validates, builds its graph and finds its cycles without crashing or leaking. */
 #include <stdlib.h>
 
-#include "ob_plan.h"
+#include "plan/ob_plan.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   ob_error err;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ob_schema.h"
+#include "base/ob_schema.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   const char *s = (const char *)data, *nul = memchr(s, '\0', size);

@@ -10,7 +10,7 @@
 --   uv.run()                                    -- luv's loop drives every run
 --   print(run:status(), obelus.encode(run:output()))
 --
--- Engines and runs (implemented in core/ob_luamod.c, whose first comment gives the
+-- Engines and runs (implemented in core/host/ob_luamod.c, whose first comment gives the
 -- design):
 --
 --   obelus.engine([{tools = path|{paths}, scripts = path|{paths}, max_memory_mb = n, http_max = n,

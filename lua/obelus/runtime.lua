@@ -196,7 +196,7 @@ function obelus.is_array(t)
   return prim.is_view(t) == "array"
 end
 
--- Views (core/ob_view.c): a call's big params are read-only userdata that read like
+-- Views (core/bridge/ob_view.c): a call's big params are read-only userdata that read like
 -- tables. totable(v) copies one into plain tables (anything else comes back as it is);
 -- is_view(v) is "array", "object" or false; next(t, k) is next for views and tables
 -- alike (plain next refuses a userdata).

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "ob_http.h"
+#include "io/ob_http.h"
 #include "test.h"
 
 TEST(a_request_left_at_0_gets_the_default_limits) {

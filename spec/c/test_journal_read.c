@@ -7,7 +7,7 @@
  * count messages. */
 #include <unistd.h>
 
-#include "ob_journal.h"
+#include "log/ob_journal.h"
 #include "test.h"
 
 static char dir[64];

@@ -4,8 +4,8 @@
  * members, scope numbers and paths), tells a message from a record (a "type" makes a
  * message), and refuses a scope record without its members. The message constructors
  * (ob_msg.c) give the messages' members in their order. */
-#include "ob_journal.h"
-#include "ob_msg.h"
+#include "log/ob_journal.h"
+#include "log/ob_msg.h"
 #include "test.h"
 
 static void check_line(const ob_jrec *r, const char *want) {

@@ -2,7 +2,7 @@
  * shortest-exact, key order kept, UTF-8 and \u escapes (surrogates, NUL) round-trip. */
 #include <inttypes.h>
 
-#include "ob_value.h"
+#include "base/ob_value.h"
 #include "test.h"
 
 /* parse `in`, print compact, compare with `out`; then parse that again: identical */

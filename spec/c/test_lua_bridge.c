@@ -3,7 +3,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "ob_lua.h"
+#include "bridge/ob_lua.h"
 #include "test.h"
 #include "testlua.h"
 

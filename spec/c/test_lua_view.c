@@ -4,9 +4,9 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "ob_lua.h"
-#include "ob_path.h"
-#include "ob_view.h"
+#include "bridge/ob_lua.h"
+#include "base/ob_path.h"
+#include "bridge/ob_view.h"
 #include "test.h"
 #include "testlua.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ob_map.h"
+#include "base/ob_map.h"
 #include "test.h"
 
 TEST(a_put_value_is_got_back_and_a_second_put_replaces_it) {

@@ -1,6 +1,6 @@
 /* test_path_compare.c -- prefix, overlap and equality of paths by key text (the
  * dependency rule of SPEC 5), and deep copies. */
-#include "ob_path.h"
+#include "base/ob_path.h"
 #include "test.h"
 
 /* Parses a bare path; the test fails loudly if it does not parse. */

@@ -1,7 +1,7 @@
 /* test_path_errors.c -- every malformed reference, path and expression: an
  * OB_ESYNTAX with the character position of the problem and a message that
  * says what was expected; never a crash, a leak or a wrong parse (fuzzed too). */
-#include "ob_path.h"
+#include "base/ob_path.h"
 #include "test.h"
 
 enum { INPUT = OB_EXPR_INPUT, OUTPUT = OB_EXPR_OUTPUT, PATH = 2 };

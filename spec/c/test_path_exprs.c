@@ -1,6 +1,6 @@
 /* test_path_exprs.c -- || and && expressions: precedence, white space, the text
  * and character position of each part, and the output mode's default kind. */
-#include "ob_path.h"
+#include "base/ob_path.h"
 #include "test.h"
 
 static int parse_exact(const char *s, int mode, ob_expr *e) {

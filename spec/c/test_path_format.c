@@ -2,7 +2,7 @@
  * trip format -> parse -> equal, for chosen keys and thousands of random ones. */
 #include <stdarg.h>
 
-#include "ob_path.h"
+#include "base/ob_path.h"
 #include "test.h"
 
 /* Independent of ob_path.c: canonical index or -1. */

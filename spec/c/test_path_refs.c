@@ -1,6 +1,6 @@
 /* test_path_refs.c -- valid references and bare paths: kinds, plain and bracketed
  * segments, JSON escapes, array indices, unicode keys, string classification. */
-#include "ob_path.h"
+#include "base/ob_path.h"
 #include "test.h"
 
 /* Parses from an exact-size heap copy (no NUL after it), so that ASan catches

@@ -5,7 +5,7 @@
  * call that writes it. */
 #include <string.h>
 
-#include "ob_plan.h"
+#include "plan/ob_plan.h"
 #include "test.h"
 
 static ob_plan *plan_of(const char *json) {

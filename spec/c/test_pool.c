@@ -7,7 +7,7 @@
 #include <lualib.h>
 #include <stdint.h>
 
-#include "ob_pool.h"
+#include "bridge/ob_pool.h"
 #include "test.h"
 
 #if defined(__SANITIZE_ADDRESS__) /* the pool then passes every block to malloc */

@@ -5,7 +5,7 @@
  * kept when it is valid, and never inputs that are not an array. */
 #include <string.h>
 
-#include "ob_queue_job.h"
+#include "fleet/ob_queue_job.h"
 #include "test.h"
 
 #define H "0123456789abcdef"

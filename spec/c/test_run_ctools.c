@@ -1,7 +1,7 @@
 /* test_run_ctools.c -- tools written in C (ob_engine_add_tool): completing at once,
  * later from a timer on the loop, with an error, or choosing an || alternative. */
-#include "ob_engine.h"
-#include "ob_run.h"
+#include "engine/ob_engine.h"
+#include "engine/ob_run.h"
 #include "test.h"
 
 static void add_one(ob_call_handle *h, const ob_value *params, void *data) {

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ob_engine.h"
-#include "ob_run.h"
+#include "engine/ob_engine.h"
+#include "engine/ob_run.h"
 #include "obelus.h"
 #include "test.h"
 

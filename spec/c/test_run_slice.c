@@ -6,9 +6,9 @@
 #include <signal.h>
 #include <string.h>
 
-#include "ob_engine.h"
-#include "ob_run.h"
-#include "ob_watch.h"
+#include "engine/ob_engine.h"
+#include "engine/ob_run.h"
+#include "bridge/ob_watch.h"
 #include "test.h"
 
 /* Runs plan_json with the tools of tools_lua under a slice of limit_ms; returns

@@ -2,7 +2,7 @@
  * failure reports list every failing instance path and keyword, deep values never crash. */
 #include <unistd.h>
 
-#include "ob_schema.h"
+#include "base/ob_schema.h"
 #include "test.h"
 
 static ob_value *json(const char *text) {

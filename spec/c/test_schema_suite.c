@@ -1,6 +1,6 @@
 /* test_schema_suite.c -- runs every case of the official JSON-Schema-Test-Suite (draft-07)
  * for the keywords obelus supports, each case counted as one test. */
-#include "ob_schema.h"
+#include "base/ob_schema.h"
 #include "test.h"
 
 #ifndef SUITE_DIR

@@ -1,6 +1,6 @@
 /* test_value_array.c -- persistent vectors: get/set/push against a plain C model,
  * old versions unchanged after every update, in-place updates when unshared. */
-#include "ob_value.h"
+#include "base/ob_value.h"
 #include "test.h"
 
 static uint64_t rng_state = 88172645463325252ull;

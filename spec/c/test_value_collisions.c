@@ -1,7 +1,7 @@
 /* test_value_collisions.c -- wide objects whose keys share hashes: the value code
  * built with a 6-bit hash, so every key lands in a collision node or next to one. */
 #define OB_TEST_WEAK_HASH 0x3Fu
-#include "../../core/ob_value.c"
+#include "../../core/base/ob_value.c"
 
 #include "test.h"
 

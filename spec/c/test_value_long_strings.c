@@ -2,7 +2,7 @@
  * beside their bytes (ob_value.c's string_value). A real one is 4 GiB; this build of the
  * value code calls 12 bytes and more "long", so every path meets both forms. */
 #define OB_TEST_LEN_LONG 12u
-#include "../../core/ob_value.c"
+#include "../../core/base/ob_value.c"
 
 #include "test.h"
 

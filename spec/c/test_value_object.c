@@ -1,6 +1,6 @@
 /* test_value_object.c -- ordered persistent objects: get/set against a model,
  * insertion order kept, old versions unchanged, small-to-wide transition, wide scale. */
-#include "ob_value.h"
+#include "base/ob_value.h"
 #include "test.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;

@@ -1,7 +1,7 @@
 /* test_value_scalars.c -- integers on both sides of the small-integer range (made once,
  * never freed) and beyond it keep their values through references, arrays, objects and
  * JSON text; a small one is shared, a large one is not. Under ASan: nothing leaks. */
-#include "ob_value.h"
+#include "base/ob_value.h"
 #include "test.h"
 
 static const int64_t edges[] = {INT64_MIN, -1000, -129, -128, -127, -1, 0, 1, 2,

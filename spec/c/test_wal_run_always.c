@@ -6,8 +6,8 @@
  * fdatasync covered. Under --fsync batch the same plan runs without waiting (its
  * first reader starts before any fsync has covered its writer: the test shows that
  * the check can fail). */
-#include "ob_engine.h"
-#include "ob_run.h"
+#include "engine/ob_engine.h"
+#include "engine/ob_run.h"
 #include "testwal.h"
 
 typedef struct seen {

@@ -13,8 +13,8 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "ob_queue.h"
-#include "ob_worker.h"
+#include "fleet/ob_queue.h"
+#include "fleet/ob_worker.h"
 #include "test.h"
 
 static char url[64], dir[64];

@@ -3,7 +3,7 @@
 #ifndef OB_TESTLOG_H
 #define OB_TESTLOG_H
 
-#include "ob_log.h"
+#include "log/ob_log.h"
 #include "test.h"
 
 /* Appends every message of a JSON array; returns the number that failed. */

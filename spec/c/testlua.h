@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ob_lua.h"
-#include "ob_luamod.h"
+#include "bridge/ob_lua.h"
+#include "host/ob_luamod.h"
 
 static ob_value *parse(const char *json) {
   ob_error err;

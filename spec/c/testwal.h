@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ob_journal.h"
-#include "ob_wal.h"
+#include "log/ob_journal.h"
+#include "log/ob_wal.h"
 #include "test.h"
 
 /* The length of the lines in the file open as fd, size bytes long: size without

@@ -1,4 +1,4 @@
--- exec_spec.lua -- os.execute as tools get it (core/ob_exec.c, issue 26 item 3): Lua's
+-- exec_spec.lua -- os.execute as tools get it (core/engine/ob_exec.c, issue 26 item 3): Lua's
 -- results, but the command runs in a process group of its own and is killed with its
 -- call when the call is stopped (_timeout, --max-slice, SIGINT/SIGTERM, a timeout(1)
 -- around obelus). Real processes and real signals; nothing here reads a clock: each run

@@ -20,6 +20,11 @@ function M.rmtree(path)
   os.execute("rm -rf '" .. path .. "'")
 end
 
+-- Makes the folder path (and its parents).
+function M.mkdir(path)
+  os.execute("mkdir -p '" .. path .. "'")
+end
+
 -- Writes text to path (replacing it).
 function M.write(path, text)
   local f = assert(io.open(path, "wb"))

@@ -1,0 +1,77 @@
+/* ob_cli.h -- the commands of the `obelus` program, one function each, and the
+ * small helpers they share (usage errors, option parsing). */
+#ifndef OB_CLI_H
+#define OB_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "base/ob_error.h" /* OB_ESC_LINES */
+
+/* Exit statuses (SPEC 8). */
+enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2,
+       OB_EXIT_UNAVAILABLE = 3, /* the queue's Redis cannot be reached */
+       OB_EXIT_TIMEOUT = 4,     /* `wait --timeout` passed before every job finished */
+       OB_EXIT_WRITE = 4 };     /* the journal, the output (stdout, report -o) or
+                                   --events could not be written (disk full, I/O error) */
+
+/* Each takes argv with argv[0] the command's name and returns an exit status. */
+int ob_cmd_resolve(int argc, char **argv);
+/* `obelus schema SCHEMA.json INSTANCE.json` (argv[0] is "schema"). Exit status:
+ * 0 valid (prints "valid"), 1 invalid (prints each failure on stdout, one a line,
+ * as ob_schema_failure_write does), 2 bad usage, an unreadable or malformed
+ * file or an unusable schema (message on stderr naming the file). */
+int ob_cmd_schema(int argc, char **argv);
+int ob_cmd_run(int argc, char **argv);
+int ob_cmd_check(int argc, char **argv);
+int ob_cmd_loop(int argc, char **argv);
+int ob_cmd_graph(int argc, char **argv);
+int ob_cmd_log(int argc, char **argv);
+int ob_cmd_resume(int argc, char **argv);
+int ob_cmd_tools(int argc, char **argv);
+int ob_cmd_init(int argc, char **argv);
+int ob_cmd_mcp(int argc, char **argv);
+int ob_cmd_report(int argc, char **argv);
+int ob_cmd_submit(int argc, char **argv);
+int ob_cmd_worker(int argc, char **argv);
+int ob_cmd_wait(int argc, char **argv);
+int ob_cmd_status(int argc, char **argv);
+/* `obelus log --redis URL JOB`: the job's journal fetched, then printed by ob_cmd_log. */
+int ob_cmd_log_redis(int argc, char **argv);
+/* An ob_watch_say_fn: "<ud>: <msg>\n" on standard error with write(2) (it runs on
+ * the watchdog's thread while the loop thread is stuck); ud: "obelus run" and such. */
+void ob_cli_say_stuck(void *ud, const char *msg);
+/* A torn last line of a journal the command read, said on standard error
+ * (ob_journal_torn_text); nothing when none was torn. */
+struct ob_journal_info;
+/* --approve's hook (ob_run_options.approve): asks on /dev/tty, y/n/e ($EDITOR) (ob_cli_approve.c). */
+struct ob_approve_ask;
+struct ob_value;
+struct ob_buf;
+int ob_cli_approve_tty(void *ud, const struct ob_approve_ask *q, struct ob_value **replacement,
+                       struct ob_buf *why);
+/* s written to f escaped (ob_error.h: OB_ESC_LINES keeps newlines and tabs). */
+void ob_fputs_escaped(FILE *f, const char *s, size_t len, int flags);
+/* printf-style, the result written escaped (OB_ESC_LINES) to stderr: the CLI's messages
+ * that carry text a plan, a tool or a journal controls. */
+void ob_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Says a note on stderr as the engine used to print it: "obelus: MSG" escaped
+ * (OB_ESC_LINES); kind "rerun": "obelus resume: MSG"; kind "warning" (a tool's warn()):
+ * "Lua warning: MSG" as is. */
+void ob_cli_say_note(const char *kind, const char *msg);
+/* The engine's note hook (ob_engine_set_note) of every command: "obelus: MSG" on stderr,
+ * escaped (OB_ESC_LINES), the progress line erased first. */
+void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *msg);
+void ob_cli_report_torn(const char *who, const char *path, const struct ob_journal_info *info);
+
+/* Prints "obelus CMD: <message>" and a hint to stderr; returns OB_EXIT_USAGE. */
+int ob_cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* 1 when s is a whole non-negative decimal number that fits in size_t. */
+int ob_cli_parse_count(const char *s, size_t *out);
+
+#endif

@@ -1,0 +1,169 @@
+/* ob_cmd_resume.c -- `obelus resume JOURNAL`: take up the run a journal tells
+ * of, as if it had never stopped.
+ *
+ * Design
+ * ------
+ * The journal names everything: the plan as it ran (never the plan file as it
+ * is now), its file (for the plans root and the change check), the tool files
+ * it had (loaded again unless --tools is given), its inputs. So --journal and
+ * --input are refused: resume appends to that journal and reads its inputs
+ * from it. Then, as ob_resume_start.c lays out and shares with obelus_resume
+ * and engine:resume: the plan checked against the tools (problems: exit 2),
+ * what changed since the run refused unless --force (said either way), the
+ * journal cut back and opened to append, the run made as the journal left it
+ * and driven by the runner (ob_runner.c) like `obelus run`'s. A run that had
+ * ended runs nothing: it prints its output again and exits as it did. A loop's
+ * journal goes on in ob_cmd_loop.c (ob_cmd_loop_resume), which asks the
+ * planner again from the step the journal reached.
+ *
+ * Costs: one read of the journal and the log rebuilt from it (ob_resume.c),
+ * a hash of each tool file; the calls that completed are not run again. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/ob_cli.h"
+#include "cli/ob_cmd_loop.h"
+#include "engine/ob_resume.h"
+#include "drive/ob_drive.h"
+#include "cli/ob_runner.h"
+
+static const char resume_help[] =
+    "usage: obelus resume JOURNAL [--tools PATH]... [--force] [--latent FILE] [run options]\n"
+    "\n"
+    "Takes up the run whose journal (run --journal) is JOURNAL: rebuilds its log,\n"
+    "runs only the calls that did not complete (a call that had started and not\n"
+    "completed runs again: at least once), appends to the same journal, and\n"
+    "prints the output and exits as the uninterrupted run would have. Without\n"
+    "--tools, the tool files the run had are loaded again. A plan or tool file\n"
+    "that changed since the run is refused (exit 2) unless --force. A run that\n"
+    "ended prints its output again and runs nothing. Delegated plans stay confined\n"
+    "to the plan's folder, or to --plans-root DIR (give the run's again).\n"
+    "A journal another obelus is writing (it is locked) or an inconsistent one\n"
+    "(a call's messages without its settled record, ids not in the plan: an\n"
+    "edited journal; the line is named) is refused, exit 2. Exit 4: the journal,\n"
+    "stdout or --events could not be written.\n"
+    "\n"
+    "example:\n"
+    "  obelus run plan.json --tools tools/ --journal run.jsonl   # killed midway\n"
+    "  obelus resume run.jsonl\n";
+
+int ob_cmd_resume(int argc, char **argv) {
+  ob_cmd_options o;
+  int rc = ob_cmd_options_parse(argc, argv, &o, resume_help);
+  if (rc) {
+    ob_unref(o.inputs);
+    return rc < 0 ? OB_EXIT_OK : rc;
+  }
+  if (o.journal || ob_array_len(o.inputs)) {
+    ob_unref(o.inputs);
+    return ob_cli_usage_error("resume", "--journal and --input are the run's: resume appends to "
+                                        "its journal and reads its inputs from it");
+  }
+  ob_error err;
+  ob_resume *rs = ob_resume_load(o.plan, &err);
+  if (!rs) {
+    ob_eprintf("obelus resume: %s\n", err.msg);
+    ob_unref(o.inputs);
+    return OB_EXIT_USAGE;
+  }
+  if (ob_resume_torn(rs))
+    ob_eprintf("obelus: %s:%zu: the last line is torn (the process died while writing it); "
+               "ignored\n", ob_resume_path(rs), ob_resume_torn(rs));
+  if (ob_resume_dropped(rs))
+    ob_eprintf("obelus resume: %s: %zu message%s of a call that never settled dropped\n",
+               ob_resume_path(rs), ob_resume_dropped(rs), ob_resume_dropped(rs) == 1 ? "" : "s");
+  const char *journal_path = o.plan;
+  o.plan = ob_resume_plan_file(rs);
+  o.pg = ob_progress_install(o.approve, o.events);
+  ob_engine *e = NULL;
+  ob_plan *p = NULL;
+  ob_value *pv = NULL;
+  ob_wal *journal = NULL;
+  rc = OB_EXIT_USAGE;
+  if (ob_cmd_plans_root(&o) != OB_EXIT_OK)
+    goto done;
+  if (!(e = ob_engine_new(NULL, &err))) {
+    ob_eprintf("obelus resume: %s\n", err.msg);
+    goto done;
+  }
+  ob_engine_set_note(e, ob_cli_note, NULL);
+  ob_engine_set_max_memory(e, o.max_memory_mb << 20);
+  e->http_max = o.http_max;
+  const ob_value *then = ob_resume_tool_files(rs);
+  for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
+    ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);
+    if (f && ob_typeof(f) == OB_STRING && ob_engine_load_tools(e, ob_string_ptr(f), &err) != OB_OK) {
+      ob_eprintf("obelus resume: %s\n", err.msg);
+      goto done;
+    }
+  }
+  if (ob_cmd_load(&o, e) != OB_EXIT_OK)
+    goto done;
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes;
+  p = ob_resume_check(rs, e, o.plan, o.root, &pv, &why, &changes);
+  for (size_t i = 0; i < p->nerrors; i++)
+    ob_eprintf("%s\n", p->errors[i]);
+  if (p->nerrors) {
+    fprintf(stderr, "obelus resume: %zu problem%s, nothing ran\n", p->nerrors,
+            p->nerrors == 1 ? "" : "s");
+    ob_buf_free(&why);
+    goto done;
+  }
+  if (changes && !o.force) {
+    ob_eprintf("obelus resume: %s: %s; nothing ran (--force resumes anyway)\n",
+            journal_path, why.data);
+    ob_buf_free(&why);
+    goto done;
+  }
+  if (changes)
+    ob_eprintf("obelus resume: --force: %s\n", why.data);
+  ob_buf_free(&why);
+  if (ob_cmd_check_files(&o, e, p, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
+    goto done;
+  if (ob_resume_verify(rs, p, &err) != OB_OK) { /* before the journal is touched */
+    ob_eprintf("obelus resume: %s\n", err.msg);
+    goto done;
+  }
+  int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
+  if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
+    rc = ended_status;
+    if (ob_resume_output(rs) && ob_cmd_print_json(ob_resume_output(rs)) != OB_EXIT_OK)
+      rc = OB_EXIT_WRITE;
+    goto done;
+  }
+  if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
+    ob_eprintf("obelus resume: %s\n", err.msg);
+    goto done;
+  }
+  if (ob_resume_loop(rs)) {
+    rc = ob_cmd_loop_resume(&o, e, p, rs, &journal);
+    e = NULL; /* the loop freed it, before the step plans its runs point into */
+    goto done;
+  }
+  ob_runner rn;
+  if ((rc = ob_runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
+    rn.journal = journal; /* its failure stops the run */
+    ob_run_options ro = ob_runner_run_options(&o, &rn, NULL, NULL);
+    ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
+    if (!r) {
+      ob_eprintf("obelus resume: %s\n", err.msg);
+      rc = OB_EXIT_USAGE;
+    } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
+      rc = ob_runner_finish(e, &journal, o.cmd, ob_resume_finish(rs, r), ob_run_output(r));
+    }
+  }
+  rc = ob_runner_close(&rn, &journal, rc);
+done:
+  if (journal)
+    ob_runner_journal_close(e, &journal, "resume");
+  ob_engine_free(e);
+  ob_plan_free(p);
+  ob_unref(pv);
+  ob_unref(o.inputs);
+  free(o.root);
+  ob_progress_remove(o.pg);
+  ob_resume_free(rs);
+  return rc;
+}

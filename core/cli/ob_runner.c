@@ -1,0 +1,676 @@
+/* ob_runner.c -- the machinery `obelus run`, `check`, `resume` and `loop`
+ * share, so that each command's file holds only what is its own.
+ *
+ * Design
+ * ------
+ * One options struct serves the four commands: ob_cmd_options_parse knows
+ * every option, those of one command (--force, --planner, --max-steps)
+ * accepted only for it, and the limits' ranges. ob_cmd_begin then builds what
+ * run, check and loop start with, in an order that matters: the progress
+ * line's stand-in streams first (Lua's io library takes the streams it finds
+ * when the engine is made), then the engine, its tool files and latent
+ * scripts, the plan, and every check a plan gets before anything runs
+ * (tools, --input, --max-calls), all problems printed before exit 2.
+ * ob_cmd_cleanup undoes it in the reverse order: the engine goes before the
+ * plan its runs point into, the stand-in streams after the engine that held
+ * them.
+ *
+ * The runner drives one run after another on the engine's loop (a loop's
+ * steps share one): the journal and --events file a run writes to, SIGINT and
+ * SIGTERM (unref'd handles: they cancel the run and stop the loop, and the
+ * command exits 128 + the signal; a tool running without yielding is stopped
+ * for the loop to get there, and a second signal exits at once with the same
+ * status: ob_watch_catch_signals), and the drain of fire-and-forget calls,
+ * waited for at most --drain-timeout after the awaited calls settle. A run
+ * that can make no more progress (the loop has nothing left, yet calls wait)
+ * has its waiting calls failed as stalled rather than hang. --max-calls counts
+ * across every run the runner drives.
+ *
+ * The files a run writes (issue 26). Before anything runs, ob_cmd_check_files
+ * compares the --journal and --events paths (ob_files: by st_dev/st_ino, so
+ * through symbolic and hard links; by their folder's real path when they do not
+ * exist yet) with every file the run reads -- the plan, the tool files and every
+ * file of a --tools folder (and the modules in its subfolders), --latent/--approver/
+ * --planner, --input @FILE, the plans it delegates to, each other, stdin when the
+ * plan or an --input @- is read from it, and stdout/stderr, when they are regular
+ * files -- and refuses a match, naming both; then an existing non-empty journal
+ * unless --overwrite (ob_wal refuses it too, and locks). A journal that fails
+ * mid-run has cancelled the run (ob_record_flush): the drive stops and says so,
+ * exit 4 (OB_EXIT_WRITE), no output printed. A failed write of --events (each
+ * line, and its close) or of stdout (ob_cmd_print_json checks fflush and ferror)
+ * is an exit 4 too, once the run is over. SIGXFSZ is ignored, so that a file-size
+ * limit is a write error (EFBIG) rather than a kill.
+ *
+ * Costs: per run, three libuv handles reused across runs and, with --events,
+ * one JSON line and an fflush per scheduler event; nothing per call besides
+ * what the scheduler's events cost. ob_cmd_check_files: a stat per file read,
+ * only when a journal or events file is given. */
+#include <errno.h>
+#include <malloc.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drive/ob_files.h"
+#include "base/ob_mem.h"
+#include "fleet/ob_queue.h"
+#include "cli/ob_runner.h"
+#include "drive/ob_shard.h"
+#include "bridge/ob_watch.h"
+
+int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
+  memset(o, 0, sizeof *o);
+  o->cmd = argv[0];
+  o->argc = argc;
+  o->argv = argv;
+  /* a file grown past RLIMIT_FSIZE is a write error (EFBIG) to report, not a kill */
+  signal(SIGXFSZ, SIG_IGN);
+  o->drain_ms = 5000;
+  o->fsync = OB_FSYNC_BATCH;
+  o->max_steps = 10;
+  o->inputs = ob_array();
+  o->grace_ms = 30000;
+  o->max_output_kb = OB_DEFAULT_MAX_OUTPUT_KB; /* limits on by default (ob_run.h says why) */
+  o->max_calls = OB_DEFAULT_MAX_CALLS;
+  int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
+  int fleet = submit || worker;
+  int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp");
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(help, stdout);
+      return -1;
+    } else if (!strcmp(a, "--tools") && val) {
+      if (o->ntools == 64)
+        return ob_cli_usage_error(o->cmd, "too many --tools");
+      o->tools[o->ntools++] = argv[++i];
+    } else if (!strcmp(a, "--force") && !strcmp(o->cmd, "resume")) {
+      o->force = 1;
+    } else if (!strcmp(a, "--overwrite") && (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "loop"))) {
+      o->overwrite = 1;
+    } else if (!strcmp(a, "--approve")) {
+      o->approve = 1;
+    } else if ((!strcmp(a, "--latent") || !strcmp(a, "--approver")) && val) {
+      if (o->nlatent == 16)
+        return ob_cli_usage_error(o->cmd, "too many --latent and --approver files");
+      o->latent[o->nlatent++] = argv[++i];
+    } else if (!strcmp(a, "--journal") && val) {
+      o->journal = argv[++i];
+    } else if (!strcmp(a, "--fsync") && val) {
+      if (ob_fsync_parse(argv[++i], &o->fsync) != OB_OK)
+        return ob_cli_usage_error(o->cmd, "--fsync is never, batch or always, not \"%s\"", argv[i]);
+    } else if (!strcmp(a, "--events") && val) {
+      o->events = argv[++i];
+    } else if (!strcmp(a, "--concurrency") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->concurrency) || !o->concurrency)
+        return ob_cli_usage_error(o->cmd, "--concurrency needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--threads") && val && !strcmp(o->cmd, "run")) {
+      if (!ob_cli_parse_count(argv[++i], &o->threads) || !o->threads || o->threads > 1024)
+        return ob_cli_usage_error(o->cmd, "--threads needs a number from 1 to 1024");
+    } else if (!strcmp(a, "--planner") && val && !strcmp(o->cmd, "loop")) {
+      o->planner = argv[++i];
+    } else if (!strcmp(a, "--max-steps") && val && !strcmp(o->cmd, "loop")) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_steps) || !o->max_steps || o->max_steps > 100000)
+        return ob_cli_usage_error(o->cmd, "--max-steps needs a number from 1 to 100000");
+    } else if (!strcmp(a, "--max-depth") && val) {
+      size_t d;
+      if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
+        return ob_cli_usage_error(o->cmd, "--max-depth needs a number from 1 to 10000");
+      o->max_depth = (int)d;
+    } else if (!strcmp(a, "--plans-root") && val) {
+      o->plans_root = argv[++i];
+    } else if (!strcmp(a, "--call-timeout") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->call_timeout_ms) || !o->call_timeout_ms ||
+          o->call_timeout_ms > 2147483647u)
+        return ob_cli_usage_error(o->cmd, "--call-timeout needs milliseconds, 1 or more");
+    } else if (!strcmp(a, "--max-memory") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_memory_mb) || !o->max_memory_mb ||
+          o->max_memory_mb > 1048576)
+        return ob_cli_usage_error(o->cmd, "--max-memory needs megabytes, from 1 to 1048576");
+    } else if (!strcmp(a, "--max-output") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_output_kb) || !o->max_output_kb ||
+          o->max_output_kb > 1073741824)
+        return ob_cli_usage_error(o->cmd, "--max-output needs kilobytes, from 1 to 1073741824");
+    } else if (!strcmp(a, "--max-calls") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_calls) || !o->max_calls)
+        return ob_cli_usage_error(o->cmd, "--max-calls needs a number of calls, 1 or more");
+    } else if (!strcmp(a, "--http-max") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->http_max) || !o->http_max || o->http_max > 1000000)
+        return ob_cli_usage_error(o->cmd, "--http-max needs a number of transfers, from 1 to "
+                                          "1000000");
+    } else if (!strcmp(a, "--http-max-bytes") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->http_max_bytes) || !o->http_max_bytes)
+        return ob_cli_usage_error(o->cmd, "--http-max-bytes needs a number of bytes, 1 or more");
+    } else if (!strcmp(a, "--http-allow-private")) {
+      o->http_allow_private = 1;
+    } else if (!strcmp(a, "--max-slice") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
+          o->max_slice_ms > 86400000)
+        return ob_cli_usage_error(o->cmd, "--max-slice needs milliseconds, from 10 to 86400000");
+    } else if (!strcmp(a, "--drain-timeout") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
+        return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
+    } else if (fleet && !strcmp(a, "--redis") && val) {
+      o->redis = argv[++i];
+    } else if (fleet && !strcmp(a, "--queue") && val) {
+      if (!ob_queue_name_ok(o->queue = argv[++i]))
+        return ob_cli_usage_error(o->cmd, "--queue: a name of 1 to 64 letters, digits, _ . -, "
+                                          "not \"%s\"", o->queue);
+    } else if (submit && !strcmp(a, "--batch") && val) {
+      o->batch = argv[++i];
+    } else if (submit && !strcmp(a, "--shard") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->shard) || !o->shard)
+        return ob_cli_usage_error(o->cmd, "--shard needs a number of instances, 1 or more");
+    } else if (worker && !strcmp(a, "--jobs") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->jobs) || !o->jobs || o->jobs > 100000)
+        return ob_cli_usage_error(o->cmd, "--jobs needs a number from 1 to 100000");
+    } else if (worker && !strcmp(a, "--claim-idle") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->claim_idle_ms) || o->claim_idle_ms < 10)
+        return ob_cli_usage_error(o->cmd, "--claim-idle needs milliseconds, 10 or more");
+    } else if (worker && !strcmp(a, "--max-deliveries") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->max_deliveries) || !o->max_deliveries ||
+          o->max_deliveries > 1000000)
+        return ob_cli_usage_error(o->cmd, "--max-deliveries needs a number from 1 to 1000000");
+    } else if (worker && !strcmp(a, "--grace") && val) {
+      if (!ob_cli_parse_count(argv[++i], &o->grace_ms))
+        return ob_cli_usage_error(o->cmd, "--grace needs milliseconds");
+    } else if (worker && !strcmp(a, "--drain")) {
+      o->drain = 1;
+    } else if (worker && !strcmp(a, "--name") && val) {
+      o->name = argv[++i];
+    } else if (worker && !strcmp(a, "--dir") && val) {
+      o->dir = argv[++i];
+    } else if (tools && !strcmp(a, "--format") && val) {
+      o->format = argv[++i];
+    } else if (tools && !strcmp(a, "--plan-schema")) {
+      o->plan_schema = 1;
+    } else if (!strcmp(a, "--input") && val) {
+      ob_error err;
+      const char *in = argv[++i];
+      ob_value *v = in[0] == '@' ? ob_json_parse_file(in + 1, &err)
+                                 : ob_json_parse(in, strlen(in), &err);
+      if (!v)
+        return ob_cli_usage_error(o->cmd, "--input: %s", err.msg);
+      o->inputs = ob_array_push(o->inputs, v);
+    } else if (a[0] == '-' && a[1] == '-') {
+      return ob_cli_usage_error(o->cmd, val || strcmp(a, "--help") ? "unknown option %s, or it "
+                                                                     "lacks its value"
+                                                                   : "%s",
+                                a);
+    } else if (!o->plan && !worker && !tools) {
+      o->plan = a;
+    } else {
+      return ob_cli_usage_error(o->cmd, "unexpected argument \"%s\"", a);
+    }
+  }
+  if (!o->plan && !worker && !tools)
+    return ob_cli_usage_error(o->cmd, "needs a PLAN file");
+  if (fleet && !o->redis)
+    return ob_cli_usage_error(o->cmd, "needs --redis URL (redis://HOST:PORT)");
+  if (worker && !o->ntools)
+    return ob_cli_usage_error(o->cmd, "needs --tools PATH: the tool files its jobs call");
+  if (!strcmp(o->cmd, "loop") && !o->planner)
+    return ob_cli_usage_error(o->cmd, "needs --planner FILE.lua");
+  return 0;
+}
+
+/* The plans root (--plans-root, or PLAN's folder) as a real path in o->root:
+ * OB_EXIT_OK, or 2 said on stderr. */
+int ob_cmd_plans_root(ob_cmd_options *o) {
+  char *dir = o->plans_root ? NULL : ob_plan_default_root(o->plan);
+  ob_error err;
+  o->root = ob_plans_root(o->plans_root ? o->plans_root : dir, &err);
+  free(dir);
+  if (o->root)
+    return OB_EXIT_OK;
+  fprintf(stderr, "obelus %s: %s%s\n", o->cmd, err.msg,
+          o->plans_root ? "" : " (the folder of the plan; see --plans-root)");
+  return OB_EXIT_USAGE;
+}
+
+int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
+  ob_error err;
+  e->http_max_bytes = o->http_max_bytes; /* every command's engine comes through here */
+  e->http_allow_private = o->http_allow_private;
+  for (int i = 0; i < o->ntools; i++)
+    if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
+      ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
+      return OB_EXIT_USAGE;
+    }
+  for (int i = 0; i < o->nlatent; i++)
+    if (ob_engine_load_script(e, o->latent[i], &err) != OB_OK) {
+      ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
+      return OB_EXIT_USAGE;
+    }
+  return OB_EXIT_OK;
+}
+
+/* The command's limits and files in engine e: the command's own, and each of a run
+ * on threads' (shard_setup). OB_EXIT_OK, or 2 said on stderr. */
+static int engine_load(const ob_cmd_options *o, ob_engine *e) {
+  ob_engine_set_max_memory(e, o->max_memory_mb << 20);
+  e->http_max = o->http_max;
+  return ob_cmd_load(o, e);
+}
+
+/* Whether `run` may check its plan by its probe (ob_shard_read_plan): nothing
+ * but the plan and its journal can keep it on one engine. */
+static int probing(const ob_cmd_options *o) { return !strcmp(o->cmd, "run") && !o->approve; }
+
+/* Engine, tools, latent scripts, plan: everything `check` and `run` share.
+ * Prints the problems and returns 2 when something is invalid. */
+static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {
+  ob_error err;
+  *ep = NULL;
+  *pp = NULL;
+  *plan_value = NULL;
+  ob_engine *e = *ep = ob_engine_new(NULL, &err);
+  if (!e) {
+    ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  ob_engine_set_note(e, ob_cli_note, NULL);
+  if (engine_load(o, e) != OB_EXIT_OK)
+    return OB_EXIT_USAGE;
+  ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
+  if (!v) {
+    ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  if (ob_cmd_plans_root(o) != OB_EXIT_OK)
+    return OB_EXIT_USAGE;
+  ob_plan_source src = {.name = o->plan, .root = o->root, .inputs = o->inputs,
+                        .input_label = "--input", .numbered = 1, .max_calls = o->max_calls};
+  ob_plan *p = *pp = probing(o) ? ob_shard_read_plan(e, v, &src, o->threads, o->concurrency,
+                                                     o->journal ? o->fsync : OB_FSYNC_NEVER)
+                                : ob_run_read_plan(e, v, &src, 0);
+  for (size_t i = 0; i < p->nerrors; i++)
+    ob_eprintf("%s\n", p->errors[i]);
+  if (p->nerrors) {
+    fprintf(stderr, "obelus %s: %zu problem%s, nothing ran\n", o->cmd, p->nerrors,
+            p->nerrors == 1 ? "" : "s");
+    return OB_EXIT_USAGE;
+  }
+  if (strcmp(o->cmd, "check"))
+    return ob_cmd_check_files(o, e, p, o->plan, o->journal, o->events, 0);
+  return OB_EXIT_OK;
+}
+
+/* What run, check and loop start with: the arguments, then the engine, tools
+ * and plan. Returns -1 to go on, or the exit status (everything freed). */
+int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_engine **e,
+                 ob_plan **p, ob_value **pv) {
+  int rc = ob_cmd_options_parse(argc, argv, o, help);
+  if (rc) {
+    ob_unref(o->inputs);
+    return rc < 0 ? OB_EXIT_OK : rc;
+  }
+  if (strcmp(o->cmd, "check"))
+    o->pg = ob_progress_install(o->approve, o->events);
+  if ((rc = prepare(o, e, p, pv)) != OB_EXIT_OK) {
+    ob_cmd_cleanup(o, *e, *p, *pv);
+    return rc;
+  }
+  return -1;
+}
+
+void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) {
+  ob_engine_free(e); /* frees its runs first: they point into the plan */
+  ob_plan_free(p);
+  ob_unref(plan_value);
+  ob_unref(o->inputs);
+  free(o->root);
+  o->root = NULL;
+  ob_progress_remove(o->pg); /* Lua held the stand-in streams until the engine went */
+  o->pg = NULL;
+}
+
+static void on_done(ob_run *run, void *ud) {
+  ob_runner *rn = ud;
+  (void)run;
+  ob_drain_done(&rn->drain);
+}
+
+/* A write to --events failed: said once; the run goes on, and exits 4. */
+static void events_failed(ob_runner *rn) {
+  rn->events_errno = errno ? errno : EIO;
+  fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", rn->o->cmd,
+          strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
+}
+
+
+static void on_event(void *ud, const ob_event *ev) {
+  ob_runner *rn = ud;
+  ob_buf said;
+  ob_buf_init(&said);
+  const char *kind = ob_event_say(ev, &said);
+  if (kind)
+    ob_cli_say_note(kind, said.data);
+  ob_buf_free(&said);
+  ob_progress_event(rn->o->pg, ev);
+  if (rn->events) {
+    ob_value *o = ob_object();
+    o = ob_object_set(o, "t_ms", 4, ob_real(ev->t_ms));
+    o = ob_object_set(o, "event", 5, ob_cstring(ob_event_name(ev->type)));
+    if (ev->note)
+      o = ob_object_set(o, "note", 4, ob_cstring(ev->note));
+    if (ev->call) {
+      o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
+      o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));
+    }
+    if (ev->reason)
+      o = ob_object_set(o, "reason", 6, ob_cstring(ev->reason));
+    char *text = ob_json_print(o, OB_JSON_COMPACT, NULL);
+    if (!rn->events_errno) {
+      errno = 0;
+      if (fprintf(rn->events, "%s\n", text) < 0 || fflush(rn->events) == EOF ||
+          ferror(rn->events))
+        events_failed(rn);
+    }
+    free(text);
+    ob_unref(o);
+  }
+  ob_drain_event(&rn->drain, ev); /* the last fire-and-forget call may have ended */
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  ob_runner *rn = s->data;
+  rn->signum = signum;
+  if (rn->shards) {
+    ob_shards_cancel(rn->shards); /* the threads' tools stay stopped until they take it */
+  } else {
+    ob_run_cancel(rn->run);
+    ob_watch_interrupt_done(); /* taken: what runs now (callbacks closing) may finish */
+  }
+  uv_stop(rn->e->loop);
+}
+
+/* Opens what a run writes to (journal, events) and the handles that drive it. */
+int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **journal) {
+  memset(rn, 0, sizeof *rn);
+  rn->o = o;
+  rn->e = e;
+  *journal = NULL;
+  ob_error err;
+  if (o->journal &&
+      !(*journal = ob_wal_open(e->loop, o->journal,
+                               OB_WAL_CREATE | (o->overwrite ? OB_WAL_OVERWRITE : 0), o->fsync,
+                               &err))) {
+    fprintf(stderr, "obelus %s: cannot write the journal: %s\n", o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  rn->journal = *journal;
+  if (o->events)
+    rn->events = strcmp(o->events, "-") ? fopen(o->events, "we") : stderr;
+  if (o->events && !rn->events) {
+    fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", o->cmd, o->events,
+            strerror(errno));
+    return OB_EXIT_USAGE;
+  }
+  ob_drain_init(&rn->drain, e->loop, o->drain_ms);
+  uv_signal_init(e->loop, &rn->sigint);
+  uv_signal_init(e->loop, &rn->sigterm);
+  rn->sigint.data = rn->sigterm.data = rn;
+  uv_signal_start(&rn->sigint, on_signal, SIGINT);
+  uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
+  uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
+  uv_unref((uv_handle_t *)&rn->sigterm);
+  /* a tool that never yields is stopped for the loop to take the signal; a
+   * second signal exits at once (ob_watch.h) */
+  ob_watch_catch_signals(2);
+  static char who[48]; /* a tool a stop cannot reach ends the process, saying so */
+  snprintf(who, sizeof who, "obelus %.30s", o->cmd);
+  ob_watch_exit_stuck(ob_cli_say_stuck, who);
+  ob_progress_start(o->pg, e->loop);
+  rn->open = 1;
+  return OB_EXIT_OK;
+}
+
+/* Closes the journal (its last lines made durable as --fsync says): 1 when it
+ * failed (said on stderr), the run's record then incomplete. */
+int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd) {
+  ob_error err;
+  if (*journal)
+    ob_run_detach_journal(e, *journal);
+  int failed = *journal && ob_wal_close(*journal, &err) != OB_OK;
+  if (failed)
+    fprintf(stderr, "obelus %s: the journal is incomplete: %s\n", cmd, err.msg);
+  *journal = NULL;
+  return failed;
+}
+
+int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out) {
+  if (ob_runner_journal_close(e, journal, cmd)) {
+    rc = OB_EXIT_WRITE; /* its output is not on disk: nothing printed claims it */
+  } else if (ob_cmd_print_json(out) != OB_EXIT_OK) {
+    rc = OB_EXIT_WRITE;
+  }
+  ob_unref(out);
+  return rc;
+}
+
+int ob_runner_close(ob_runner *rn, ob_wal **journal, int rc) {
+  if (*journal && ob_runner_journal_close(rn->e, journal, rn->o->cmd) &&
+      (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+    rc = OB_EXIT_WRITE;
+  if (rn->open) {
+    ob_drain_close(&rn->drain);
+    uv_close((uv_handle_t *)&rn->sigint, NULL);
+    uv_close((uv_handle_t *)&rn->sigterm, NULL);
+    ob_progress_close_timer(rn->o->pg);
+    uv_run(rn->e->loop, UV_RUN_NOWAIT);
+  }
+  if (rn->events) {
+    errno = 0;
+    if ((rn->events != stderr ? fclose(rn->events) : fflush(rn->events)) == EOF &&
+        !rn->events_errno)
+      events_failed(rn);
+    rn->events = NULL;
+  }
+  if (rn->events_errno && (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+    rc = OB_EXIT_WRITE;
+  return rc;
+}
+
+/* Runs r until every awaited call has settled and the fire-and-forget ones are
+ * drained (or the drain timeout passes). Returns 0, or 128 + the signal that
+ * interrupted it. */
+static int journal_failed(const ob_runner *rn) {
+  return rn->journal && ob_wal_error(rn->journal) != NULL;
+}
+
+/* A signal the loop took, or one the watch saw that the loop has not taken
+ * yet: an approver it stopped left its call unstarted, and the loop, with
+ * nothing else to wait for, may end before libuv hands the signal over. */
+static int signalled(void *ud) {
+  ob_runner *rn = ud;
+  if (!rn->signum)
+    rn->signum = atomic_load(&ob_watch_interrupted);
+  return rn->signum != 0 || journal_failed(ud);
+}
+
+/* The journal could not be written: the run was cancelled (ob_record_flush). */
+static int say_journal_failed(const ob_runner *rn) {
+  fprintf(stderr, "obelus %s: %s; the run was stopped: no call started after it, and none "
+                  "that had not completed on disk counts as done (`obelus resume %s` takes "
+                  "the run up once there is room)\n",
+          rn->o->cmd, ob_wal_error(rn->journal), ob_wal_path(rn->journal));
+  return OB_EXIT_WRITE;
+}
+
+static void say_abandoned(const ob_runner *rn, size_t n) {
+  if (n)
+    fprintf(stderr, "obelus %s: %zu fire-and-forget call%s still running after %zu ms: "
+                    "abandoned\n", rn->o->cmd, n, n == 1 ? "" : "s", rn->o->drain_ms);
+}
+
+int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
+  rn->run = r;
+  ob_progress_set_run(rn->o->pg, r, ncalls);
+  ob_drain_start(&rn->drain, r);
+  ob_run_start(r);
+  size_t abandoned = ob_drain_wait(&rn->drain, signalled, rn);
+  ob_progress_end_run(rn->o->pg);
+  say_abandoned(rn, abandoned);
+  if (!rn->signum && journal_failed(rn))
+    return say_journal_failed(rn);
+  if (rn->signum) {
+    fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
+            rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    return 128 + rn->signum;
+  }
+  return 0;
+}
+
+static void shard_counts(void *ud, size_t n[6]) { ob_shards_counts(ud, n); }
+
+/* Loads a part's engine as prepare() loads the command's (on the part's thread). */
+static int shard_setup(void *ud, ob_engine *e, ob_error *err) {
+  if (engine_load(ud, e) == OB_EXIT_OK)
+    return 0;
+  ob_error_set(err, OB_EINVAL, 0, "(said above)");
+  return -1;
+}
+
+int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, ob_value *pv,
+                           size_t threads, ob_shards **out) {
+  ob_shard_config cfg = {.threads = threads,
+                         .e = rn->e,
+                         .plan = p,
+                         .plan_value = pv,
+                         .inputs = rn->o->inputs,
+                         .opt = *ro,
+                         .setup = shard_setup,
+                         .setup_ud = rn->o,
+                         .drain_ms = rn->o->drain_ms};
+  cfg.opt.on_done = NULL;
+  /* each thread's heap grows 64 MB at a time rather than in small steps, each an
+   * mprotect and a TLB flush on every core: a thread building its part of the plan
+   * took 9-13 ms for 3,000 calls, 5 ms with this (measured; glibc's top_pad). The
+   * command owns its process: a host's (the C API, the Lua module) is left alone. */
+  mallopt(M_TOP_PAD, 64 << 20);
+  ob_error err;
+  ob_shards *s = *out = ob_shards_start(&cfg, &err);
+  if (!s) {
+    ob_eprintf("obelus %s: %s\n", rn->o->cmd, err.msg);
+    return OB_EXIT_USAGE;
+  }
+  rn->shards = s;
+  ob_progress_set_counts(rn->o->pg, shard_counts, s);
+  ob_shards_wait(s);
+  ob_watch_interrupt_done(); /* every thread has taken the signal, if one came */
+  ob_progress_end_run(rn->o->pg);
+  rn->shards = NULL;
+  say_abandoned(rn, ob_shards_abandoned(s));
+  if (!rn->signum && journal_failed(rn))
+    return say_journal_failed(rn);
+  if (ob_shards_error(s))
+    fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, ob_shards_error(s));
+  if (rn->signum) {
+    fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
+            rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
+    return 128 + rn->signum;
+  }
+  return 0;
+}
+
+/* The options of a run started from the command line (log: a shared log, or NULL). */
+ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_wal *journal,
+                                     ob_log *log) {
+  if (journal)
+    rn->journal = journal; /* its failure stops the drive */
+  ob_run_options ro = {.concurrency = o->concurrency,
+                       .max_depth = o->max_depth,
+                       .approve = o->approve ? ob_cli_approve_tty : NULL,
+                       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+                       .max_output = o->max_output_kb << 10,
+                       .max_slice_ms = (unsigned)o->max_slice_ms,
+                       .max_calls = o->max_calls,
+                       .calls_used = &rn->calls_used,
+                       .journal = journal,
+                       .log = log,
+                       .plans_root = o->root,
+                       .on_event = on_event,
+                       .on_done = on_done,
+                       .ud = rn};
+  return ro;
+}
+
+int ob_cmd_print_json(const ob_value *v) {
+  char *text = ob_json_print(v, OB_JSON_PRETTY, NULL);
+  errno = 0;
+  int bad = puts(text) == EOF;
+  bad |= fflush(stdout) == EOF || ferror(stdout);
+  free(text);
+  if (!bad)
+    return OB_EXIT_OK;
+  fprintf(stderr, "obelus: cannot write the output to stdout: %s\n",
+          strerror(errno ? errno : EIO));
+  return OB_EXIT_WRITE;
+}
+
+/* --- the files a run writes against those it reads (ob_files) --- */
+
+/* 1 when the written file path is one of fs (said on stderr). */
+static int clash(const ob_cmd_options *o, const char *opt, const char *path, const ob_files *fs) {
+  ob_buf why;
+  ob_buf_init(&why);
+  int bad = ob_files_clash(fs, opt, path, &why);
+  if (bad)
+    fprintf(stderr, "obelus %s: %s\n", o->cmd, why.data);
+  ob_buf_free(&why);
+  return bad;
+}
+
+static const char *stdin_is_plan(const char *plan_file) {
+  return plan_file && !strcmp(plan_file, "-") ? "stdin (the plan read from it)"
+                                              : "stdin (the --input @- read from it)";
+}
+
+int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_plan *p,
+                       const char *plan_file, const char *journal, const char *events,
+                       int append) {
+  if (!journal && (!events || !strcmp(events, "-")))
+    return OB_EXIT_OK;
+  ob_files *fs = ob_files_new();
+  ob_files_add(fs, "the plan", plan_file);
+  /* a plan or an input read from stdin redirected from a file is that file */
+  int stdin_read = plan_file && !strcmp(plan_file, "-");
+  ob_files_add_engine(fs, e);
+  for (int i = 0; i < o->ntools; i++)
+    ob_files_add_tools(fs, o->tools[i]);
+  for (int i = 0; i < o->nlatent; i++)
+    ob_files_add(fs, "the --latent/--approver file", o->latent[i]);
+  ob_files_add(fs, "the --planner file", o->planner);
+  for (int i = 1; i + 1 < o->argc; i++)
+    if (!strcmp(o->argv[i], "--input") && o->argv[i + 1][0] == '@') {
+      stdin_read |= !strcmp(o->argv[i + 1], "@-");
+      ob_files_add(fs, "the --input file", o->argv[++i] + 1);
+    }
+  if (stdin_read)
+    ob_files_add_fd(fs, 0, stdin_is_plan(plan_file));
+  if (p)
+    ob_files_add_delegates(fs, p, o->root);
+  ob_files_add_fd(fs, 1, "stdout");
+  ob_files_add_fd(fs, 2, "stderr");
+  int bad = 0;
+  if (journal && !append)
+    bad |= clash(o, "--journal", journal, fs);
+  if (journal) /* resume's journal is read, and appended to: --events must not be it */
+    ob_files_add(fs, append ? "the journal" : "--journal", journal);
+  if (events && strcmp(events, "-"))
+    bad |= clash(o, "--events", events, fs);
+  ob_files_free(fs);
+  struct stat st;
+  if (!bad && journal && !append && !o->overwrite && stat(journal, &st) == 0 &&
+      S_ISREG(st.st_mode) && st.st_size > 0) {
+    fprintf(stderr, "obelus %s: %s exists and is not empty (a journal of an earlier run?): "
+                    "not overwritten. `obelus resume %s` takes that run up; --overwrite "
+                    "replaces the file\n", o->cmd, journal, journal);
+    bad = 1;
+  }
+  return bad ? OB_EXIT_USAGE : OB_EXIT_OK;
+}

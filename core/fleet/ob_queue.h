@@ -1,0 +1,165 @@
+/* ob_queue.h -- a queue of plan runs ("jobs") in Redis Streams: what `obelus
+ * submit`, `wait`, `status`, `log --redis` and the worker (ob_worker.c) agree on,
+ * and the client side of it (submitting, waiting, reading), on a libuv loop
+ * through ob_redis.
+ *
+ * The data (Q: the queue's name, "obelus" by default). Every key of a queue
+ * carries the hash tag {Q}, so that a queue lives in one Redis Cluster slot and
+ * its MULTI blocks stay legal there; queues spread over a cluster by name.
+ *
+ *   ob:{Q}:seq               INCRBY counter: job ids are "1", "2", ...; the parts
+ *                            of a sharded job are "ID.1", "ID.2", ...
+ *   ob:{Q}:plan:H            a plan's JSON text (H: FNV-1a 64 of it, 16 hex digits),
+ *                            written once (SET NX) and shared by every job of it
+ *   ob:{Q}:jobs              the stream of jobs submitted without --tools (any
+ *                            worker takes them and validates them itself)
+ *   ob:{Q}:jobs:T            the stream of jobs submitted with tool files whose
+ *                            identity is T (ob_queue_tools_id): only workers with
+ *                            the same files read it, so a job waits for one
+ *   ob:{Q}:streams           SET of those stream keys (status, and workers' claims)
+ *     entry fields: job ID, plan H, name (the plan's file name), inputs (a JSON array
+ *     of input documents, when any); anyone with access can XADD one, so a worker
+ *     checks each field first (ob_queue_job.h) and fails a job that breaks one
+ *     consumer group "workers"; a worker is a consumer named host:pid
+ *   ob:{Q}:job:ID            HASH: state (queued, running, done, failed; "sharded"
+ *                            for a job split into parts), stream, submitted,
+ *                            started, finished (ms since the epoch), worker,
+ *                            deliveries, claimed (1 once taken over from a dead
+ *                            worker), exit (0, 1, 2), output (the run's result,
+ *                            JSON), error (why it failed without a result), tools
+ *                            (the submitted tool files, JSON), entry ("STREAM
+ *                            ENTRY": the entry that holds the job, set when a worker
+ *                            claims it); a sharded job: parts (how many, at most
+ *                            OB_QUEUE_PARTS_MAX), instances (JSON: each part's ids)
+ *   ob:{Q}:journal:ID        STRING: the job's journal, the lines `run --journal`
+ *                            writes, APPENDed as the worker flushes them
+ *   ob:{Q}:done              STREAM of finished jobs (job, exit), trimmed to about
+ *                            OB_QUEUE_DONE_KEEP entries: what `wait` blocks on
+ *   ob:{Q}:workers           HASH: worker name -> JSON {host, pid, tools id, tool
+ *                            files, jobs (its --jobs), running, seen (ms)}
+ *   ob:{Q}:stats             HASH: done, failed, claimed, poisoned (counters)
+ *   ob:{Q}:rate:S            counter of jobs finished in second S, expiring after
+ *                            two minutes: throughput over the last minute
+ *
+ * Delivery is at least once. A job is acknowledged (XACK) in the same MULTI that
+ * stores its result, so a worker that dies before leaves it pending, and another
+ * worker claims it once it has been idle for --claim-idle (XPENDING IDLE, then
+ * XCLAIM, which only one claimant wins), and resumes it from its journal in
+ * Redis. A running job's worker claims it again to itself every third of that
+ * time (XCLAIM JUSTID resets the idle time), so a long job is not taken from a
+ * live worker. A job delivered more than --max-deliveries times (its worker died
+ * each time) is failed as poison instead of run again.
+ *
+ * A job id runs once however many entries name it: a worker claims a job with one
+ * EVAL that marks it running (recording its entry as "entry") unless it has
+ * finished, is a sharded job's whole, or another entry holds it; then the entry
+ * is acknowledged and dropped. An entry that holds its job (taken over, handed
+ * back) gets it again. Its result is stored by another script that keeps the first
+ * result: a finished job's result is never replaced.
+ *
+ * Costs (per job, trivial plan): submit, 2 commands pipelined (HSET, XADD) after
+ * one INCRBY for the whole batch; the worker, one XREADGROUP per batch of jobs, an
+ * EVAL (the claim, which also GETs the plan the first time it sees it), one APPEND
+ * per journal flush, and one MULTI (an EVAL per job, XACK, INCRBY, EXPIRE) at the end;
+ * wait, one XREAD per batch of finished jobs and one HMGET per job. */
+#ifndef OB_QUEUE_H
+#define OB_QUEUE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "io/ob_redis.h"
+#include "base/ob_value.h"
+
+#define OB_QUEUE_DEFAULT "obelus"
+#define OB_QUEUE_GROUP "workers"
+/* ob:{Q}:done keeps about this many entries (MAXLEN ~). */
+#define OB_QUEUE_DONE_KEEP 100000
+/* A worker's default --claim-idle (ms). */
+#define OB_QUEUE_CLAIM_IDLE_MS 30000
+/* A worker's default --max-deliveries. */
+#define OB_QUEUE_MAX_DELIVERIES 5
+/* A sharded job has at most this many parts (a job hash that says more is broken). */
+#define OB_QUEUE_PARTS_MAX 1000000
+#define OB_QUEUE_STR_(x) #x
+#define OB_QUEUE_STR(x) OB_QUEUE_STR_(x)
+
+/* The key for what of queue q (a job id, a plan hash...): "ob:{q}:what" or
+ * "ob:{q}:what:id". Malloc'ed. */
+char *ob_queue_key(const char *q, const char *what, const char *id);
+
+/* A queue name: 1 to 64 of [A-Za-z0-9_.-]. */
+int ob_queue_name_ok(const char *q);
+
+/* The identity of a set of tool files (ob_engine_tool_files' form: {"file",
+ * "size", "hash"} each): FNV-1a 64 over their base names and hashes, sorted by
+ * name, as 16 hex digits into out[17]. Where a worker's files are does not
+ * matter, what they hold does. */
+void ob_queue_tools_id(const ob_value *files, char out[17]);
+/* The tool files as a job records them: [{"name", "hash", "size"}], sorted. */
+ob_value *ob_queue_tools_names(const ob_value *files);
+
+/* FNV-1a 64 of bytes, as 16 hex digits into out[17]. */
+void ob_queue_hash(const char *bytes, size_t len, char out[17]);
+
+/* Milliseconds since the epoch. */
+uint64_t ob_queue_now_ms(void);
+
+/* --- submitting ------------------------------------------------------------------------- */
+
+/* One job to submit: a plan's text (shared by jobs that point to the same text),
+ * its inputs (an array of documents, or NULL), and its name in messages. */
+typedef struct ob_queue_job {
+  const char *plan_text;
+  size_t plan_len;
+  const char *name;
+  const ob_value *inputs; /* array, or NULL */
+  int parent;             /* the job this is a part of: its index in the batch, else -1 */
+  size_t nparts;          /* a sharded job: how many parts follow it (it runs nothing) */
+  ob_value *instances;    /* a sharded job: [[ids of part 1], ...] (owned by the caller) */
+} ob_queue_job;
+
+typedef struct ob_queue_submit ob_queue_submit;
+/* Called once: ids[i] the id given to jobs[i] (NULL on error), or why it failed. */
+typedef void (*ob_queue_submit_cb)(void *ud, char **ids, size_t n, const char *why);
+
+/* Queues jobs (copied as needed before this returns? no: jobs and their texts
+ * must live until cb) in queue q for tool identity tools_id (NULL: any worker),
+ * with tools (ob_queue_tools_names' form, or NULL) recorded in each. r must be
+ * up. OB_OK (cb will be called), or an error (it will not). */
+int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
+                          const char *tools_id, const ob_value *tools, ob_queue_submit_cb cb,
+                          void *ud);
+
+/* --- waiting ------------------------------------------------------------------------------ */
+
+/* A finished job as `wait` prints it. */
+typedef struct ob_queue_result {
+  const char *job;
+  int exit;             /* 0, 1, 2; -1: not finished (timed out) */
+  const char *output;   /* JSON text ("null" when none) */
+  const char *error;    /* why it failed without a result, or NULL */
+  const char *state;    /* queued, running, done, failed; NULL: no such job */
+} ob_queue_result;
+
+typedef struct ob_queue_wait ob_queue_wait;
+/* Called once per job, in the order given, as soon as it and the jobs before it
+ * are known: finished, or (when the wait ends by its timeout or the connection
+ * is given up) as they stand. */
+typedef void (*ob_queue_result_cb)(void *ud, size_t i, const ob_queue_result *res);
+/* Called once at the end: why (NULL when every job finished; "timeout", or the
+ * connection's trouble). */
+typedef void (*ob_queue_wait_done_cb)(void *ud, const char *why);
+
+/* Waits on r (a connection of its own: it blocks on it) for jobs ids[0..n) of
+ * queue q, reading ob:{q}:done with blocking XREADs. timeout_ms 0: none. The
+ * wait keeps going through reconnections; r's on_up must call
+ * ob_queue_wait_reconnected. */
+ob_queue_wait *ob_queue_wait_start(ob_redis *r, const char *q, const char *const *ids, size_t n,
+                                   uint64_t timeout_ms, ob_queue_result_cb on_result,
+                                   ob_queue_wait_done_cb on_done, void *ud);
+void ob_queue_wait_reconnected(ob_queue_wait *w);
+/* Stops a wait (no more callbacks) and frees it; also after its on_done. */
+void ob_queue_wait_free(ob_queue_wait *w);
+
+#endif
