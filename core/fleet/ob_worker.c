@@ -88,18 +88,14 @@ static void say(ob_worker *w, const char *job, const char *fmt, ...)
 static void say(ob_worker *w, const char *job, const char *fmt, ...) {
   if (!w->o.on_note)
     return;
+  ob_buf b;
+  ob_buf_init(&b);
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  ob_buf_vaddf(&b, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    return;
-  char *msg = ob_xmalloc((size_t)n + 1);
-  va_start(ap, fmt);
-  vsnprintf(msg, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  note(w, job, msg);
-  free(msg);
+  note(w, job, b.data ? b.data : "");
+  ob_buf_free(&b);
 }
 
 static void reap(uv_timer_t *t) {

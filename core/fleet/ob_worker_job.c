@@ -50,18 +50,14 @@ static void say(ob_wjobs *w, const char *job, const char *fmt, ...)
 #endif
     ;
 static void say(ob_wjobs *w, const char *job, const char *fmt, ...) {
+  ob_buf b;
+  ob_buf_init(&b);
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  ob_buf_vaddf(&b, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    return;
-  char *msg = ob_xmalloc((size_t)n + 1);
-  va_start(ap, fmt);
-  vsnprintf(msg, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  w->host.say(w->host.ud, job, msg);
-  free(msg);
+  w->host.say(w->host.ud, job, b.data ? b.data : "");
+  ob_buf_free(&b);
 }
 
 static void schedule_reap(ob_wjobs *w) { w->host.schedule_reap(w->host.ud); }

@@ -13,44 +13,16 @@
 
 #include "obelus.h"
 #include "test.h"
+#include "testredis.h"
 
 #define D "\xE2\x80\xA0"
 
-static char url[64], dir[64], tools[128];
-static pid_t redis;
+static char tools[128];
 
-static int free_port(void) {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  bind(s, (struct sockaddr *)&a, sizeof a);
-  getsockname(s, (struct sockaddr *)&a, &len);
-  int port = ntohs(a.sin_port);
-  close(s);
-  return port;
-}
-
-static void start_redis(void) {
-  snprintf(dir, sizeof dir, "/tmp/obelus-queue-XXXXXX");
-  if (!mkdtemp(dir))
-    return;
-  int port = free_port();
-  char ports[16];
-  snprintf(ports, sizeof ports, "%d", port);
-  redis = fork();
-  if (redis == 0) {
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-      _exit(127);
-    execlp("redis-server", "redis-server", "--port", ports, "--bind", "127.0.0.1", "--dir", dir,
-           "--save", "", "--appendonly", "no", "--loglevel", "warning", (char *)NULL);
-    _exit(127);
-  }
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
-  char ping[128];
-  snprintf(ping, sizeof ping, "redis-cli -p %d ping >/dev/null 2>&1", port);
-  for (int i = 0; i < 250 && system(ping) != 0; i++)
-    usleep(20000);
-  snprintf(tools, sizeof tools, "%s/double.lua", dir);
+/* the server, and the tool file the worker runs, in its folder */
+static void start(void) {
+  start_redis("queue");
+  snprintf(tools, sizeof tools, "%s/double.lua", redis_dir);
   FILE *f = fopen(tools, "w");
   fputs("return { name = 'double', schema = { type = 'object', required = { 'n' } },\n"
         "  run = function(call) return call.n * 2 end }\n",
@@ -58,22 +30,11 @@ static void start_redis(void) {
   fclose(f);
 }
 
-static void stop_redis(void) {
-  if (redis > 0) {
-    kill(redis, SIGKILL);
-    waitpid(redis, NULL, 0);
-  }
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "could not remove %s\n", dir);
-}
-
 /* `obelus worker --drain` on the queue, to the end */
 static int worker(const char *queue) {
   char cmd[512];
   snprintf(cmd, sizeof cmd, "timeout 30 bin/obelus worker --redis %s --queue %s --tools %s --drain 2>/dev/null",
-           url, queue, tools);
+           redis_url, queue, tools);
   return system(cmd);
 }
 
@@ -110,7 +71,7 @@ TEST(a_host_submits_and_waits_on_its_own_loop) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   obelus_queue *q;
-  CHECK_INT(obelus_queue_new(&q, &loop, url, "c1"), OBELUS_OK);
+  CHECK_INT(obelus_queue_new(&q, &loop, redis_url, "c1"), OBELUS_OK);
   got s1 = {0}, s2 = {0};
   const char *plan = "{\"plan\":[{\"_tool\":\"double\",\"n\":\"" D "input.n\",\"_outputPath\":\"" D
                      "state.a\"}],\"output\":\"" D "state.a\"}";
@@ -153,7 +114,7 @@ TEST(an_engine_validates_and_routes_by_its_tool_files) {
   CHECK_INT(obelus_engine_load_tools(e, tools), OBELUS_OK);
   uv_loop_t *loop = obelus_engine_loop(e);
   obelus_queue *q;
-  CHECK_INT(obelus_queue_new(&q, loop, url, "c2"), OBELUS_OK);
+  CHECK_INT(obelus_queue_new(&q, loop, redis_url, "c2"), OBELUS_OK);
   got s = {0};
   /* refused before anything is sent: the tool's schema requires n */
   CHECK_INT(obelus_queue_submit(q, e, "[{\"_tool\":\"double\",\"_outputPath\":\"" D "state.a\"}]",
@@ -197,7 +158,7 @@ TEST(an_unreachable_redis_is_named_and_a_freed_queue_calls_nothing_back) {
   CHECK(strstr(w.error, "cannot reach Redis at redis://127.0.0.1:") != NULL);
   obelus_queue_free(q);
   /* a wait in progress on a live Redis, then the queue freed: no callback */
-  CHECK_INT(obelus_queue_new(&q, &loop, url, "c3"), OBELUS_OK);
+  CHECK_INT(obelus_queue_new(&q, &loop, redis_url, "c3"), OBELUS_OK);
   got never = {0}, early = {0};
   CHECK_INT(obelus_queue_wait(q, "1", 0, finished, &never), OBELUS_OK);
   CHECK_INT(obelus_queue_submit(q, NULL, "[]", NULL, NULL, submitted, &early), OBELUS_OK);
@@ -211,8 +172,8 @@ TEST(an_unreachable_redis_is_named_and_a_freed_queue_calls_nothing_back) {
 }
 
 int main(void) {
-  start_redis();
-  if (!url[0]) {
+  start();
+  if (!redis_url[0]) {
     fprintf(stderr, "redis-server did not start\n");
     return 1;
   }

@@ -16,54 +16,7 @@
 #include "fleet/ob_queue.h"
 #include "fleet/ob_worker.h"
 #include "test.h"
-
-static char url[64], dir[64];
-static int port;
-static pid_t redis;
-
-static int free_port(void) {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  bind(s, (struct sockaddr *)&a, sizeof a);
-  getsockname(s, (struct sockaddr *)&a, &len);
-  int p = ntohs(a.sin_port);
-  close(s);
-  return p;
-}
-
-static void start_redis(void) {
-  snprintf(dir, sizeof dir, "/tmp/obelus-wnotes-XXXXXX");
-  if (!mkdtemp(dir))
-    return;
-  port = free_port();
-  char ports[16];
-  snprintf(ports, sizeof ports, "%d", port);
-  redis = fork();
-  if (redis == 0) {
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-      _exit(127);
-    execlp("redis-server", "redis-server", "--port", ports, "--bind", "127.0.0.1", "--dir", dir,
-           "--save", "", "--appendonly", "no", "--loglevel", "warning", (char *)NULL);
-    _exit(127);
-  }
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
-  char ping[128];
-  snprintf(ping, sizeof ping, "redis-cli -p %d ping >/dev/null 2>&1", port);
-  for (int i = 0; i < 250 && system(ping) != 0; i++)
-    usleep(20000);
-}
-
-static void stop_redis(void) {
-  if (redis > 0) {
-    kill(redis, SIGKILL);
-    waitpid(redis, NULL, 0);
-  }
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "could not remove %s\n", dir);
-}
+#include "testredis.h"
 
 typedef struct heard {
   int notes, statuses, ended, ended_at_status, after_note, last_was_note, ended_calls;
@@ -106,7 +59,7 @@ static void on_end(void *ud, const char *why) {
 static void add_junk(const char *q, char *entry, size_t n) {
   char *key = ob_queue_key(q, "jobs", NULL);
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "redis-cli -p %d XADD '%s' '*' junk 1", port, key);
+  snprintf(cmd, sizeof cmd, "redis-cli -p %d XADD '%s' '*' junk 1", redis_port, key);
   free(key);
   entry[0] = '\0';
   FILE *p = popen(cmd, "r");
@@ -123,8 +76,8 @@ static void run_worker(const char *q, heard *h, int callbacks) {
   CHECK(e != NULL);
   if (!e)
     return;
-  ob_worker_options o = {.redis = url, .queue = q, .name = "wn", .drain = 1,
-                         .dir = dir, .claim_idle_ms = 200};
+  ob_worker_options o = {.redis = redis_url, .queue = q, .name = "wn", .drain = 1,
+                         .dir = redis_dir, .claim_idle_ms = 200};
   if (callbacks) {
     o.on_note = on_note;
     o.on_status = on_status;
@@ -174,8 +127,8 @@ TEST(no_callbacks_no_notes) {
 }
 
 int main(void) {
-  start_redis();
-  if (!url[0]) {
+  start_redis("wnotes");
+  if (!redis_url[0]) {
     fprintf(stderr, "redis-server did not start\n");
     return 1;
   }
