@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_progress.h"
 #include "log/ob_journal.h"
 
 int ob_cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -50,6 +51,7 @@ void ob_fputs_escaped(FILE *f, const char *text, size_t n, int flags) {
 }
 
 void ob_eprintf(const char *fmt, ...) {
+  ob_progress_clear(); /* the progress line, if one is shown, gives way */
   char small[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -71,6 +73,7 @@ void ob_eprintf(const char *fmt, ...) {
 }
 
 void ob_cli_say_note(const char *kind, const char *msg) {
+  ob_progress_clear(); /* the progress line, if one is shown, gives way */
   if (kind && !strcmp(kind, "warning")) { /* a tool's warn(), as Lua's own lua.c says it */
     fputs("Lua warning: ", stderr);
     fputs(msg, stderr);
@@ -91,6 +94,7 @@ void ob_cli_note(void *ud, const char *kind, const char *call_id, const char *ms
 }
 
 void ob_cli_report_torn(const char *who, const char *path, const ob_journal_info *info) {
+  ob_progress_clear(); /* the progress line, if one is shown, gives way */
   ob_buf b;
   ob_buf_init(&b);
   ob_journal_torn_text(&b, who, path, info);

@@ -87,6 +87,8 @@ int ob_cmd_resume(int argc, char **argv) {
     goto done;
   }
   ob_engine_set_note(e, ob_cli_note, NULL);
+  if (o.pg) /* the tools write through the progress line's streams (ob_progress.c) */
+    ob_engine_set_stdio(e, ob_progress_out(o.pg), ob_progress_err(o.pg));
   ob_engine_set_max_memory(e, o.max_memory_mb << 20);
   e->http_max = o.http_max;
   const ob_value *then = ob_resume_tool_files(rs);

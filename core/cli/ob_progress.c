@@ -4,27 +4,27 @@
  *
  * Design
  * ------
- * Anything else written to the terminal must erase the line first, and that
- * is written from many places: the scheduler's failure notes, Lua tracebacks,
- * tools using io.stderr or print(). So for the length of the command the
- * stdio streams stderr (and stdout, when it is a terminal too) are replaced by
- * streams (glibc's fopencookie; glibc documents stdin/stdout/stderr as
- * assignable variables) whose every write erases the line first. They are
- * installed before the engine exists, so that Lua's io library takes them too,
- * and put back after it is freed. The line is redrawn on scheduler events at
+ * Anything else written to the terminal must erase the line first. The CLI's own
+ * messages (the failure lines, notes, tracebacks: ob_cli.c) clear it through
+ * ob_progress_clear. The tools write to the terminal too (io.stderr, print,
+ * io.write): the line makes two streams (glibc's fopencookie) whose every write
+ * erases the line first, and the CLI hands them to each engine as its tools'
+ * standard files (ob_engine_set_stdio) before the tools load. The process's own
+ * stdout and stderr are left as they are. The line is redrawn on scheduler events at
  * most ten times a second, by a 100 ms timer (unref'd: it never keeps the loop
  * alive) for the elapsed time, always on run_done, and never after a partial
- * line someone else wrote (an answer may be awaited there). A loop runs one
+ * line a tool wrote (an answer may be awaited there). A loop runs one
  * plan after another: the counts of the runs that ended are kept as a base
  * the current run's counts are added to.
  *
- * A run on threads (ob_shard.h) writes to stderr from its threads too (a
- * failed call's note), so the line's state is kept under a lock: each write
- * through a stand-in and each draw take it (uncontended: a few ns).
+ * A run on threads (ob_shard.h) has an engine per thread, whose tools write through
+ * the same streams from their threads, so the line's state is kept under a lock:
+ * each write through a stream and each draw take it (uncontended: a few ns).
  *
- * Costs: nothing when stderr is no terminal (no line, no stand-ins). With
- * one, stderr stays unbuffered and stdout line-buffered as before, each write
- * costing one more write(2) (the erase) only while the line is shown; a draw
+ * Costs: nothing when stderr is no terminal (no line, no streams). With one,
+ * the tools' stderr is unbuffered and their stdout line-buffered, as the
+ * process's, each write costing one more write(2) (the erase) only while the
+ * line is shown; a draw
  * walks the run's calls (O(calls)) and happens at most ten times a second. */
 #include <errno.h>
 #include <pthread.h>
@@ -42,8 +42,7 @@ typedef struct pstream {
 } pstream;
 
 struct ob_progress {
-  FILE *real_err, *real_out; /* the streams replaced (real_out NULL: stdout kept) */
-  FILE *err, *out;           /* their stand-ins */
+  FILE *err, *out;           /* the tools' streams (out NULL: stdout is no terminal) */
   pstream err_side, out_side;
   int shown;                 /* the line is on the screen */
   int at_line_start;         /* the last byte anyone wrote ended a line */
@@ -76,6 +75,9 @@ static int progress_counts(ob_progress *pg, size_t n[6]) {
     n[ob_run_call_state(pg->run, i)]++;
   return 1;
 }
+
+/* The line of the process (one terminal: at most one line), for ob_progress_clear. */
+static ob_progress *current;
 
 static int write_all(int fd, const char *s, size_t n) {
   while (n) {
@@ -133,33 +135,38 @@ ob_progress *ob_progress_install(int approve, const char *events) {
   pg->at_line_start = 1;
   pg->color = !(nc && *nc);
   pthread_mutex_init(&pg->lock, NULL);
-  fflush(stderr);
-  fflush(stdout);
   if (!(pg->err = pstream_open(&pg->err_side, pg, STDERR_FILENO, _IONBF))) {
+    pthread_mutex_destroy(&pg->lock);
     free(pg);
     return NULL;
   }
-  pg->real_err = stderr;
-  stderr = pg->err;
-  if (isatty(STDOUT_FILENO) && (pg->out = pstream_open(&pg->out_side, pg, STDOUT_FILENO, _IOLBF))) {
-    pg->real_out = stdout;
-    stdout = pg->out;
-  }
+  if (isatty(STDOUT_FILENO))
+    pg->out = pstream_open(&pg->out_side, pg, STDOUT_FILENO, _IOLBF);
+  current = pg;
   return pg;
 }
 
-/* Puts the real streams back (after the engine, which holds them in Lua, is freed). */
+FILE *ob_progress_out(const ob_progress *pg) { return pg ? pg->out : NULL; }
+FILE *ob_progress_err(const ob_progress *pg) { return pg ? pg->err : NULL; }
+
+void ob_progress_clear(void) {
+  ob_progress *pg = current;
+  if (!pg)
+    return;
+  pthread_mutex_lock(&pg->lock);
+  progress_erase(pg);
+  pg->at_line_start = 1; /* the CLI writes whole lines: after its, a line begins */
+  pthread_mutex_unlock(&pg->lock);
+}
+
+/* Closes the tools' streams and frees pg (after the engines, which hold the streams). */
 void ob_progress_remove(ob_progress *pg) {
   if (!pg)
     return;
+  current = NULL;
   progress_erase(pg);
-  if (pg->real_out) {
-    fflush(pg->out);
-    stdout = pg->real_out;
+  if (pg->out)
     fclose(pg->out);
-  }
-  fflush(pg->err);
-  stderr = pg->real_err;
   fclose(pg->err);
   pthread_mutex_destroy(&pg->lock);
   free(pg);

@@ -6,6 +6,7 @@
 #define OB_PROGRESS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "engine/ob_run.h"
@@ -14,12 +15,21 @@ typedef struct ob_progress ob_progress;
 
 /* The line, when stderr is a terminal that can erase a line and nothing else
  * needs it: NULL when approve (--approve asks there) or events is "-" (the
- * events go there). Replaces stderr (and stdout, when a terminal) by streams
- * that erase the line before they write: call it before the engine exists. */
+ * events go there). Makes the tools' streams, which erase the line before they
+ * write (ob_progress_out/err: each engine's, ob_engine_set_stdio). */
 ob_progress *ob_progress_install(int approve, const char *events);
 
-/* Puts the real streams back and frees pg: after the engine (which holds the
- * stand-ins in Lua) is freed, and after ob_progress_close_timer. */
+/* The tools' stdout (NULL when stdout is no terminal, or pg NULL) and stderr. */
+FILE *ob_progress_out(const ob_progress *pg);
+FILE *ob_progress_err(const ob_progress *pg);
+
+/* Erases the line of the process, if one is shown (it comes back at the next
+ * event or tick): what the CLI calls before it writes a whole line (or lines) to
+ * the terminal. */
+void ob_progress_clear(void);
+
+/* Closes the tools' streams and frees pg: after the engines (which hold the
+ * streams in Lua) are freed, and after ob_progress_close_timer. */
 void ob_progress_remove(ob_progress *pg);
 
 /* Starts the clock and the 100 ms redraw timer (unref'd) on loop. */

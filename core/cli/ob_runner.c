@@ -251,6 +251,8 @@ int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
 /* The command's limits and files in engine e: the command's own, and each of a run
  * on threads' (shard_setup). OB_EXIT_OK, or 2 said on stderr. */
 static int engine_load(const ob_cmd_options *o, ob_engine *e) {
+  if (o->pg) /* the tools write through the progress line's streams, which erase it */
+    ob_engine_set_stdio(e, ob_progress_out(o->pg), ob_progress_err(o->pg));
   ob_engine_set_max_memory(e, o->max_memory_mb << 20);
   e->http_max = o->http_max;
   return ob_cmd_load(o, e);
@@ -324,7 +326,7 @@ void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_
   ob_unref(o->inputs);
   free(o->root);
   o->root = NULL;
-  ob_progress_remove(o->pg); /* Lua held the stand-in streams until the engine went */
+  ob_progress_remove(o->pg); /* Lua held the tools' streams until the engine went */
   o->pg = NULL;
 }
 
@@ -337,6 +339,7 @@ static void on_done(ob_run *run, void *ud) {
 /* A write to --events failed: said once; the run goes on, and exits 4. */
 static void events_failed(ob_runner *rn) {
   rn->events_errno = errno ? errno : EIO;
+  ob_progress_clear();
   fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", rn->o->cmd,
           strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
 }

@@ -91,6 +91,48 @@ describe("obelus run: the progress line", function()
     assert.matches("late trouble", text, 1, true)
   end)
 
+  it("gives way to what tools write (print, io.write, io.stderr) and keeps their streams open", function()
+    if not has_script then return pending("script(1) is not installed") end
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local f = assert(io.open(dir .. "/talker.lua", "w"))
+    f:write([[
+local obelus = require "obelus"
+return { name = "talker", run = function(call)
+  obelus.sleep(call.ms)
+  print("said by print", call.n)
+  io.write("said by io.write ", tostring(call.n), "\n")
+  io.stderr:write("said on io.stderr ", tostring(call.n), "\n")
+  local closed, why = io.stdout:close()
+  return { closed = closed == true, why = why, again = io.stdout:write("") == io.stdout }
+end }
+]])
+    f:close()
+    local plan = cli.tmpfile([=[[
+      {"_id":"a","_tool":"talker","ms":250,"n":1,"_outputPath":"†state.a"},
+      {"_id":"b","_tool":"talker","ms":150,"n":"†state.a.closed","_outputPath":"†state.b"}
+    ]]=], ".json")
+    local out, code = on_tty("run " .. plan .. " --tools " .. dir)
+    os.execute("rm -rf " .. dir)
+    assert.are.equal(0, code, out)
+    local d = drawings(out)
+    assert.is_true(#d >= 2, out)
+    local n = 0
+    for at, what in out:gmatch("()(said [^\r\n]*)") do
+      n = n + 1
+      local before = out:sub(1, at - 1)
+      assert.is_true(before == "" or before:sub(-1) == "\n" or before:sub(-#ERASE) == ERASE,
+        "a tool's line written over the progress line: " .. what .. " after " .. before:sub(-60))
+    end
+    assert.are.equal(6, n, out)
+    local last = d[#d]
+    local result = cjson.decode((out:sub(last.stop + 4 + #ERASE):gsub("\r", "")))
+    assert.is_false(result.a.closed)
+    assert.are.equal("cannot close standard file", result.a.why)
+    assert.is_true(result.b.again)
+  end)
+
   it("keeps the loop's counts across its steps", function()
     if not has_script then return pending("script(1) is not installed") end
     local out, code = on_tty("loop plans/replan/plan.json --planner plans/replan/planner.lua "
