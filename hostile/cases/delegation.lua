@@ -369,8 +369,10 @@ package.cpath = R .. "/lib/?.so;" .. package.cpath
 package.path = R .. "/lua/?.lua;" .. R .. "/lua/?/init.lua;" .. package.path
 local obelus = require "obelus"
 local e = obelus.engine {}
-print(e:run("bomb.json", { max_depth = 3 }):wait())
-print(e:run("bomb.json", { max_calls = 500 }):wait())
+-- the host says what failed (the engine prints nothing itself: its events tell)
+local function say(ev) if ev.event == "failed" then io.stderr:write(ev.reason or "", "\n") end end
+print(e:run("bomb.json", { max_depth = 3, on_event = say }):wait())
+print(e:run("bomb.json", { max_calls = 500, on_event = say }):wait())
 e:close()
 ]] },
       run = [[R=$(dirname "$(readlink -f "$(command -v obelus)")")/.. lua5.4 m.lua]],
