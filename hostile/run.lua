@@ -46,6 +46,11 @@ local function sh(cmd)
 end
 
 local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+do -- absolute: the cases run in folders of their own, and get it as $OBELUS_ROOT
+  local p = assert(io.popen("cd " .. q(ROOT) .. " && pwd"))
+  ROOT = p:read("l") or ROOT
+  p:close()
+end
 
 local slurp = dofile(HERE .. "/support.lua").slurp
 
@@ -168,7 +173,7 @@ local function run_case(case, scratch, bindir)
   for name, text in pairs(case.files or {}) do
     write(dir .. "/" .. name, type(text) == "function" and text() or text)
   end
-  local env = { "PATH=" .. bindir .. ":$PATH", "TMPDIR=" .. q(dir) }
+  local env = { "PATH=" .. bindir .. ":$PATH", "TMPDIR=" .. q(dir), "OBELUS_ROOT=" .. q(ROOT) }
   if case.needs then
     for _, n in ipairs(list(case.needs)) do env[#env + 1] = start(n, scratch).env end
   end

@@ -375,7 +375,7 @@ print(e:run("bomb.json", { max_depth = 3, on_event = say }):wait())
 print(e:run("bomb.json", { max_calls = 500, on_event = say }):wait())
 e:close()
 ]] },
-      run = [[R=$(dirname "$(readlink -f "$(command -v obelus)")")/.. lua5.4 m.lua]],
+      run = [[R=$OBELUS_ROOT lua5.4 m.lua]],
       expect = { code = 0, out = "1\n1\n", err = { "delegation deeper than 3 levels", "more than --max-calls 500" } } }
 
 -- "Deep self-delegation SIGSEGVs from depth ~2,660 though --max-depth allows 10,000" -----
@@ -460,14 +460,14 @@ print(run:wait())
 add { name = "Lua module: run:cancel() of a chain 5,000 runs deep, the loop run to its end", item = 5,
       files = files { ["deep_wait.json"] = DEEP_WAIT, ["p.json"] = top("deep_wait.json", 5000),
                       ["m.lua"] = LUA_CANCEL .. "run:close()\ne:close()\nuv.run()\nprint('closed')\n" },
-      run = [[R=$(dirname "$(readlink -f "$(command -v obelus)")")/.. lua5.4 m.lua]],
+      run = [[R=$OBELUS_ROOT lua5.4 m.lua]],
       secs = 60,
       expect = { code = 0, out = "nil\tcancelled\nclosed\n" } }
 
 add { name = "Lua module: run:cancel() of the 5,000-deep chain, then the script simply ends", item = 5,
       files = files { ["deep_wait.json"] = DEEP_WAIT, ["p.json"] = top("deep_wait.json", 5000),
                       ["m.lua"] = LUA_CANCEL .. "e:close()\nprint('closed')\n" },
-      run = [[R=$(dirname "$(readlink -f "$(command -v obelus)")")/.. lua5.4 m.lua]],
+      run = [[R=$OBELUS_ROOT lua5.4 m.lua]],
       secs = 60,
       expect = { code = 0, out = "nil\tcancelled\nclosed\n" } }
 
@@ -573,7 +573,7 @@ run:wait()
 print(obelus.encode(run:output()))
 e:close()
 ]] },
-      run = [[R=$(dirname "$(readlink -f "$(command -v obelus)")")/.. lua5.4 m.lua]],
+      run = [[R=$OBELUS_ROOT lua5.4 m.lua]],
       expect = { code = 0, out = busy_out(2, 9) } }
 
 return cases

@@ -1094,8 +1094,8 @@ add {
   name = "the Lua module: q:wait of a malformed job returns exit 2 and the error, no raise",
   item = 2, needs = "redis", files = files {
     ["lq.lua"] = [[
-package.cpath = "/work/main/lib/?.so;" .. package.cpath
-package.path = "/work/main/lua/?.lua;/work/main/lua/?/init.lua;" .. package.path
+package.cpath = os.getenv("OBELUS_ROOT") .. "/lib/?.so;" .. package.cpath
+package.path = os.getenv("OBELUS_ROOT") .. "/lua/?.lua;" .. os.getenv("OBELUS_ROOT") .. "/lua/?/init.lua;" .. package.path
 local obelus = require "obelus"
 local q = obelus.queue { redis = os.getenv("REDIS"), queue = arg[1] }
 for i = 2, #arg do

@@ -212,8 +212,8 @@ local function chain(n)
 end
 
 local LUA_MODULE = [[lua5.4 -e '
-package.cpath = "/work/main/lib/?.so;" .. package.cpath
-package.path = "/work/main/lua/?.lua;/work/main/lua/?/init.lua;" .. package.path
+package.cpath = os.getenv("OBELUS_ROOT") .. "/lib/?.so;" .. package.cpath
+package.path = os.getenv("OBELUS_ROOT") .. "/lua/?.lua;" .. os.getenv("OBELUS_ROOT") .. "/lua/?/init.lua;" .. package.path
 local obelus = require "obelus"
 local engine = obelus.engine { tools = { "t.lua" } %s }
 local run = engine:run("p.json", { input = { base = os.getenv("HTTP"), dir = os.getenv("PWD") } })

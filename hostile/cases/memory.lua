@@ -485,7 +485,7 @@ local function errors(run)
 end
 ]]
 -- the repository's root, from the obelus on PATH (a link to its bin/obelus)
-local LUA = [[R=$(dirname "$(readlink -f "$(command -v obelus)")")/.. lua5.4 ]]
+local LUA = [[R=$OBELUS_ROOT lua5.4 ]]
 
 add { name = "Lua module: engine{max_memory_mb = 64}, a 40 MB result fails its call, the run goes on", item = 4,
       files = files { ["m.lua"] = LUA_PRELUDE .. [[

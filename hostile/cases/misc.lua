@@ -109,8 +109,8 @@ local function answers(out)
 end
 
 local LUA = [[lua5.4 -e '
-package.cpath = "/work/main/lib/?.so;" .. package.cpath
-package.path = "/work/main/lua/?.lua;/work/main/lua/?/init.lua;" .. package.path
+package.cpath = os.getenv("OBELUS_ROOT") .. "/lib/?.so;" .. package.cpath
+package.path = os.getenv("OBELUS_ROOT") .. "/lua/?.lua;" .. os.getenv("OBELUS_ROOT") .. "/lua/?/init.lua;" .. package.path
 local obelus = require "obelus"
 %s']]
 
