@@ -27,20 +27,13 @@ local S = require "support"
 local slurp, all = S.slurp, S.all
 local cjson = require "cjson"
 
+-- step: the fleet specs' (spec/cli/fixtures/fleet/step.lua, beside this tree's hostile/);
+-- TOOLS: the others, each misbehaving its own way
+local STEP = assert(slurp(debug.getinfo(1, "S").source:sub(2):match("(.*)/") ..
+                          "/../../spec/cli/fixtures/fleet/step.lua"))
 local TOOLS = [==[
 local obelus = require "obelus"
 return {
-  { name = "step",
-    schema = { type = "object", properties = { n = { type = "integer" } }, required = { "n" } },
-    run = function(call)
-      if call.mark then
-        local f = assert(io.open(call.mark, "a"))
-        f:write(tostring(call.n), "\n")
-        f:close()
-      end
-      if call.ms then obelus.sleep(call.ms) end
-      return call.n * 2
-    end },
   { name = "boom", schema = { type = "object" }, run = function() error("boom in the tool") end },
   { name = "quit", schema = { type = "object" }, run = function() os.exit(3) end },
   { name = "spin", schema = { type = "object" }, run = function() while true do end end },
@@ -70,7 +63,7 @@ local function fixed(n, mark)
 end
 
 local function files(extra)
-  local t = { ["tools/t.lua"] = TOOLS, ["p.json"] = PLAN, ["slow.json"] = SLOW }
+  local t = { ["tools/step.lua"] = STEP, ["tools/t.lua"] = TOOLS, ["p.json"] = PLAN, ["slow.json"] = SLOW }
   for k, v in pairs(extra or {}) do t[k] = v end
   return t
 end

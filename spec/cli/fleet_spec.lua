@@ -9,32 +9,19 @@ local servers = require "support.servers"
 local q = cli.quote
 local bin = cli.bin
 
--- The tests' tools: step writes a mark per run (so that runs can be counted), sleeps,
--- and doubles n; die kills its own process (a worker) with SIGKILL.
-local TOOLS = [[
+-- The tests' tools: step (spec/cli/fixtures/fleet/step.lua) writes a mark per run (so
+-- that runs can be counted), sleeps, and doubles n; die kills its own process (a
+-- worker) with SIGKILL.
+local STEP = cli.slurp("spec/cli/fixtures/fleet/step.lua")
+local DIE = [[
 local obelus = require "obelus"
 return {
-  {
-    name = "step",
-    schema = { type = "object", properties = { n = { type = "integer" } }, required = { "n" } },
-    run = function(call)
-      if call.mark then
-        local f = assert(io.open(call.mark, "a"))
-        f:write(tostring(call.n), "\n")
-        f:close()
-      end
-      if call.ms then obelus.sleep(call.ms) end
-      return call.n * 2
-    end,
-  },
-  {
-    name = "die",
-    schema = { type = "object" },
-    run = function()
-      obelus.uv.kill(obelus.uv.os_getpid(), "sigkill")
-      obelus.sleep(1000)
-    end,
-  },
+  name = "die",
+  schema = { type = "object" },
+  run = function()
+    obelus.uv.kill(obelus.uv.os_getpid(), "sigkill")
+    obelus.sleep(1000)
+  end,
 }
 ]]
 
@@ -63,8 +50,10 @@ describe("obelus submit / worker / wait (a real redis-server)", function()
     tools = dir .. "/tools"
     other = dir .. "/other"
     sh("mkdir -p " .. q(tools) .. " " .. q(other))
-    fs.write(tools .. "/t.lua", TOOLS)
-    fs.write(other .. "/t.lua", TOOLS .. "-- another version\n")
+    fs.write(tools .. "/step.lua", STEP)
+    fs.write(tools .. "/die.lua", DIE)
+    fs.write(other .. "/step.lua", STEP .. "-- another version\n")
+    fs.write(other .. "/die.lua", DIE)
   end)
   teardown(function()
     redis.stop()
@@ -212,7 +201,7 @@ describe("obelus submit / worker / wait (a real redis-server)", function()
     assert.are.equal(0, w.code, w.err)
     assert.truthy(w.err:match("0 done"))
     local st = obelus { "status", "--redis", redis.url, "--queue", "b6" }
-    assert.truthy(st.out:match("1 job wait for a worker with tool files %x+ %(t%.lua%): no live worker has them"), st.out)
+    assert.truthy(st.out:match("1 job wait for a worker with tool files %x+ %(die%.lua, step%.lua%): no live worker has them"), st.out)
     local w2 = obelus({ "worker", "--redis", redis.url, "--queue", "b6", "--tools", tools, "--drain" }, 30)
     assert.are.equal(0, w2.code, w2.err)
     local r = obelus { "wait", "--redis", redis.url, "--queue", "b6", id }
