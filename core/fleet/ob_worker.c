@@ -79,25 +79,6 @@ static void note(ob_worker *w, const char *job, const char *msg) {
   status(w);
 }
 
-/* A note about job (NULL: the worker), printf-style. */
-static void say(ob_worker *w, const char *job, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void say(ob_worker *w, const char *job, const char *fmt, ...) {
-  if (!w->o.on_note)
-    return;
-  ob_buf b;
-  ob_buf_init(&b);
-  va_list ap;
-  va_start(ap, fmt);
-  ob_buf_vaddf(&b, fmt, ap);
-  va_end(ap);
-  note(w, job, b.data ? b.data : "");
-  ob_buf_free(&b);
-}
-
 static void reap(uv_timer_t *t) {
   ob_worker *w = t->data;
   w->reaping = 0;
@@ -148,7 +129,7 @@ static void read_failed(ob_worker *w, const char *msg) {
   w->read_backoff_ms = w->read_backoff_ms ? w->read_backoff_ms * 2 : READ_BACKOFF_MIN_MS;
   if (w->read_backoff_ms > READ_BACKOFF_MAX_MS)
     w->read_backoff_ms = READ_BACKOFF_MAX_MS;
-  say(w, NULL, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
+  ob_wjob_say(&w->js, NULL, "reading jobs: %s; reading again in %" PRIu64 " ms", msg, w->read_backoff_ms);
   if (w->timers_open) {
     w->read_waits = 1;
     uv_timer_start(&w->reread, on_reread, w->read_backoff_ms, 0);
@@ -163,7 +144,7 @@ static void on_read(void *ud, redisReply *rp, const char *why) {
     return; /* lost: read again once up (on_up) */
   if (rp->type == REDIS_REPLY_ERROR) {
     if (!strncmp(rp->str, "NOGROUP", 7)) { /* the stream went: made again, read at once */
-      say(w, NULL, "reading jobs: %s", rp->str);
+      ob_wjob_say(&w->js, NULL, "reading jobs: %s", rp->str);
       w->groups_ready = 0;
     } else {
       read_failed(w, rp->str);
@@ -219,7 +200,7 @@ static void on_group(void *ud, redisReply *rp, const char *why) {
   if (!rp)
     return;
   if (rp->type == REDIS_REPLY_ERROR && strncmp(rp->str, "BUSYGROUP", 9))
-    say(w, NULL, "cannot make the consumer group: %s", rp->str);
+    ob_wjob_say(&w->js, NULL, "cannot make the consumer group: %s", rp->str);
 }
 
 static void on_groups_made(void *ud, redisReply *rp, const char *why) {
@@ -265,7 +246,7 @@ static void on_claimed(void *ud, redisReply *rp, const char *why) {
       ob_redis_send(w->js.cmd, ob_redis_ignore_reply, NULL, 4,
                     (const char *[]){"HINCRBY", stats, "claimed", "1"}, NULL);
       free(stats);
-      say(w, j->id, "taken over (its worker stopped answering; delivery %lld)",
+      ob_wjob_say(&w->js, j->id, "taken over (its worker stopped answering; delivery %lld)",
           j->deliveries);
       ob_wjob_take(j);
     }
@@ -423,7 +404,7 @@ static void on_tick(uv_timer_t *t) {
 static void cmd_up(void *ud) {
   ob_worker *w = ud;
   if (w->ever_up)
-    say(w, NULL, "connected to %s again", ob_redis_url(w->js.cmd));
+    ob_wjob_say(&w->js, NULL, "connected to %s again", ob_redis_url(w->js.cmd));
   w->ever_up = 1;
   if (!w->groups_ready)
     create_groups(w);
@@ -444,7 +425,7 @@ static void cmd_down(void *ud, const char *why) {
     maybe_end(w);
     return;
   }
-  say(w, NULL, "lost Redis at %s (%s); reconnecting", ob_redis_url(w->js.cmd), why);
+  ob_wjob_say(&w->js, NULL, "lost Redis at %s (%s); reconnecting", ob_redis_url(w->js.cmd), why);
 }
 
 static void rd_up(void *ud) { read_more(ud); }

@@ -43,13 +43,7 @@
 
 /* --- the host -------------------------------------------------------------------------------- */
 
-/* A note to the host: about job (NULL: the jobs as a whole), printf-style. */
-static void say(ob_wjobs *w, const char *job, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void say(ob_wjobs *w, const char *job, const char *fmt, ...) {
+void ob_wjob_say(ob_wjobs *w, const char *job, const char *fmt, ...) {
   ob_buf b;
   ob_buf_init(&b);
   va_list ap;
@@ -239,14 +233,14 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
     /* EXEC's replies: the jobs' EVALs first, in order */
     redisReply *r = rp->type == REDIS_REPLY_ARRAY && i < rp->elements ? rp->element[i] : NULL;
     if (r && r->type == REDIS_REPLY_ERROR) {
-      say(fb->w, j->id, "its result could not be stored: %s", r->str);
+      ob_wjob_say(fb->w, j->id, "its result could not be stored: %s", r->str);
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
-      say(fb->w, j->id, "its journal could not be written to Redis (%s); stored "
+      ob_wjob_say(fb->w, j->id, "its journal could not be written to Redis (%s); stored "
                         "failed", j->jkey);
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
-      say(fb->w, j->id, "it already has a result, which stands; this run's (exit %d) "
+      ob_wjob_say(fb->w, j->id, "it already has a result, which stands; this run's (exit %d) "
                         "is dropped and its entry %s acked", j->exit, j->entry);
       fb->w->stats.refused++;
     } else if (j->exit == 0) {
@@ -257,7 +251,7 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
     ob_wjob_done(j);
   }
   if (rp && rp->type == REDIS_REPLY_ERROR)
-    say(fb->w, NULL, "storing results failed: %s", rp->str);
+    ob_wjob_say(fb->w, NULL, "storing results failed: %s", rp->str);
   free(fb);
 }
 
@@ -391,7 +385,7 @@ static void run_finish(wjob *j) {
     ob_run_detach_journal(w->e, j->wal);
     ob_error err;
     if (ob_wal_close(j->wal, &err) != OB_OK)
-      say(w, j->id, "%s", err.msg);
+      ob_wjob_say(w, j->id, "%s", err.msg);
     j->wal = NULL;
   }
   ob_value *out = ob_run_output(r);
@@ -484,7 +478,7 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   }
   fclose(f);
   if (!(j->rs = ob_resume_load(j->path, &err))) {
-    say(w, j->id, "its journal cannot be resumed (%s); running it from the start", err.msg);
+    ob_wjob_say(w, j->id, "its journal cannot be resumed (%s); running it from the start", err.msg);
     job_run(j);
     return;
   }
@@ -734,7 +728,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     char msg[600];
     snprintf(msg, sizeof msg, "the job could not be marked running: %s",
              rp->type == REDIS_REPLY_ERROR ? rp->str : "an unexpected reply");
-    say(w, j->id, "%s; failed", msg);
+    ob_wjob_say(w, j->id, "%s; failed", msg);
     job_result(j, 2, NULL, msg); /* its entry is acknowledged with the result */
     return;
   }
@@ -745,13 +739,13 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     ob_unref(plan_of(w, j->plan_hash, text, &err));
   if (strcmp(st, "ok")) { /* acknowledged by the script */
     if (!strcmp(st, "busy"))
-      say(w, j->id, "entry %s runs it already; entry %s of it is acked and ignored",
+      ob_wjob_say(w, j->id, "entry %s runs it already; entry %s of it is acked and ignored",
           rp->elements > 2 && rp->element[2]->str ? rp->element[2]->str : "?", j->entry);
     else if (!strcmp(st, "sharded"))
-      say(w, j->id, "a sharded job (its parts run, not it); entry %s of it is acked "
+      ob_wjob_say(w, j->id, "a sharded job (its parts run, not it); entry %s of it is acked "
                     "and ignored", j->entry);
     else
-      say(w, j->id, "already finished (%s), its result stands; entry %s of it is "
+      ob_wjob_say(w, j->id, "already finished (%s), its result stands; entry %s of it is "
                     "acked and ignored", st, j->entry);
     w->stats.refused++;
     ob_wjob_done(j);
@@ -759,7 +753,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
   }
   if (rp->elements > 2 && rp->element[2]->type == REDIS_REPLY_STRING &&
       !strcmp(rp->element[2]->str, "orphan") && !j->claimed) {
-    say(w, j->id, "the entry that held it is gone; entry %s takes it over", j->entry);
+    ob_wjob_say(w, j->id, "the entry that held it is gone; entry %s takes it over", j->entry);
     j->claimed = 1; /* resumed from its journal, as a takeover is */
   }
   if (j->deliveries > (long long)w->max_deliveries) {
@@ -767,7 +761,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     snprintf(why2, sizeof why2,
              "poison: delivered %lld times, and each time its worker ended before it finished",
              j->deliveries - 1);
-    say(w, j->id, "%s; failed", why2);
+    ob_wjob_say(w, j->id, "%s; failed", why2);
     w->stats.poisoned++;
     char *stats = ob_queue_key(w->queue, "stats", NULL);
     ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 4,
@@ -777,7 +771,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     return;
   }
   if (j->bad) {
-    say(w, j->id, "%s; failed", j->bad);
+    ob_wjob_say(w, j->id, "%s; failed", j->bad);
     job_result(j, 2, NULL, j->bad);
     return;
   }

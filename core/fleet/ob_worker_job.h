@@ -80,6 +80,14 @@ struct wjob {
   int finish_sent;     /* the MULTI is out; 0 again when it was lost */
 };
 
+/* A note to the host (host.say): about job (NULL: the jobs, or the worker, as a whole),
+ * printf-style. The worker's own notes go through it too. */
+void ob_wjob_say(ob_wjobs *w, const char *job, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* A job from a stream entry ([id, [field, value, ...]]) added to w's jobs; NULL for an
  * entry deleted meanwhile. The entry is decoded and checked (ob_queue_job.h): a bad one
  * is still a job, whose result says what is wrong with it. */
