@@ -302,11 +302,13 @@ static int looper_free(looper *lp, int rc) {
 int ob_cmd_loop(int argc, char **argv) {
   ob_cmd_options o;
   ob_engine *e;
-  ob_plan *p;
-  ob_value *pv;
-  int rc = ob_cmd_begin(argc, argv, loop_help, &o, &e, &p, &pv);
+  ob_drun *d;
+  int rc = ob_cmd_begin(argc, argv, loop_help, &o, &e, &d);
   if (rc >= 0)
     return rc;
+  /* the first plan runs on the log its steps share, writing the loop's journal: the
+   * loop makes its runs itself, from the plan the driver prepared */
+  ob_plan *p = ob_drun_plan(d);
   looper lp;
   looper_init(&lp, &o, e);
   if ((rc = looper_planner(&lp)) != OB_EXIT_OK ||
@@ -319,7 +321,7 @@ int ob_cmd_loop(int argc, char **argv) {
   ob_run_options first_opt = lp.ro;
   first_opt.run_record_extra = loop;
   ob_error err;
-  ob_run *first = ob_run_new(e, p, pv, o.inputs, &first_opt, &err);
+  ob_run *first = ob_run_new(e, p, ob_drun_plan_value(d), o.inputs, &first_opt, &err);
   ob_unref(loop);
   if (!first) {
     ob_eprintf("obelus loop: %s\n", err.msg);
@@ -331,7 +333,7 @@ int ob_cmd_loop(int argc, char **argv) {
   rc = looper_steps(&lp, 1);
 done:
   rc = looper_free(&lp, rc);
-  ob_cmd_cleanup(&o, NULL, p, pv);
+  ob_cmd_cleanup(&o, NULL, d);
   return rc;
 }
 

@@ -7,7 +7,7 @@
  * is now), its file (for the plans root and the change check), the tool files
  * it had (loaded again unless --tools is given), its inputs. So --journal and
  * --input are refused: resume appends to that journal and reads its inputs
- * from it. Then, as ob_resume_start.c lays out and shares with obelus_resume
+ * from it. Then, as ob_drive_resume.c lays out and shares with obelus_resume
  * and engine:resume: the plan checked against the tools (problems: exit 2),
  * what changed since the run refused unless --force (said either way), the
  * journal cut back and opened to append, the run made as the journal left it
@@ -76,9 +76,7 @@ int ob_cmd_resume(int argc, char **argv) {
   o.plan = ob_resume_plan_file(rs);
   o.pg = ob_progress_install(o.approve, o.events);
   ob_engine *e = NULL;
-  ob_plan *p = NULL;
-  ob_value *pv = NULL;
-  ob_wal *journal = NULL;
+  ob_drun *d = NULL;
   rc = OB_EXIT_USAGE;
   if (ob_cmd_plans_root(&o) != OB_EXIT_OK)
     goto done;
@@ -87,10 +85,7 @@ int ob_cmd_resume(int argc, char **argv) {
     goto done;
   }
   ob_engine_set_note(e, ob_cli_note, NULL);
-  if (o.pg) /* the tools write through the progress line's streams (ob_progress.c) */
-    ob_engine_set_stdio(e, ob_progress_out(o.pg), ob_progress_err(o.pg));
-  ob_engine_set_max_memory(e, o.max_memory_mb << 20);
-  e->http_max = o.http_max;
+  ob_cmd_engine_limits(&o, e); /* before any tool file: they write through its streams */
   const ob_value *then = ob_resume_tool_files(rs);
   for (size_t i = 0; !o.ntools && then && i < ob_array_len(then); i++) {
     ob_value *f = ob_object_get(ob_array_get(then, i), "file", 4);
@@ -104,7 +99,9 @@ int ob_cmd_resume(int argc, char **argv) {
   ob_buf why;
   ob_buf_init(&why);
   size_t changes;
-  p = ob_resume_check(rs, e, o.plan, o.root, &pv, &why, &changes);
+  d = ob_drun_from_resume(e, rs, o.plan, o.root, &why, &changes);
+  rs = NULL; /* the driven run's */
+  ob_plan *p = ob_drun_plan(d);
   for (size_t i = 0; i < p->nerrors; i++)
     ob_eprintf("%s\n", p->errors[i]);
   if (p->nerrors) {
@@ -122,47 +119,38 @@ int ob_cmd_resume(int argc, char **argv) {
   if (changes)
     ob_eprintf("obelus resume: --force: %s\n", why.data);
   ob_buf_free(&why);
-  if (ob_cmd_check_files(&o, e, p, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
+  if (ob_cmd_check_files(&o, d, o.plan, journal_path, o.events, 1) != OB_EXIT_OK)
     goto done;
-  if (ob_resume_verify(rs, p, &err) != OB_OK) { /* before the journal is touched */
+  /* checked to be as it was read, then opened to append and cut back (none for a run
+   * that ended) */
+  if (ob_drun_open_journal(d, NULL, 0, o.fsync, &err) != OB_OK) {
     ob_eprintf("obelus resume: %s\n", err.msg);
     goto done;
   }
-  int ended_status = 0, ended = ob_resume_ended(rs, &ended_status);
-  if (ob_resume_loop(rs) && ended) { /* the loop's output again, nothing run */
+  ob_resume *ran = ob_drun_resume(d);
+  int ended_status = 0, ended = ob_resume_ended(ran, &ended_status);
+  if (ob_resume_loop(ran) && ended) { /* the loop's output again, nothing run */
     rc = ended_status;
-    if (ob_resume_output(rs) && ob_cmd_print_json(ob_resume_output(rs)) != OB_EXIT_OK)
+    if (ob_resume_output(ran) && ob_cmd_print_json(ob_resume_output(ran)) != OB_EXIT_OK)
       rc = OB_EXIT_WRITE;
     goto done;
   }
-  if (ob_resume_open(rs, e->loop, o.fsync, &journal, &err) != OB_OK) {
-    ob_eprintf("obelus resume: %s\n", err.msg);
-    goto done;
-  }
-  if (ob_resume_loop(rs)) {
-    rc = ob_cmd_loop_resume(&o, e, p, rs, &journal);
-    e = NULL; /* the loop freed it, before the step plans its runs point into */
+  if (ob_resume_loop(ran)) {
+    ob_wal *journal = ob_drun_take_journal(d);
+    rc = ob_cmd_loop_resume(&o, e, p, ran, &journal);
+    if (journal) /* refused before the loop took the journal and the engine */
+      ob_runner_journal_close(e, &journal, "resume");
+    else
+      e = NULL; /* the loop freed it, before the step plans its runs point into */
     goto done;
   }
   ob_runner rn;
-  if ((rc = ob_runner_open(&rn, &o, e, &(ob_wal *){NULL})) == OB_EXIT_OK) {
-    rn.journal = journal; /* its failure stops the run */
-    ob_run_options ro = ob_runner_run_options(&o, &rn, NULL, NULL);
-    ob_run *r = ob_resume_start(e, p, rs, journal, &ro, &err);
-    if (!r) {
-      ob_eprintf("obelus resume: %s\n", err.msg);
-      rc = OB_EXIT_USAGE;
-    } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
-      rc = ob_runner_finish(e, &journal, o.cmd, ob_resume_finish(rs, r), ob_run_output(r));
-    }
-  }
-  rc = ob_runner_close(&rn, &journal, rc);
+  if ((rc = ob_runner_open(&rn, &o, e, NULL)) == OB_EXIT_OK)
+    rc = ob_runner_run(&rn, d);
+  rc = ob_runner_close(&rn, NULL, rc);
 done:
-  if (journal)
-    ob_runner_journal_close(e, &journal, "resume");
+  ob_drun_free(d); /* its run first, then the engine */
   ob_engine_free(e);
-  ob_plan_free(p);
-  ob_unref(pv);
   ob_unref(o.inputs);
   free(o.root);
   ob_progress_remove(o.pg);

@@ -94,66 +94,39 @@ static const char check_help[] =
 int ob_cmd_check(int argc, char **argv) {
   ob_cmd_options o;
   ob_engine *e;
-  ob_plan *p;
-  ob_value *pv;
-  int rc = ob_cmd_begin(argc, argv, check_help, &o, &e, &p, &pv);
+  ob_drun *d;
+  int rc = ob_cmd_begin(argc, argv, check_help, &o, &e, &d);
   if (rc >= 0)
     return rc;
+  const ob_plan *p = ob_drun_plan(d);
   size_t edges = 0;
   for (size_t i = 0; i < p->ncalls; i++)
     edges += p->calls[i].ndeps;
   ob_fputs_escaped(stdout, o.plan, strlen(o.plan), 0); /* a file's name: any bytes */
   printf(": ok, %zu call%s, %zu dependenc%s\n", p->ncalls, p->ncalls == 1 ? "" : "s", edges,
          edges == 1 ? "y" : "ies");
-  ob_cmd_cleanup(&o, e, p, pv);
+  ob_cmd_cleanup(&o, e, d);
   return OB_EXIT_OK;
-}
-
-/* run on threads: the same ending as on one engine (exit status, journal, output) */
-static int run_threads(ob_cmd_options *o, ob_runner *rn, const ob_run_options *ro, ob_engine *e,
-                       ob_plan *p, ob_value *pv, ob_wal **journal, size_t threads) {
-  ob_shards *s;
-  int rc = ob_runner_drive_shards(rn, ro, p, pv, threads, &s);
-  if (!s)
-    return rc;
-  if (!rc) {
-    rc = ob_shards_failed(s) ? OB_EXIT_FAIL : OB_EXIT_OK;
-    ob_shards_journal_end(s, rc);
-    rc = ob_runner_finish(e, journal, o->cmd, rc, ob_shards_output(s));
-  }
-  ob_shards_free(s);
-  return rc;
 }
 
 int ob_cmd_run(int argc, char **argv) {
   ob_cmd_options o;
   ob_engine *e;
-  ob_plan *p;
-  ob_value *pv;
-  int rc = ob_cmd_begin(argc, argv, run_help, &o, &e, &p, &pv);
+  ob_drun *d;
+  int rc = ob_cmd_begin(argc, argv, run_help, &o, &e, &d);
   if (rc >= 0)
     return rc;
   ob_runner rn;
-  ob_wal *journal;
-  if ((rc = ob_runner_open(&rn, &o, e, &journal)) == OB_EXIT_OK) {
-    ob_run_options ro = ob_runner_run_options(&o, &rn, journal, NULL);
-    ob_error err;
-    size_t threads = ob_shard_threads(p, o.threads, &ro);
-    assert(threads > 1 || !p->probe); /* ob_cmd_begin read the whole plan then */
-    ob_run *r = NULL;
-    if (threads > 1) {
-      rc = run_threads(&o, &rn, &ro, e, p, pv, &journal, threads);
-    } else if (!(r = ob_run_new(e, p, pv, o.inputs, &ro, &err))) {
-      /* prepare() tried the context already: this is unexpected */
-      ob_eprintf("obelus run: %s\n", err.msg);
+  ob_error err;
+  if ((rc = ob_runner_open(&rn, &o, e, NULL)) == OB_EXIT_OK) {
+    if (o.journal && ob_drun_open_journal(d, o.journal, o.overwrite, o.fsync, &err) != OB_OK) {
+      fprintf(stderr, "obelus run: cannot write the journal: %s\n", err.msg);
       rc = OB_EXIT_USAGE;
-    } else if (!(rc = ob_runner_drive(&rn, r, p->ncalls))) {
-      rc = ob_run_failed(r) ? OB_EXIT_FAIL : OB_EXIT_OK;
-      ob_run_journal_end(r, rc);
-      rc = ob_runner_finish(e, &journal, o.cmd, rc, ob_run_output(r));
+    } else {
+      rc = ob_runner_run(&rn, d);
     }
   }
-  rc = ob_runner_close(&rn, &journal, rc);
-  ob_cmd_cleanup(&o, e, p, pv);
+  rc = ob_runner_close(&rn, NULL, rc);
+  ob_cmd_cleanup(&o, e, d);
   return rc;
 }

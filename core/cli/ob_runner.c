@@ -248,47 +248,52 @@ int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
   return OB_EXIT_OK;
 }
 
-/* The command's limits and files in engine e: the command's own, and each of a run
- * on threads' (shard_setup). OB_EXIT_OK, or 2 said on stderr. */
-static int engine_load(const ob_cmd_options *o, ob_engine *e) {
+void ob_cmd_engine_limits(const ob_cmd_options *o, ob_engine *e) {
   if (o->pg) /* the tools write through the progress line's streams, which erase it */
     ob_engine_set_stdio(e, ob_progress_out(o->pg), ob_progress_err(o->pg));
   ob_engine_set_max_memory(e, o->max_memory_mb << 20);
   e->http_max = o->http_max;
+}
+
+int ob_cmd_engine_load(const ob_cmd_options *o, ob_engine *e) {
+  ob_cmd_engine_limits(o, e);
   return ob_cmd_load(o, e);
 }
 
-/* Whether `run` may check its plan by its probe (ob_shard_read_plan): nothing
- * but the plan and its journal can keep it on one engine. */
-static int probing(const ob_cmd_options *o) { return !strcmp(o->cmd, "run") && !o->approve; }
+/* Whether `run` may go on threads, its plan aside (ob_drive_source.may_thread):
+ * nothing but the plan and its journal can keep it on one engine. */
+static int may_thread(const ob_cmd_options *o) { return !strcmp(o->cmd, "run") && !o->approve; }
 
-/* Engine, tools, latent scripts, plan: everything `check` and `run` share.
- * Prints the problems and returns 2 when something is invalid. */
-static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **plan_value) {
+/* Engine, tools, latent scripts, plan: everything `check`, `run` and `loop`
+ * share. Prints the problems and returns 2 when something is invalid. */
+static int prepare(ob_cmd_options *o, ob_engine **ep, ob_drun **dp) {
   ob_error err;
-  *ep = NULL;
-  *pp = NULL;
-  *plan_value = NULL;
+  *dp = NULL;
   ob_engine *e = *ep = ob_engine_new(NULL, &err);
   if (!e) {
     ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
   ob_engine_set_note(e, ob_cli_note, NULL);
-  if (engine_load(o, e) != OB_EXIT_OK)
+  if (ob_cmd_engine_load(o, e) != OB_EXIT_OK || ob_cmd_plans_root(o) != OB_EXIT_OK)
     return OB_EXIT_USAGE;
-  ob_value *v = *plan_value = ob_json_parse_file(o->plan, &err);
-  if (!v) {
+  ob_drive_source src = {.name = o->plan,
+                         .file = o->plan,
+                         .inputs = ob_ref(o->inputs),
+                         .plans_root = o->root,
+                         .input_label = "--input",
+                         .numbered = 1,
+                         .max_calls = o->max_calls,
+                         .may_thread = may_thread(o),
+                         .threads = o->threads,
+                         .concurrency = o->concurrency,
+                         .journal_fsync = o->journal ? o->fsync : OB_FSYNC_NEVER};
+  ob_drun *d = *dp = ob_drun_prepare(e, &src, &err);
+  if (!d) {
     ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
-  if (ob_cmd_plans_root(o) != OB_EXIT_OK)
-    return OB_EXIT_USAGE;
-  ob_plan_source src = {.name = o->plan, .root = o->root, .inputs = o->inputs,
-                        .input_label = "--input", .numbered = 1, .max_calls = o->max_calls};
-  ob_plan *p = *pp = probing(o) ? ob_shard_read_plan(e, v, &src, o->threads, o->concurrency,
-                                                     o->journal ? o->fsync : OB_FSYNC_NEVER)
-                                : ob_run_read_plan(e, v, &src, 0);
+  const ob_plan *p = ob_drun_plan(d);
   for (size_t i = 0; i < p->nerrors; i++)
     ob_eprintf("%s\n", p->errors[i]);
   if (p->nerrors) {
@@ -297,14 +302,14 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_plan **pp, ob_value **p
     return OB_EXIT_USAGE;
   }
   if (strcmp(o->cmd, "check"))
-    return ob_cmd_check_files(o, e, p, o->plan, o->journal, o->events, 0);
+    return ob_cmd_check_files(o, d, o->plan, o->journal, o->events, 0);
   return OB_EXIT_OK;
 }
 
 /* What run, check and loop start with: the arguments, then the engine, tools
  * and plan. Returns -1 to go on, or the exit status (everything freed). */
 int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_engine **e,
-                 ob_plan **p, ob_value **pv) {
+                 ob_drun **d) {
   int rc = ob_cmd_options_parse(argc, argv, o, help);
   if (rc) {
     ob_unref(o->inputs);
@@ -312,17 +317,16 @@ int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_
   }
   if (strcmp(o->cmd, "check"))
     o->pg = ob_progress_install(o->approve, o->events);
-  if ((rc = prepare(o, e, p, pv)) != OB_EXIT_OK) {
-    ob_cmd_cleanup(o, *e, *p, *pv);
+  if ((rc = prepare(o, e, d)) != OB_EXIT_OK) {
+    ob_cmd_cleanup(o, *e, *d);
     return rc;
   }
   return -1;
 }
 
-void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_value) {
-  ob_engine_free(e); /* frees its runs first: they point into the plan */
-  ob_plan_free(p);
-  ob_unref(plan_value);
+void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_drun *d) {
+  ob_drun_free(d); /* its run, then the plan it points into; the engine is still there */
+  ob_engine_free(e);
   ob_unref(o->inputs);
   free(o->root);
   o->root = NULL;
@@ -332,8 +336,8 @@ void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_
 
 static void on_done(ob_run *run, void *ud) {
   ob_runner *rn = ud;
-  (void)run;
-  ob_drain_done(&rn->drain);
+  if (run) /* NULL: a run on threads has ended (ob_shards_wait waits for that) */
+    ob_drain_done(&rn->drain);
 }
 
 /* A write to --events failed: said once; the run goes on, and exits 4. */
@@ -382,12 +386,12 @@ static void on_event(void *ud, const ob_event *ev) {
 static void on_signal(uv_signal_t *s, int signum) {
   ob_runner *rn = s->data;
   rn->signum = signum;
-  if (rn->shards) {
-    ob_shards_cancel(rn->shards); /* the threads' tools stay stopped until they take it */
-  } else {
+  if (rn->drun) /* a run on threads: its tools stay stopped until the threads take it */
+    ob_drun_cancel(rn->drun);
+  else
     ob_run_cancel(rn->run);
+  if (!rn->drun || !ob_drun_threads(rn->drun))
     ob_watch_interrupt_done(); /* taken: what runs now (callbacks closing) may finish */
-  }
   uv_stop(rn->e->loop);
 }
 
@@ -396,16 +400,17 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
   memset(rn, 0, sizeof *rn);
   rn->o = o;
   rn->e = e;
-  *journal = NULL;
   ob_error err;
-  if (o->journal &&
+  if (journal)
+    *journal = NULL;
+  if (journal && o->journal &&
       !(*journal = ob_wal_open(e->loop, o->journal,
                                OB_WAL_CREATE | (o->overwrite ? OB_WAL_OVERWRITE : 0), o->fsync,
                                &err))) {
     fprintf(stderr, "obelus %s: cannot write the journal: %s\n", o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
-  rn->journal = *journal;
+  rn->journal = journal ? *journal : NULL;
   if (o->events)
     rn->events = strcmp(o->events, "-") ? fopen(o->events, "we") : stderr;
   if (o->events && !rn->events) {
@@ -455,9 +460,20 @@ int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob
   return rc;
 }
 
+/* Closes the driven run's journal (ob_runner_journal_close's sentence when it fails):
+ * 1 when it failed. */
+static int drun_journal_close(ob_runner *rn, ob_drun *d) {
+  ob_error err;
+  if (!ob_drun_journal(d) || ob_drun_close_journal(d, &err) == OB_OK)
+    return 0;
+  fprintf(stderr, "obelus %s: the journal is incomplete: %s\n", rn->o->cmd, err.msg);
+  return 1;
+}
+
 int ob_runner_close(ob_runner *rn, ob_wal **journal, int rc) {
-  if (*journal && ob_runner_journal_close(rn->e, journal, rn->o->cmd) &&
-      (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
+  int failed = journal && *journal && ob_runner_journal_close(rn->e, journal, rn->o->cmd);
+  failed |= rn->drun && drun_journal_close(rn, rn->drun);
+  if (failed && (rc == OB_EXIT_OK || rc == OB_EXIT_FAIL))
     rc = OB_EXIT_WRITE;
   if (rn->open) {
     ob_drain_close(&rn->drain);
@@ -510,16 +526,15 @@ static void say_abandoned(const ob_runner *rn, size_t n) {
                     "abandoned\n", rn->o->cmd, n, n == 1 ? "" : "s", rn->o->drain_ms);
 }
 
-int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
-  rn->run = r;
-  ob_progress_set_run(rn->o->pg, r, ncalls);
-  ob_drain_start(&rn->drain, r);
-  ob_run_start(r);
-  size_t abandoned = ob_drain_wait(&rn->drain, signalled, rn);
+/* What a drive that ended says: the abandoned calls, a journal that failed, what kept
+ * a part of a run on threads from running (error, or NULL), a signal. */
+static int drive_ended(ob_runner *rn, size_t abandoned, const char *error) {
   ob_progress_end_run(rn->o->pg);
   say_abandoned(rn, abandoned);
   if (!rn->signum && journal_failed(rn))
     return say_journal_failed(rn);
+  if (error)
+    fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, error);
   if (rn->signum) {
     fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
             rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -528,56 +543,71 @@ int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) {
   return 0;
 }
 
+/* Drives r (on one engine) as ob_runner_drive says; d: its driven run, which starts it. */
+static int drive(ob_runner *rn, ob_run *r, ob_drun *d, size_t ncalls) {
+  rn->run = r;
+  ob_progress_set_run(rn->o->pg, r, ncalls);
+  ob_drain_start(&rn->drain, r);
+  if (d)
+    ob_drun_start(d, NULL, NULL, NULL, 0, &(ob_error){0}); /* on one engine: cannot fail */
+  else
+    ob_run_start(r);
+  return drive_ended(rn, ob_drain_wait(&rn->drain, signalled, rn), NULL);
+}
+
+int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls) { return drive(rn, r, NULL, ncalls); }
+
 static void shard_counts(void *ud, size_t n[6]) { ob_shards_counts(ud, n); }
 
 /* Loads a part's engine as prepare() loads the command's (on the part's thread). */
 static int shard_setup(void *ud, ob_engine *e, ob_error *err) {
-  if (engine_load(ud, e) == OB_EXIT_OK)
+  if (ob_cmd_engine_load(ud, e) == OB_EXIT_OK)
     return 0;
   ob_error_set(err, OB_EINVAL, 0, "(said above)");
   return -1;
 }
 
-int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, ob_value *pv,
-                           size_t threads, ob_shards **out) {
-  ob_shard_config cfg = {.threads = threads,
-                         .e = rn->e,
-                         .plan = p,
-                         .plan_value = pv,
-                         .inputs = rn->o->inputs,
-                         .opt = *ro,
-                         .setup = shard_setup,
-                         .setup_ud = rn->o,
-                         .drain_ms = rn->o->drain_ms};
-  cfg.opt.on_done = NULL;
+/* d on threads as ob_shard.h tells, until every part has ended. */
+static int drive_threads(ob_runner *rn, ob_drun *d) {
   /* each thread's heap grows 64 MB at a time rather than in small steps, each an
    * mprotect and a TLB flush on every core: a thread building its part of the plan
    * took 9-13 ms for 3,000 calls, 5 ms with this (measured; glibc's top_pad). The
    * command owns its process: a host's (the C API, the Lua module) is left alone. */
   mallopt(M_TOP_PAD, 64 << 20);
   ob_error err;
-  ob_shards *s = *out = ob_shards_start(&cfg, &err);
-  if (!s) {
+  if (ob_drun_start(d, shard_setup, rn->o, NULL, rn->o->drain_ms, &err) != OB_OK) {
     ob_eprintf("obelus %s: %s\n", rn->o->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
-  rn->shards = s;
+  ob_shards *s = ob_drun_shards(d);
   ob_progress_set_counts(rn->o->pg, shard_counts, s);
   ob_shards_wait(s);
   ob_watch_interrupt_done(); /* every thread has taken the signal, if one came */
-  ob_progress_end_run(rn->o->pg);
-  rn->shards = NULL;
-  say_abandoned(rn, ob_shards_abandoned(s));
-  if (!rn->signum && journal_failed(rn))
-    return say_journal_failed(rn);
-  if (ob_shards_error(s))
-    fprintf(stderr, "obelus %s: %s\n", rn->o->cmd, ob_shards_error(s));
-  if (rn->signum) {
-    fprintf(stderr, "obelus %s: interrupted by %s; running calls abandoned\n", rn->o->cmd,
-            rn->signum == SIGINT ? "SIGINT" : "SIGTERM");
-    return 128 + rn->signum;
+  return drive_ended(rn, ob_shards_abandoned(s), ob_shards_error(s));
+}
+
+int ob_runner_run(ob_runner *rn, ob_drun *d) {
+  rn->drun = d;
+  rn->journal = ob_drun_journal(d); /* its failure stops the drive */
+  ob_run_options ro = ob_runner_run_options(rn->o, rn, NULL, NULL);
+  ob_error err;
+  if (ob_drun_make(d, &ro, &err) != OB_OK) { /* prepare() tried the context: unexpected */
+    ob_eprintf("obelus %s: %s\n", rn->o->cmd, err.msg);
+    return OB_EXIT_USAGE;
   }
-  return 0;
+  int rc = ob_drun_threads(d) ? drive_threads(rn, d)
+                              : drive(rn, ob_drun_run(d), d, ob_drun_plan(d)->ncalls);
+  if (rc)
+    return rc;
+  ob_drun_end_journal(d); /* when the drain timed out: what still ran is abandoned */
+  rc = ob_drun_exit_status(d);
+  ob_value *out = ob_drun_output(d);
+  if (drun_journal_close(rn, d))
+    rc = OB_EXIT_WRITE; /* its output is not on disk: nothing printed claims it */
+  else if (ob_cmd_print_json(out) != OB_EXIT_OK)
+    rc = OB_EXIT_WRITE;
+  ob_unref(out);
+  return rc;
 }
 
 /* The options of a run started from the command line (log: a shared log, or NULL). */
@@ -633,16 +663,15 @@ static const char *stdin_is_plan(const char *plan_file) {
                                               : "stdin (the --input @- read from it)";
 }
 
-int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_plan *p,
-                       const char *plan_file, const char *journal, const char *events,
-                       int append) {
+int ob_cmd_check_files(const ob_cmd_options *o, const ob_drun *d, const char *plan_file,
+                       const char *journal, const char *events, int append) {
   if (!journal && (!events || !strcmp(events, "-")))
     return OB_EXIT_OK;
-  ob_files *fs = ob_files_new();
-  ob_files_add(fs, "the plan", plan_file);
+  /* the plan, the tool files loaded, the plans it delegates to */
+  ob_files *fs = ob_drun_files(d, "the plan");
+  ob_files_add(fs, "the plan", plan_file); /* resume's: the file the journal names */
   /* a plan or an input read from stdin redirected from a file is that file */
   int stdin_read = plan_file && !strcmp(plan_file, "-");
-  ob_files_add_engine(fs, e);
   for (int i = 0; i < o->ntools; i++)
     ob_files_add_tools(fs, o->tools[i]);
   for (int i = 0; i < o->nlatent; i++)
@@ -655,8 +684,6 @@ int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_pla
     }
   if (stdin_read)
     ob_files_add_fd(fs, 0, stdin_is_plan(plan_file));
-  if (p)
-    ob_files_add_delegates(fs, p, o->root);
   ob_files_add_fd(fs, 1, "stdout");
   ob_files_add_fd(fs, 2, "stderr");
   int bad = 0;

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "drive/ob_drain.h"
+#include "drive/ob_drive.h"
 
 #include "cli/ob_cli.h"
 #include "engine/ob_engine.h"
@@ -63,16 +64,23 @@ int ob_cmd_plans_root(ob_cmd_options *o);
  * 2 with the first failure said on stderr ("obelus CMD: ..."). */
 int ob_cmd_load(const ob_cmd_options *o, ob_engine *e);
 
-/* What run, check and loop start with: the arguments, the progress line (not
- * for check), then the engine, tools, latent scripts and plan, every problem
- * printed. Returns -1 to go on (then ob_cmd_cleanup at the end), or the exit
- * status (everything freed). */
-int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_engine **e,
-                 ob_plan **p, ob_value **pv);
+/* The command's streams and limits in engine e (the progress line's streams,
+ * --max-memory, --http-max), then its files (ob_cmd_load): OB_EXIT_OK, or 2 said. A
+ * run on threads makes each part's engine ready with it too. */
+void ob_cmd_engine_limits(const ob_cmd_options *o, ob_engine *e);
+int ob_cmd_engine_load(const ob_cmd_options *o, ob_engine *e);
 
-/* Frees the engine (its runs first), the plan and its value, the inputs and
- * the root, then removes the progress line. Any may be NULL. */
-void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_plan *p, ob_value *plan_value);
+/* What run, check and loop start with: the arguments, the progress line (not
+ * for check), then the engine, tools, latent scripts and the plan prepared (a
+ * driven run, ob_drive.h), every problem printed, and for run and loop the files
+ * it writes checked. Returns -1 to go on (then ob_cmd_cleanup at the end), or the
+ * exit status (everything freed). */
+int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_engine **e,
+                 ob_drun **d);
+
+/* Frees the driven run (its run, plan, journal), then the engine (the runs left on it),
+ * the inputs and the root, then removes the progress line. Any may be NULL. */
+void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_drun *d);
 
 /* Prints v as pretty JSON and a newline on stdout, and flushes it: a command's
  * output. OB_EXIT_OK, or OB_EXIT_WRITE said on stderr when stdout could not be
@@ -88,15 +96,15 @@ int ob_cmd_print_json(const ob_value *v);
  * symbolic or hard link too) is refused, both named. Then a journal that exists
  * and is not empty is refused unless append (resume) or --overwrite.
  * OB_EXIT_OK, or 2 said on stderr. */
-int ob_cmd_check_files(const ob_cmd_options *o, const ob_engine *e, const ob_plan *p,
-                       const char *plan_file, const char *journal, const char *events,
-                       int append);
+int ob_cmd_check_files(const ob_cmd_options *o, const ob_drun *d, const char *plan_file,
+                       const char *journal, const char *events, int append);
 
 /* Drives runs on the engine's loop, one after another (a loop's steps). */
 typedef struct ob_runner {
   ob_cmd_options *o;
   ob_engine *e;
-  ob_run *run;
+  ob_drun *drun;    /* the driven run (run, resume), or NULL (a loop's steps) */
+  ob_run *run;      /* the scheduler's run driven now, or NULL (on threads) */
   ob_wal *journal;  /* the run's journal, or NULL: its failure stops the drive */
   FILE *events;
   int events_errno; /* a write to --events failed (said once): the exit is 4 */
@@ -104,13 +112,19 @@ typedef struct ob_runner {
   ob_drain drain; /* fire-and-forget calls, waited for at most --drain-timeout */
   int signum, open;
   size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
-  struct ob_shards *shards; /* a run on threads, while it runs (signals cancel it) */
 } ob_runner;
 
-/* Opens what a run writes to (o->journal into *journal, --events) and the
- * handles that drive it: OB_EXIT_OK, or 2 said on stderr. ob_runner_close
- * either way. */
+/* Opens what a run writes to (o->journal into *journal, unless journal is NULL;
+ * --events) and the handles that drive it: OB_EXIT_OK, or 2 said on stderr.
+ * ob_runner_close either way. */
 int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **journal);
+
+/* The driven run d (its journal open: ob_drun_open_journal) made, started and
+ * driven as ob_runner_drive says, on one engine or on threads, then ended: its
+ * journal's end record, the journal closed, the output printed. Returns the exit
+ * status: 0, 1 (a call failed), 128 + a signal, OB_EXIT_WRITE, or 2 (said) when it
+ * could not be made or started. */
+int ob_runner_run(ob_runner *rn, ob_drun *d);
 
 /* The options of a run started from the command line (log: a shared log, or NULL). */
 ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_wal *journal,
@@ -122,14 +136,6 @@ ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_
  * rn->journal could not be written (said on stderr; the run was cancelled: no
  * call started after the failure). */
 int ob_runner_drive(ob_runner *rn, ob_run *r, size_t ncalls);
-
-/* Runs plan p (value pv) on `threads` threads as ob_shard.h tells, with the
- * options ro (ob_runner_run_options'), until every part has ended: 0, 128 + the
- * signal that interrupted it, or 2 (said) when it could not start. *out: the
- * shards, to read and free (NULL when it could not start). */
-struct ob_shards;
-int ob_runner_drive_shards(ob_runner *rn, const ob_run_options *ro, ob_plan *p, ob_value *pv,
-                           size_t threads, struct ob_shards **out);
 
 /* Closes *journal, if open, and the runner's handles and --events file. Returns
  * rc, made OB_EXIT_WRITE when it was 0 or 1 and --events could not be written. */

@@ -231,7 +231,7 @@ static int log_resolve(lua_State *L) { return resolve_in(L, check_log(L), "resol
  * tools, so the userdata here only hold C pointers. engine:run(plan, opts)
  * starts a run at once; luv's loop drives it: uv.run(), or run:wait().
  * engine:resume(journal, opts) starts the run a journal tells of where it
- * stopped (ob_resume_start.c, as `obelus resume`): a run like any other.
+ * stopped (ob_drive_resume.c, as `obelus resume`): a run like any other.
  *
  * The choices, and why:
  *  - Errors raise, as everywhere in this module: bad arguments, tool files

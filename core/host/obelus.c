@@ -38,7 +38,7 @@
  *    run has finished and no fire-and-forget call runs (or when it is
  *    cancelled or freed after finishing), so a journal without one is of a
  *    run that was killed or cancelled: obelus_resume takes it up (through
- *    ob_resume_start.c, as `obelus resume` does) and gives the host a run
+ *    ob_drive_resume.c, as `obelus resume` does) and gives the host a run
  *    like any other, which keeps the journal it read until it is freed.
  *
  * Costs: a C tool call costs one malloc (handle and its strings), one print

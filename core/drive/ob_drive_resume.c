@@ -1,4 +1,4 @@
-/* ob_resume_start.c -- taking a journal's top-level run up on an engine: the steps
+/* ob_drive_resume.c -- taking a journal's top-level run up on an engine: the steps
  * `obelus resume` (ob_cmd_resume.c), obelus_resume (obelus.c) and
  * engine:resume (ob_luamod.c) share, between reading the journal (ob_resume.c)
  * and driving the run each in its own way.
