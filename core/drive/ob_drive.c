@@ -150,11 +150,16 @@ int ob_drun_open_journal(ob_drun *d, const char *path, int overwrite, ob_fsync f
                          ob_error *err) {
   if (d->resume) {
     int rc = ob_resume_verify(d->resume, d->plan, err); /* before the journal is touched */
-    return rc != OB_OK ? rc : ob_resume_open(d->resume, d->e->loop, fsync, &d->journal, err);
+    if (rc != OB_OK)
+      return rc;
+    if (ob_resume_open(d->resume, d->e->loop, fsync, &d->journal, err) == OB_OK)
+      return OB_OK;
+  } else if ((d->journal = ob_wal_open(d->e->loop, path,
+                                       OB_WAL_CREATE | (overwrite ? OB_WAL_OVERWRITE : 0), fsync,
+                                       err))) {
+    return OB_OK;
   }
-  d->journal = ob_wal_open(d->e->loop, path, OB_WAL_CREATE | (overwrite ? OB_WAL_OVERWRITE : 0),
-                           fsync, err);
-  return d->journal ? OB_OK : err->code;
+  return err->code = OB_EIO;
 }
 
 int ob_drun_open_journal_fd(ob_drun *d, int fd, ob_fsync fsync, ob_error *err) {
@@ -163,7 +168,7 @@ int ob_drun_open_journal_fd(ob_drun *d, int fd, ob_fsync fsync, ob_error *err) {
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   d->journal = ob_wal_open(d->e->loop, path, regular ? OB_WAL_APPEND : OB_WAL_CREATE, fsync, err);
-  return d->journal ? OB_OK : err->code;
+  return d->journal ? OB_OK : (err->code = OB_EIO);
 }
 
 ob_wal *ob_drun_journal(const ob_drun *d) { return d->journal; }

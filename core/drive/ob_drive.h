@@ -72,11 +72,13 @@ ob_files *ob_drun_files(const ob_drun *d, const char *plan_label);
  * unless overwrite; a file another obelus writes refused: ob_wal locks it) under
  * fsync. For a resumed run, path is NULL: its own journal, checked to be as it was
  * read (ob_resume_verify) and opened to append, or none for a run that had ended.
- * OB_OK, or the code with err filled (nothing opened). */
+ * OB_OK; OB_EINVAL when the journal resumed is not as the run left it; OB_EIO when the
+ * file cannot be opened (err says why; nothing opened). */
 int ob_drun_open_journal(ob_drun *d, const char *path, int overwrite, ob_fsync fsync,
                          ob_error *err);
 /* Or the journal written to the file of a host's descriptor fd, flushed by the host
- * (a regular file appended to, its torn last line cut; a pipe written as it is). */
+ * (a regular file appended to, its torn last line cut; a pipe written as it is):
+ * OB_OK, or OB_EIO. */
 int ob_drun_open_journal_fd(ob_drun *d, int fd, ob_fsync fsync, ob_error *err);
 ob_wal *ob_drun_journal(const ob_drun *d); /* NULL: none */
 /* The journal handed to the caller, who closes it (`obelus loop`'s steps go on

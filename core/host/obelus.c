@@ -115,9 +115,8 @@ struct obelus_engine {
 
 struct obelus_run {
   obelus_engine *engine;
-  ob_run *r;
-  ob_plan *plan;
-  ob_value *plan_value;
+  ob_drun *d;                        /* the driven run (ob_drive.h): plan, journal, run */
+  ob_run *r;                         /* its scheduler's run; NULL on threads */
   obelus_event_cb on_event;
   obelus_done_cb on_done;
   void *data;
@@ -125,16 +124,6 @@ struct obelus_run {
   int started, cancelled, completed; /* completed: the completion was delivered */
   int zombie;                        /* freed from a tool function: freed on the loop */
   obelus_call *calls;                /* C tool handles in flight */
-  ob_wal *journal;                   /* writes to the host's FILE (opt.journal), or to the
-                                        journal resumed (obelus_resume); or NULL */
-  int journal_ended;                 /* its end record is written */
-  ob_resume *resume;                 /* obelus_resume: the journal read (the run's delegated
-                                        runs find theirs in it), or NULL */
-  size_t calls_used;                 /* max_calls: the calls of the run and its sub-runs */
-  size_t threads;                    /* > 1: a run on threads (R->r is NULL; ob_shard.h) */
-  ob_shards *shards;                 /* once started */
-  ob_value *inputs;                  /* what the threads are given */
-  ob_run_options ro;
   obelus_run *next, **prevp;
 };
 
@@ -221,25 +210,6 @@ const char *obelus_engine_problem(const obelus_engine *e, size_t i) {
 
 static void run_free_now(obelus_run *R);
 
-/* The journal of a run, written through ob_wal (group commit, --fsync) to the
- * file of the host's FILE: the stream is flushed, and the file opened again by
- * its descriptor (a regular file appended to, its torn last line cut; a pipe or
- * terminal written as it is). The host's FILE is left as it was, to close. */
-static ob_wal *journal_open(obelus_engine *E, FILE *f, const char *fsync, ob_error *err) {
-  ob_fsync mode = OB_FSYNC_BATCH;
-  if (fsync && ob_fsync_parse(fsync, &mode) != OB_OK) {
-    ob_error_set(err, OB_EINVAL, 0, "fsync is never, batch or always, not \"%s\"", fsync);
-    return NULL;
-  }
-  fflush(f);
-  char path[64];
-  struct stat st;
-  int fd = fileno(f);
-  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  return ob_wal_open(E->e->loop, path, regular ? OB_WAL_APPEND : OB_WAL_CREATE, mode, err);
-}
-
 static void deliver(uv_idle_t *h);
 
 static void kick(obelus_engine *E) {
@@ -278,40 +248,12 @@ static void forget_deliveries(obelus_run *R) {
 }
 
 static int run_status(const obelus_run *R) {
-  if (R->threads) {
-    if (R->shards && ob_shards_finished(R->shards))
-      return ob_shards_failed(R->shards) ? 1 : 0;
-    return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
-  }
-  int recorded;
-  if (R->journal && ob_wal_error(R->journal))
+  const ob_drun *d = R->d;
+  if (!ob_drun_threads(d) && ob_drun_journal_error(d))
     return OBELUS_EIO; /* its journal could not be written: the run was stopped */
-  if (ob_run_finished(R->r) && R->resume && ob_resume_ended(R->resume, &recorded))
-    return recorded; /* a journal of a run that had ended: its status as it was */
-  if (ob_run_finished(R->r))
-    return ob_run_failed(R->r) ? 1 : 0;
+  if (ob_drun_finished(d))
+    return ob_drun_exit_status(d); /* a journal of a run that had ended: as it was */
   return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
-}
-
-/* The journal's end record, as `obelus run` writes it: once the run has finished
- * and no fire-and-forget call runs any more, or when it is cancelled or freed
- * after it finished (what was still running is abandoned). A journal without
- * one is of a run that did not finish: obelus_resume takes it up. */
-static void journal_end(obelus_run *R) {
-  if (R->threads) {
-    if (R->journal && !R->journal_ended && R->shards && ob_shards_finished(R->shards)) {
-      R->journal_ended = 1;
-      ob_shards_journal_end(R->shards, ob_shards_failed(R->shards) ? 1 : 0);
-    }
-    return;
-  }
-  if (!R->journal || R->journal_ended || !ob_run_finished(R->r))
-    return;
-  R->journal_ended = 1;
-  if (R->resume)
-    ob_resume_finish(R->resume, R->r);
-  else
-    ob_run_journal_end(R->r, ob_run_failed(R->r) ? 1 : 0);
 }
 
 static void deliver(uv_idle_t *h) {
@@ -351,17 +293,11 @@ static void deliver(uv_idle_t *h) {
     uv_idle_stop(h);
 }
 
-/* ob_run's listeners: they only queue. */
+/* The run's listeners (after the driver's, which ends the journal): they only queue. */
 static void on_run_event(void *ud, const ob_event *ev) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
-  if (!R->threads && ev->type != OB_EV_READY && ev->type != OB_EV_STARTED &&
-      ev->type != OB_EV_NOTE &&
-      ob_run_finished(R->r) && !ob_run_detached_pending(R->r))
-    journal_end(R); /* the last call settled */
-  if (!R->on_event)
-    return; /* listened to for the journal only */
   size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0;
   delivery *d = malloc(sizeof *d + rlen);
   if (!d)
@@ -379,16 +315,15 @@ static void on_run_event(void *ud, const ob_event *ev) {
   }
   d->ev.t_ms = ev->t_ms;
   d->ev.note = ev->note; /* a string literal of the engine's */
-  d->ev.position = R->threads ? 0 : ob_log_len(ob_run_log(R->r));
+  d->ev.position = R->r ? ob_log_len(ob_run_log(R->r)) : 0;
   enqueue(R->engine, d);
 }
 
 static void on_run_done(ob_run *r, void *ud) {
   obelus_run *R = ud;
+  (void)r;
   if (R->cancelled || R->zombie)
     return;
-  if (R->threads || !ob_run_detached_pending(r)) /* on threads: every part has ended */
-    journal_end(R);
   delivery *d = calloc(1, sizeof *d);
   if (!d)
     abort();
@@ -667,54 +602,36 @@ static int report_problems(obelus_engine *E, const ob_plan *p) {
   return OBELUS_EINVAL;
 }
 
-/* A host's run of plan p (pv its value; both now the run's), not made yet. */
-static obelus_run *run_alloc(obelus_engine *E, ob_plan *p, ob_value *pv,
-                             const obelus_run_options *opt) {
+/* The host's run of the driven run d (prepared, its journal open), made with opt's
+ * options and put on the engine's list: OBELUS_OK, or the error (d freed). */
+static int run_make(obelus_engine *E, obelus_run **out, ob_drun *d,
+                    const obelus_run_options *opt) {
   obelus_run *R = calloc(1, sizeof *R);
   if (!R)
     abort();
   R->engine = E;
-  R->plan = p;
-  R->plan_value = pv;
+  R->d = d;
   R->on_event = opt->on_event;
   R->on_done = opt->on_done;
   R->data = opt->data;
   R->time_travel = opt->time_travel != 0;
-  return R;
-}
-
-/* The scheduler's options of R (its journal, when it has one, opened already). */
-static ob_run_options run_options(obelus_run *R, const obelus_run_options *opt) {
   ob_run_options ro = {.concurrency = opt->concurrency,
                        .max_depth = opt->max_depth,
                        .time_travel = R->time_travel,
-                       .journal = R->journal,
-                       .plans_root = R->plan->root,
                        .call_timeout_ms = opt->call_timeout_ms,
                        .max_output = (opt->max_output_kb ? opt->max_output_kb
                                                          : OB_DEFAULT_MAX_OUTPUT_KB) << 10,
                        .max_calls = opt->max_calls ? opt->max_calls : OB_DEFAULT_MAX_CALLS,
-                       .calls_used = &R->calls_used,
-                       .on_event = opt->on_event || R->journal ? on_run_event : NULL,
+                       .on_event = opt->on_event ? on_run_event : NULL,
                        .on_done = on_run_done,
                        .ud = R};
-  return ro;
-}
-
-/* Frees what a run that could not be made holds (its ob_run was never made),
- * and returns code. */
-static int run_unalloc(obelus_run *R, int code) {
-  if (R->journal)
-    ob_wal_close(R->journal, &(ob_error){0});
-  ob_plan_free(R->plan);
-  ob_unref(R->plan_value);
-  ob_resume_free(R->resume);
-  free(R);
-  return code;
-}
-
-/* The run made: on the engine's list, and the host's. */
-static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
+  ob_error err;
+  if (ob_drun_make(d, &ro, &err) != OB_OK) { /* the context was tried: only the unexpected */
+    ob_drun_free(d);
+    free(R);
+    return set_error(E, err.code, "%s", err.msg);
+  }
+  R->r = ob_drun_run(d);
   R->next = E->runs;
   if (E->runs)
     E->runs->prevp = &R->next;
@@ -724,22 +641,17 @@ static int run_link(obelus_engine *E, obelus_run *R, obelus_run **out) {
   return OBELUS_OK;
 }
 
-/* Whether a run with options opt may go on threads, its plan and journal aside
- * (ob_shard decides by those, given *journal: the --fsync of the journal it
- * writes, OB_FSYNC_NEVER for none): more than one asked for, no C tools (they
- * are the host's, on its thread), a valid --fsync (else refused when the
- * journal opens). */
-static int may_thread(const obelus_engine *E, const obelus_run_options *opt, ob_fsync *journal) {
-  *journal = OB_FSYNC_BATCH;
-  if (opt->fsync && ob_fsync_parse(opt->fsync, journal) != OB_OK)
+/* Reports the problems of d's plan, if it has any, and frees d: OBELUS_EINVAL; else 0. */
+static int refuse_problems(obelus_engine *E, ob_drun *d) {
+  if (!ob_drun_plan(d)->nerrors)
     return 0;
-  if (!opt->journal)
-    *journal = OB_FSYNC_NEVER;
-  return opt->threads > 1 && !E->tools;
+  report_problems(E, ob_drun_plan(d));
+  ob_drun_free(d);
+  return OBELUS_EINVAL;
 }
 
-/* Validates the plan (pv, consumed) and makes the run: what obelus_run_new and
- * obelus_run_new_file share. */
+/* Validates the plan (pv, consumed; read from file, or NULL) and makes the run: what
+ * obelus_run_new and obelus_run_new_file share. */
 static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char *name,
                    const char *file, const obelus_run_options *opt) {
   static const obelus_run_options defaults = {0};
@@ -755,52 +667,41 @@ static int run_new(obelus_engine *E, obelus_run **out, ob_value *pv, const char 
     }
     inputs = ob_array_push(ob_array(), in);
   }
-  /* the plans root, fixed now: a later chdir does not move it */
-  char *dir = opt->plans_root || !file ? NULL : ob_plan_default_root(file);
-  char *root = ob_plans_root(opt->plans_root ? opt->plans_root : dir, &err);
-  free(dir);
-  if (!root) {
-    ob_unref(pv);
-    ob_unref(inputs);
+  ob_fsync mode = OB_FSYNC_BATCH;
+  int fsync_ok = !opt->fsync || ob_fsync_parse(opt->fsync, &mode) == OB_OK;
+  /* on threads when more than one is asked for and there are no C tools (they are the
+   * host's, on its thread); an invalid fsync is refused below, on one engine */
+  ob_drive_source src = {.name = name,
+                         .file = file,
+                         .plan = pv,
+                         .inputs = inputs,
+                         .plans_root = opt->plans_root,
+                         .input_label = "input",
+                         .max_calls = opt->max_calls ? opt->max_calls : OB_DEFAULT_MAX_CALLS,
+                         .may_thread = opt->threads > 1 && !E->tools && fsync_ok,
+                         .threads = opt->threads,
+                         .concurrency = opt->concurrency,
+                         .journal_fsync = opt->journal ? mode : OB_FSYNC_NEVER};
+  ob_drun *d = ob_drun_prepare(E->e, &src, &err);
+  if (!d) /* the plans root */
     return set_error(E, OBELUS_EINVAL, "%s: %s", name, err.msg);
+  int rc = refuse_problems(E, d);
+  if (rc)
+    return rc;
+  if (opt->journal) {
+    if (!fsync_ok) {
+      ob_drun_free(d);
+      return set_error(E, OBELUS_EIO, "fsync is never, batch or always, not \"%s\"", opt->fsync);
+    }
+    /* the host's FILE flushed, and its file opened again by the descriptor; the FILE
+     * stays the host's to close */
+    fflush(opt->journal);
+    if (ob_drun_open_journal_fd(d, fileno(opt->journal), mode, &err) != OB_OK) {
+      ob_drun_free(d);
+      return set_error(E, OBELUS_EIO, "%s", err.msg);
+    }
   }
-  /* the context and the input must read as messages: the run would refuse
-   * them after the plan message, with nothing run; finding them here lists
-   * them with every other problem (as `obelus check` does) */
-  ob_plan_source src = {.name = name, .root = root, .inputs = inputs, .input_label = "input",
-                        .max_calls = opt->max_calls ? opt->max_calls : OB_DEFAULT_MAX_CALLS};
-  ob_fsync journal;
-  int threads = may_thread(E, opt, &journal);
-  ob_plan *p = threads ? ob_shard_read_plan(E->e, pv, &src, opt->threads, opt->concurrency,
-                                            journal)
-                       : ob_run_read_plan(E->e, pv, &src, 0);
-  free(root);
-  if (p->nerrors) {
-    report_problems(E, p);
-    ob_plan_free(p);
-    ob_unref(pv);
-    ob_unref(inputs);
-    return OBELUS_EINVAL;
-  }
-  obelus_run *R = run_alloc(E, p, pv, opt);
-  if (opt->journal && !(R->journal = journal_open(E, opt->journal, opt->fsync, &err))) {
-    ob_unref(inputs);
-    return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
-  }
-  ob_run_options ro = run_options(R, opt);
-  if (threads && ob_shard_threads(p, opt->threads, &ro) > 1) {
-    R->threads = opt->threads; /* made at the start */
-    R->inputs = inputs;
-    R->ro = ro;
-    R->ro.on_event = opt->on_event ? on_run_event : NULL;
-    return run_link(E, R, out);
-  }
-  assert(!p->probe); /* ob_shard_read_plan read it whole: it runs on one engine */
-  R->r = ob_run_new(E->e, p, pv, inputs, &ro, &err);
-  ob_unref(inputs);
-  if (!R->r) /* the scratch log took the context: only the unexpected lands here */
-    return set_error(E, run_unalloc(R, err.code), "%s", err.msg);
-  return run_link(E, R, out);
+  return run_make(E, out, d, opt);
 }
 
 int obelus_run_new(obelus_engine *E, obelus_run **out, const char *plan_json,
@@ -870,42 +771,30 @@ int obelus_resume(obelus_engine *E, obelus_run **out, const char *journal_path,
     return set_error(E, OBELUS_EINVAL, "obelus_resume: fsync is never, batch or always, not "
                                        "\"%s\"", opt->fsync);
   ob_error err;
-  ob_resume *rs = ob_resume_load(journal_path, &err);
-  if (!rs)
-    return set_error(E, err.code, "%s", err.msg);
-  ob_resume_say(E->e, rs);
-  if (ob_resume_loop(rs)) {
-    ob_resume_free(rs);
-    return set_error(E, OBELUS_EINVAL, "%s: a journal of `obelus loop`: resume it with `obelus "
-                                       "resume %s`", journal_path, journal_path);
-  }
   ob_buf why;
   ob_buf_init(&why);
   size_t changes;
-  ob_value *pv;
-  ob_plan *p = ob_resume_check(rs, E->e, opt->name, opt->plans_root, &pv, &why, &changes);
-  obelus_run *R = run_alloc(E, p, pv, opt);
-  R->resume = rs;
-  if (p->nerrors) {
-    report_problems(E, p);
+  ob_drun *d = ob_drun_prepare_resume(E->e, journal_path, opt->name, opt->plans_root, &why,
+                                      &changes, &err);
+  if (!d) {
     ob_buf_free(&why);
-    return run_unalloc(R, OBELUS_EINVAL);
+    return set_error(E, err.code, "%s", err.msg);
   }
-  if (changes && !opt->force) {
+  int rc = refuse_problems(E, d);
+  if (!rc && changes && !opt->force) {
     set_error(E, OBELUS_EINVAL, "%s: %s; nothing ran (force in the options resumes anyway)",
               journal_path, why.data);
-    ob_buf_free(&why);
-    return run_unalloc(R, OBELUS_EINVAL);
+    ob_drun_free(d);
+    rc = OBELUS_EINVAL;
   }
   ob_buf_free(&why);
-  if (ob_resume_verify(rs, p, &err) != OB_OK) /* before the journal is touched */
-    return set_error(E, run_unalloc(R, OBELUS_EINVAL), "%s", err.msg);
-  if (ob_resume_open(rs, E->e->loop, mode, &R->journal, &err) != OB_OK)
-    return set_error(E, run_unalloc(R, OBELUS_EIO), "%s", err.msg);
-  ob_run_options ro = run_options(R, opt);
-  if (!(R->r = ob_resume_start(E->e, p, rs, R->journal, &ro, &err)))
-    return set_error(E, run_unalloc(R, err.code), "%s", err.msg);
-  return run_link(E, R, out);
+  if (rc)
+    return rc;
+  if ((rc = ob_drun_open_journal(d, NULL, 0, mode, &err)) != OB_OK) {
+    ob_drun_free(d);
+    return set_error(E, rc, "%s", err.msg);
+  }
+  return run_make(E, out, d, opt);
 }
 
 int obelus_run_start(obelus_run *R) {
@@ -916,23 +805,13 @@ int obelus_run_start(obelus_run *R) {
   if (R->started)
     return set_error(E, OBELUS_EINVAL, "obelus_run_start: the run was started already");
   R->started = 1;
-  if (R->threads) {
-    ob_shard_config cfg = {.threads = R->threads,
-                           .e = E->e,
-                           .plan = R->plan,
-                           .plan_value = R->plan_value,
-                           .inputs = R->inputs,
-                           .opt = R->ro,
-                           .loads = &E->loads,
-                           .drain_ms = 5000};
-    ob_error err;
-    if (!(R->shards = ob_shards_start(&cfg, &err))) {
-      R->cancelled = 1;
-      return set_error(E, err.code, "%s", err.msg);
-    }
-    return OBELUS_OK;
+  ob_error err;
+  /* on one engine, ob_run_start: it may free R (deferred) through a C tool, and R is not
+   * touched after; on threads, the parts' engines load what this one loaded */
+  if (ob_drun_start(R->d, NULL, NULL, &E->loads, 5000, &err) != OB_OK) {
+    R->cancelled = 1;
+    return set_error(E, err.code, "%s", err.msg);
   }
-  ob_run_start(R->r); /* may free R (deferred) through a C tool: R is not touched after */
   return OBELUS_OK;
 }
 
@@ -953,13 +832,13 @@ int obelus_run_wait(obelus_run *R) {
     int alive = uv_run(loop, UV_RUN_ONCE);
     if (E->wait_over)
       break;
-    if (R->journal && ob_wal_error(R->journal)) { /* the run was stopped (ob_record_flush) */
+    if (ob_drun_journal_error(R->d)) { /* the run was stopped (ob_record_flush) */
       E->wait_status = set_error(E, OBELUS_EIO, "%s; the run was stopped",
-                                 ob_wal_error(R->journal));
+                                 ob_drun_journal_error(R->d));
       break;
     }
     /* nothing left on the loop, yet calls wait: they never will finish */
-    if (!alive && !R->threads && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
+    if (!alive && R->r && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
         !uv_loop_alive(loop)) {
       E->wait_status = set_error(E, OBELUS_EBUSY, "obelus_run_wait: the run cannot finish "
                                                   "(nothing runs, nothing is pending)");
@@ -975,11 +854,8 @@ void obelus_run_cancel(obelus_run *R) {
     return;
   obelus_engine *E = R->engine;
   R->cancelled = 1;
-  if (R->shards)
-    ob_shards_cancel(R->shards);
-  else if (R->r)
-    ob_run_cancel(R->r);
-  journal_end(R);
+  ob_drun_cancel(R->d);
+  ob_drun_end_journal(R->d); /* a run that finished: what still ran is abandoned */
   forget_deliveries(R);
   if (E->waiting == R) {
     E->wait_over = 1;
@@ -993,28 +869,17 @@ static void run_free_now(obelus_run *R) {
   forget_deliveries(R);
   if (E->waiting == R) {
     E->wait_over = 1;
-    E->wait_status = R->threads ? (R->shards && ob_shards_finished(R->shards) ? run_status(R)
-                                                                              : OBELUS_ECANCELED)
-                     : ob_run_finished(R->r) ? run_status(R) : OBELUS_ECANCELED;
+    E->wait_status = ob_drun_finished(R->d) ? run_status(R) : OBELUS_ECANCELED;
   }
   while (R->calls) {
     obelus_call *c = R->calls;
     unlink_call(c);
     c->h = NULL;
   }
-  journal_end(R); /* a run that finished: what still ran is abandoned */
-  if (R->shards) {
-    ob_shards_cancel(R->shards);
-    ob_shards_free(R->shards); /* waits for its threads, on the loop */
-  }
-  ob_unref(R->inputs);
-  if (R->r)
-    ob_run_free(R->r);
-  if (R->journal) /* the host's FILE stays open: only our descriptor goes */
-    ob_wal_close(R->journal, &(ob_error){0});
-  ob_plan_free(R->plan);
-  ob_unref(R->plan_value);
-  ob_resume_free(R->resume); /* after the run: its delegated runs read it */
+  ob_drun_end_journal(R->d); /* a run that finished: what still ran is abandoned */
+  /* threads joined, the run, its journal (the host's FILE stays open: only our
+   * descriptor goes), the plan and the journal read */
+  ob_drun_free(R->d);
   *R->prevp = R->next;
   if (R->next)
     R->next->prevp = R->prevp;
@@ -1044,13 +909,11 @@ void obelus_run_free(obelus_run *R) {
 int obelus_run_status(const obelus_run *R) { return run_status(R); }
 
 size_t obelus_run_detached(const obelus_run *R) {
-  return R->cancelled || R->zombie || R->threads ? 0 : ob_run_detached_pending(R->r);
+  return R->cancelled || R->zombie ? 0 : ob_drun_detached(R->d);
 }
 
 char *obelus_run_output(obelus_run *R) {
-  ob_value *v = !R->threads ? ob_run_output(R->r)
-                : R->shards && ob_shards_finished(R->shards) ? ob_shards_output(R->shards)
-                                                             : ob_null();
+  ob_value *v = ob_drun_output(R->d);
   char *s = ob_json_print(v, OB_JSON_COMPACT, NULL);
   ob_unref(v);
   return s;
@@ -1065,7 +928,7 @@ int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, si
   if (!expr || !json_out)
     return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: needs an expression and a place "
                                        "for the value");
-  if (R->threads)
+  if (!R->r)
     return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: a run on threads has a log on each "
                                        "thread, none to read here (read its output)");
   ob_log *log = ob_run_log(R->r);
@@ -1097,11 +960,11 @@ int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, si
 }
 
 size_t obelus_run_position(const obelus_run *R) {
-  return R->threads ? 0 : ob_log_len(ob_run_log(R->r));
+  return R->r ? ob_log_len(ob_run_log(R->r)) : 0;
 }
 
 char *obelus_run_message(obelus_run *R, size_t i) {
-  if (R->threads)
+  if (!R->r)
     return NULL;
   ob_log *log = ob_run_log(R->r);
   if (i >= ob_log_len(log))
@@ -1113,7 +976,7 @@ char *obelus_run_message(obelus_run *R, size_t i) {
 }
 
 size_t obelus_run_fail_stalled(obelus_run *R) {
-  return R->cancelled || R->zombie || R->threads ? 0 : ob_run_fail_stalled(R->r);
+  return R->cancelled || R->zombie || !R->r ? 0 : ob_run_fail_stalled(R->r);
 }
 
 /* --- HTTP ---------------------------------------------------------------------- */
