@@ -306,42 +306,30 @@ struct lua_engine {
 };
 
 struct lua_run {
-  ob_run *run;      /* NULL once closed */
+  ob_drun *d;       /* the driven run (ob_drive.h: plan, journal, run); NULL once closed */
+  ob_run *run;      /* its scheduler's run; NULL on threads, before it is made, once closed */
   lua_engine *eng;  /* NULL once closed (user value 1 keeps it alive) */
-  ob_plan *plan;
-  ob_value *plan_value, *inputs;
-  ob_wal *journal;
-  ob_resume *resume; /* engine:resume: the journal read (delegated runs read it too), or NULL */
-  int journal_ended; /* its end record is written */
+  int made;         /* made and started (on one engine or on threads) */
   int anchor;       /* registry reference while it runs, else LUA_NOREF */
   int history;      /* time_travel: reads as of a position */
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
   int cancel_pending, close_pending;
-  size_t calls_used; /* max_calls: the calls of the run and its delegated plans */
-  ob_shards *shards; /* a run on threads (opts.threads; run is NULL): ob_shard.h */
   lua_run *next, **prevp;
 };
 
 /* Made and not closed (on one engine, or on threads). */
-static int run_open(const lua_run *r) { return r->run || r->shards; }
+static int run_open(const lua_run *r) { return r->d && r->made; }
 
 /* Every awaited call settled (on threads: every thread has ended). */
-static int run_finished(const lua_run *r) {
-  return r->shards ? ob_shards_finished(r->shards) : r->run && ob_run_finished(r->run);
-}
+static int run_finished(const lua_run *r) { return r->d && ob_drun_finished(r->d); }
 
 /* Fire-and-forget calls still running (on threads, each drains its own before it ends). */
-static size_t run_detached(const lua_run *r) {
-  return r->shards || !r->run ? 0 : ob_run_detached_pending(r->run);
-}
+static size_t run_detached(const lua_run *r) { return r->d ? ob_drun_detached(r->d) : 0; }
 
-static void run_cancel_now(lua_run *r) {
-  if (r->shards)
-    ob_shards_cancel(r->shards);
-  else
-    ob_run_cancel(r->run);
+/* Why the journal could not be written (the run was stopped), or NULL. */
+static const char *journal_error(const lua_run *r) {
+  return r->d ? ob_drun_journal_error(r->d) : NULL;
 }
-
 
 /* Whether uv.run() is running in this state (luv records its mode). */
 static int loop_running(lua_State *L) { return luv_context(L)->mode != -1; }
@@ -350,31 +338,6 @@ static int loop_running(lua_State *L) { return luv_context(L)->mode != -1; }
  * nothing more will happen to the run. */
 static int run_settled(const lua_run *r) {
   return run_open(r) && (r->cancelled || (run_finished(r) && !run_detached(r)));
-}
-
-/* The run's exit status once it finished: the recorded one for a journal of a
- * run that had ended (engine:resume), else 1 when some call failed. */
-static int exit_status(const lua_run *r) {
-  int recorded;
-  if (r->resume && ob_resume_ended(r->resume, &recorded))
-    return recorded;
-  if (r->shards)
-    return ob_shards_failed(r->shards) ? 1 : 0;
-  return ob_run_failed(r->run) ? 1 : 0;
-}
-
-/* The journal's end record: once the run finished and no fire-and-forget call
- * runs, or when it is cancelled or closed after it finished. */
-static void journal_end(lua_run *r) {
-  if (!r->journal || r->journal_ended || !run_finished(r))
-    return;
-  r->journal_ended = 1;
-  if (r->shards)
-    ob_shards_journal_end(r->shards, exit_status(r));
-  else if (r->resume)
-    ob_resume_finish(r->resume, r->run);
-  else
-    ob_run_journal_end(r->run, exit_status(r));
 }
 
 /* --- closing, work deferred out of callbacks, stalls ------------------------- */
@@ -418,26 +381,14 @@ static void unanchor(lua_State *L, lua_run *r) {
 /* Frees what the run holds and takes it off its engine's list. Not from
  * inside a callback of the engine (the scheduler would stand on freed memory). */
 static void free_run(lua_State *L, lua_run *r) {
-  journal_end(r);
-  if (r->shards) { /* its threads cancelled and joined; the loop is not run */
-    ob_shards_cancel(r->shards);
-    ob_shards_free(r->shards);
-    r->shards = NULL;
-  }
-  ob_run_free(r->run);
+  if (r->d) /* a run that finished: what still ran is abandoned */
+    ob_drun_end_journal(r->d);
+  /* threads joined, the run, its journal (before the engine), its plan, the journal read */
+  ob_drun_free(r->d);
+  r->d = NULL;
   r->run = NULL;
   if (r->anchor != LUA_NOREF)
     unanchor(L, r);
-  ob_plan_free(r->plan); /* after its run */
-  ob_unref(r->plan_value);
-  ob_unref(r->inputs);
-  r->plan = NULL;
-  r->plan_value = r->inputs = NULL;
-  if (r->journal) /* after its run, before the engine */
-    ob_wal_close(r->journal, &(ob_error){0});
-  r->journal = NULL;
-  ob_resume_free(r->resume); /* after its run: its delegated runs read it */
-  r->resume = NULL;
   if (r->prevp) {
     *r->prevp = r->next;
     if (r->next)
@@ -498,8 +449,8 @@ static void flush(lua_engine *eng) {
     if (r->cancel_pending && run_open(r)) {
       r->cancel_pending = 0;
       r->cancelled = 1;
-      run_cancel_now(r);
-      journal_end(r);
+      ob_drun_cancel(r->d);
+      ob_drun_end_journal(r->d);
     }
     if (r->anchor != LUA_NOREF && run_settled(r))
       unanchor(eng->L, r);
@@ -607,7 +558,7 @@ static void deliver(lua_run *r, const ob_event *ev) {
   lua_pushlightuserdata(L, &d);
   if (lua_pcall(L, 1, 0, top + 1) != LUA_OK) { /* the host's warn function decides */
     lua_pushfstring(L, "obelus: error in %s (run of %s): %s", ev ? "on_event" : "on_done",
-                    r->plan->file, lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
+                    ob_drun_plan(r->d)->file, lua_isstring(L, -1) ? lua_tostring(L, -1) : "(not a string)");
     lua_warning(L, lua_tostring(L, -1), 0);
   }
   lua_settop(L, top);
@@ -615,10 +566,10 @@ static void deliver(lua_run *r, const ob_event *ev) {
   eng->busy--;
 }
 
+/* The run's listeners (after the driver's, which ends the journal when the last call
+ * settled): the Lua callbacks, then what waited for the run to settle. */
 static void run_on_event(void *ud, const ob_event *ev) {
   lua_run *r = ud;
-  if (ev->type != OB_EV_READY && ev->type != OB_EV_STARTED && !run_detached(r))
-    journal_end(r); /* the last call settled (a no-op before the run finished) */
   deliver(r, ev);
   if (run_settled(r))
     defer(r->eng);
@@ -626,8 +577,7 @@ static void run_on_event(void *ud, const ob_event *ev) {
 
 static void run_on_done(ob_run *run, void *ud) {
   lua_run *r = ud;
-  if (!run || !ob_run_detached_pending(run)) /* run NULL: a run on threads has ended */
-    journal_end(r);
+  (void)run; /* NULL: a run on threads has ended */
   deliver(r, NULL);
   if (run_settled(r))
     defer(r->eng);
@@ -1007,45 +957,40 @@ static lua_run *new_run(lua_State *L) {
 static lua_run *prepare(lua_State *L, lua_engine *eng, int plan_idx, const run_options *o,
                         const char *fn, int may_thread) {
   lua_run *r = new_run(L);
-  ob_error err;
-  const char *name;
-  if (lua_type(L, plan_idx) == LUA_TSTRING) {
-    name = lua_tostring(L, plan_idx);
-    if (!(r->plan_value = ob_json_parse_file(name, &err)))
-      luaL_error(L, "%s: %s", fn, err.msg);
-  } else if (lua_type(L, plan_idx) == LUA_TTABLE) {
-    name = o->name ? o->name : "plan";
-    if (!(r->plan_value = ob_lua_to_value_named(L, plan_idx, "plan", &err)))
-      luaL_error(L, "%s: %s", fn, err.msg);
-  } else {
+  int file = lua_type(L, plan_idx) == LUA_TSTRING;
+  if (!file && lua_type(L, plan_idx) != LUA_TTABLE)
     luaL_error(L, "%s: the plan must be a file name or a table, not %s", fn,
                luaL_typename(L, plan_idx));
-    return NULL;
-  }
-  r->inputs = ob_array();
+  ob_error err;
+  ob_value *inputs = ob_array(), *pv = NULL;
   if (o->input) {
     ob_value *in = ob_lua_to_value_named(L, o->input, "input", &err);
-    if (!in)
+    if (!in) {
+      ob_unref(inputs);
       luaL_error(L, "%s: %s", fn, err.msg);
-    r->inputs = ob_array_push(r->inputs, in);
+    }
+    inputs = ob_array_push(inputs, in);
   }
-  /* the plans root: opts.plans_root, else the plan file's folder, else the cwd */
-  char *dir = o->plans_root || lua_type(L, plan_idx) != LUA_TSTRING ? NULL
-                                                                     : ob_plan_default_root(name);
-  char *root = ob_plans_root(o->plans_root ? o->plans_root : dir, &err);
-  free(dir);
-  if (!root)
+  if (!file && !(pv = ob_lua_to_value_named(L, plan_idx, "plan", &err))) {
+    ob_unref(inputs);
     luaL_error(L, "%s: %s", fn, err.msg);
-  ob_plan_source src = {.name = name, .root = root, .inputs = r->inputs,
-                        .input_label = "input", .max_calls = (size_t)o->max_calls};
-  /* a run that may go on threads reads a probe (ob_shard_read_plan); a check,
-   * and a run that cannot, the whole plan */
-  r->plan = may_thread && o->threads > 1
-                ? ob_shard_read_plan(eng->e, r->plan_value, &src, (size_t)o->threads,
-                                     (size_t)o->concurrency,
-                                     o->journal ? o->fsync : OB_FSYNC_NEVER)
-                : ob_run_read_plan(eng->e, r->plan_value, &src, 0);
-  free(root);
+  }
+  /* the plans root: opts.plans_root, else the plan file's folder, else the cwd; a run
+   * that may go on threads reads a probe (ob_shard_read_plan), a check and a run that
+   * cannot the whole plan */
+  ob_drive_source src = {.name = file ? lua_tostring(L, plan_idx) : o->name ? o->name : "plan",
+                         .file = file ? lua_tostring(L, plan_idx) : NULL,
+                         .plan = pv,
+                         .inputs = inputs,
+                         .plans_root = o->plans_root,
+                         .input_label = "input",
+                         .max_calls = (size_t)o->max_calls,
+                         .may_thread = may_thread && o->threads > 1,
+                         .threads = (size_t)o->threads,
+                         .concurrency = (size_t)o->concurrency,
+                         .journal_fsync = o->journal ? o->fsync : OB_FSYNC_NEVER};
+  if (!(r->d = ob_drun_prepare(eng->e, &src, &err))) /* pv and inputs freed */
+    luaL_error(L, "%s: %s", fn, err.msg);
   return r;
 }
 
@@ -1059,7 +1004,7 @@ static int engine_check(lua_State *L) {
   int on_event, on_done;
   read_run_options(L, 3, "engine:check", &o, &on_event, &on_done, 0);
   lua_run *r = prepare(L, eng, 2, &o, "engine:check", 0);
-  const ob_plan *p = r->plan;
+  const ob_plan *p = ob_drun_plan(r->d);
   if (!p->nerrors) {
     lua_pushboolean(L, 1);
   } else {
@@ -1122,44 +1067,33 @@ static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const r
   ob_run_options ro = {.concurrency = (size_t)o->concurrency,
                        .max_depth = (int)o->max_depth,
                        .time_travel = o->time_travel,
-                       .plans_root = r->plan->root,
                        .call_timeout_ms = (uint32_t)o->call_timeout_ms,
                        .max_output = (size_t)o->max_output_kb << 10,
                        .max_calls = (size_t)o->max_calls,
-                       .calls_used = &r->calls_used,
-                       .journal = r->journal,
                        .on_event = run_on_event,
                        .on_done = run_on_done,
                        .ud = r};
   ob_error err;
-  if (!r->resume && o->threads > 1 && ob_shard_threads(r->plan, (size_t)o->threads, &ro) > 1) {
-    ob_shard_config cfg = {.threads = (size_t)o->threads,
-                           .e = eng->e,
-                           .plan = r->plan,
-                           .plan_value = r->plan_value,
-                           .inputs = r->inputs,
-                           .opt = ro,
-                           .loads = &eng->loads,
-                           .drain_ms = 5000};
-    if (!(r->shards = ob_shards_start(&cfg, &err)))
+  if (ob_drun_make(r->d, &ro, &err) != OB_OK) /* prepare tried the context: unexpected */
+    return luaL_error(L, "%s: %s", fn, err.msg);
+  if (ob_drun_threads(r->d)) { /* the parts' engines load what this one loaded */
+    if (ob_drun_start(r->d, NULL, NULL, &eng->loads, 5000, &err) != OB_OK)
       return luaL_error(L, "%s: %s", fn, err.msg);
+    r->made = 1;
     lua_pushvalue(L, idx);
     r->anchor = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_settop(L, idx);
     return 1;
   }
-  assert(!r->plan->probe); /* prepare read it whole: it runs on one engine */
-  r->run = r->resume ? ob_resume_start(eng->e, r->plan, r->resume, r->journal, &ro, &err)
-                     : ob_run_new(eng->e, r->plan, r->plan_value, r->inputs, &ro, &err);
-  if (!r->run) /* for a new run, prepare tried the context: unexpected */
-    return luaL_error(L, "%s: %s", fn, err.msg);
+  r->run = ob_drun_run(r->d);
+  r->made = 1;
   lua_pushvalue(L, idx);
   r->anchor = luaL_ref(L, LUA_REGISTRYINDEX); /* nothing below raises: it stays anchored until settled */
   lua_State *saved = eng->L;
   eng->L = L;
   eng->busy++; /* calls start now: deferred work waits for the loop */
   eng->host->busy++;
-  ob_run_start(r->run);
+  ob_drun_start(r->d, NULL, NULL, NULL, 0, &err); /* on one engine: ob_run_start */
   eng->host->busy--;
   eng->busy--;
   eng->L = saved;
@@ -1185,16 +1119,12 @@ static int engine_run(lua_State *L) {
   lua_run *r = prepare(L, eng, 2, &o, fn, 1);
   int idx = lua_gettop(L);
   hold_callbacks(L, idx, 1, on_event, on_done);
-  raise_problems(L, r->plan, fn);
+  raise_problems(L, ob_drun_plan(r->d), fn);
   ob_error err;
   /* a journal that is a file the run reads (the plan, a tool file, a delegated
    * plan) would destroy it: refused before the file is opened, as the CLI does */
   if (o.journal) {
-    ob_files *fs = ob_files_new();
-    if (lua_type(L, 2) == LUA_TSTRING)
-      ob_files_add(fs, "the plan file", lua_tostring(L, 2));
-    ob_files_add_engine(fs, eng->e);
-    ob_files_add_delegates(fs, r->plan, r->plan->root);
+    ob_files *fs = ob_drun_files(r->d, "the plan file");
     ob_buf why;
     ob_buf_init(&why);
     int bad = ob_files_clash(fs, "the journal", o.journal, &why);
@@ -1207,9 +1137,7 @@ static int engine_run(lua_State *L) {
     ob_buf_free(&why);
   }
   /* an existing non-empty file is never truncated: refused unless overwrite */
-  if (o.journal && !(r->journal = ob_wal_open(eng->e->loop, o.journal,
-                                             OB_WAL_CREATE | (o.overwrite ? OB_WAL_OVERWRITE : 0),
-                                             o.fsync, &err)))
+  if (o.journal && ob_drun_open_journal(r->d, o.journal, o.overwrite, o.fsync, &err) != OB_OK)
     return luaL_error(L, "%s: cannot write the journal: %s%s", fn, err.msg,
                       o.overwrite ? "" : " (overwrite = true replaces an existing file)");
   return begin_run(L, eng, r, idx, &o, fn);
@@ -1240,17 +1168,14 @@ static int engine_resume(lua_State *L) {
   int idx = lua_gettop(L);
   hold_callbacks(L, idx, 1, on_event, on_done);
   ob_error err;
-  if (!(r->resume = ob_resume_load(path, &err)))
-    return luaL_error(L, "%s: %s", fn, err.msg);
-  ob_resume_say(eng->e, r->resume);
-  if (ob_resume_loop(r->resume))
-    return luaL_error(L, "%s: %s: a journal of `obelus loop`: resume it with `obelus resume %s`",
-                      fn, path, path);
   ob_buf why;
   ob_buf_init(&why);
   size_t changes;
-  r->plan = ob_resume_check(r->resume, eng->e, o.name, o.plans_root, &r->plan_value, &why,
-                            &changes);
+  if (!(r->d = ob_drun_prepare_resume(eng->e, path, o.name, o.plans_root, &why, &changes,
+                                      &err))) {
+    ob_buf_free(&why);
+    return luaL_error(L, "%s: %s", fn, err.msg); /* a journal of `obelus loop` too */
+  }
   if (changes && !o.force) {
     ob_buf msg;
     ob_buf_init(&msg);
@@ -1261,10 +1186,9 @@ static int engine_resume(lua_State *L) {
     return lua_error(L);
   }
   ob_buf_free(&why);
-  raise_problems(L, r->plan, fn);
-  if (ob_resume_verify(r->resume, r->plan, &err) != OB_OK) /* before the journal is touched */
-    return luaL_error(L, "%s: %s", fn, err.msg);
-  if (ob_resume_open(r->resume, eng->e->loop, o.fsync, &r->journal, &err) != OB_OK)
+  raise_problems(L, ob_drun_plan(r->d), fn);
+  /* checked to be as the run left it, before it is touched; opened to append */
+  if (ob_drun_open_journal(r->d, NULL, 0, o.fsync, &err) != OB_OK)
     return luaL_error(L, "%s: %s", fn, err.msg);
   return begin_run(L, eng, r, idx, &o, fn);
 }
@@ -1276,13 +1200,13 @@ static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
 /* Pushes the status: 0 or 1 once every awaited call settled (1: some call
  * failed), else nil and "running", "cancelled" or "closed". */
 static int push_status(lua_State *L, const lua_run *r) {
-  if (r->journal && ob_wal_error(r->journal)) { /* the run was stopped (ob_record_flush) */
+  if (journal_error(r)) { /* the run was stopped (ob_record_flush) */
     lua_pushnil(L);
-    lua_pushfstring(L, "%s; the run was stopped", ob_wal_error(r->journal));
+    lua_pushfstring(L, "%s; the run was stopped", journal_error(r));
     return 2;
   }
   if (run_finished(r)) {
-    lua_pushinteger(L, exit_status(r));
+    lua_pushinteger(L, ob_drun_exit_status(r->d));
     return 1;
   }
   lua_pushnil(L);
@@ -1313,7 +1237,7 @@ static int run_wait(lua_State *L) {
                            "use on_done");
     safe_point(L, eng);
     if (!run_open(r) || r->cancelled || run_finished(r) || !eng->e ||
-        !uv_loop_alive(eng->e->loop) || (r->journal && ob_wal_error(r->journal)))
+        !uv_loop_alive(eng->e->loop) || journal_error(r))
       break;
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     lua_getfield(L, -1, "luv");
@@ -1338,12 +1262,12 @@ static int run_output(lua_State *L) {
   safe_point(L, r->eng);
   if (!run_finished(r))
     return push_status(L, r);
-  return ob_lua_push_value_and_unref(L, r->shards ? ob_shards_output(r->shards) : ob_run_output(r->run));
+  return ob_lua_push_value_and_unref(L, ob_drun_output(r->d));
 }
 
 static ob_run *check_open_run(lua_State *L) {
   lua_run *r = to_run(L);
-  if (r->shards)
+  if (r->d && ob_drun_threads(r->d))
     luaL_error(L, "a run on threads has a log on each thread, none to read here (read its "
                   "output)");
   if (!r->run)
@@ -1382,8 +1306,8 @@ static int run_cancel(lua_State *L) {
     return 0;
   }
   r->cancelled = 1;
-  run_cancel_now(r);
-  journal_end(r);
+  ob_drun_cancel(r->d);
+  ob_drun_end_journal(r->d); /* a run that finished: what still ran is abandoned */
   if (r->anchor != LUA_NOREF)
     unanchor(L, r);
   return 0;
@@ -1397,7 +1321,7 @@ static int run_close(lua_State *L) {
     defer(r->eng);
     return 0;
   }
-  if (run_open(r) || r->plan)
+  if (r->d)
     free_run(L, r);
   return 0;
 }
@@ -1416,10 +1340,10 @@ static int run_tostring(lua_State *L) {
     lua_pushliteral(L, "obelus.run (closed)");
     return 1;
   }
-  const char *state = run_finished(r) ? (exit_status(r) ? "failed" : "done")
+  const char *state = run_finished(r) ? (ob_drun_exit_status(r->d) ? "failed" : "done")
                       : r->cancelled          ? "cancelled"
                                               : "running";
-  lua_pushfstring(L, "obelus.run (%s: %s)", r->plan->file, state);
+  lua_pushfstring(L, "obelus.run (%s: %s)", ob_drun_plan(r->d)->file, state);
   return 1;
 }
 
