@@ -45,6 +45,7 @@
 #include "host/ob_mcp.h"
 #include "base/ob_mem.h"
 #include "plan/ob_plan.h"
+#include "drive/ob_drive.h"
 #include "engine/ob_run.h"
 
 static const char *const VERSIONS[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
@@ -65,9 +66,8 @@ typedef struct req {
   batch *batch;       /* the batch it came in, or NULL */
   ob_value *id;       /* the request's id */
   ob_value *token;    /* _meta.progressToken, or NULL */
-  ob_value *plan_value;
-  ob_plan *plan;
-  ob_run *run;
+  ob_value *plan_value; /* the plan made of the request, until it is prepared */
+  ob_drun *d;         /* its run (ob_drive.h), once prepared */
   int is_tool;        /* a tool's call (its output alone), not run_plan */
   int finished, cancelled;
   size_t settled;
@@ -159,9 +159,7 @@ static ob_value *cut_text(ob_buf *b, size_t max, const char *what) {
 }
 
 static void req_free(req *q) {
-  if (q->run)
-    ob_run_free(q->run);
-  ob_plan_free(q->plan);
+  ob_drun_free(q->d); /* what the run's tools spawned is killed with it (ob_run_free) */
   ob_unref(q->plan_value);
   ob_unref(q->id);
   ob_unref(q->token);
@@ -170,9 +168,9 @@ static void req_free(req *q) {
 
 /* The answer of a finished request's run. */
 static ob_value *finish(req *q) {
-  ob_run *r = q->run;
-  int exit = ob_run_failed(r) ? 1 : 0;
-  ob_value *out = ob_run_output(r);
+  ob_run *r = ob_drun_run(q->d);
+  int exit = ob_drun_exit_status(q->d);
+  ob_value *out = ob_drun_output(q->d);
   ob_value *errors = ob_array();
   ob_log *log = ob_run_log(r);
   for (size_t i = 0; i < ob_log_len(log); i++) {
@@ -264,7 +262,7 @@ static void on_event(void *ud, const ob_event *ev) {
     return;
   ob_value *p = ob_object_set(ob_object(), "progressToken", 13, ob_ref(q->token));
   p = ob_object_set(p, "progress", 8, ob_int((int64_t)q->settled));
-  p = ob_object_set(p, "total", 5, ob_int((int64_t)q->plan->ncalls));
+  p = ob_object_set(p, "total", 5, ob_int((int64_t)ob_drun_plan(q->d)->ncalls));
   ob_buf msg;
   ob_buf_init(&msg);
   ob_buf_addf(&msg, "%s %s", ev->call ? ev->call->id : "?", ob_event_name(ev->type));
@@ -373,46 +371,49 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
     q->plan_value = ob_object_set(pv, "output", 6, ob_cstring(out));
     q->is_tool = 1;
   }
+  /* the plans root is the current directory: the plan has no file */
   ob_error err;
-  char *cwd = ob_plan_default_root("plan.json");
-  char *root = ob_plans_root(cwd, &err);
-  free(cwd);
-  ob_plan_source src = {.name = q->is_tool ? tool : "run_plan", .root = root, .inputs = inputs,
-                        .input_label = "input"};
-  ob_plan *p = q->plan = ob_run_read_plan(m->e, q->plan_value, &src, 0);
-  if (!root)
-    ob_plan_error(p, NULL, "%s", err.msg);
-  free(root);
-  if (p->nerrors) {
+  const char *pname = q->is_tool ? tool : "run_plan";
+  ob_drive_source src = {.name = pname, .plan = q->plan_value, .inputs = inputs,
+                         .input_label = "input"};
+  q->plan_value = NULL; /* the driver's */
+  ob_drun *d = q->d = ob_drun_prepare(m->e, &src, &err);
+  ob_value *errs = ob_array();
+  if (!d) {
     ob_buf b;
     ob_buf_init(&b);
-    ob_buf_addf(&b, "%zu problem%s, nothing ran:", p->nerrors, p->nerrors == 1 ? "" : "s");
-    for (size_t i = 0; i < p->nerrors; i++)
-      ob_buf_addf(&b, "\n%s", p->errors[i]);
-    ob_value *errs = ob_array();
-    for (size_t i = 0; i < p->nerrors; i++)
-      errs = ob_array_push(errs, ob_cstring(p->errors[i]));
+    ob_buf_addf(&b, "%s: %s", pname, err.msg);
+    errs = ob_array_push(errs, ob_string(b.data, b.len));
+    ob_buf_free(&b);
+  }
+  for (size_t i = 0; d && i < ob_drun_plan(d)->nerrors; i++)
+    errs = ob_array_push(errs, ob_cstring(ob_drun_plan(d)->errors[i]));
+  size_t n = ob_array_len(errs);
+  if (n) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "%zu problem%s, nothing ran:", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++)
+      ob_buf_addf(&b, "\n%s", ob_string_ptr(ob_array_get(errs, i)));
     ob_value *st = ob_object_set(ob_object_set(ob_object(), "exit", 4, ob_int(2)), "errors", 6, errs);
     reply(m, id, call_result(ob_array_push(ob_array(), text_content(b.data)), st, 1));
     ob_buf_free(&b);
-    ob_unref(inputs);
     req_free(q);
     return;
   }
+  ob_unref(errs);
   ob_run_options ro = {.on_done = on_done, .on_event = on_event, .ud = q,
                        .max_slice_ms = m->max_slice_ms};
-  if (!(q->run = ob_run_new(m->e, p, q->plan_value, inputs, &ro, &err))) {
+  if (ob_drun_make(d, &ro, &err) != OB_OK) {
     reply(m, id, call_result(ob_array_push(ob_array(), text_content(err.msg)), NULL, 1));
-    ob_unref(inputs);
     req_free(q);
     return;
   }
-  ob_unref(inputs);
   q->next = m->reqs;
   m->reqs = q;
   if ((q->batch = m->cur))
     q->batch->waiting++;
-  ob_run_start(q->run);
+  ob_drun_start(d, NULL, NULL, NULL, 0, &err); /* on one engine: ob_run_start */
 }
 
 /* --- messages ------------------------------------------------------------------------------- */
@@ -471,7 +472,7 @@ static void cancelled(ob_mcp *m, const ob_value *params) {
   for (req *q = m->reqs; rid && q; q = q->next)
     if (!q->cancelled && ob_equal(q->id, rid)) {
       q->cancelled = 1;
-      ob_run_cancel(q->run);
+      ob_drun_cancel(q->d);
       schedule_reap(m);
     }
 }
