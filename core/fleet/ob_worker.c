@@ -410,7 +410,7 @@ static void cmd_up(void *ud) {
     create_groups(w);
   for (wjob *j = w->js.jobs; j; j = j->next) /* those whose result is not stored yet too:
                                              FINISH_SCRIPT checks the journal's length */
-    if (j->state != J_DONE && (j->wal || j->jbuf.len))
+    if (j->state != J_DONE && ((j->d && ob_drun_journal(j->d)) || j->jbuf.len))
       ob_wjob_resync(j);
   ob_wjob_send_finishes(&w->js);
   announce(w);
@@ -453,12 +453,9 @@ void ob_worker_stop(ob_worker *w, uint64_t grace_ms) {
   for (wjob *j = w->js.jobs; j; j = j->next) {
     if (j->state == J_DONE || j->state == J_FINISH)
       continue;
-    if (j->run)
-      ob_run_cancel(j->run);
-    if (j->wal) {
-      ob_run_detach_journal(w->js.e, j->wal);
-      ob_wal_close(j->wal, NULL); /* its last flush is APPENDed */
-      j->wal = NULL;
+    if (j->d) {
+      ob_drun_cancel(j->d);
+      ob_drun_close_journal(j->d, NULL); /* its last flush is APPENDed */
     }
     const char *argv[] = {"XCLAIM", j->stream, OB_QUEUE_GROUP, w->js.me, "0", j->entry,
                           "IDLE", "9999999999", "JUSTID"};

@@ -125,14 +125,7 @@ wjob *ob_wjob_new(ob_wjobs *w, const char *stream, redisReply *entry) {
 }
 
 void ob_wjob_free(wjob *j) {
-  if (j->run)
-    ob_run_free(j->run);
-  if (j->wal) {
-    ob_run_detach_journal(j->w->e, j->wal);
-    ob_wal_close(j->wal, NULL);
-  }
-  ob_resume_free(j->rs);
-  ob_plan_free(j->plan);
+  ob_drun_free(j->d); /* its run, journal, plan and the journal it resumed */
   ob_unref(j->plan_value);
   ob_unref(j->inputs);
   unlink(j->path);
@@ -366,8 +359,8 @@ static void ship(void *ud, const char *bytes, size_t len) {
 
 /* The journal SET whole in Redis, from the job's copy of it. */
 void ob_wjob_resync(wjob *j) {
-  if (j->wal)
-    ob_wal_flush(j->wal); /* ships what is buffered, to the copy too */
+  if (j->d && ob_drun_journal(j->d))
+    ob_wal_flush(ob_drun_journal(j->d)); /* ships what is buffered, to the copy too */
   ob_redis_send(j->w->cmd, on_tee_reply, NULL, 3,
                 (const char *[]){"SET", j->jkey, j->jbuf.data ? j->jbuf.data : ""},
                 (const size_t[]){3, strlen(j->jkey), j->jbuf.len});
@@ -376,19 +369,12 @@ void ob_wjob_resync(wjob *j) {
 /* The run has settled: its journal ended and closed, its result stored. From the
  * reaper, outside the scheduler. */
 static void run_finish(wjob *j) {
-  ob_wjobs *w = j->w;
-  ob_run *r = j->run;
-  int status = j->rs ? ob_resume_finish(j->rs, r) : (ob_run_failed(r) ? 1 : 0);
-  if (!j->rs)
-    ob_run_journal_end(r, status);
-  if (j->wal) {
-    ob_run_detach_journal(w->e, j->wal);
-    ob_error err;
-    if (ob_wal_close(j->wal, &err) != OB_OK)
-      ob_wjob_say(w, j->id, "%s", err.msg);
-    j->wal = NULL;
-  }
-  ob_value *out = ob_run_output(r);
+  ob_drun_end_journal(j->d); /* written already unless the drain was cut short */
+  int status = ob_drun_exit_status(j->d);
+  ob_error err;
+  if (ob_drun_close_journal(j->d, &err) != OB_OK)
+    ob_wjob_say(j->w, j->id, "%s", err.msg);
+  ob_value *out = ob_drun_output(j->d);
   char *text = ob_json_print(out, OB_JSON_COMPACT, NULL);
   ob_unref(out);
   job_result(j, status, text, NULL);
@@ -433,12 +419,33 @@ static ob_run_options job_run_options(wjob *j) {
   return ro;
 }
 
+/* j's run made (its plan and journal ready) and started: 0, or -1 with its result
+ * stored. */
+static int job_start(wjob *j, jstate back) {
+  ob_run_options ro = job_run_options(j);
+  ob_error err;
+  j->state = J_RUN;
+  if (ob_drun_make(j->d, &ro, &err) != OB_OK) {
+    j->state = back;
+    job_invalid(j, NULL, err.msg);
+    return -1;
+  }
+  ob_drun_start(j->d, NULL, NULL, NULL, 0, &err); /* on one engine: ob_run_start */
+  return 0;
+}
+
 static void job_run(wjob *j) {
   ob_wjobs *w = j->w;
-  ob_plan_source src = {.name = j->name, .root = w->root, .inputs = j->inputs,
-                        .input_label = "--input", .numbered = 1};
-  ob_plan *p = j->plan = ob_run_read_plan(w->e, j->plan_value, &src, 0);
+  ob_drive_source src = {.name = j->name, .plan = j->plan_value, .inputs = ob_ref(j->inputs),
+                         .plans_root = w->root, .input_label = "--input", .numbered = 1};
+  j->plan_value = NULL; /* the driver's */
   ob_error err;
+  ob_drun_free(j->d); /* a journal that could not be resumed: run from the start */
+  if (!(j->d = ob_drun_prepare(w->e, &src, &err))) {
+    job_invalid(j, NULL, err.msg);
+    return;
+  }
+  ob_plan *p = ob_drun_plan(j->d);
   ob_run_options ro = job_run_options(j); /* the calls counted with the worker's others */
   if (!p->nerrors && ob_run_count_calls(p, &ro, &err) != OB_OK)
     ob_plan_error(p, NULL, "%s", err.msg);
@@ -448,21 +455,14 @@ static void job_run(wjob *j) {
   }
   /* a fresh job's journal lives in Redis and in j->jbuf: no file (the wal writes to
    * /dev/null, and ships each flush) */
-  if (!(j->wal = ob_wal_open(w->loop, "/dev/null", OB_WAL_CREATE, OB_FSYNC_NEVER, &err))) {
+  if (ob_drun_open_journal(j->d, "/dev/null", 0, OB_FSYNC_NEVER, &err) != OB_OK) {
     job_invalid(j, NULL, err.msg);
     return;
   }
-  ob_wal_set_tee(j->wal, ship, j);
+  ob_wal_set_tee(ob_drun_journal(j->d), ship, j);
   if (j->claimed) /* run again from scratch (taken over without a journal): a new one */
     ob_redis_send(w->cmd, on_tee_reply, NULL, 2, (const char *[]){"DEL", j->jkey}, NULL);
-  ro.journal = j->wal;
-  j->state = J_RUN;
-  if (!(j->run = ob_run_new(w->e, p, j->plan_value, j->inputs, &ro, &err))) {
-    j->state = J_FETCH;
-    job_invalid(j, NULL, err.msg);
-    return;
-  }
-  ob_run_start(j->run);
+  job_start(j, J_FETCH);
 }
 
 /* A claimed job: its journal from Redis, resumed. */
@@ -477,7 +477,8 @@ static void job_resume(wjob *j, const char *text, size_t len) {
     return;
   }
   fclose(f);
-  if (!(j->rs = ob_resume_load(j->path, &err))) {
+  ob_resume *rs = ob_resume_load(j->path, &err);
+  if (!rs) {
     ob_wjob_say(w, j->id, "its journal cannot be resumed (%s); running it from the start", err.msg);
     job_run(j);
     return;
@@ -485,11 +486,9 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   ob_buf why;
   ob_buf_init(&why);
   size_t changes;
-  ob_value *pv;
-  ob_plan *p = j->plan = ob_resume_check(j->rs, w->e, j->name, w->plans_root, &pv, &why, &changes);
-  ob_unref(j->plan_value);
-  j->plan_value = pv;
+  j->d = ob_drun_from_resume(w->e, rs, j->name, w->plans_root, &why, &changes);
   ob_buf_free(&why);
+  ob_plan *p = ob_drun_plan(j->d);
   if (p->nerrors) {
     job_invalid(j, p, NULL);
     return;
@@ -497,8 +496,9 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   /* what `obelus resume` checks before it touches the journal: a journal that
    * does not go with its plan (a hand-made or corrupted copy in Redis) fails
    * the job, its error naming the line, rather than re-running what it says
-   * was done */
-  if (ob_resume_verify(j->rs, p, &err) != OB_OK) {
+   * was done; then opened to append, cut back */
+  int rc = ob_drun_open_journal(j->d, NULL, 0, OB_FSYNC_NEVER, &err);
+  if (rc == OB_EINVAL) {
     char msg[sizeof err.msg + 40];
     size_t n = strlen(j->path); /* the worker's copy's name says nothing: the line does */
     const char *at = !strncmp(err.msg, j->path, n) && err.msg[n] == ':' ? err.msg + n + 1 : NULL;
@@ -509,27 +509,21 @@ static void job_resume(wjob *j, const char *text, size_t len) {
     job_invalid(j, NULL, msg);
     return;
   }
-  if (ob_resume_open(j->rs, w->loop, OB_FSYNC_NEVER, &j->wal, &err) != OB_OK) {
+  if (rc != OB_OK) {
     job_invalid(j, NULL, err.msg);
     return;
   }
-  if (j->wal) { /* Redis's copy as resume cut it, then the appends */
+  ob_wal *wal = ob_drun_journal(j->d);
+  if (wal) { /* Redis's copy as resume cut it, then the appends */
     ob_buf cut;
     ob_buf_init(&cut);
     if (ob_read_file(j->path, &cut, &err) == OB_OK)
       ob_buf_add(&j->jbuf, cut.data ? cut.data : "", ob_journal_len(cut.data ? cut.data : "", cut.len));
     ob_buf_free(&cut);
     ob_wjob_resync(j);
-    ob_wal_set_tee(j->wal, ship, j);
+    ob_wal_set_tee(wal, ship, j);
   }
-  ob_run_options ro = job_run_options(j);
-  j->state = J_RUN;
-  if (!(j->run = ob_resume_start(w->e, p, j->rs, j->wal, &ro, &err))) {
-    j->state = J_RESUME;
-    job_invalid(j, NULL, err.msg);
-    return;
-  }
-  ob_run_start(j->run);
+  job_start(j, J_RESUME);
 }
 
 /* A reply to a command sent for j: 0 when j was handed back meanwhile (the reply is

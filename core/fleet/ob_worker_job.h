@@ -11,6 +11,7 @@
 #include "fleet/ob_queue.h"
 #include "io/ob_redis.h"
 #include "engine/ob_resume.h"
+#include "drive/ob_drive.h"
 #include "log/ob_wal.h"
 #include "fleet/ob_worker.h"
 
@@ -69,11 +70,8 @@ struct wjob {
   int replies;         /* replies still to come to commands sent with it as their ud: it
                           is not freed before (a job handed back meanwhile ignores them) */
   long long deliveries;
-  ob_value *plan_value;
-  ob_plan *plan;
-  ob_run *run;
-  ob_wal *wal;
-  ob_resume *rs;
+  ob_value *plan_value; /* the plan fetched, until its run is prepared */
+  ob_drun *d;          /* its run (ob_drive.h: plan, journal, run), once prepared */
   ob_buf jbuf;         /* the journal as Redis holds it (what was shipped) */
   int exit;            /* the result */
   char *output, *error;
