@@ -44,24 +44,7 @@
 #include <sys/stat.h>
 
 #include "drive/ob_drive.h"
-
-struct ob_drun {
-  ob_engine *e;
-  ob_plan *plan;
-  ob_value *plan_value, *inputs;
-  char *file;          /* the plan file, or NULL */
-  ob_resume *resume;   /* the journal a run is taken up from, or NULL */
-  ob_wal *journal;     /* what the run writes, or NULL */
-  ob_run *run;         /* the scheduler's run, once made on one engine */
-  ob_shards *shards;   /* the run on threads, once started */
-  size_t threads;      /* asked for (src.threads); on_threads: the run goes on them */
-  int may_thread, on_threads, cancelled, journal_ended;
-  ob_run_options ro;   /* as made: the host's listeners replaced by the driver's */
-  void (*on_event)(void *ud, const ob_event *ev); /* the host's */
-  void (*on_done)(ob_run *r, void *ud);
-  void *ud;
-  size_t calls_used;   /* --max-calls, when the host has no count of its own */
-};
+#include "drive/ob_drive_int.h"
 
 static ob_drun *drun_new(ob_engine *e) {
   ob_drun *d = calloc(1, sizeof *d);
@@ -317,6 +300,7 @@ int ob_drun_close_journal(ob_drun *d, ob_error *err) {
 void ob_drun_free(ob_drun *d) {
   if (!d)
     return;
+  ob_drun_detach(d);
   if (d->shards) { /* its threads cancelled and joined; the loop is not run */
     ob_shards_cancel(d->shards);
     ob_shards_free(d->shards);

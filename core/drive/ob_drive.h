@@ -136,6 +136,62 @@ int ob_drun_close_journal(ob_drun *d, ob_error *err);
  * the journal read. Not from inside one of its callbacks. */
 void ob_drun_free(ob_drun *d);
 
+/* --- an engine's runs (ob_drive_loop.c): work deferred out of the scheduler's stack,
+ * and stalls --- */
+
+/* One per engine, for a host whose callbacks must not run inside the scheduler (the C
+ * API, the Lua module): its driven runs, one uv_idle that does the host's deferred work
+ * on the next turn of the loop, and one uv_check that fails the calls nothing can wake
+ * any more (the loop has nothing left, yet they wait). */
+typedef struct ob_drive ob_drive;
+
+typedef struct ob_drive_host {
+  /* The host's deferred work (events queued, runs to free, cancels asked from inside a
+   * callback), called from the loop outside every obelus function, after
+   * ob_drive_defer. It may defer again (next turn). */
+  void (*flush)(void *ud);
+  /* Nonzero while the host's callbacks are on the stack (the scheduler under them):
+   * no flush and no stall check then. NULL: never. */
+  int (*busy)(void *ud);
+  void *ud;
+} ob_drive_host;
+
+/* The driver of engine e's runs: its handles are made on e's loop, unreferenced (they
+ * never keep the loop alive). With check_stalls, every turn of the loop ends with
+ * ob_drive_fail_stalled. */
+ob_drive *ob_drive_new(ob_engine *e, const ob_drive_host *host, int check_stalls);
+/* Closes its handles (their memory freed when libuv has closed them: run the loop
+ * once more, or free the engine, whose own loop is run to its end) and detaches its
+ * runs. Before the engine is freed; a host that closed every handle of the loop
+ * (uv_walk) already is taken care of. */
+void ob_drive_free(ob_drive *dv);
+/* The host's flush on the next turn of the loop. */
+void ob_drive_defer(ob_drive *dv);
+/* The host's deferred work now, when it is not busy (a module call from outside every
+ * callback). */
+void ob_drive_flush(ob_drive *dv);
+
+/* d becomes one of dv's runs (taken off when freed); host: the host's own handle of
+ * it, for ob_drive_find. */
+void ob_drun_attach(ob_drun *d, ob_drive *dv, void *host);
+/* The host's handle of the run whose scheduler's run is r (ob_call_handle_run): what a
+ * C tool's call finds its host's run by. NULL when none. */
+void *ob_drive_find(const ob_drive *dv, const ob_run *r);
+/* dv's runs, newest first: ob_drun_next(d) is NULL after the last; ob_drun_host(d) the
+ * host's handle. Freeing d takes it off (take the next one first). */
+ob_drun *ob_drive_runs(const ob_drive *dv);
+ob_drun *ob_drun_next(const ob_drun *d);
+void *ob_drun_host(const ob_drun *d);
+/* While the loop has nothing left that could wake them, the awaited calls of dv's runs
+ * that still wait fail as stalled, one run after the other (their failures may give
+ * the loop work again: then it stops). Not while the host is busy. Returns how many
+ * calls failed. */
+size_t ob_drive_fail_stalled(ob_drive *dv);
+/* The same for one run: its waiting calls fail as stalled (the caller has found the
+ * loop with nothing left). Returns how many failed (0 for a cancelled run, or one on
+ * threads). */
+size_t ob_drun_fail_stalled(ob_drun *d);
+
 /* --- taking the top-level run up (ob_drive_resume.c): ob_drun_prepare_resume's and
  * ob_drun_open_journal's steps, for `obelus resume`, which speaks between them and
  * takes `obelus loop`'s journals up its own way --- */

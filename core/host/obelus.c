@@ -10,13 +10,11 @@
  *    end of a run synchronously, from deep inside itself; a host freeing
  *    the run there would pull the scheduler's memory from under it. So the
  *    layer queues each event and each completion (one FIFO per engine, so
- *    the order across runs is kept) and delivers them from a uv_idle
- *    handle, outside every obelus function. An idle handle (not check or
- *    prepare) because an active one makes the loop poll without blocking:
- *    a completion queued by obelus_run_start, before the loop runs, is
- *    delivered on the next iteration whatever the mode. The idle handle is
- *    stopped when the queue is empty, so it never keeps a loop alive.
- *    Cost: one malloc per event (none when the host has no on_event).
+ *    the order across runs is kept) and delivers them on the next turn of
+ *    the loop, outside every obelus function: the driver's deferred work
+ *    (ob_drive_defer; ob_drive_loop.c says why that turn always comes, and
+ *    never keeps the loop alive). Cost: one malloc per event (none when the
+ *    host has no on_event).
  *
  *  - C tool handles are safe to complete at any time. The scheduler's own
  *    handle (ob_call_handle) dies with its run; the host may well complete
@@ -98,9 +96,9 @@ struct obelus_engine {
   obelus_note_cb note; /* obelus_engine_set_notes, or NULL */
   void *note_data;
   ctool *tools;
-  obelus_run *runs;              /* alive, zombies included */
+  ob_drive *dv;                  /* its runs (alive, zombies included: ob_drun_host is the
+                                    obelus_run) and the turn of the loop that delivers */
   delivery *qhead, **qtail;
-  uv_idle_t *idle;               /* delivers the queue; made on first use */
   int depth;                     /* C tool functions on the stack */
   int dispatching;               /* inside deliver() */
   obelus_run *waiting;           /* the run obelus_run_wait waits for */
@@ -124,7 +122,6 @@ struct obelus_run {
   int started, cancelled, completed; /* completed: the completion was delivered */
   int zombie;                        /* freed from a tool function: freed on the loop */
   obelus_call *calls;                /* C tool handles in flight */
-  obelus_run *next, **prevp;
 };
 
 struct obelus_call {
@@ -210,24 +207,11 @@ const char *obelus_engine_problem(const obelus_engine *e, size_t i) {
 
 static void run_free_now(obelus_run *R);
 
-static void deliver(uv_idle_t *h);
-
-static void kick(obelus_engine *E) {
-  if (!E->idle) {
-    E->idle = malloc(sizeof *E->idle);
-    if (!E->idle)
-      abort();
-    uv_idle_init(E->e->loop, E->idle);
-    E->idle->data = E;
-  }
-  uv_idle_start(E->idle, deliver);
-}
-
 static void enqueue(obelus_engine *E, delivery *d) {
   d->next = NULL;
   *E->qtail = d;
   E->qtail = &d->next;
-  kick(E);
+  ob_drive_defer(E->dv);
 }
 
 /* Drops what is still queued for R (cancelled or freed: no more callbacks). */
@@ -256,12 +240,14 @@ static int run_status(const obelus_run *R) {
   return R->cancelled || R->zombie ? OBELUS_ECANCELED : OBELUS_EBUSY;
 }
 
-static void deliver(uv_idle_t *h) {
-  obelus_engine *E = h->data;
+/* The driver's deferred work (ob_drive_defer), on the next turn of the loop. */
+static void deliver(void *ud) {
+  obelus_engine *E = ud;
   E->dispatching++;
   /* runs freed from tool functions: the scheduler is off the stack now */
-  for (obelus_run *R = E->runs, *next; R; R = next) {
-    next = R->next;
+  for (ob_drun *d = ob_drive_runs(E->dv), *next; d; d = next) {
+    next = ob_drun_next(d);
+    obelus_run *R = ob_drun_host(d);
     if (R->zombie)
       run_free_now(R);
   }
@@ -289,8 +275,6 @@ static void deliver(uv_idle_t *h) {
     free(d);
   }
   E->dispatching--;
-  if (!E->qhead)
-    uv_idle_stop(h);
 }
 
 /* The run's listeners (after the driver's, which ends the journal): they only queue. */
@@ -351,11 +335,12 @@ int obelus_engine_new(obelus_engine **out, uv_loop_t *loop) {
     return err.code;
   }
   E->qtail = &E->qhead;
+  /* no stall check of its own: a host may complete a C tool's call from outside the
+   * loop (its game's tick); obelus_run_wait and obelus_run_fail_stalled ask */
+  E->dv = ob_drive_new(E->e, &(ob_drive_host){.flush = deliver, .ud = E}, 0);
   *out = E;
   return OBELUS_OK;
 }
-
-static void free_idle(uv_handle_t *h) { free(h); }
 
 void obelus_engine_set_http_max(obelus_engine *E, size_t n) {
   if (!E)
@@ -405,11 +390,10 @@ void obelus_engine_free(obelus_engine *E) {
            "(or during obelus_run_wait); free the engine after the loop returns");
   }
   ob_engine_free_begin(E->e); /* before the runs close their calls' tool handles */
-  while (E->runs)
-    run_free_now(E->runs);
+  while (ob_drive_runs(E->dv))
+    run_free_now(ob_drun_host(ob_drive_runs(E->dv)));
   /* closed before the engine frees its own loop, whose last turns release it */
-  if (E->idle && !uv_is_closing((uv_handle_t *)E->idle)) /* a host's uv_walk may have */
-    uv_close((uv_handle_t *)E->idle, free_idle);
+  ob_drive_free(E->dv);
   ob_engine_free(E->e); /* ends every transfer, without a callback */
   http_forget_all(E);
   for (ctool *t = E->tools, *next; t; t = next) {
@@ -447,13 +431,6 @@ int obelus_engine_load_script(obelus_engine *E, const char *path) {
 
 /* --- tools written in C ------------------------------------------------------------------- */
 
-static obelus_run *find_run(obelus_engine *E, ob_run *r) {
-  for (obelus_run *R = E->runs; R; R = R->next)
-    if (R->r == r)
-      return R;
-  return NULL;
-}
-
 static void link_call(obelus_run *R, obelus_call *c) {
   c->run = R;
   c->next = R->calls;
@@ -489,7 +466,7 @@ static void trampoline(ob_call_handle *h, const ob_value *params, void *data) {
   c->h = h;
   c->run = NULL;
   c->attempt = ob_call_handle_attempt(h);
-  obelus_run *R = find_run(E, ob_call_handle_run(h));
+  obelus_run *R = ob_drive_find(E->dv, ob_call_handle_run(h));
   if (R)
     link_call(R, c);
   else /* cannot happen: every run of the engine's scheduler is one of ours */
@@ -632,11 +609,7 @@ static int run_make(obelus_engine *E, obelus_run **out, ob_drun *d,
     return set_error(E, err.code, "%s", err.msg);
   }
   R->r = ob_drun_run(d);
-  R->next = E->runs;
-  if (E->runs)
-    E->runs->prevp = &R->next;
-  R->prevp = &E->runs;
-  E->runs = R;
+  ob_drun_attach(d, E->dv, R);
   *out = R;
   return OBELUS_OK;
 }
@@ -838,7 +811,7 @@ int obelus_run_wait(obelus_run *R) {
       break;
     }
     /* nothing left on the loop, yet calls wait: they never will finish */
-    if (!alive && R->r && !uv_loop_alive(loop) && ob_run_fail_stalled(R->r) == 0 &&
+    if (!alive && R->r && !uv_loop_alive(loop) && ob_drun_fail_stalled(R->d) == 0 &&
         !uv_loop_alive(loop)) {
       E->wait_status = set_error(E, OBELUS_EBUSY, "obelus_run_wait: the run cannot finish "
                                                   "(nothing runs, nothing is pending)");
@@ -879,10 +852,7 @@ static void run_free_now(obelus_run *R) {
   ob_drun_end_journal(R->d); /* a run that finished: what still ran is abandoned */
   /* threads joined, the run, its journal (the host's FILE stays open: only our
    * descriptor goes), the plan and the journal read */
-  ob_drun_free(R->d);
-  *R->prevp = R->next;
-  if (R->next)
-    R->next->prevp = R->prevp;
+  ob_drun_free(R->d); /* off the driver's list too */
   free(R);
 }
 
@@ -899,7 +869,7 @@ void obelus_run_free(obelus_run *R) {
         unlink_call(c);
         c->h = NULL;
       }
-      kick(E);
+      ob_drive_defer(E->dv);
     }
     return;
   }
@@ -976,7 +946,7 @@ char *obelus_run_message(obelus_run *R, size_t i) {
 }
 
 size_t obelus_run_fail_stalled(obelus_run *R) {
-  return R->cancelled || R->zombie || !R->r ? 0 : ob_run_fail_stalled(R->r);
+  return R->cancelled || R->zombie ? 0 : ob_drun_fail_stalled(R->d);
 }
 
 /* --- HTTP ---------------------------------------------------------------------- */
