@@ -282,22 +282,18 @@ typedef struct host {
 } host;
 #define HOST_KEY "obelus.host"
 
-/* libuv holds these until their close callbacks ran: they live outside
- * Lua's memory, and outlive the engine when they must. */
-typedef struct engine_handles {
-  uv_check_t check;   /* end of each loop iteration: stalls */
-  uv_idle_t idle;     /* the next turn of the loop: work deferred out of callbacks */
-  uv_timer_t reaper;  /* an engine closed with tool work pending: frees it when done */
-  lua_engine *owner;  /* NULL once the engine is closed */
-  ob_engine *zombie;  /* a closed engine waiting for its tools' libuv work */
-  int open;           /* handles not yet closed: freed at 0 */
-} engine_handles;
+/* An engine closed with its tools' libuv work pending: freed when that is done. It
+ * lives outside Lua's memory, and outlives the engine's userdata. */
+typedef struct reaper {
+  uv_timer_t t;
+  ob_engine *zombie;
+} reaper;
 
 struct lua_engine {
   ob_engine *e;      /* NULL once closed */
-  engine_handles *h; /* NULL once closed */
+  ob_drive *dv;      /* its runs (begun, not closed: ob_drun_host is the lua_run), the
+                        turn of the loop for deferred work, stalls; NULL once closed */
   lua_State *L;      /* where callbacks run: the main thread, or the thread in a module call */
-  lua_run *runs;     /* runs not yet closed */
   host *host;        /* (registry memory: valid until lua_close has run every finalizer) */
   int busy;          /* callbacks into Lua in progress: the scheduler is on the C stack */
   int close_pending;
@@ -314,7 +310,6 @@ struct lua_run {
   int history;      /* time_travel: reads as of a position */
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
   int cancel_pending, close_pending;
-  lua_run *next, **prevp;
 };
 
 /* Made and not closed (on one engine, or on threads). */
@@ -342,35 +337,20 @@ static int run_settled(const lua_run *r) {
 
 /* --- closing, work deferred out of callbacks, stalls ------------------------- */
 
-#define HANDLES_OF(ptr, member) ((engine_handles *)((char *)(ptr)-offsetof(engine_handles, member)))
-
-static void handle_closed(uv_handle_t *h) {
-  engine_handles *hs = h->type == UV_CHECK  ? HANDLES_OF(h, check)
-                       : h->type == UV_IDLE ? HANDLES_OF(h, idle)
-                                            : HANDLES_OF(h, reaper);
-  if (--hs->open == 0)
-    free(hs);
-}
-
-static void close_handles(engine_handles *hs) {
-  uv_close((uv_handle_t *)&hs->check, handle_closed);
-  uv_close((uv_handle_t *)&hs->idle, handle_closed);
-  uv_close((uv_handle_t *)&hs->reaper, handle_closed);
-}
-
 /* How much libuv work of the engine's tools is pending (closing its handles
  * first when close is set): ob_engine_uv_pending. */
 static lua_Integer tool_uv_pending(ob_engine *e, int close) {
   return (lua_Integer)ob_engine_uv_pending(e, close);
 }
 
+static void reaper_closed(uv_handle_t *t) { free(t); }
+
 static void reaper_tick(uv_timer_t *t) {
-  engine_handles *hs = HANDLES_OF(t, reaper);
-  if (tool_uv_pending(hs->zombie, 0))
+  reaper *rp = (reaper *)t;
+  if (tool_uv_pending(rp->zombie, 0))
     return;
-  ob_engine_free(hs->zombie);
-  hs->zombie = NULL;
-  close_handles(hs);
+  ob_engine_free(rp->zombie);
+  uv_close((uv_handle_t *)t, reaper_closed);
 }
 
 static void unanchor(lua_State *L, lua_run *r) {
@@ -389,34 +369,22 @@ static void free_run(lua_State *L, lua_run *r) {
   r->run = NULL;
   if (r->anchor != LUA_NOREF)
     unanchor(L, r);
-  if (r->prevp) {
-    *r->prevp = r->next;
-    if (r->next)
-      r->next->prevp = r->prevp;
-  }
-  r->prevp = NULL;
-  r->next = NULL;
   r->eng = NULL;
 }
 
 static void close_engine(lua_engine *eng) {
-  while (eng->runs)
-    free_run(eng->L, eng->runs);
+  while (eng->dv && ob_drive_runs(eng->dv))
+    free_run(eng->L, ob_drun_host(ob_drive_runs(eng->dv)));
   if (eng->e)
     ob_engine_set_note(eng->e, NULL, NULL); /* what its closing says is dropped */
   luaL_unref(eng->L, LUA_REGISTRYINDEX, eng->note_ref);
   eng->note_ref = LUA_NOREF;
   ob_shard_loads_clear(&eng->loads);
-  engine_handles *hs = eng->h;
+  ob_drive_free(eng->dv); /* its handles close on the loop */
   ob_engine *e = eng->e;
   eng->e = NULL;
-  eng->h = NULL;
+  eng->dv = NULL;
   eng->close_pending = 0;
-  if (!hs) { /* never fully made */
-    ob_engine_free(e);
-    return;
-  }
-  hs->owner = NULL;
   if (e && tool_uv_pending(e, 1) && !eng->host->busy && !loop_running(eng->L)) {
     /* luv will call back into the engine's Lua state: outside the loop, let
      * it do so now (at lua_close too, before luv closes its loop) */
@@ -425,23 +393,27 @@ static void close_engine(lua_engine *eng) {
   }
   if (e && tool_uv_pending(e, 0)) {
     /* inside the loop: keep the engine's Lua state until luv is done with it */
-    hs->zombie = e;
-    uv_timer_start(&hs->reaper, reaper_tick, 1, 1);
+    reaper *rp = calloc(1, sizeof *rp);
+    if (!rp)
+      abort();
+    rp->zombie = e;
+    uv_timer_init(e->loop, &rp->t);
+    uv_timer_start(&rp->t, reaper_tick, 1, 1);
     return;
   }
   ob_engine_free(e);
-  close_handles(hs);
 }
 
-/* Carries out what callbacks deferred. Only where the scheduler is not on
- * the C stack: a loop callback of our own, or a module call outside callbacks. */
-static void flush(lua_engine *eng) {
+/* Carries out what callbacks deferred (the driver's flush: ob_drive_defer). Only
+ * where the scheduler is not on the C stack: the driver's turn of the loop, or a
+ * module call outside callbacks (ob_drive_flush). */
+static void flush(void *ud) {
+  lua_engine *eng = ud;
   if (eng->busy || !eng->e)
     return;
-  if (eng->h)
-    uv_idle_stop(&eng->h->idle);
-  for (lua_run *r = eng->runs, *next; r; r = next) {
-    next = r->next; /* nothing here runs Lua: the list changes only as we change it */
+  for (ob_drun *d = ob_drive_runs(eng->dv), *next; d; d = next) {
+    next = ob_drun_next(d); /* nothing here runs Lua: the list changes only as we change it */
+    lua_run *r = ob_drun_host(d);
     if (r->close_pending) {
       free_run(eng->L, r);
       continue;
@@ -459,35 +431,11 @@ static void flush(lua_engine *eng) {
     close_engine(eng);
 }
 
-static void idle_tick(uv_idle_t *h) {
-  engine_handles *hs = HANDLES_OF(h, idle);
-  if (hs->owner)
-    flush(hs->owner);
-  else
-    uv_idle_stop(h);
-}
+static int engine_busy(void *ud) { return ((lua_engine *)ud)->busy; }
 
 static void defer(lua_engine *eng) {
-  if (eng->h && !uv_is_active((uv_handle_t *)&eng->h->idle))
-    uv_idle_start(&eng->h->idle, idle_tick);
-}
-
-/* Fails the calls that wait while nothing is left on the loop to wake them.
- * Callbacks run meanwhile (they may change the list): start over each time. */
-static void fail_stalled(lua_engine *eng) {
-  while (eng->e && !eng->busy && !uv_loop_alive(eng->e->loop)) {
-    lua_run *r = eng->runs;
-    while (r && !(r->run && !r->cancelled && !r->cancel_pending && ob_run_running(r->run)))
-      r = r->next;
-    if (!r || !ob_run_fail_stalled(r->run))
-      return;
-  }
-}
-
-static void check_tick(uv_check_t *h) {
-  engine_handles *hs = HANDLES_OF(h, check);
-  if (hs->owner)
-    fail_stalled(hs->owner);
+  if (eng->dv)
+    ob_drive_defer(eng->dv);
 }
 
 /* A module call from Lua outside every callback: deferred work is done,
@@ -498,8 +446,9 @@ static void safe_point(lua_State *L, lua_engine *eng) {
   lua_State *saved = eng->L;
   eng->L = L;
   if (!loop_running(L))
-    fail_stalled(eng);
-  flush(eng);
+    ob_drive_fail_stalled(eng->dv);
+  if (eng->dv) /* a callback of a stalled call may have closed the engine */
+    ob_drive_flush(eng->dv);
   eng->L = saved;
 }
 
@@ -750,19 +699,9 @@ static int core_engine(lua_State *L) {
   if (!(eng->e = ob_engine_new(loop, &err)))
     return luaL_error(L, "obelus.engine: %s", err.msg);
   ob_engine_set_note(eng->e, engine_note, eng);
-  engine_handles *hs = calloc(1, sizeof *hs);
-  if (!hs) {
-    close_engine(eng);
-    return luaL_error(L, "obelus.engine: out of memory");
-  }
-  uv_check_init(loop, &hs->check);
-  uv_idle_init(loop, &hs->idle);
-  uv_timer_init(loop, &hs->reaper);
-  hs->open = 3;
-  hs->owner = eng;
-  eng->h = hs;
-  uv_check_start(&hs->check, check_tick);
-  uv_unref((uv_handle_t *)&hs->check); /* it never keeps the loop alive */
+  /* deferred work on the next turn of the loop, and a stall check at the end of each */
+  eng->dv = ob_drive_new(eng->e, &(ob_drive_host){.flush = flush, .busy = engine_busy, .ud = eng},
+                         1);
   if (!lua_isnil(L, 1)) {
     int idx = lua_gettop(L);
     lua_Integer mb = opt_count(L, 1, "obelus.engine", "max_memory_mb", 1, 1048576);
@@ -804,7 +743,7 @@ static int engine_close(lua_State *L) {
  * is anchored, and holds its engine), so it closes at once. */
 static int engine_gc(lua_State *L) {
   lua_engine *eng = luaL_checkudata(L, 1, ENGINE_MT);
-  if (eng->e || eng->h)
+  if (eng->e || eng->dv)
     close_engine(eng);
   return 0;
 }
@@ -1058,11 +997,7 @@ static void raise_problems(lua_State *L, const ob_plan *p, const char *fn) {
 static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const run_options *o,
                      const char *fn) {
   r->eng = eng;
-  r->next = eng->runs;
-  if (eng->runs)
-    eng->runs->prevp = &r->next;
-  r->prevp = &eng->runs;
-  eng->runs = r;
+  ob_drun_attach(r->d, eng->dv, r); /* one of the engine's runs (deferred work, stalls) */
   r->history = o->time_travel;
   ob_run_options ro = {.concurrency = (size_t)o->concurrency,
                        .max_depth = (int)o->max_depth,
