@@ -31,8 +31,8 @@
  * {"plan": [{"_tool": T, ...arguments, "_outputPath": "†state.result"}], "output":
  * "†state.result"}, whose strings beginning with † are escaped (††) so that they
  * stay strings. It is validated first (problems: a result with isError), then run
- * on the engine's loop. Runs end in the reaper (a zero timer), out of the
- * scheduler's callbacks: the answer carries the output as JSON text in content
+ * on the engine's loop. Runs end in the reaper (the driver's deferred work:
+ * ob_drive_defer), out of the scheduler's callbacks: the answer carries the output as JSON text in content
  * and, with the exit status and the error messages, in structuredContent. An error
  * message is the engine's whole (cut already past 64 KB or --max-output, saying so);
  * a name in a message (a call id, a tool, a method) is cut past 1 KB at a character's
@@ -78,8 +78,7 @@ struct ob_mcp {
   ob_mcp_send_fn send;
   void *ud;
   req *reqs;
-  uv_timer_t *reaper;
-  int reaping;
+  ob_drive *dv;       /* the requests' runs: the reaper runs as its deferred work */
   ob_buf line;     /* the line being read, before its newline */
   size_t max_line; /* its bound in bytes */
   int skipping;    /* the line passed max_line: its bytes dropped until its newline */
@@ -216,9 +215,8 @@ static ob_value *finish(req *q) {
 
 /* Requests that finished are answered, those cancelled dropped. The run is freed
  * first (what its tools spawned killed with it: ob_run_free), then the answer goes. */
-static void reap(uv_timer_t *t) {
-  ob_mcp *m = t->data;
-  m->reaping = 0;
+static void reap(void *ud) {
+  ob_mcp *m = ud;
   for (req **pp = &m->reqs; *pp;) {
     req *q = *pp;
     if (q->finished || q->cancelled) {
@@ -238,12 +236,7 @@ static void reap(uv_timer_t *t) {
   }
 }
 
-static void schedule_reap(ob_mcp *m) {
-  if (!m->reaping) {
-    m->reaping = 1;
-    uv_timer_start(m->reaper, reap, 0, 0);
-  }
-}
+static void schedule_reap(ob_mcp *m) { ob_drive_defer(m->dv); }
 
 static void on_done(ob_run *r, void *ud) {
   req *q = ud;
@@ -409,6 +402,7 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
     req_free(q);
     return;
   }
+  ob_drun_attach(d, m->dv, q);
   q->next = m->reqs;
   m->reqs = q;
   if ((q->batch = m->cur))
@@ -673,9 +667,8 @@ ob_mcp *ob_mcp_new(ob_engine *e, ob_mcp_send_fn send, void *ud) {
   m->ud = ud;
   ob_buf_init(&m->line);
   m->max_line = OB_MCP_MAX_LINE;
-  m->reaper = ob_xmalloc(sizeof *m->reaper);
-  uv_timer_init(e->loop, m->reaper);
-  m->reaper->data = m;
+  /* no stall check: the server's own reading keeps the loop alive */
+  m->dv = ob_drive_new(e, &(ob_drive_host){.flush = reap, .ud = m}, 0);
   return m;
 }
 
@@ -685,8 +678,6 @@ size_t ob_mcp_pending(const ob_mcp *m) {
     n++;
   return n;
 }
-
-static void free_timer(uv_handle_t *h) { free(h); }
 
 void ob_mcp_free(ob_mcp *m) {
   if (!m)
@@ -701,7 +692,7 @@ void ob_mcp_free(ob_mcp *m) {
       free(b);
     }
   }
-  uv_close((uv_handle_t *)m->reaper, free_timer);
+  ob_drive_free(m->dv);
   ob_buf_free(&m->line);
   free(m);
 }
