@@ -193,10 +193,8 @@ void ob_drun_end_journal(ob_drun *d) {
   if (!d->journal || d->journal_ended || !ob_drun_finished(d))
     return;
   d->journal_ended = 1;
-  if (d->on_threads)
+  if (d->on_threads) /* a resumed run that had ended has no journal: nothing is written */
     ob_shards_journal_end(d->shards, ob_drun_exit_status(d));
-  else if (d->resume)
-    ob_resume_finish(d->resume, d->run);
   else
     ob_run_journal_end(d->run, ob_drun_exit_status(d));
 }

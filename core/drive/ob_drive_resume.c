@@ -1,7 +1,8 @@
-/* ob_drive_resume.c -- taking a journal's top-level run up on an engine: the steps
- * `obelus resume` (ob_cmd_resume.c), obelus_resume (obelus.c) and
- * engine:resume (ob_luamod.c) share, between reading the journal (ob_resume.c)
- * and driving the run each in its own way.
+/* ob_drive_resume.c -- taking a journal's top-level run up on an engine: the steps of a
+ * driven run that is resumed (ob_drive.h: ob_drun_from_resume, ob_drun_open_journal,
+ * ob_drun_make), which `obelus resume`, obelus_resume, engine:resume and a worker's
+ * claimed job all go through, between reading the journal (ob_resume.c) and driving
+ * the run.
  *
  * Design
  * ------
@@ -20,7 +21,8 @@
  *   4. the run made as the journal left it (ob_resume_run), writing to that
  *      journal and finding its delegated runs' records in the journal too;
  *   5. once it has finished: the exit status (the recorded one for a run that
- *      had ended; else what the run says), written as the end record.
+ *      had ended; else what the run says), written as the end record like any
+ *      driven run's (ob_drun_exit_status, ob_drun_end_journal).
  * Steps 1-2 and 3 are apart because the CLI speaks between them (its --force
  * notice comes before a failure to open the journal) and `obelus loop`'s
  * journals take step 4 their own way (ob_cmd_loop.c's ob_cmd_loop_resume);
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 
 #include "drive/ob_drive.h"
+#include "drive/ob_drive_int.h"
 #include "engine/ob_resume.h"
 #include "log/ob_wal.h"
 
@@ -74,13 +77,4 @@ ob_run *ob_resume_start(ob_engine *e, ob_plan *plan, ob_resume *rs, ob_wal *jour
   ro->journal = journal;
   ro->resume = rs;
   return ob_resume_run(e, plan, rs, "", ro, err);
-}
-
-int ob_resume_finish(const ob_resume *rs, ob_run *r) {
-  int status = 0;
-  if (ob_resume_ended(rs, &status))
-    return status;
-  status = ob_run_failed(r) ? 1 : 0;
-  ob_run_journal_end(r, status);
-  return status;
 }
