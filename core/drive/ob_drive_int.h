@@ -3,7 +3,13 @@
 #ifndef OB_DRIVE_INT_H
 #define OB_DRIVE_INT_H
 
-#include "drive/ob_drive.h"
+#include "drive/ob_shard.h"
+#include "engine/ob_resume.h"
+#include "log/ob_wal.h"
+
+/* as ob_drive.h names them (a file includes both: this header does not include that one) */
+typedef struct ob_drun ob_drun;
+typedef struct ob_drive ob_drive;
 
 struct ob_drun {
   ob_engine *e;
