@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ob_hash.h"
 #include "base/ob_map.h"
 
 struct ob_map_slot {
@@ -24,19 +25,7 @@ struct ob_map_slot {
   uint32_t at; /* entry number + 1; 0: free */
 };
 
-static uint32_t hash(const char *s, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 16777619u;
-  }
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
+static uint32_t hash(const char *s, size_t n) { return ob_hash32(s, n); }
 
 void ob_map_init(ob_map *m) { memset(m, 0, sizeof *m); }
 

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ob_hash.h"
 #include "base/ob_mem.h"
 #include "base/ob_value.h"
 
@@ -321,18 +322,9 @@ double ob_real_value(const ob_value *v) {
 const char *ob_string_ptr(const ob_value *v) { return str_ptr((const string_value *)v); }
 size_t ob_string_len(const ob_value *v) { return str_len((const string_value *)v); }
 
-/* FNV-1a, then a murmur finaliser so that all 32 bits are usable 5 at a time. */
+/* ob_hash32: all 32 bits usable 5 at a time. */
 static uint32_t hash_bytes(const char *s, size_t len) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < len; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 16777619u;
-  }
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
+  uint32_t h = ob_hash32(s, len);
 #ifdef OB_TEST_WEAK_HASH /* a test build that forces collisions, to exercise collision nodes */
   h &= OB_TEST_WEAK_HASH;
 #endif

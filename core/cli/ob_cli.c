@@ -1,5 +1,6 @@
 /* ob_cli.c -- helpers the command-line commands share: usage errors, counts. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bridge/ob_watch.h"
 #include "cli/ob_cli.h"
 #include "cli/ob_progress.h"
 #include "log/ob_journal.h"
@@ -101,4 +103,23 @@ void ob_cli_report_torn(const char *who, const char *path, const ob_journal_info
   if (b.len)
     fputs(b.data, stderr);
   ob_buf_free(&b);
+}
+
+void ob_cli_signals(uv_loop_t *loop, uv_signal_t sig[2], uv_signal_cb cb, void *data, int weak,
+                    int hard, const char *who) {
+  static const int nums[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; i++) {
+    uv_signal_init(loop, &sig[i]);
+    sig[i].data = data;
+    uv_signal_start(&sig[i], cb, nums[i]);
+    if (weak)
+      uv_unref((uv_handle_t *)&sig[i]);
+  }
+  ob_watch_catch_signals(hard);
+  ob_watch_exit_stuck(ob_cli_say_stuck, (void *)who);
+}
+
+void ob_cli_signals_close(uv_signal_t sig[2]) {
+  uv_close((uv_handle_t *)&sig[0], NULL);
+  uv_close((uv_handle_t *)&sig[1], NULL);
 }

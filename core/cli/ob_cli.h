@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <uv.h>
 
 #include "base/ob_error.h" /* OB_ESC_LINES */
 
@@ -73,5 +74,14 @@ int ob_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 /* 1 when s is a whole non-negative decimal number that fits in size_t. */
 int ob_cli_parse_count(const char *s, size_t *out);
+
+/* SIGINT and SIGTERM taken on loop (sig[0], sig[1]; their data is data): cb for each.
+ * Unreferenced when weak (they never keep the loop alive). A tool that never yields is
+ * stopped for the loop to take the signal, the hard-th signal exits at once
+ * (ob_watch_catch_signals), and a tool a stop cannot reach ends the process, saying so
+ * as who (a string that stays). ob_cli_signals_close closes both. */
+void ob_cli_signals(uv_loop_t *loop, uv_signal_t sig[2], uv_signal_cb cb, void *data, int weak,
+                    int hard, const char *who);
+void ob_cli_signals_close(uv_signal_t sig[2]);
 
 #endif

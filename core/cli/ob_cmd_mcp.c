@@ -133,14 +133,8 @@ int ob_cmd_mcp(int argc, char **argv) {
   c.m = ob_mcp_new(e, send_line, &c);
   ob_mcp_set_max_line(c.m, (size_t)max_line);
   ob_mcp_set_max_slice(c.m, (unsigned)o.max_slice_ms); /* each call's run, as `run` does */
-  uv_signal_t sigint, sigterm;
-  uv_signal_init(e->loop, &sigint);
-  uv_signal_init(e->loop, &sigterm);
-  sigint.data = sigterm.data = &c;
-  uv_signal_start(&sigint, on_signal, SIGINT);
-  uv_signal_start(&sigterm, on_signal, SIGTERM);
-  ob_watch_catch_signals(2);
-  ob_watch_exit_stuck(ob_cli_say_stuck, "obelus mcp"); /* a tool a stop cannot reach ends the server */
+  uv_signal_t sig[2]; /* a tool a stop cannot reach ends the server */
+  ob_cli_signals(e->loop, sig, on_signal, &c, 0, 2, "obelus mcp");
   uv_timer_init(e->loop, &c.drain);
   c.drain.data = &c;
   uv_handle_type kind = uv_guess_handle(0);
@@ -175,8 +169,7 @@ int ob_cmd_mcp(int argc, char **argv) {
   }
   if (in)
     uv_close((uv_handle_t *)in, NULL);
-  uv_close((uv_handle_t *)&sigint, NULL);
-  uv_close((uv_handle_t *)&sigterm, NULL);
+  ob_cli_signals_close(sig);
   uv_close((uv_handle_t *)&c.drain, NULL);
   ob_mcp_free(c.m);
   uv_run(e->loop, UV_RUN_NOWAIT);

@@ -172,18 +172,11 @@ int ob_cmd_worker(int argc, char **argv) {
     fprintf(stderr, "obelus worker: %s\n", err.msg);
     goto done;
   }
-  uv_signal_t sigint, sigterm;
-  uv_signal_init(e->loop, &sigint);
-  uv_signal_init(e->loop, &sigterm);
-  sigint.data = sigterm.data = &c;
-  uv_signal_start(&sigint, on_signal, SIGINT);
-  uv_signal_start(&sigterm, on_signal, SIGTERM);
-  ob_watch_catch_signals(3);
-  ob_watch_exit_stuck(ob_cli_say_stuck, "obelus worker"); /* its jobs go to another worker (claim-idle) */
+  uv_signal_t sig[2]; /* a stuck tool ends it: its jobs go to another worker (claim-idle) */
+  ob_cli_signals(e->loop, sig, on_signal, &c, 0, 3, "obelus worker");
   while (!c.ended)
     uv_run(e->loop, UV_RUN_ONCE);
-  uv_close((uv_handle_t *)&sigint, NULL);
-  uv_close((uv_handle_t *)&sigterm, NULL);
+  ob_cli_signals_close(sig);
   ob_worker_stats st;
   ob_worker_get_stats(c.w, &st);
   ob_worker_free(c.w);

@@ -419,19 +419,10 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
     return OB_EXIT_USAGE;
   }
   ob_drain_init(&rn->drain, e->loop, o->drain_ms);
-  uv_signal_init(e->loop, &rn->sigint);
-  uv_signal_init(e->loop, &rn->sigterm);
-  rn->sigint.data = rn->sigterm.data = rn;
-  uv_signal_start(&rn->sigint, on_signal, SIGINT);
-  uv_signal_start(&rn->sigterm, on_signal, SIGTERM);
-  uv_unref((uv_handle_t *)&rn->sigint); /* they must not keep the loop alive */
-  uv_unref((uv_handle_t *)&rn->sigterm);
-  /* a tool that never yields is stopped for the loop to take the signal; a
-   * second signal exits at once (ob_watch.h) */
-  ob_watch_catch_signals(2);
+  /* unreferenced: they must not keep the loop alive; a second signal exits at once */
   static char who[48]; /* a tool a stop cannot reach ends the process, saying so */
   snprintf(who, sizeof who, "obelus %.30s", o->cmd);
-  ob_watch_exit_stuck(ob_cli_say_stuck, who);
+  ob_cli_signals(e->loop, rn->sig, on_signal, rn, 1, 2, who);
   ob_progress_start(o->pg, e->loop);
   rn->open = 1;
   return OB_EXIT_OK;
@@ -477,8 +468,7 @@ int ob_runner_close(ob_runner *rn, ob_wal **journal, int rc) {
     rc = OB_EXIT_WRITE;
   if (rn->open) {
     ob_drain_close(&rn->drain);
-    uv_close((uv_handle_t *)&rn->sigint, NULL);
-    uv_close((uv_handle_t *)&rn->sigterm, NULL);
+    ob_cli_signals_close(rn->sig);
     ob_progress_close_timer(rn->o->pg);
     uv_run(rn->e->loop, UV_RUN_NOWAIT);
   }

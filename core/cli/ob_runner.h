@@ -108,7 +108,7 @@ typedef struct ob_runner {
   ob_wal *journal;  /* the run's journal, or NULL: its failure stops the drive */
   FILE *events;
   int events_errno; /* a write to --events failed (said once): the exit is 4 */
-  uv_signal_t sigint, sigterm;
+  uv_signal_t sig[2]; /* SIGINT, SIGTERM (ob_cli_signals) */
   ob_drain drain; /* fire-and-forget calls, waited for at most --drain-timeout */
   int signum, open;
   size_t calls_used; /* --max-calls: calls of every run so far (delegated, loop steps) */
