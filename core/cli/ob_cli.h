@@ -84,4 +84,10 @@ void ob_cli_signals(uv_loop_t *loop, uv_signal_t sig[2], uv_signal_cb cb, void *
                     int hard, const char *who);
 void ob_cli_signals_close(uv_signal_t sig[2]);
 
+/* The files engine e's tools write to (ob_cli_stdio.c): Lua's print, io.write and
+ * io.output(), io.stdout over out, io.stderr over err (NULL keeps that one). Before the
+ * tools load; both stay open until the engine is freed, and a tool cannot close them. */
+struct ob_engine;
+void ob_cli_engine_stdio(struct ob_engine *e, FILE *out, FILE *err);
+
 #endif

@@ -9,7 +9,7 @@
  * ob_progress_clear. The tools write to the terminal too (io.stderr, print,
  * io.write): the line makes two streams (glibc's fopencookie) whose every write
  * erases the line first, and the CLI hands them to each engine as its tools'
- * standard files (ob_engine_set_stdio) before the tools load. The process's own
+ * standard files (ob_cli_engine_stdio) before the tools load. The process's own
  * stdout and stderr are left as they are. The line is redrawn on scheduler events at
  * most ten times a second, by a 100 ms timer (unref'd: it never keeps the loop
  * alive) for the elapsed time, always on run_done, and never after a partial

@@ -250,7 +250,7 @@ int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
 
 void ob_cmd_engine_limits(const ob_cmd_options *o, ob_engine *e) {
   if (o->pg) /* the tools write through the progress line's streams, which erase it */
-    ob_engine_set_stdio(e, ob_progress_out(o->pg), ob_progress_err(o->pg));
+    ob_cli_engine_stdio(e, ob_progress_out(o->pg), ob_progress_err(o->pg));
   ob_engine_set_max_memory(e, o->max_memory_mb << 20);
   e->http_max = o->http_max;
 }

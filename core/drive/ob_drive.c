@@ -30,7 +30,7 @@
  *             fire-and-forget calls), the journal detached and closed (its failure
  *             is the host's to report: the output is not on disk), the run freed.
  *
- * What stays with each host is what is its own: how it says problems (stderr lines, an
+ * What stays with each host is what is its own: how it says problems (lines for a person, an
  * error code and a list, a Lua error, an MCP result), which events it hears and how it
  * hands them on (at once, or queued for its loop: obelus.c), how it waits (the CLI's
  * drain and signals, obelus_run_wait, run:wait, a job's end), and what it reads besides

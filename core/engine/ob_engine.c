@@ -127,60 +127,6 @@ static size_t default_max_memory(void) {
 /* A tool's warn() (once "@on"): the note "warning". */
 static void engine_warn(void *ud, const char *msg) { ob_engine_note(ud, "warning", NULL, "%s", msg); }
 
-/* --- the tools' standard files (ob_engine_set_stdio) -------------------------------
- * A Lua file handle (luaL_Stream, lauxlib.h) over the host's FILE*, which a tool cannot
- * close, as Lua's own io.stdout: its closef refuses and marks it open again. print is
- * Lua's own but writes to out rather than the C library's stdout. */
-static int stdio_noclose(lua_State *L) {
-  luaL_Stream *p = luaL_checkudata(L, 1, LUA_FILEHANDLE);
-  p->closef = stdio_noclose;
-  luaL_pushfail(L);
-  lua_pushliteral(L, "cannot close standard file");
-  return 2;
-}
-
-static void stdio_push(lua_State *L, FILE *f) {
-  luaL_Stream *p = lua_newuserdatauv(L, sizeof *p, 0);
-  p->f = f;
-  p->closef = stdio_noclose;
-  luaL_setmetatable(L, LUA_FILEHANDLE);
-}
-
-static int stdio_print(lua_State *L) {
-  FILE *out = lua_touserdata(L, lua_upvalueindex(1));
-  int n = lua_gettop(L);
-  for (int i = 1; i <= n; i++) {
-    size_t len;
-    const char *s = luaL_tolstring(L, i, &len);
-    if (i > 1)
-      fputc('\t', out);
-    fwrite(s, 1, len, out);
-    lua_pop(L, 1);
-  }
-  fputc('\n', out);
-  fflush(out);
-  return 0;
-}
-
-void ob_engine_set_stdio(ob_engine *e, FILE *out, FILE *err) {
-  lua_State *L = e->L;
-  lua_getglobal(L, "io");
-  if (out) {
-    stdio_push(L, out);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "_IO_output"); /* io.write's (liolib's IO_OUTPUT) */
-    lua_setfield(L, -2, "stdout");
-    lua_pushlightuserdata(L, out);
-    lua_pushcclosure(L, stdio_print, 1);
-    lua_setglobal(L, "print");
-  }
-  if (err) {
-    stdio_push(L, err);
-    lua_setfield(L, -2, "stderr");
-  }
-  lua_pop(L, 1);
-}
-
 void ob_engine_set_note(ob_engine *e, ob_note_fn fn, void *ud) {
   e->note = fn;
   e->note_ud = ud;

@@ -114,12 +114,6 @@ void ob_engine_free(ob_engine *e);
  * first request with http_max; NULL with err when libcurl cannot start. */
 struct ob_http *ob_engine_http(ob_engine *e, ob_error *err);
 void ob_engine_set_max_memory(ob_engine *e, size_t bytes); /* 0: the default (ob_engine.c) */
-/* The files the tools write to: Lua's print, io.write and io.output(), io.stdout and
- * io.stderr (out and err; NULL keeps that one as it is: the process's stdout or
- * stderr). Call it before the tools load (a tool file may keep io.stdout). The host
- * keeps both open until the engine is freed; a tool cannot close them. The CLI's
- * progress line hands streams that erase the line before they write. */
-void ob_engine_set_stdio(ob_engine *e, FILE *out, FILE *err);
 /* Installs the host's note hook (NULL: notes are dropped). */
 void ob_engine_set_note(ob_engine *e, ob_note_fn fn, void *ud);
 /* Says a note through the host's hook, formatted; nothing when there is none. */

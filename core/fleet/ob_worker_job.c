@@ -404,7 +404,7 @@ static void job_invalid(wjob *j, ob_plan *p, const char *extra) {
 }
 
 /* A job's notes and failures, said through the engine's note hook (the worker's
- * operator: `obelus worker` prints them on stderr, as `obelus run` does). */
+ * operator: `obelus worker` prints them, as `obelus run` does). */
 static void on_run_event(void *ud, const ob_event *ev) {
   wjob *j = ud;
   ob_event_to_note(j->w->e, ev);

@@ -247,7 +247,7 @@ static void on_done(ob_run *r, void *ud) {
 
 static void on_event(void *ud, const ob_event *ev) {
   req *q = ud;
-  ob_event_to_note(q->m->e, ev); /* a note, a failure: said as the engine's (stderr) */
+  ob_event_to_note(q->m->e, ev); /* a note, a failure: said as the engine's (the note hook) */
   if (ev->type != OB_EV_DONE && ev->type != OB_EV_FAILED && ev->type != OB_EV_SKIPPED)
     return;
   q->settled++;

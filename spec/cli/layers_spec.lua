@@ -69,3 +69,33 @@ describe("make layers", function()
     assert.matches("misc/ob_nowhere.c: not in a layer folder", text, 1, true)
   end)
 end)
+
+-- Only cli/ speaks to the terminal: below it, what the engine has to say is an event, and
+-- approval is a hook. The words are searched for in comments too, so that no file below
+-- cli/ so much as plans to write to the terminal.
+local function terminal_words(root) -- the lines of root/core/*/ outside cli/ that name one
+  local out = os.tmpname()
+  os.execute(("cd %s && grep -rn --include='*.[ch]' -e stderr -e /dev/tty -e 'system(' core " ..
+              "| grep -v '^core/cli/' > %s"):format(root, out))
+  local text = cli.slurp(out)
+  os.remove(out)
+  return text
+end
+
+describe("the layers below cli/", function()
+  it("name no stderr, /dev/tty or system( (only cli/ prints, prompts or runs a program)", function()
+    assert.are.equal("", terminal_words("."))
+  end)
+
+  it("would be named: a planted line below cli/ is found, one in cli/ is not", function()
+    local dir = fs.tmpdir()
+    fs.mkdir(dir .. "/core")
+    fs.mkdir(dir .. "/core/engine")
+    fs.mkdir(dir .. "/core/cli")
+    fs.write(dir .. "/core/engine/x.c", 'static void f(void) { system("ls"); }\n')
+    fs.write(dir .. "/core/cli/y.c", 'static void g(void) { fputs("y", stderr); }\n')
+    local text = terminal_words(dir)
+    fs.rmtree(dir)
+    assert.are.equal('core/engine/x.c:1:static void f(void) { system("ls"); }\n', text)
+  end)
+end)
