@@ -605,9 +605,10 @@ void obelus_run_free(obelus_run *run);
  * was cancelled before it finished. */
 int obelus_run_status(const obelus_run *run);
 
-/* Fire-and-forget calls (no _outputPath) still running. They do not hold
- * the run's completion back; they go on while the loop runs and the run
- * lives, and are abandoned when it is cancelled or freed. */
+/* Fire-and-forget calls (no _outputPath) not settled yet: running, or still
+ * to start. They do not hold the run's completion back; they go on while the
+ * loop runs and the run lives, and are abandoned when it is cancelled or
+ * freed. */
 size_t obelus_run_detached(const obelus_run *run);
 
 /* The final output (SPEC 5) as JSON text, malloc'ed (free() it): the plan's

@@ -744,11 +744,14 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
         r->reruns[r->nreruns++] = (struct ob_rerun){c->call, b.data ? b.data : ob_xstrdup("")};
       }
       continue;
-    }    c->state = !strcmp(st, "done")     ? OB_CALL_DONE
+    }
+    c->state = !strcmp(st, "done")     ? OB_CALL_DONE
                : !strcmp(st, "failed") ? OB_CALL_FAILED
                                        : OB_CALL_SKIPPED;
     if (!c->detached)
       r->settled_awaited++;
+    else
+      r->detached_unsettled--;
     if (c->state == OB_CALL_FAILED && !c->detached)
       r->failed = 1;
     for (size_t u = 0; u < c->call->nusers; u++)
@@ -771,8 +774,10 @@ ob_run *ob_resume_run(ob_engine *e, ob_plan *plan, ob_resume *rs, const char *ke
   }
   if (rs->ended) /* it ran to its end: nothing runs again */
     for (size_t i = 0; i < plan->ncalls; i++)
-      if (r->calls[i].state == OB_CALL_WAITING && r->calls[i].detached)
+      if (r->calls[i].state == OB_CALL_WAITING && r->calls[i].detached) {
         r->calls[i].state = OB_CALL_SKIPPED;
+        r->detached_unsettled--;
+      }
   ob_buf *b = r->opt.journal && top ? ob_wal_line(r->opt.journal) : NULL;
   if (b) {
     ob_jrec_write(b, &(ob_jrec){.kind = OB_JREC_RESUME});

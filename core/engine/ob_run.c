@@ -209,6 +209,8 @@ ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt) {
     c->detached = !c->call->has_output && c->tool && !c->tool->latent;
     if (!c->detached)
       r->nawaited++;
+    else
+      r->detached_unsettled++;
   }
   return r;
 }
@@ -499,7 +501,7 @@ void ob_run_free(ob_run *r) {
 ob_log *ob_run_log(ob_run *r) { return r->log; }
 int ob_run_finished(const ob_run *r) { return r->finished; }
 int ob_run_failed(const ob_run *r) { return r->failed; }
-size_t ob_run_detached_pending(const ob_run *r) { return r->detached_running; }
+size_t ob_run_detached_pending(const ob_run *r) { return r->detached_unsettled; }
 size_t ob_run_running(const ob_run *r) { return r->running; }
 ob_call_state ob_run_call_state(const ob_run *r, size_t i) { return r->calls[i].state; }
 

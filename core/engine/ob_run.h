@@ -167,7 +167,8 @@ ob_log *ob_run_log(ob_run *r);
 int ob_run_finished(const ob_run *r);
 /* 1 when some error message was not handled by a || alternative (exit 1). */
 int ob_run_failed(const ob_run *r);
-/* Fire-and-forget calls still running. */
+/* Fire-and-forget calls not settled yet: running, or still to start (one that comes
+ * after the awaited calls in the plan may not have started when they have all settled). */
 size_t ob_run_detached_pending(const ob_run *r);
 /* Calls still running (awaited or not). */
 size_t ob_run_running(const ob_run *r);

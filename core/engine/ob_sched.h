@@ -111,6 +111,8 @@ struct ob_run {
   ob_run_options opt;
   ob_crun *calls;
   size_t nawaited, settled_awaited, running, detached_running;
+  size_t detached_unsettled; /* fire-and-forget calls not settled yet: waiting, queued or
+                                running (ob_run_detached_pending) */
   size_t *queue, qhead, qtail; /* each call is queued at most once */
   int pumping, finished, failed, cancelled;
   int limit_failed; /* a call failed of a limit of the whole run (--max-depth,

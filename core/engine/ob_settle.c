@@ -39,6 +39,8 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
     if (c->detached)
       r->detached_running--;
   }
+  if (c->detached && c->state < OB_CALL_DONE) /* waiting, ready or running until now */
+    r->detached_unsettled--;
   c->state = st;
   c->retry_wait = 0;
   ob_timeout_disarm(c);

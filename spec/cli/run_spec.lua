@@ -433,6 +433,24 @@ describe("obelus run: fire-and-forget and the final output", function()
     assert.matches("abandoned", r.err, 1, true)
   end)
 
+  it("ends the journal after the last fire-and-forget call, one listed after the awaited ones too", function()
+    -- the awaited call completes at once, before bg has started: the run is finished
+    -- then, but bg is not settled, and the end record must wait for it
+    local j = os.tmpname()
+    local r = run([=[[{"_id":"a","_tool":"echo","value":1,"_outputPath":"x"},
+                      {"_id":"bg","_tool":"sleepy","ms":100,"value":2}]]=], "--journal", j)
+    assert.are.equal(0, r.code)
+    local kinds = {}
+    for line in io.lines(j) do
+      local m = cjson.decode(line)
+      if m.journal == "end" or (m.journal == "settled" and m.id == "bg") then
+        kinds[#kinds + 1] = m.journal
+      end
+    end
+    os.remove(j)
+    assert.are.same({ "settled", "end" }, kinds)
+  end)
+
   it("reports a fire-and-forget failure as detached without changing the exit status", function()
     local j = os.tmpname()
     local r = run([=[[{"_id":"bgfail","_tool":"fail"},{"_tool":"echo","value":1,"_outputPath":"x"}]]=], "--journal", j)
