@@ -289,6 +289,14 @@ int obelus_call_branch(obelus_call *call, size_t alt, const char *result_json);
  * handle. */
 void obelus_call_fail(obelus_call *call, const char *message);
 
+/* Sends a partial result or progress (JSON text) while the call runs, as a Lua tool's
+ * obelus.emit does: an OBELUS_EVENT_PROGRESS event for whoever watches the run, and a
+ * "progress" record of the journal. Any number of times before the call completes.
+ * OBELUS_OK; OBELUS_EJSON (malformed), or OBELUS_EINVAL when the call has completed, its
+ * attempt ended (timed out), or the value is larger than max_output_kb. The handle
+ * stays the caller's. */
+int obelus_call_emit(obelus_call *call, const char *data_json);
+
 /* The call's id (its _id, "#<index>", or "<id>@<instance>") and its tool's
  * name. Valid until the handle is completed. */
 const char *obelus_call_id(const obelus_call *call);
@@ -412,14 +420,17 @@ typedef enum obelus_event_type {
   OBELUS_EVENT_SKIPPED,  /* not run: a branch not taken, or something upstream failed */
   OBELUS_EVENT_FAILED,   /* structural or runtime error (an error message is in the log) */
   OBELUS_EVENT_RUN_DONE, /* every awaited call has settled: the completion callback follows */
-  OBELUS_EVENT_NOTE      /* something the engine says about the run, for people: a failed
+  OBELUS_EVENT_NOTE,     /* something the engine says about the run, for people: a failed
                             attempt that is retried ("retry"), a tool's traceback
                             ("traceback"), ...; `note` is the kind, `reason` the text,
-                            call_id the call when there is one. Added last: the values
-                            above keep their numbers */
+                            call_id the call when there is one. Added after run_done:
+                            the values above keep their numbers */
+  OBELUS_EVENT_PROGRESS  /* added last: a running call sent a partial result or its progress
+                            (obelus.emit in a Lua tool, obelus_call_emit in a C tool):
+                            `data_json` is the value, `attempt` the attempt's number */
 } obelus_event_type;
 
-/* "ready", "started", "done", "skipped", "failed", "run_done", "note". */
+/* "ready", "started", "done", "skipped", "failed", "run_done", "note", "progress". */
 const char *obelus_event_name(obelus_event_type type);
 
 typedef struct obelus_event {
@@ -436,6 +447,10 @@ typedef struct obelus_event {
   const char *note;     /* OBELUS_EVENT_NOTE: its kind ("retry", "traceback",
                            "error_routed", "record", "rerun", ...); else NULL.
                            Last: the fields above keep their offsets */
+  const char *data_json; /* OBELUS_EVENT_PROGRESS: the value the call sent, as JSON
+                            text; else NULL */
+  unsigned attempt;     /* the call's attempt (from 1) for a call's event; else 0.
+                           Added after note: the fields above keep their offsets */
 } obelus_event;
 
 /* Called for each event, from the loop, shortly after the event (in the same

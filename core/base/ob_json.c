@@ -280,3 +280,41 @@ char *ob_json_print(const ob_value *v, int flags, size_t *len) {
     *len = b.len;
   return b.data;
 }
+
+/* The length of v's compact JSON text, near enough (a number's digits, a
+ * string's escapes) and counted only until it passes cap. */
+size_t ob_json_size(const ob_value *v, size_t cap) {
+  switch (ob_typeof(v)) {
+  case OB_NULL:
+  case OB_TRUE: return 4;
+  case OB_FALSE: return 5;
+  case OB_INT: {
+    char d[32];
+    return (size_t)snprintf(d, sizeof d, "%lld", (long long)ob_int_value(v));
+  }
+  case OB_REAL: return 24;
+  case OB_STRING: {
+    size_t n = ob_string_len(v) + 2;
+    const unsigned char *s = (const unsigned char *)ob_string_ptr(v);
+    for (size_t i = 0; i < ob_string_len(v) && n <= cap; i++)
+      n += s[i] < 0x20 ? 5 : s[i] == '"' || s[i] == '\\';
+    return n;
+  }
+  case OB_ARRAY: {
+    size_t n = 2, len = ob_array_len(v);
+    for (size_t i = 0; i < len && n <= cap; i++)
+      n += ob_json_size(ob_array_get(v, i), cap - n) + (i > 0);
+    return n;
+  }
+  case OB_OBJECT: {
+    size_t n = 2;
+    ob_object_iter it;
+    ob_value *k, *x;
+    ob_object_iter_init(&it, v);
+    while (n <= cap && ob_object_iter_next(&it, &k, &x))
+      n += ob_json_size(k, cap) + 1 + ob_json_size(x, cap) + (n > 2);
+    return n;
+  }
+  }
+  return 0;
+}

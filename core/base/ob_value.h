@@ -179,5 +179,8 @@ char *ob_json_print(const ob_value *v, int flags, size_t *len);
 void ob_json_write(ob_buf *b, const ob_value *v, int flags);
 /* Appends s (len bytes) to b as a JSON string, quotes included. */
 void ob_json_write_string(ob_buf *b, const char *s, size_t len);
+/* The length of v's compact JSON text, near enough (a number's digits, a string's
+ * escapes) and counted only until it passes cap: what --max-output is checked by. */
+size_t ob_json_size(const ob_value *v, size_t cap);
 
 #endif

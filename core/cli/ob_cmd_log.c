@@ -63,6 +63,15 @@ static const char log_help[] =
     "  obelus log run.jsonl --at 3\n"
     "  obelus log run.jsonl | less -R\n";
 
+/* What a call sent while it ran (a "progress" record of the top-level run: obelus.emit),
+ * printed after the message it followed. */
+typedef struct progress {
+  size_t after;   /* the number of messages before it */
+  double ms;      /* when, in ms since the epoch (its record's t) */
+  char *id, *data;
+  int64_t attempt;
+} progress;
+
 /* How lines are printed: where, in colour or not, how wide. */
 typedef struct view {
   FILE *out;
@@ -71,6 +80,8 @@ typedef struct view {
   int have_t0;
   double t0;      /* the earliest _date, in ms since the epoch */
   char t0_text[40];
+  progress *prog; /* the top-level run's, in the journal's order */
+  size_t nprog;
 } view;
 
 #define SGR_DIM "2"
@@ -412,6 +423,95 @@ static void print_sublog(const view *v, const ob_value *msgs, const char *pos, i
   ob_log_free(sub);
 }
 
+/* The progress records that came after the first `after` messages, each a line: no
+ * position, the time, the call, "progress" (and its attempt after the first), the value. */
+static void print_progress(const view *v, size_t after, size_t wpos, size_t wtime, size_t wid,
+                           size_t wtool) {
+  ob_buf b;
+  ob_buf_init(&b);
+  for (size_t k = 0; k < v->nprog; k++) {
+    const progress *p = &v->prog[k];
+    if (p->after != after)
+      continue;
+    for (size_t n = 0; n < wpos + 2; n++)
+      fputc(' ', v->out);
+    b.len = 0;
+    if (v->have_t0)
+      ob_buf_addf(&b, "+%.3fs", (p->ms - v->t0) / 1000.0);
+    ob_buf_addc(&b, '\0');
+    sgr(v, SGR_DIM);
+    pad(v->out, b.data, wtime);
+    sgr_off(v);
+    fputs("  ", v->out);
+    b.len = 0;
+    add_cut(&b, p->id, MAX_COL);
+    ob_buf_addc(&b, '\0');
+    sgr(v, SGR_BOLD);
+    pad(v->out, b.data, wid);
+    sgr_off(v);
+    fputs("  ", v->out);
+    pad(v->out, "", wtool);
+    fputs("  ", v->out);
+    sgr(v, SGR_NOTE);
+    if (p->attempt > 1)
+      fprintf(v->out, "progress (attempt %lld)", (long long)p->attempt);
+    else
+      fputs("progress", v->out);
+    sgr_off(v);
+    size_t room = v->width ? (v->width > wpos + wtime + wid + wtool + 30
+                                  ? v->width - (wpos + wtime + wid + wtool + 30) : 0) : 60;
+    b.len = 0;
+    add_cut(&b, p->data, room < 12 ? 12 : room);
+    ob_buf_addc(&b, '\0');
+    fprintf(v->out, "  %s\n", b.data);
+  }
+  ob_buf_free(&b);
+}
+
+/* The top-level run's progress records of the journal in file, each with the number of
+ * messages before it (a record's line begins {"journal":, a message's never does). A
+ * delegated run's records (with a scope) are not read. */
+static void read_progress(view *v, const char *file) {
+  ob_buf text;
+  ob_buf_init(&text);
+  ob_error err;
+  if (ob_read_file(file, &text, &err) != OB_OK || !text.len || text.data[0] == '[') {
+    ob_buf_free(&text);
+    return;
+  }
+  size_t nmsgs = 0, cap = 0;
+  const char *p = text.data, *end = text.data + text.len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    static const char head[] = "{\"journal\":";
+    if (len < sizeof head - 1 || memcmp(p, head, sizeof head - 1)) {
+      nmsgs += len > 0 && nl; /* a torn last line is no message */
+    } else if (memmem(p, len, "\"progress\"", 10)) {
+      ob_value *line = ob_json_parse(p, len, &err);
+      ob_jrec rec;
+      if (line && ob_jrec_parse(line, &rec, &err) == 1 && rec.kind == OB_JREC_PROGRESS &&
+          !rec.scope && !rec.scope_path && rec.id && rec.data) {
+        if (v->nprog == cap) {
+          cap = cap ? 2 * cap : 16;
+          v->prog = ob_xrealloc(v->prog, cap * sizeof *v->prog);
+        }
+        progress *g = &v->prog[v->nprog++];
+        g->after = nmsgs;
+        g->ms = (double)rec.t_us / 1000.0;
+        g->attempt = rec.attempt;
+        g->id = ob_xstrdup(rec.id);
+        escape_field(&g->id);
+        g->data = ob_json_print(rec.data, OB_JSON_COMPACT, NULL);
+        escape_field(&g->data);
+      }
+      ob_unref(line);
+    }
+    p = nl ? nl + 1 : end;
+  }
+  ob_buf_free(&text);
+}
+
 static void print_log(const view *v, ob_log *log, const char *prefix, int depth) {
   rows rs;
   build_rows(v, log, &rs);
@@ -453,6 +553,8 @@ static void print_log(const view *v, ob_log *log, const char *prefix, int depth)
         fprintf(v->out, " \xC2\xB7 t0 %s", v->t0_text);
       sgr_off(v);
       fputc('\n', v->out);
+      if (!depth)
+        print_progress(v, i + 1, wpos, wtime, wid, wtool);
       continue;
     }
     sgr(v, SGR_DIM);
@@ -494,6 +596,8 @@ static void print_log(const view *v, ob_log *log, const char *prefix, int depth)
         sgr_off(v);
     }
     fputc('\n', v->out);
+    if (!depth)
+      print_progress(v, i + 1, wpos, wtime, wid, wtool);
     if (r->sublog && depth + 1 < SUBLOG_DEPTH) {
       print_sublog(v, r->sublog, pos.data, depth + 1);
     } else if (r->sublog) { /* as find_t0: a chain of --max-depth 10000 needs no deeper stack */
@@ -676,14 +780,20 @@ int ob_cmd_log(int argc, char **argv) {
   } else {
     const char *nc = getenv("NO_COLOR");
     int tty = isatty(STDOUT_FILENO);
-    view v = {stdout, tty && !(nc && *nc), tty ? terminal_width(STDOUT_FILENO) : 0, 0, 0, ""};
+    view v = {stdout, tty && !(nc && *nc), tty ? terminal_width(STDOUT_FILENO) : 0, 0, 0, "", NULL, 0};
     ob_value *all = ob_array();
     for (size_t i = 0; i < ob_log_len(log); i++)
       all = ob_array_push(all, ob_log_message(log, i));
     find_t0(&v, all, 0);
     ob_unref(all);
+    read_progress(&v, file);
     print_log(&v, log, "", 0);
     print_summary(&v, log);
+    for (size_t k = 0; k < v.nprog; k++) {
+      free(v.prog[k].id);
+      free(v.prog[k].data);
+    }
+    free(v.prog);
   }
   ob_log_free(log);
   return rc;

@@ -368,8 +368,12 @@ static void on_event(void *ud, const ob_event *ev) {
       o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
       o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));
     }
+    if (ev->attempt)
+      o = ob_object_set(o, "attempt", 7, ob_int(ev->attempt));
     if (ev->reason)
       o = ob_object_set(o, "reason", 6, ob_cstring(ev->reason));
+    if (ev->data)
+      o = ob_object_set(o, "data", 4, ob_ref((ob_value *)ev->data));
     char *text = ob_json_print(o, OB_JSON_COMPACT, NULL);
     if (!rn->events_errno) {
       errno = 0;

@@ -203,7 +203,8 @@ void ob_drun_end_journal(ob_drun *d) {
 static void drun_event(void *ud, const ob_event *ev) {
   ob_drun *d = ud;
   if (!d->cancelled && !d->on_threads && ev->type != OB_EV_READY &&
-      ev->type != OB_EV_STARTED && ev->type != OB_EV_NOTE && ob_run_finished(d->run) &&
+      ev->type != OB_EV_STARTED && ev->type != OB_EV_NOTE && ev->type != OB_EV_PROGRESS &&
+      ob_run_finished(d->run) &&
       !ob_run_detached_pending(d->run))
     ob_drun_end_journal(d); /* the last fire-and-forget call ended */
   if (d->on_event)

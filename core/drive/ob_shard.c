@@ -77,6 +77,9 @@ typedef struct part_event_note {
   const char *note; /* OB_EV_NOTE's kind: a string literal of the engine's */
   const char *phase; /* OB_EV_FAILED's: a string literal too */
   int detached;
+  uint32_t attempt;
+  char *data;        /* OB_EV_PROGRESS's value as JSON text: values are not shared
+                        between threads (their counts are not atomic) */
 } part_event_note;
 
 typedef struct shard {
@@ -99,7 +102,7 @@ typedef struct shard {
   ob_drain drain;
   int handles, wake_open;
   /* under all->lock */
-  size_t counts[OB_EV_NOTE + 1]; /* by event: started, done, ... (ob_shard_counts) */
+  size_t counts[OB_EV_PROGRESS + 1]; /* by event: started, done, ... (ob_shard_counts) */
   part_event_note *events; /* events not yet told on the host's loop */
   size_t nevents, capevents;
   int closing;  /* its run is over: no more events noted, its engine about to go */
@@ -179,11 +182,16 @@ static void journal_add(ob_wal *w, const char *bytes, size_t len) {
  * frees the notes. */
 static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t n) {
   for (size_t i = 0; i < n; i++) {
+    ob_value *data = NULL;
+    if (i < ntell && ev[i].data)
+      data = ob_json_parse(ev[i].data, strlen(ev[i].data), &(ob_error){0});
     ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms, ev[i].note, ev[i].phase,
-                  ev[i].detached};
+                  ev[i].detached, data, ev[i].attempt};
     if (i < ntell && s->cfg.opt.on_event)
       s->cfg.opt.on_event(s->cfg.opt.ud, &e);
+    ob_unref(data);
     free(ev[i].reason);
+    free(ev[i].data);
   }
   free(ev);
 }
@@ -289,6 +297,8 @@ static void part_event(void *ud, const ob_event *ev) {
     n->note = ev->note;
     n->phase = ev->phase;
     n->detached = ev->detached;
+    n->attempt = ev->attempt;
+    n->data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, NULL) : NULL;
   }
   uv_mutex_unlock(&s->lock);
   if (s->cfg.opt.on_event)

@@ -170,6 +170,19 @@ void ob_record_settled(ob_crun *c) {
   record_end(r, b, &rec);
 }
 
+void ob_record_progress(ob_crun *c, const ob_value *data) {
+  ob_run *r = c->run;
+  ob_jrec rec;
+  ob_buf *b;
+  if (!r->opt.journal || !(b = record_begin(r, &rec, OB_JREC_PROGRESS)))
+    return;
+  rec.id = c->call->id;
+  rec.attempt = c->attempt;
+  rec.data = data;
+  rec.t_us = ob_jrec_now();
+  record_end(r, b, &rec);
+}
+
 int ob_record_flush(ob_run *r) {
   if (!r->opt.journal || ob_wal_flush(r->opt.journal) == OB_OK)
     return OB_OK;

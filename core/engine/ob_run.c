@@ -49,7 +49,8 @@ const char *ob_call_state_name(ob_call_state s) {
 }
 
 const char *ob_event_name(ob_event_type type) {
-  static const char *const names[] = {"ready", "started", "done", "skipped", "failed", "run_done", "note"};
+  static const char *const names[] = {"ready",    "started", "done", "skipped",
+                                      "failed",   "run_done", "note", "progress"};
   return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
 }
 
@@ -80,7 +81,8 @@ static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {
   if (!r->opt.on_event)
     return;
-  ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = now_ms(r)};
+  ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = now_ms(r),
+                 .attempt = c ? r->calls[c->index].attempt : 0};
   r->opt.on_event(r->opt.ud, &ev);
 }
 
@@ -94,7 +96,7 @@ void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char 
   ob_buf_vaddf(&b, fmt, ap);
   va_end(ap);
   ob_event ev = {.type = OB_EV_NOTE, .call = c, .reason = b.data ? b.data : "",
-                 .t_ms = now_ms(root), .note = kind};
+                 .t_ms = now_ms(root), .note = kind, .attempt = c ? r->calls[c->index].attempt : 0};
   root->opt.on_event(root->opt.ud, &ev);
   ob_buf_free(&b);
 }

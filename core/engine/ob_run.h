@@ -27,11 +27,13 @@ typedef enum ob_event_type {
   OB_EV_SKIPPED,
   OB_EV_FAILED,
   OB_EV_RUN_DONE,
-  OB_EV_NOTE /* something the engine says about the run (a retry, a traceback): `note` is
+  OB_EV_NOTE, /* something the engine says about the run (a retry, a traceback): `note` is
                 its kind, `reason` the message, `call` the call when there is one */
+  OB_EV_PROGRESS /* a running call sent a partial result or its progress (obelus.emit,
+                    ob_call_emit): `data` is the value, `attempt` the attempt's number */
 } ob_event_type;
 
-/* "ready", "started", "done", "skipped", "failed", "run_done" */
+/* "ready", "started", "done", "skipped", "failed", "run_done", "note", "progress" */
 const char *ob_event_name(ob_event_type type);
 
 typedef struct ob_event {
@@ -43,6 +45,9 @@ typedef struct ob_event {
   const char *phase;   /* OB_EV_FAILED of an error (ob_crun_fail): "structural", "runtime" or
                           "refused"; NULL for a call failed otherwise (cancelled, ...) */
   int detached;        /* OB_EV_FAILED: the call is fire-and-forget */
+  const ob_value *data; /* OB_EV_PROGRESS: what the call sent (borrowed: valid during the
+                           callback); else NULL */
+  uint32_t attempt;    /* the call's attempt (from 1) when the event is a call's; else 0 */
 } ob_event;
 
 /* What an event says to the person running the engine, as the engine once printed it:
@@ -198,6 +203,11 @@ ob_value *ob_run_output(ob_run *r);
  * the run was cancelled it does nothing; after the run is freed the handle
  * must not be used. */
 void ob_call_complete(ob_call_handle *h, size_t alt, const ob_value *value, const char *error);
+/* A C tool's call sends value (borrowed) while it runs, as obelus.emit does: an
+ * OB_EV_PROGRESS event and a "progress" record of the journal. OB_OK; OB_EINVAL with
+ * err filled when the call has completed already, or the value is larger than
+ * --max-output. */
+int ob_call_emit(ob_call_handle *h, const ob_value *value, ob_error *err);
 /* The call's id and tool name, for the tool's own messages. */
 const char *ob_call_handle_id(const ob_call_handle *h);
 const char *ob_call_handle_tool(const ob_call_handle *h);

@@ -228,6 +228,7 @@ static const luaL_Reg plain_prims[] = {
     {"child_untrack", prim_child_untrack}, {"child_kill", prim_child_kill},
     {"child_group", prim_child_group},
     {"encode_check", ob_engine_lua_encode_check},
+    {"emit", ob_emit_lua},
     {NULL, NULL}};
 
 static int open_runtime(lua_State *L) {

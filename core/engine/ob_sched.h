@@ -185,6 +185,8 @@ void ob_record_run(ob_run *r);
 void ob_record_start(ob_crun *c);
 void ob_record_retry(ob_crun *c, const char *error, uint64_t delay_ms);
 void ob_record_settled(ob_crun *c);
+/* A "progress" record: the call's attempt sent data (obelus.emit). */
+void ob_record_progress(ob_crun *c, const ob_value *data);
 /* Hands what was written to the file (before a tool runs, the loop waits, the run
  * ends). OB_OK; or OB_EIO when the journal failed: then the top-level run is
  * cancelled and the loop stopped, and nothing may start. */
@@ -329,6 +331,10 @@ void ob_cdel_clear(ob_cdel *d);
 int ob_sleep_lua(lua_State *L); /* sleep(ms): yield until the engine's sleep timer says */
 /* Takes the calls of run r out of the engine's sleepers (cancelled or freed). */
 void ob_sleep_forget(ob_run *r);
+
+/* --- ob_emit.c: a call's partial results (obelus.emit) ---------------------- */
+
+int ob_emit_lua(lua_State *L); /* emit(value): an OB_EV_PROGRESS event and a record */
 
 /* --- ob_gc.c ----------------------------------------------------------------- */
 

@@ -141,44 +141,6 @@ static long pick_branch(ob_crun *c, lua_State *co, int idx, ob_buf *why) {
   return alt;
 }
 
-/* The length of v's compact JSON text, near enough (a number's digits, a
- * string's escapes) and counted only until it passes cap. */
-static size_t json_size(const ob_value *v, size_t cap) {
-  switch (ob_typeof(v)) {
-  case OB_NULL:
-  case OB_TRUE: return 4;
-  case OB_FALSE: return 5;
-  case OB_INT: {
-    char d[32];
-    return (size_t)snprintf(d, sizeof d, "%lld", (long long)ob_int_value(v));
-  }
-  case OB_REAL: return 24;
-  case OB_STRING: {
-    size_t n = ob_string_len(v) + 2;
-    const unsigned char *s = (const unsigned char *)ob_string_ptr(v);
-    for (size_t i = 0; i < ob_string_len(v) && n <= cap; i++)
-      n += s[i] < 0x20 ? 5 : s[i] == '"' || s[i] == '\\';
-    return n;
-  }
-  case OB_ARRAY: {
-    size_t n = 2, len = ob_array_len(v);
-    for (size_t i = 0; i < len && n <= cap; i++)
-      n += json_size(ob_array_get(v, i), cap - n) + (i > 0);
-    return n;
-  }
-  case OB_OBJECT: {
-    size_t n = 2;
-    ob_object_iter it;
-    ob_value *k, *x;
-    ob_object_iter_init(&it, v);
-    while (n <= cap && ob_object_iter_next(&it, &k, &x))
-      n += json_size(k, cap) + 1 + json_size(x, cap) + (n > 2);
-    return n;
-  }
-  }
-  return 0;
-}
-
 /* The bytes a write adds to the log besides its value (which the result
  * holds already): a concat copies the array's slots (8 bytes each, and a
  * trie node per 32), a merge or assign an object's entries. */
@@ -207,7 +169,7 @@ static int commit_writes(ob_crun *c, out_write *w, size_t n, ob_buf *why, int *s
   }
   size_t need = 0; /* what the writes add to the memory account, near enough */
   for (size_t i = 0; i < n; i++) {
-    size_t size = r->opt.max_output ? json_size(w[i].value, r->opt.max_output) : 0;
+    size_t size = r->opt.max_output ? ob_json_size(w[i].value, r->opt.max_output) : 0;
     if (size > r->opt.max_output) {
       ob_buf_addf(why, "the result written to %s is over %zu KB (--max-output %zu)", w[i].kind,
                   r->opt.max_output >> 10, r->opt.max_output >> 10);

@@ -487,6 +487,14 @@ static int deliver_protected(lua_State *L) {
       lua_pushstring(L, ev->note);
       lua_setfield(L, -2, "note");
     }
+    if (ev->attempt) {
+      lua_pushinteger(L, (lua_Integer)ev->attempt);
+      lua_setfield(L, -2, "attempt");
+    }
+    if (ev->data) {
+      ob_lua_push(L, ev->data);
+      lua_setfield(L, -2, "data");
+    }
   }
   lua_call(L, 1, 0);
   return 0;

@@ -71,6 +71,7 @@ typedef struct req {
   int is_tool;        /* a tool's call (its output alone), not run_plan */
   int finished, cancelled;
   size_t settled;
+  size_t emits;       /* progress events since the last call settled */
 } req;
 
 struct ob_mcp {
@@ -248,17 +249,32 @@ static void on_done(ob_run *r, void *ud) {
 static void on_event(void *ud, const ob_event *ev) {
   req *q = ud;
   ob_event_to_note(q->m->e, ev); /* a note, a failure: said as the engine's (the note hook) */
-  if (ev->type != OB_EV_DONE && ev->type != OB_EV_FAILED && ev->type != OB_EV_SKIPPED)
+  int emitted = ev->type == OB_EV_PROGRESS;
+  if (!emitted && ev->type != OB_EV_DONE && ev->type != OB_EV_FAILED &&
+      ev->type != OB_EV_SKIPPED)
     return;
-  q->settled++;
+  if (emitted) {
+    q->emits++;
+  } else {
+    q->settled++;
+    q->emits = 0;
+  }
   if (!q->token || q->cancelled)
     return;
+  /* progress must grow with every notification: a call's emits count as parts of the
+   * next call's step, k / (k + 1) of it, so the next call settling is still more */
   ob_value *p = ob_object_set(ob_object(), "progressToken", 13, ob_ref(q->token));
-  p = ob_object_set(p, "progress", 8, ob_int((int64_t)q->settled));
+  p = ob_object_set(p, "progress", 8,
+                    emitted ? ob_real((double)q->settled + (double)q->emits / (q->emits + 1.0))
+                            : ob_int((int64_t)q->settled));
   p = ob_object_set(p, "total", 5, ob_int((int64_t)ob_drun_plan(q->d)->ncalls));
   ob_buf msg;
   ob_buf_init(&msg);
   ob_buf_addf(&msg, "%s %s", ev->call ? ev->call->id : "?", ob_event_name(ev->type));
+  if (emitted) { /* the value, as JSON text (cut like every message) */
+    ob_buf_addc(&msg, ' ');
+    ob_json_write(&msg, ev->data, OB_JSON_COMPACT);
+  }
   p = ob_object_set(p, "message", 7, cut_text(&msg, NAME_MAX_BYTES, "message"));
   ob_value *n = ob_object_set(ob_object(), "jsonrpc", 7, ob_cstring("2.0"));
   n = ob_object_set(n, "method", 6, ob_cstring("notifications/progress"));

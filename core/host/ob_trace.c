@@ -24,6 +24,7 @@ typedef struct attempt {
   uint64_t start, end;
   unsigned n;
   char *error; /* a retried attempt's error */
+  ob_value *progress; /* what it sent (obelus.emit): [{"t": us, "data": V}], or NULL */
 } attempt;
 
 typedef struct tcall {
@@ -238,8 +239,13 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
   if (rec.kind == OB_JREC_START) {
     unsigned n = rec.has_attempt && rec.attempt > 0 ? (unsigned)rec.attempt : 0;
     c->at = ob_xrealloc(c->at, (c->nat + 1) * sizeof *c->at);
-    c->at[c->nat++] = (attempt){at, 0, n, NULL};
+    c->at[c->nat++] = (attempt){at, 0, n, NULL, NULL};
     c->state = "running";
+  } else if (rec.kind == OB_JREC_PROGRESS && c->nat && rec.data) {
+    attempt *a = &c->at[c->nat - 1]; /* sent while its attempt ran: the latest */
+    ob_value *p = ob_object_set(ob_object(), "t", 1, ob_int((int64_t)at));
+    p = ob_object_set(p, "data", 4, ob_ref((ob_value *)rec.data));
+    a->progress = ob_array_push(a->progress ? a->progress : ob_array(), p);
   } else if (rec.kind == OB_JREC_RETRY && c->nat) {
     attempt *a = &c->at[c->nat - 1];
     a->end = at;
@@ -259,8 +265,10 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
 static void trace_free(trace *t) {
   for (size_t i = 0; i < t->ncalls; i++) {
     tcall *c = &t->calls[i];
-    for (size_t k = 0; k < c->nat; k++)
+    for (size_t k = 0; k < c->nat; k++) {
       free(c->at[k].error);
+      ob_unref(c->at[k].progress);
+    }
     free(c->at);
     free(c->id);
     free(c->scope);
@@ -385,6 +393,23 @@ static ob_value *chrome(trace *t) {
       e = ob_object_set(e, "tid", 3, ob_int(c->tid));
       e = ob_object_set(e, "args", 4, args);
       ev = ob_array_push(ev, e);
+      for (size_t j = 0; a->progress && j < ob_array_len(a->progress); j++) {
+        const ob_value *p = ob_array_get(a->progress, j); /* what it sent: an instant */
+        ob_value *pe = ob_object();
+        pe = ob_object_set(pe, "name", 4, ob_cstring("progress"));
+        pe = ob_object_set(pe, "cat", 3, ob_cstring("progress"));
+        pe = ob_object_set(pe, "ph", 2, ob_cstring("i"));
+        pe = ob_object_set(pe, "s", 1, ob_cstring("t"));
+        pe = ob_object_set(pe, "ts", 2,
+                           ob_int((int64_t)rel(t, (uint64_t)ob_int_value(ob_object_get(p, "t", 1)))));
+        pe = ob_object_set(pe, "pid", 3, ob_int(c->pid));
+        pe = ob_object_set(pe, "tid", 3, ob_int(c->tid));
+        ob_value *pa = ob_object_set(ob_object(), "call", 4, ob_cstring(c->id));
+        pa = ob_object_set(pa, "attempt", 7, ob_int((int64_t)(a->n ? a->n : k + 1)));
+        pa = ob_object_set(pa, "data", 4, ob_ref(ob_object_get(p, "data", 4)));
+        pe = ob_object_set(pe, "args", 4, pa);
+        ev = ob_array_push(ev, pe);
+      }
     }
     if (!c->nat) { /* skipped, or settled without running: a mark */
       ob_value *e = ob_object();
@@ -549,6 +574,19 @@ static ob_value *otlp(trace *t) {
         ob_unref(o);
       }
       s = ob_object_set(s, "attributes", 10, at);
+      if (a && a->progress) { /* what the attempt sent: the span's events */
+        ob_value *evs = ob_array();
+        for (size_t j = 0; j < ob_array_len(a->progress); j++) {
+          const ob_value *p = ob_array_get(a->progress, j);
+          ob_value *pe = ob_object_set(ob_object(), "timeUnixNano", 12,
+                                       nanos((uint64_t)ob_int_value(ob_object_get(p, "t", 1))));
+          pe = ob_object_set(pe, "name", 4, ob_cstring("progress"));
+          pe = ob_object_set(pe, "attributes", 10,
+                             attr(ob_array(), "obelus.progress.data", jval(ob_object_get(p, "data", 4))));
+          evs = ob_array_push(evs, pe);
+        }
+        s = ob_object_set(s, "events", 6, evs);
+      }
       const char *err = last ? c->error : (a ? a->error : NULL);
       ob_value *st = ob_object_set(ob_object(), "code", 4, ob_int(err ? 2 : 1));
       if (err)

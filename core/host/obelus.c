@@ -72,7 +72,8 @@ _Static_assert((int)OBELUS_EVENT_READY == (int)OB_EV_READY &&
                    (int)OBELUS_EVENT_SKIPPED == (int)OB_EV_SKIPPED &&
                    (int)OBELUS_EVENT_FAILED == (int)OB_EV_FAILED &&
                    (int)OBELUS_EVENT_RUN_DONE == (int)OB_EV_RUN_DONE &&
-                   (int)OBELUS_EVENT_NOTE == (int)OB_EV_NOTE,
+                   (int)OBELUS_EVENT_NOTE == (int)OB_EV_NOTE &&
+                   (int)OBELUS_EVENT_PROGRESS == (int)OB_EV_PROGRESS,
                "obelus_event_type must match ob_event_type");
 
 /* A C tool as registered: what the scheduler's ob_tool_fn data points to. */
@@ -282,8 +283,9 @@ static void on_run_event(void *ud, const ob_event *ev) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
-  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0;
-  delivery *d = malloc(sizeof *d + rlen);
+  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0, dlen = 0;
+  char *data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, &dlen) : NULL;
+  delivery *d = malloc(sizeof *d + rlen + (data ? dlen + 1 : 0));
   if (!d)
     abort();
   d->run = R;
@@ -297,6 +299,13 @@ static void on_run_event(void *ud, const ob_event *ev) {
     memcpy(d + 1, ev->reason, rlen);
     d->ev.reason = (const char *)(d + 1);
   }
+  d->ev.data_json = NULL;
+  if (data) { /* after the reason */
+    memcpy((char *)(d + 1) + rlen, data, dlen + 1);
+    d->ev.data_json = (const char *)(d + 1) + rlen;
+    free(data);
+  }
+  d->ev.attempt = ev->attempt;
   d->ev.t_ms = ev->t_ms;
   d->ev.note = ev->note; /* a string literal of the engine's */
   d->ev.position = R->r ? ob_log_len(ob_run_log(R->r)) : 0;
@@ -545,6 +554,30 @@ int obelus_call_branch(obelus_call *c, size_t alt, const char *result_json) {
 
 int obelus_call_complete(obelus_call *c, const char *result_json) {
   return obelus_call_branch(c, 0, result_json);
+}
+
+int obelus_call_emit(obelus_call *c, const char *data_json) {
+  if (!c || !data_json)
+    return OBELUS_EINVAL;
+  obelus_engine *E = c->run ? c->run->engine : NULL;
+  ob_call_handle *h = c->h;
+  if (E)
+    clear_error(E);
+  /* completed, its run freed, or a later attempt's: the handle sends nothing */
+  if (!h || !E || ob_call_handle_attempt(h) != c->attempt)
+    return E ? set_error(E, OBELUS_EINVAL, "call %s (%s): obelus_call_emit after the call "
+                                           "completed, or its attempt ended", c->id, c->tool)
+             : OBELUS_EINVAL;
+  ob_error err;
+  ob_value *v = ob_json_parse(data_json, strlen(data_json), &err);
+  if (!v)
+    return set_error(E, err.code, "call %s (%s): obelus_call_emit: not JSON: %s", c->id,
+                     c->tool, err.msg);
+  int rc = ob_call_emit(h, v, &err);
+  ob_unref(v);
+  return rc == OB_OK ? OBELUS_OK
+                     : set_error(E, rc, "call %s (%s): obelus_call_emit: %s", c->id, c->tool,
+                                 err.msg);
 }
 
 void obelus_call_fail(obelus_call *c, const char *message) {

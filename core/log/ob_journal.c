@@ -21,6 +21,7 @@ static const char *const jrec_names[] = {
     [OB_JREC_RUN] = "run",         [OB_JREC_STEP] = "step",   [OB_JREC_RESUME] = "resume",
     [OB_JREC_START] = "start",     [OB_JREC_RETRY] = "retry", [OB_JREC_SETTLED] = "settled",
     [OB_JREC_END] = "end",         [OB_JREC_SCOPE] = "scope", [OB_JREC_MSG] = "msg",
+    [OB_JREC_PROGRESS] = "progress",
 };
 
 const char *ob_jrec_name(ob_jrec_kind kind) {
@@ -87,6 +88,7 @@ void ob_jrec_write(ob_buf *b, const ob_jrec *r) {
   case OB_JREC_START:
   case OB_JREC_RETRY:
   case OB_JREC_SETTLED:
+  case OB_JREC_PROGRESS:
     ADD_LIT(b, ",\"id\":");
     add_str(b, r->id);
     if (r->kind == OB_JREC_SETTLED) {
@@ -101,6 +103,10 @@ void ob_jrec_write(ob_buf *b, const ob_jrec *r) {
       add_str(b, r->error);
       ADD_LIT(b, ",\"delay_ms\":");
       ob_buf_add_uint(b, r->delay_ms);
+    }
+    if (r->kind == OB_JREC_PROGRESS) {
+      ADD_LIT(b, ",\"data\":");
+      ob_json_write(b, r->data, OB_JSON_COMPACT);
     }
     ADD_LIT(b, ",\"t\":");
     ob_buf_add_uint(b, r->t_us);
@@ -190,6 +196,8 @@ int ob_jrec_parse(const ob_value *line, ob_jrec *out, ob_error *err) {
   case OB_JREC_START:
   case OB_JREC_RETRY:
   case OB_JREC_SETTLED:
+  case OB_JREC_PROGRESS:
+    out->data = ob_object_get(line, "data", 4);
     if ((v = ob_object_get(line, "attempt", 7)) && ob_is_number(v)) {
       out->has_attempt = 1;
       out->attempt = ob_int_value(v);

@@ -22,6 +22,9 @@
  *   {"journal":"settled","id":I,"state":"done"|"failed"|"skipped","t":T}
  *        the call settled: its output or error messages are the lines just
  *        before (a fire-and-forget call or a thought: none)
+ *   {"journal":"progress","id":I,"attempt":N,"data":V,"t":T}   attempt N of the
+ *        call sent V while it ran (obelus.emit, obelus_call_emit): what `log`, the
+ *        trace and the report show; resume reads nothing from it
  *   {"journal":"end","exit":X[,"output":V]}    the run (or loop, with the
  *        planner's output) ended with exit status X
  *
@@ -96,6 +99,7 @@ typedef enum ob_jrec_kind {
   OB_JREC_END,     /* "end": exit, output */
   OB_JREC_SCOPE,   /* "scope": n, in with call, or path */
   OB_JREC_MSG,     /* "msg": a delegated run's message, msg */
+  OB_JREC_PROGRESS, /* "progress": id, attempt, data, t_us (obelus.emit) */
   OB_JREC_OTHER    /* a record of a kind this version does not write (read: what) */
 } ob_jrec_kind;
 
@@ -118,7 +122,7 @@ typedef struct ob_jrec {
   uint64_t delay_ms, t_us;
   uint64_t n, in;       /* a scope record's number and the scope it is in (0: none) */
   const char *call, *path; /* its call (with in) or its path */
-  const ob_value *tools, *loop, *output, *msg;
+  const ob_value *tools, *loop, *output, *msg, *data;
 } ob_jrec;
 
 /* Appends record r to b as one line, its '\n' included. No allocation beyond b's

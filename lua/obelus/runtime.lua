@@ -183,6 +183,7 @@ function prim.kill_children(run)
   end
 end
 obelus.sleep = prim.sleep
+obelus.emit = prim.emit
 obelus.encode = prim.encode
 obelus.decode = prim.decode
 

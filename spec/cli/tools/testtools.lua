@@ -99,4 +99,15 @@ return {
 
   { name = "nothing", description = "returns nothing",
     run = function() end },
+
+  { name = "steps", description = "sends {step, attempt} `n` times (obelus.emit), `ms` apart; " ..
+      "fails its first attempt when `fail_first`; returns `n`",
+    run = function(call, ctx)
+      for i = 1, call.n do
+        obelus.emit({ step = i, attempt = ctx.attempt })
+        if call.ms then obelus.sleep(call.ms) end
+      end
+      if call.fail_first and ctx.attempt == 1 then error("first attempt fails") end
+      return call.n
+    end },
 }

@@ -1,0 +1,142 @@
+-- emit_spec.lua -- tools that stream (issue 28): obelus.emit(value) sends a partial result
+-- or progress while the call runs. It is a "progress" event with the call, the attempt
+-- and the value (--events), a "progress" record of the journal (which resume reads past),
+-- a line of `obelus log` and an instant of the trace; a value larger than --max-output,
+-- or an emit from outside a running call, raises in the tool.
+local cli = require "support.cli"
+local cjson = require "cjson"
+
+local TOOLS = "spec/cli/tools"
+
+local function plan_file(json) return cli.tmpfile(json, ".json") end
+
+local function lines_of(path)
+  local out = {}
+  for line in io.lines(path) do out[#out + 1] = cjson.decode(line) end
+  return out
+end
+
+describe("obelus.emit", function()
+  it("is a progress event, in order, with the attempt, across a retry; and in the journal", function()
+    local ev, j = os.tmpname(), os.tmpname()
+    local r = cli.run({ "run", plan_file([=[[
+      {"_id":"s","_tool":"steps","n":3,"fail_first":true,"_retry":{"attempts":2,"delay_ms":1},
+       "_outputPath":"†state.s"}]]=]), "--tools", TOOLS, "--events", ev, "--journal", j,
+      "--overwrite" })
+    assert.are.equal(0, r.code, r.err)
+    local seen = {}
+    for _, e in ipairs(lines_of(ev)) do
+      if e.event == "progress" then
+        assert.are.equal("s", e.call)
+        assert.are.equal("steps", e.tool)
+        assert.are.equal(e.attempt, e.data.attempt) -- the event's attempt is the tool's
+        seen[#seen + 1] = ("%d:%d"):format(e.attempt, e.data.step)
+      elseif e.event == "started" or e.event == "done" then
+        seen[#seen + 1] = ("%s@%d"):format(e.event, e.attempt)
+      end
+    end
+    assert.are.same({ "started@1", "1:1", "1:2", "1:3", "2:1", "2:2", "2:3", "done@2" }, seen)
+    local recs = {}
+    for _, m in ipairs(lines_of(j)) do
+      if m.journal == "progress" then
+        assert.are.equal("s", m.id)
+        assert.is_true(m.t > 0)
+        recs[#recs + 1] = ("%d:%d"):format(m.attempt, m.data.step)
+      end
+    end
+    assert.are.same({ "1:1", "1:2", "1:3", "2:1", "2:2", "2:3" }, recs)
+    os.remove(ev)
+    os.remove(j)
+  end)
+
+  it("is shown by `obelus log` and `log --format trace`; resume reads past it", function()
+    local j = os.tmpname()
+    local r = cli.run({ "run", plan_file([=[[
+      {"_id":"s","_tool":"steps","n":2,"_outputPath":"†state.s"},
+      {"_id":"t","_tool":"echo","value":"†state.s","_outputPath":"†state.t"}]]=]),
+      "--tools", TOOLS, "--journal", j, "--overwrite" })
+    assert.are.equal(0, r.code, r.err)
+    local log = cli.run({ "log", j })
+    assert.are.equal(0, log.code, log.err)
+    local shown = {}
+    for line in log.out:gmatch("[^\n]+") do
+      if line:match("progress") then shown[#shown + 1] = line end
+    end
+    assert.are.equal(2, #shown, log.out)
+    assert.matches('s', shown[1])
+    assert.matches('"step":1', shown[1], 1, true)
+    assert.matches('"step":2', shown[2], 1, true)
+    local trace = cli.run({ "log", j, "--format", "trace" })
+    assert.are.equal(0, trace.code, trace.err)
+    local t = cjson.decode(trace.out)
+    local instants = 0
+    for _, e in ipairs(t.traceEvents) do
+      if e.ph == "i" and e.name == "progress" then
+        instants = instants + 1
+        assert.are.equal(instants, e.args.data.step)
+      end
+    end
+    assert.are.equal(2, instants)
+    -- a journal cut after the first progress record: resume runs the call again
+    local cut = os.tmpname()
+    local f, n = assert(io.open(cut, "w")), 0
+    for line in io.lines(j) do
+      f:write(line, "\n")
+      if line:match('"journal":"progress"') then break end
+      n = n + 1
+    end
+    f:close()
+    local again = cli.run({ "resume", cut, "--tools", TOOLS })
+    assert.are.equal(0, again.code, again.err)
+    assert.are.same({ s = 2, t = 2 }, cjson.decode(again.out))
+    os.remove(j)
+    os.remove(cut)
+  end)
+
+  it("raises for a value larger than --max-output, which the tool may catch", function()
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      return { { name = "big", run = function()
+        local ok, err = pcall(obelus.emit, string.rep("x", 3000))
+        return { ok = ok, err = tostring(err) }
+      end } }]], ".lua")
+    local r = cli.run({ "run", plan_file([=[[{"_tool":"big","_outputPath":"†state.b"}]]=]),
+      "--tools", tools, "--max-output", "1" })
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    assert.is_false(out.b.ok)
+    assert.matches("larger than the run's --max-output of 1 KB", out.b.err, 1, true)
+  end)
+
+  it("raises outside a running call: at load, and in a callback after the attempt ended", function()
+    local tools = cli.tmpfile([[
+      local obelus = require "obelus"
+      local at_load = { pcall(obelus.emit, 1) }
+      return { { name = "late", run = function()
+        return { ok = at_load[1], err = tostring(at_load[2]) }
+      end } }]], ".lua")
+    local r = cli.run({ "run", plan_file([=[[{"_tool":"late","_outputPath":"†state.l"}]]=]),
+      "--tools", tools })
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    assert.is_false(out.l.ok)
+    assert.matches("obelus.emit must be called from a tool's own coroutine", out.l.err, 1, true)
+  end)
+
+  it("reaches --events from a run on threads, each part's in its order", function()
+    local ev = os.tmpname()
+    local r = cli.run({ "run", plan_file([=[{"instances":["a","b","c"],
+      "plan":[{"_id":"s","_tool":"steps","n":2,"_outputPath":"†state.s"}]}]=]),
+      "--tools", TOOLS, "--threads", "2", "--events", ev })
+    assert.are.equal(0, r.code, r.err)
+    local by = {}
+    for _, e in ipairs(lines_of(ev)) do
+      if e.event == "progress" then
+        by[e.call] = by[e.call] or {}
+        table.insert(by[e.call], e.data.step)
+      end
+    end
+    assert.are.same({ ["s@a"] = { 1, 2 }, ["s@b"] = { 1, 2 }, ["s@c"] = { 1, 2 } }, by)
+    os.remove(ev)
+  end)
+end)
