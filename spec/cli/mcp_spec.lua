@@ -51,6 +51,18 @@ describe("obelus mcp", function()
       assert.are.equal(i, p.progress)
       assert.are.equal(3, p.total)
     end
+    -- a tool's emits: one notification each, its value in the message, progress growing
+    -- (k / (k + 1) of a step while the call runs), then the calls settling
+    assert.is_false(r.streamed_result.isError, out)
+    local msgs, last = {}, -1
+    for _, p in ipairs(r.streamed) do
+      assert.is_true(p.progress > last, out)
+      last = p.progress
+      assert.are.equal(2, p.total)
+      msgs[#msgs + 1] = p.message
+    end
+    assert.are.same({ 's progress {"attempt":1,"step":1}', 's progress {"attempt":1,"step":2}',
+                      's progress {"attempt":1,"step":3}', "s done" }, { msgs[1], msgs[2], msgs[3], msgs[4] })
     -- a plan that fails validation, and a failed run: tool errors, with the messages
     assert.is_true(r.bad.isError)
     assert.truthy(r.bad.content[1].text:match("no tool named \"nope\""))

@@ -32,6 +32,14 @@ report.plan = await client.callTool({ name: "run_plan", arguments: { plan, input
   { onprogress: (p) => progress.push(p) });
 report.progress = progress;
 
+// a tool that streams (obelus.emit): each value a notification, its progress growing
+const streamed = [];
+report.streamed_result = await client.callTool({ name: "run_plan", arguments: { plan: [
+  { _id: "s", _tool: "steps", n: 3, ms: 40, _outputPath: "†state.s" },
+  { _id: "t", _tool: "sleepy", ms: 40, value: "†state.s", _outputPath: "†state.t" }] } }, undefined,
+  { onprogress: (p) => streamed.push(p) });
+report.streamed = streamed;
+
 report.bad = await client.callTool({ name: "run_plan", arguments: { plan: [{ _tool: "nope", _outputPath: "†state.a" }] } });
 report.failed = await client.callTool({ name: "run_plan", arguments: { plan: [{ _tool: "fail", message: "boom", _outputPath: "†state.a" }] } });
 
