@@ -390,8 +390,8 @@ demo-run: bin/obelus
 	@bin/obelus check plans/weather/plan.json --tools plans/weather/tools
 	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"Lisbon"}'"'"
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"Lisbon"}'
-	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"London"}'"'"' --events -'
-	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' --events -
+	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"London"}'"'"' --events stderr'
+	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' --events stderr
 	@mkdir -p build/demo
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' \
 	  --journal build/demo/weather.jsonl --overwrite >/dev/null

@@ -237,7 +237,7 @@ static int looper_steps(looper *lp, int from) {
         break;
       }
       journal_record(lp->journal, &(ob_jrec){.kind = OB_JREC_END, .exit = 0, .output = out});
-      return ob_runner_finish(lp->e, &lp->journal, o->cmd, OB_EXIT_OK, out);
+      return ob_runner_finish(&lp->rn, &lp->journal, OB_EXIT_OK, out);
     }
     lua_pop(L, 1);
     lua_getfield(L, -1, "calls");

@@ -20,7 +20,7 @@
 
 static const char run_help[] =
     "usage: obelus run PLAN [--tools PATH]... [--input JSON|@FILE]... [--journal FILE]\n"
-    "                  [--overwrite] [--events FILE|-] [--concurrency N] [--drain-timeout MS]\n"
+    "                  [--overwrite] [--events FILE|-|stderr] [--concurrency N] [--drain-timeout MS]\n"
     "                  [--latent FILE] [--max-depth N] [--plans-root DIR] [--approver FILE] [--approve]\n"
     "                  [--call-timeout MS] [--fsync never|batch|always] [--max-memory MB]\n"
     "                  [--max-output KB] [--max-calls N] [--max-slice MS] [--http-max N]\n"
@@ -45,7 +45,10 @@ static const char run_help[] =
     "                      `obelus resume FILE` takes its run up)\n"
     "  --fsync LEVEL       how durable the journal is: never, batch (default: on disk\n"
     "                      within 50 ms) or always (a result on disk before its readers)\n"
-    "  --events FILE|-     scheduler events as JSON Lines (- for stderr)\n"
+    "  --events FILE|-|stderr  scheduler events as JSON Lines: to FILE; - to stdout,\n"
+    "                      where the output is then the last line, {\"event\":\"output\",\n"
+    "                      \"data\":...} (obelus run ... --events - | jq); stderr to\n"
+    "                      stderr, the output staying on stdout\n"
     "  --concurrency N     at most N calls running at once, delegated plans' calls\n"
     "                      included (default: unlimited)\n"
     "  --threads N         a plan with \"instances\": its instances shared out over N\n"

@@ -123,11 +123,11 @@ static FILE *pstream_open(pstream *ps, ob_progress *pg, int fd, int mode) {
 }
 
 /* The progress line, when stderr is a terminal that can erase a line and
- * nothing else needs it (--events -, --approve asking there). */
+ * nothing else needs it (--events stderr, --approve asking there). */
 ob_progress *ob_progress_install(int approve, const char *events) {
   const char *term = getenv("TERM"), *nc = getenv("NO_COLOR");
   if (!isatty(STDERR_FILENO) || (term && !strcmp(term, "dumb")) || approve ||
-      (events && !strcmp(events, "-")))
+      (events && !strcmp(events, "stderr")))
     return NULL;
   ob_progress *pg = calloc(1, sizeof *pg);
   if (!pg)

@@ -14,7 +14,7 @@
 typedef struct ob_progress ob_progress;
 
 /* The line, when stderr is a terminal that can erase a line and nothing else
- * needs it: NULL when approve (--approve asks there) or events is "-" (the
+ * needs it: NULL when approve (--approve asks there) or events is "stderr" (the
  * events go there). Makes the tools' streams, which erase the line before they
  * write (ob_progress_out/err: each engine's, ob_cli_engine_stdio). */
 ob_progress *ob_progress_install(int approve, const char *events);

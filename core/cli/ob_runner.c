@@ -340,12 +340,42 @@ static void on_done(ob_run *run, void *ud) {
     ob_drain_done(&rn->drain);
 }
 
+int ob_cmd_events_file(const char *events) {
+  return events && strcmp(events, "-") && strcmp(events, "stderr");
+}
+
+/* Where --events goes, as its messages name it. */
+static const char *events_name(const char *events) {
+  return !strcmp(events, "-") ? "stdout" : events;
+}
+
 /* A write to --events failed: said once; the run goes on, and exits 4. */
 static void events_failed(ob_runner *rn) {
   rn->events_errno = errno ? errno : EIO;
   ob_progress_clear();
   fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", rn->o->cmd,
-          strcmp(rn->o->events, "-") ? rn->o->events : "stderr", strerror(rn->events_errno));
+          events_name(rn->o->events), strerror(rn->events_errno));
+}
+
+/* One line of --events (o taken); a failed write said once. */
+static void events_line(ob_runner *rn, ob_value *o) {
+  char *text = ob_json_print(o, OB_JSON_COMPACT, NULL);
+  if (!rn->events_errno) {
+    errno = 0;
+    if (fprintf(rn->events, "%s\n", text) < 0 || fflush(rn->events) == EOF ||
+        ferror(rn->events))
+      events_failed(rn);
+  }
+  free(text);
+  ob_unref(o);
+}
+
+int ob_runner_print_output(ob_runner *rn, const ob_value *out) {
+  if (!rn->events || rn->events != stdout)
+    return ob_cmd_print_json(out);
+  ob_value *o = ob_object_set(ob_object(), "event", 5, ob_cstring("output"));
+  events_line(rn, ob_object_set(o, "data", 4, ob_ref((ob_value *)out)));
+  return rn->events_errno ? OB_EXIT_WRITE : OB_EXIT_OK;
 }
 
 
@@ -374,15 +404,7 @@ static void on_event(void *ud, const ob_event *ev) {
       o = ob_object_set(o, "reason", 6, ob_cstring(ev->reason));
     if (ev->data)
       o = ob_object_set(o, "data", 4, ob_ref((ob_value *)ev->data));
-    char *text = ob_json_print(o, OB_JSON_COMPACT, NULL);
-    if (!rn->events_errno) {
-      errno = 0;
-      if (fprintf(rn->events, "%s\n", text) < 0 || fflush(rn->events) == EOF ||
-          ferror(rn->events))
-        events_failed(rn);
-    }
-    free(text);
-    ob_unref(o);
+    events_line(rn, o);
   }
   ob_drain_event(&rn->drain, ev); /* the last fire-and-forget call may have ended */
 }
@@ -415,8 +437,10 @@ int ob_runner_open(ob_runner *rn, ob_cmd_options *o, ob_engine *e, ob_wal **jour
     return OB_EXIT_USAGE;
   }
   rn->journal = journal ? *journal : NULL;
-  if (o->events)
-    rn->events = strcmp(o->events, "-") ? fopen(o->events, "we") : stderr;
+  if (o->events) /* "-": stdout, where the output then comes as the last line */
+    rn->events = !strcmp(o->events, "-")        ? stdout
+                 : !strcmp(o->events, "stderr") ? stderr
+                                                : fopen(o->events, "we");
   if (o->events && !rn->events) {
     fprintf(stderr, "obelus %s: cannot write the events to %s: %s\n", o->cmd, o->events,
             strerror(errno));
@@ -445,10 +469,10 @@ int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd) {
   return failed;
 }
 
-int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out) {
-  if (ob_runner_journal_close(e, journal, cmd)) {
+int ob_runner_finish(ob_runner *rn, ob_wal **journal, int rc, ob_value *out) {
+  if (ob_runner_journal_close(rn->e, journal, rn->o->cmd)) {
     rc = OB_EXIT_WRITE; /* its output is not on disk: nothing printed claims it */
-  } else if (ob_cmd_print_json(out) != OB_EXIT_OK) {
+  } else if (ob_runner_print_output(rn, out) != OB_EXIT_OK) {
     rc = OB_EXIT_WRITE;
   }
   ob_unref(out);
@@ -478,7 +502,8 @@ int ob_runner_close(ob_runner *rn, ob_wal **journal, int rc) {
   }
   if (rn->events) {
     errno = 0;
-    if ((rn->events != stderr ? fclose(rn->events) : fflush(rn->events)) == EOF &&
+    if ((rn->events != stderr && rn->events != stdout ? fclose(rn->events)
+                                                      : fflush(rn->events)) == EOF &&
         !rn->events_errno)
       events_failed(rn);
     rn->events = NULL;
@@ -598,7 +623,7 @@ int ob_runner_run(ob_runner *rn, ob_drun *d) {
   ob_value *out = ob_drun_output(d);
   if (drun_journal_close(rn, d))
     rc = OB_EXIT_WRITE; /* its output is not on disk: nothing printed claims it */
-  else if (ob_cmd_print_json(out) != OB_EXIT_OK)
+  else if (ob_runner_print_output(rn, out) != OB_EXIT_OK)
     rc = OB_EXIT_WRITE;
   ob_unref(out);
   return rc;
@@ -659,7 +684,7 @@ static const char *stdin_is_plan(const char *plan_file) {
 
 int ob_cmd_check_files(const ob_cmd_options *o, const ob_drun *d, const char *plan_file,
                        const char *journal, const char *events, int append) {
-  if (!journal && (!events || !strcmp(events, "-")))
+  if (!journal && !ob_cmd_events_file(events))
     return OB_EXIT_OK;
   /* the plan, the tool files loaded, the plans it delegates to */
   ob_files *fs = ob_drun_files(d, "the plan");
@@ -685,7 +710,7 @@ int ob_cmd_check_files(const ob_cmd_options *o, const ob_drun *d, const char *pl
     bad |= clash(o, "--journal", journal, fs);
   if (journal) /* resume's journal is read, and appended to: --events must not be it */
     ob_files_add(fs, append ? "the journal" : "--journal", journal);
-  if (events && strcmp(events, "-"))
+  if (ob_cmd_events_file(events))
     bad |= clash(o, "--events", events, fs);
   ob_files_free(fs);
   struct stat st;

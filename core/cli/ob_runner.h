@@ -82,6 +82,9 @@ int ob_cmd_begin(int argc, char **argv, const char *help, ob_cmd_options *o, ob_
  * the inputs and the root, then removes the progress line. Any may be NULL. */
 void ob_cmd_cleanup(ob_cmd_options *o, ob_engine *e, ob_drun *d);
 
+/* 1 when --events names a file (not "-", stdout, nor "stderr"). */
+int ob_cmd_events_file(const char *events);
+
 /* Prints v as pretty JSON and a newline on stdout, and flushes it: a command's
  * output. OB_EXIT_OK, or OB_EXIT_WRITE said on stderr when stdout could not be
  * written (a full disk, /dev/full, a closed pipe). */
@@ -149,6 +152,11 @@ int ob_runner_journal_close(ob_engine *e, ob_wal **journal, const char *cmd);
  * call failed): the journal closed, so the output is on disk first (a journal left
  * incomplete: exit 4 and no output), then out printed (taken). Returns the exit
  * status: 4 too when stdout could not be written. */
-int ob_runner_finish(ob_engine *e, ob_wal **journal, const char *cmd, int rc, ob_value *out);
+int ob_runner_finish(ob_runner *rn, ob_wal **journal, int rc, ob_value *out);
+
+/* A command's output: pretty JSON on stdout (ob_cmd_print_json), or, when --events
+ * goes to stdout (-), the events' last line {"event":"output","data":V}.
+ * OB_EXIT_OK, or OB_EXIT_WRITE said on stderr. */
+int ob_runner_print_output(ob_runner *rn, const ob_value *out);
 
 #endif

@@ -140,3 +140,41 @@ describe("obelus.emit", function()
     os.remove(ev)
   end)
 end)
+
+describe("--events - and --events stderr", function()
+  local PLAN = [=[[{"_id":"s","_tool":"steps","n":2,"_outputPath":"†state.s"}]]=]
+
+  it("- writes the events to stdout, the output as their last line (for jq)", function()
+    local r = cli.run({ "run", plan_file(PLAN), "--tools", TOOLS, "--events", "-" })
+    assert.are.equal(0, r.code, r.err)
+    local lines = {}
+    for line in r.out:gmatch("[^\n]+") do lines[#lines + 1] = cjson.decode(line) end
+    assert.is_true(#lines >= 6, r.out)
+    assert.are.equal("run_done", lines[#lines - 1].event)
+    assert.are.same({ event = "output", data = { s = 2 } }, lines[#lines])
+    assert.are.equal(2, #(function()
+      local p = {}
+      for _, e in ipairs(lines) do if e.event == "progress" then p[#p + 1] = e end end
+      return p
+    end)())
+    assert.is_nil(r.err:find('"event"', 1, true))
+  end)
+
+  it("stderr keeps the events on stderr and the pretty output on stdout", function()
+    local r = cli.run({ "run", plan_file(PLAN), "--tools", TOOLS, "--events", "stderr" })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ s = 2 }, cjson.decode(r.out))
+    assert.matches('"event":"progress"', r.err, 1, true)
+    assert.matches('"event":"run_done"', r.err, 1, true)
+    assert.is_nil(r.err:find('"event":"output"', 1, true))
+  end)
+
+  it("- with a failed run: the output line still comes, and the exit is 1", function()
+    local r = cli.run({ "run", plan_file([=[[{"_tool":"fail","_outputPath":"†state.f"}]]=]),
+      "--tools", TOOLS, "--events", "-" })
+    assert.are.equal(1, r.code, r.err)
+    local last
+    for line in r.out:gmatch("[^\n]+") do last = cjson.decode(line) end
+    assert.are.equal("output", last.event)
+  end)
+end)

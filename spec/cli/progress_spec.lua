@@ -159,9 +159,9 @@ end }
     assert.are.equal("", cli.slurp(err))
   end)
 
-  it("gives way to --events - and to TERM=dumb", function()
+  it("gives way to --events stderr and to TERM=dumb", function()
     if not has_script then return pending("script(1) is not installed") end
-    local out = on_tty("run " .. sleepy_plan() .. " --tools spec/cli/tools --events -")
+    local out = on_tty("run " .. sleepy_plan() .. " --tools spec/cli/tools --events stderr")
     assert.are.equal(0, #drawings(out))
     assert.matches('"event":"run_done"', out, 1, true)
     assert.is_nil(out:find("\27[K", 1, true))
