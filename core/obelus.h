@@ -451,6 +451,12 @@ typedef struct obelus_event {
                             text; else NULL */
   unsigned attempt;     /* the call's attempt (from 1) for a call's event; else 0.
                            Added after note: the fields above keep their offsets */
+  const char *value_json; /* OBELUS_EVENT_DONE: the value the call wrote at its output
+                             path, as JSON text, when it is 4096 bytes or less; else NULL */
+  size_t value_size;    /* OBELUS_EVENT_DONE: that value's size in bytes of JSON (also
+                           when too large to carry); 0 when the call wrote no value */
+  int handled;          /* OBELUS_EVENT_DONE: the value is an error a || alternative
+                           received (the call raised), not a result */
 } obelus_event;
 
 /* Called for each event, from the loop, shortly after the event (in the same

@@ -404,6 +404,14 @@ static void on_event(void *ud, const ob_event *ev) {
       o = ob_object_set(o, "reason", 6, ob_cstring(ev->reason));
     if (ev->data)
       o = ob_object_set(o, "data", 4, ob_ref((ob_value *)ev->data));
+    if (ev->value) { /* what a done call wrote: whole, or its size when large */
+      size_t size = ob_json_size(ev->value, OB_EVENT_VALUE_MAX);
+      o = size <= OB_EVENT_VALUE_MAX
+              ? ob_object_set(o, "value", 5, ob_ref((ob_value *)ev->value))
+              : ob_object_set(o, "size", 4, ob_int((int64_t)ob_json_size(ev->value, SIZE_MAX)));
+    }
+    if (ev->handled)
+      o = ob_object_set(o, "handled", 7, ob_true());
     events_line(rn, o);
   }
   ob_drain_event(&rn->drain, ev); /* the last fire-and-forget call may have ended */

@@ -80,6 +80,9 @@ typedef struct part_event_note {
   uint32_t attempt;
   char *data;        /* OB_EV_PROGRESS's value as JSON text: values are not shared
                         between threads (their counts are not atomic) */
+  char *value;       /* OB_EV_DONE's value as JSON text, when OB_EVENT_VALUE_MAX bytes or
+                        less (a larger one is not carried across) */
+  int handled;
 } part_event_note;
 
 typedef struct shard {
@@ -182,16 +185,20 @@ static void journal_add(ob_wal *w, const char *bytes, size_t len) {
  * frees the notes. */
 static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    ob_value *data = NULL;
+    ob_value *data = NULL, *value = NULL;
     if (i < ntell && ev[i].data)
       data = ob_json_parse(ev[i].data, strlen(ev[i].data), &(ob_error){0});
+    if (i < ntell && ev[i].value)
+      value = ob_json_parse(ev[i].value, strlen(ev[i].value), &(ob_error){0});
     ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms, ev[i].note, ev[i].phase,
-                  ev[i].detached, data, ev[i].attempt};
+                  ev[i].detached, data, ev[i].attempt, value, ev[i].handled};
     if (i < ntell && s->cfg.opt.on_event)
       s->cfg.opt.on_event(s->cfg.opt.ud, &e);
     ob_unref(data);
+    ob_unref(value);
     free(ev[i].reason);
     free(ev[i].data);
+    free(ev[i].value);
   }
   free(ev);
 }
@@ -299,6 +306,10 @@ static void part_event(void *ud, const ob_event *ev) {
     n->detached = ev->detached;
     n->attempt = ev->attempt;
     n->data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, NULL) : NULL;
+    n->value = ev->value && ob_json_size(ev->value, OB_EVENT_VALUE_MAX) <= OB_EVENT_VALUE_MAX
+                   ? ob_json_print(ev->value, OB_JSON_COMPACT, NULL)
+                   : NULL;
+    n->handled = ev->handled;
   }
   uv_mutex_unlock(&s->lock);
   if (s->cfg.opt.on_event)

@@ -48,7 +48,15 @@ typedef struct ob_event {
   const ob_value *data; /* OB_EV_PROGRESS: what the call sent (borrowed: valid during the
                            callback); else NULL */
   uint32_t attempt;    /* the call's attempt (from 1) when the event is a call's; else 0 */
+  const ob_value *value; /* OB_EV_DONE: the value written at the call's output path (its
+                            result, or the error a || alternative received), borrowed;
+                            NULL when the call placed its outputs itself or wrote none */
+  int handled;         /* OB_EV_DONE: an error went to a || alternative (not plain done) */
 } ob_event;
+
+/* The largest value an event carries whole (compact JSON bytes): hosts give a larger
+ * one's size instead (--events "size", the C API's value_size). */
+#define OB_EVENT_VALUE_MAX 4096
 
 /* What an event says to the person running the engine, as the engine once printed it:
  * a note's message, or for a failed call of the top-level run "call X (T) failed[

@@ -119,6 +119,8 @@ struct ob_run {
                        --max-calls), here or in a run delegated from here */
   size_t journaled;
   uint64_t t0;
+  const ob_value *written; /* while a call settles done: the value it wrote (its event's) */
+  int handled;      /* ... and whether that was an error a || alternative received */
   ob_map schemas;   /* schema value (by address) -> compiled */
   ob_crun *parent;  /* the call that delegated to this run, or NULL */
   ob_run *next, **prevp;

@@ -281,7 +281,11 @@ void ob_crun_write_alt(ob_crun *c, size_t alt, ob_value *value) {
     w[k].method = c->call->method;
     w[k].value = ob_ref(value);
   }
+  ob_run *r = c->run;
+  const ob_value *outer = r->written; /* a delegated run settles inside: keep the caller's */
+  r->written = value; /* for the done event (ob_crun_settle) */
   finish_writes(c, w, a->n, w != inline_w);
+  r->written = outer;
 }
 
 void ob_crun_complete(ob_crun *c, int nres) {
@@ -378,6 +382,8 @@ void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback) {
   e = ob_object_set(e, "call", 4, ob_cstring(call->id));
   ob_run_emit_note(c->run, "error_routed", call, "call %s (%s): the error goes to %s: %s",
                    call->id, call->tool_name, call->output.alts[call->output.n - 1].text, msg);
+  c->run->handled = 1; /* the done event says so */
   ob_crun_write_alt(c, call->output.n - 1, e);
+  c->run->handled = 0;
   ob_unref(e);
 }

@@ -495,6 +495,18 @@ static int deliver_protected(lua_State *L) {
       ob_lua_push(L, ev->data);
       lua_setfield(L, -2, "data");
     }
+    if (ev->value) { /* a done call's value: whole, or its size when large */
+      size_t size = ob_json_size(ev->value, OB_EVENT_VALUE_MAX);
+      if (size <= OB_EVENT_VALUE_MAX)
+        ob_lua_push(L, ev->value);
+      else
+        lua_pushinteger(L, (lua_Integer)ob_json_size(ev->value, SIZE_MAX));
+      lua_setfield(L, -2, size <= OB_EVENT_VALUE_MAX ? "value" : "size");
+    }
+    if (ev->handled) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "handled");
+    }
   }
   lua_call(L, 1, 0);
   return 0;

@@ -283,9 +283,13 @@ static void on_run_event(void *ud, const ob_event *ev) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
-  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0, dlen = 0;
-  char *data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, &dlen) : NULL;
-  delivery *d = malloc(sizeof *d + rlen + (data ? dlen + 1 : 0));
+  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0, dlen = 0, vlen = 0, vsize = 0;
+  char *data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, &dlen) : NULL, *value = NULL;
+  if (ev->value && (vsize = ob_json_size(ev->value, OB_EVENT_VALUE_MAX)) <= OB_EVENT_VALUE_MAX)
+    value = ob_json_print(ev->value, OB_JSON_COMPACT, &vlen);
+  else if (ev->value)
+    vsize = ob_json_size(ev->value, SIZE_MAX);
+  delivery *d = malloc(sizeof *d + rlen + (data ? dlen + 1 : 0) + (value ? vlen + 1 : 0));
   if (!d)
     abort();
   d->run = R;
@@ -299,12 +303,21 @@ static void on_run_event(void *ud, const ob_event *ev) {
     memcpy(d + 1, ev->reason, rlen);
     d->ev.reason = (const char *)(d + 1);
   }
-  d->ev.data_json = NULL;
-  if (data) { /* after the reason */
-    memcpy((char *)(d + 1) + rlen, data, dlen + 1);
-    d->ev.data_json = (const char *)(d + 1) + rlen;
+  d->ev.data_json = d->ev.value_json = NULL;
+  char *at = (char *)(d + 1) + rlen; /* after the reason: the data, the value */
+  if (data) {
+    memcpy(at, data, dlen + 1);
+    d->ev.data_json = at;
+    at += dlen + 1;
     free(data);
   }
+  if (value) {
+    memcpy(at, value, vlen + 1);
+    d->ev.value_json = at;
+    free(value);
+  }
+  d->ev.value_size = vsize;
+  d->ev.handled = ev->handled;
   d->ev.attempt = ev->attempt;
   d->ev.t_ms = ev->t_ms;
   d->ev.note = ev->note; /* a string literal of the engine's */

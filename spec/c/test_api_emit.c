@@ -1,7 +1,7 @@
 /* test_api_emit.c -- a C tool streams through the public API (obelus.h only):
  * obelus_call_emit sends JSON while the call runs, and the host's on_event gets
  * OBELUS_EVENT_PROGRESS with the text and the attempt, between the call's started and
- * done, in order; the journal keeps a "progress" record of each. Malformed JSON, and an
+ * done (which carries the value written), in order; the journal keeps a "progress" record of each. Malformed JSON, and an
  * emit on a handle whose run is gone, are refused. */
 #include <unistd.h>
 
@@ -32,9 +32,12 @@ static void on_event(obelus_run *run, const obelus_event *ev, void *data) {
   if (ev->type == OBELUS_EVENT_PROGRESS)
     snprintf(H.seq + n, sizeof H.seq - n, "%sprogress %s %u %s", n ? ", " : "", ev->call_id,
              ev->attempt, ev->data_json);
-  else if (ev->type == OBELUS_EVENT_STARTED || ev->type == OBELUS_EVENT_DONE)
-    snprintf(H.seq + n, sizeof H.seq - n, "%s%s %s %u", n ? ", " : "",
-             obelus_event_name(ev->type), ev->call_id, ev->attempt);
+  else if (ev->type == OBELUS_EVENT_STARTED)
+    snprintf(H.seq + n, sizeof H.seq - n, "%sstarted %s %u", n ? ", " : "", ev->call_id,
+             ev->attempt);
+  else if (ev->type == OBELUS_EVENT_DONE) /* the value written, its size, not handled */
+    snprintf(H.seq + n, sizeof H.seq - n, "%sdone %s %u %s %zu %d", n ? ", " : "", ev->call_id,
+             ev->attempt, ev->value_json, ev->value_size, ev->handled);
   else
     CHECK(ev->data_json == NULL);
 }
@@ -56,7 +59,7 @@ TEST(a_c_tool_streams_to_the_host_and_the_journal) {
             OBELUS_OK);
   CHECK_INT(obelus_run_start(r), OBELUS_OK);
   CHECK_INT(obelus_run_wait(r), 0);
-  CHECK_STR(H.seq, "started s 1, progress s 1 {\"step\":1}, progress s 1 [2,\"two\"], done s 1");
+  CHECK_STR(H.seq, "started s 1, progress s 1 {\"step\":1}, progress s 1 [2,\"two\"], done s 1 3 1 0");
   CHECK_INT(H.bad_json, OBELUS_EJSON);
   obelus_run_free(r);
   obelus_engine_free(e);

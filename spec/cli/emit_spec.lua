@@ -178,3 +178,74 @@ describe("--events - and --events stderr", function()
     assert.are.equal("output", last.event)
   end)
 end)
+
+-- Every line --events writes is valid against docs/events.schema.json. The check is the
+-- engine's own JSON Schema validator: each line becomes a call of a tool whose schema is
+-- the events schema, and `obelus check` validates the calls' params against it.
+describe("the events schema (docs/events.schema.json)", function()
+  -- strings beginning with † are literals in a plan: escaped (††), at any depth
+  local function literal(v)
+    if type(v) == "string" and v:sub(1, 3) == "†" then return "†" .. v end
+    if type(v) ~= "table" then return v end
+    local t = {}
+    for k, x in pairs(v) do t[k] = literal(x) end
+    return setmetatable(t, getmetatable(v))
+  end
+
+  local function check_lines(lines)
+    local tools = cli.tmpfile([[
+      local f = assert(io.open("docs/events.schema.json"))
+      local schema = require("cjson").decode(f:read("a"))
+      f:close()
+      return { { name = "event", schema = schema, run = function() end } }]], ".lua")
+    local calls = {}
+    for i, line in ipairs(lines) do
+      local e = literal(cjson.decode(line))
+      e._tool, e._id = "event", "line" .. i
+      calls[#calls + 1] = e
+    end
+    return cli.run({ "check", plan_file(cjson.encode(calls)), "--tools", tools })
+  end
+
+  it("holds every line of a run with every kind of event", function()
+    local r = cli.run({ "run", plan_file([=[[
+      {"_id":"s","_tool":"steps","n":2,"fail_first":true,"_retry":{"attempts":2,"delay_ms":1},
+       "_outputPath":"†state.s"},
+      {"_id":"h","_tool":"fail","_outputPath":"†state.ok || †state.err"},
+      {"_id":"big","_tool":"echo","value":"]=] .. string.rep("x", 5000) .. [=[","_outputPath":"†state.big"},
+      {"_id":"f","_tool":"fail","_outputPath":"†state.f"},
+      {"_id":"k","_tool":"echo","value":"†state.f","_outputPath":"†state.k"}]]=]),
+      "--tools", TOOLS, "--events", "-" })
+    assert.are.equal(1, r.code, r.err)
+    local lines, kinds = {}, {}
+    for line in r.out:gmatch("[^\n]+") do
+      lines[#lines + 1] = line
+      local e = cjson.decode(line)
+      kinds[e.event] = true
+      if e.event == "done" and e.call == "h" then
+        assert.is_true(e.handled)
+        assert.matches("failed on purpose", e.value.error, 1, true)
+      elseif e.event == "done" and e.call == "big" then
+        assert.is_nil(e.value)
+        assert.are.equal(5002, e.size)
+      elseif e.event == "done" and e.call == "s" then
+        assert.are.equal(2, e.value)
+      end
+    end
+    for _, k in ipairs { "ready", "started", "done", "skipped", "failed", "run_done", "note",
+                         "progress", "output" } do
+      assert.is_true(kinds[k], k)
+    end
+    local c = check_lines(lines)
+    assert.are.equal(0, c.code, c.err)
+  end)
+
+  it("refuses lines that break it: the check can fail", function()
+    local c = check_lines({ '{"event":"bogus","t_ms":1}',
+                            '{"event":"progress","t_ms":1,"call":"a","tool":"t","attempt":1}',
+                            '{"event":"ready","t_ms":1,"call":"a","tool":"t","value":1}' })
+    assert.are.equal(2, c.code)
+    for i = 1, 3 do assert.matches("call line" .. i, c.err, 1, true) end
+  end)
+end)
+

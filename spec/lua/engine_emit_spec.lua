@@ -1,6 +1,7 @@
 -- engine_emit_spec.lua -- a tool's obelus.emit through the Lua module (issue 28): the
 -- run's on_event gets {event = "progress", call, tool, attempt, data = the value as Lua
--- data}, in order and across a retry, and every event of a call carries its attempt.
+-- data}, in order and across a retry; every event of a call carries its attempt, and a
+-- done event the value written.
 local obelus = require "obelus"
 local fs = require "support.fs"
 
@@ -31,7 +32,11 @@ describe("obelus.emit in the Lua module", function()
           assert.are.equal("steps", ev.tool)
           assert.are.same({ "a", "b" }, ev.data.tags)
           seen[#seen + 1] = ("%d:%d"):format(ev.attempt, ev.data.step)
-        elseif ev.event == "started" or ev.event == "done" then
+        elseif ev.event == "done" then
+          assert.are.equal(2, ev.value) -- what it wrote
+          assert.is_nil(ev.handled)
+          seen[#seen + 1] = ("%s@%d"):format(ev.event, ev.attempt)
+        elseif ev.event == "started" then
           seen[#seen + 1] = ("%s@%d"):format(ev.event, ev.attempt)
         end
       end,
