@@ -619,15 +619,22 @@ static ob_value *run_data(trace *t) {
     o = ob_object_set(o, "tool", 4, ob_cstring(c->tool ? c->tool : "?"));
     o = ob_object_set(o, "instance", 8, c->instance ? ob_cstring(c->instance) : ob_null());
     o = ob_object_set(o, "state", 5, ob_cstring(c->state));
-    ob_value *at = ob_array();
+    ob_value *at = ob_array(), *sent = ob_array();
     for (size_t k = 0; k < c->nat; k++) {
       attempt *a = &c->at[k];
+      for (size_t j = 0; a->progress && j < ob_array_len(a->progress); j++) {
+        const ob_value *p = ob_array_get(a->progress, j); /* [attempt, when, value] */
+        ob_value *y = ob_array_push(ob_array(), ob_int((int64_t)(a->n ? a->n : k + 1)));
+        y = ob_array_push(y, ob_int((int64_t)rel(t, (uint64_t)ob_int_value(ob_object_get(p, "t", 1)))));
+        sent = ob_array_push(sent, ob_array_push(y, ob_ref(ob_object_get(p, "data", 4))));
+      }
       ob_value *x = ob_array_push(ob_array(), ob_int((int64_t)rel(t, a->start)));
       x = ob_array_push(x, ob_int((int64_t)rel(t, a->end ? a->end : t->t1)));
       x = ob_array_push(x, a->error ? ob_cstring(a->error) : ob_null());
       at = ob_array_push(at, x);
     }
     o = ob_object_set(o, "attempts", 8, at);
+    o = ob_object_set(o, "progress", 8, sent);
     o = ob_object_set(o, "settled", 7, ob_int((int64_t)rel(t, c->settled)));
     o = ob_object_set(o, "params", 6, c->params ? ob_ref((ob_value *)c->params) : ob_null());
     o = ob_object_set(o, "output", 6, ob_array_len(c->outputs) ? outputs_value(c) : ob_null());

@@ -49,7 +49,7 @@ describe("obelus.emit", function()
     os.remove(j)
   end)
 
-  it("is shown by `obelus log` and `log --format trace`; resume reads past it", function()
+  it("is shown by `obelus log`, the report and `log --format trace`; resume reads past it", function()
     local j = os.tmpname()
     local r = cli.run({ "run", plan_file([=[[
       {"_id":"s","_tool":"steps","n":2,"_outputPath":"†state.s"},
@@ -66,6 +66,21 @@ describe("obelus.emit", function()
     assert.matches('s', shown[1])
     assert.matches('"step":1', shown[1], 1, true)
     assert.matches('"step":2', shown[2], 1, true)
+    -- the report: each call's values, with their attempt and time, in the page's data
+    local html = os.tmpname() .. ".html"
+    local rep = cli.run({ "report", j, "-o", html })
+    assert.are.equal(0, rep.code, rep.err)
+    local page = assert(io.open(html)):read("a")
+    os.remove(html)
+    local run = cjson.decode(page:match('<script type="application/json" id="run">(.-)</script>'))
+    local sent
+    for _, c in ipairs(run.calls) do if c.id == "s" then sent = c.progress end end
+    assert.are.equal(2, #sent)
+    for i, p in ipairs(sent) do
+      assert.are.equal(1, p[1])         -- the attempt
+      assert.is_true(p[2] >= 0)         -- microseconds since the run began
+      assert.are.equal(i, p[3].step)    -- the value
+    end
     local trace = cli.run({ "log", j, "--format", "trace" })
     assert.are.equal(0, trace.code, trace.err)
     local t = cjson.decode(trace.out)
