@@ -425,6 +425,19 @@ static void print_sublog(const view *v, const ob_value *msgs, const char *pos, i
   ob_log_free(sub);
 }
 
+/* A column of a line: text cut to MAX_COL, padded to width, in colour code, then the gap
+ * (b is scratch). */
+static void print_cell(const view *v, ob_buf *b, const char *text, size_t width,
+                       const char *code) {
+  b->len = 0;
+  add_cut(b, text, MAX_COL);
+  ob_buf_addc(b, '\0');
+  sgr(v, code);
+  pad(v->out, b->data, width);
+  sgr_off(v);
+  fputs("  ", v->out);
+}
+
 /* The progress records that came after the first `after` messages, each a line: no
  * position, the time, the call, "progress" (and its attempt after the first), the value. */
 static void print_progress(const view *v, size_t after, size_t wpos, size_t wtime, size_t wid,
@@ -445,15 +458,8 @@ static void print_progress(const view *v, size_t after, size_t wpos, size_t wtim
     pad(v->out, b.data, wtime);
     sgr_off(v);
     fputs("  ", v->out);
-    b.len = 0;
-    add_cut(&b, p->id, MAX_COL);
-    ob_buf_addc(&b, '\0');
-    sgr(v, SGR_BOLD);
-    pad(v->out, b.data, wid);
-    sgr_off(v);
-    fputs("  ", v->out);
-    pad(v->out, "", wtool);
-    fputs("  ", v->out);
+    print_cell(v, &b, p->id, wid, SGR_BOLD);
+    print_cell(v, &b, "", wtool, SGR_TOOL);
     sgr(v, SGR_NOTE);
     if (p->attempt > 1)
       fprintf(v->out, "progress (attempt %lld)", (long long)p->attempt);
@@ -564,20 +570,8 @@ static void print_log(const view *v, ob_log *log, const char *prefix, int depth)
     sgr_off(v);
     fputs("  ", v->out);
     cols += wtime + 2;
-    b.len = 0;
-    add_cut(&b, r->id, MAX_COL);
-    ob_buf_addc(&b, '\0');
-    sgr(v, r->type == ROW_ERROR ? SGR_ERROR : SGR_BOLD);
-    pad(v->out, b.data, wid);
-    sgr_off(v);
-    fputs("  ", v->out);
-    b.len = 0;
-    add_cut(&b, r->tool, MAX_COL);
-    ob_buf_addc(&b, '\0');
-    sgr(v, SGR_TOOL);
-    pad(v->out, b.data, wtool);
-    sgr_off(v);
-    fputs("  ", v->out);
+    print_cell(v, &b, r->id, wid, r->type == ROW_ERROR ? SGR_ERROR : SGR_BOLD);
+    print_cell(v, &b, r->tool, wtool, SGR_TOOL);
     cols += wid + wtool + 4;
     sgr(v, r->type == ROW_ERROR ? SGR_ERROR : r->handled ? SGR_NOTE : SGR_PATH);
     fputs(r->what, v->out);
