@@ -130,9 +130,13 @@ int ob_cmd_resume(int argc, char **argv) {
   ob_resume *ran = ob_drun_resume(d);
   int ended_status = 0, ended = ob_resume_ended(ran, &ended_status);
   if (ob_resume_loop(ran) && ended) { /* the loop's output again, nothing run */
-    rc = ended_status;
-    if (ob_resume_output(ran) && ob_cmd_print_json(ob_resume_output(ran)) != OB_EXIT_OK)
-      rc = OB_EXIT_WRITE;
+    ob_runner rn; /* where the output goes: stdout, or --events -'s last line */
+    if ((rc = ob_runner_open(&rn, &o, e, NULL)) == OB_EXIT_OK) {
+      rc = ended_status;
+      if (ob_resume_output(ran) && ob_runner_print_output(&rn, ob_resume_output(ran)) != OB_EXIT_OK)
+        rc = OB_EXIT_WRITE;
+    }
+    rc = ob_runner_close(&rn, NULL, rc);
     goto done;
   }
   if (ob_resume_loop(ran)) {

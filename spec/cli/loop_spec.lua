@@ -30,6 +30,21 @@ describe("obelus loop", function()
     assert.are.same({ "plan", "input", "plan", "error", "plan", "state", "state" }, kinds)
   end)
 
+  it("resumes an ended loop's journal: its output again, nothing run; with --events - as the last line", function()
+    local j = os.tmpname()
+    local r = cli.run { "loop", "plans/replan/plan.json", "--planner", "plans/replan/planner.lua",
+                        "--tools", "plans/replan/tools", "--journal", j }
+    assert.are.equal(0, r.code, r.err)
+    local out = cjson.decode(r.out)
+    local again = cli.run { "resume", j }
+    assert.are.equal(0, again.code, again.err)
+    assert.are.same(out, cjson.decode(again.out))
+    local ev = cli.run { "resume", j, "--events", "-" }
+    assert.are.equal(0, ev.code, ev.err)
+    assert.are.same({ event = "output", data = out }, cjson.decode(ev.out))
+    os.remove(j)
+  end)
+
   it("gives the planner the log and a resolver", function()
     local r = loop([[{"context":[{"type":"input","data":{"x":3}}],"plan":[]}]], [[
       return function(ctx)
