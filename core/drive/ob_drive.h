@@ -1,8 +1,10 @@
 /* ob_drive.h -- the run driver every host shares: a plan prepared (read, checked, its
  * journal opened), made and started on one engine or on threads, its journal ended once
- * and closed; runs taken up again from a journal. `obelus run` and `resume`, the C API
- * (obelus.c), the Lua module (ob_luamod.c), MCP (ob_mcp.c) and the worker
- * (ob_worker_job.c) all drive runs through it. ob_drive.c tells how. */
+ * and closed; runs taken up again from a journal (ob_drive.c, ob_drive_resume.c); and an
+ * engine's runs for a host whose callbacks must not run inside the scheduler: deferred
+ * work, stalls (ob_drive_loop.c). `obelus run` and `resume`, the C API (obelus.c), the Lua
+ * module (ob_luamod.c), MCP (ob_mcp.c) and the worker (ob_worker_job.c) all drive runs
+ * through it. */
 #ifndef OB_DRIVE_H
 #define OB_DRIVE_H
 
