@@ -405,10 +405,9 @@ static void on_event(void *ud, const ob_event *ev) {
     if (ev->data)
       o = ob_object_set(o, "data", 4, ob_ref((ob_value *)ev->data));
     if (ev->value) { /* what a done call wrote: whole, or its size when large */
-      size_t size = ob_json_size(ev->value, OB_EVENT_VALUE_MAX);
-      o = size <= OB_EVENT_VALUE_MAX
-              ? ob_object_set(o, "value", 5, ob_ref((ob_value *)ev->value))
-              : ob_object_set(o, "size", 4, ob_int((int64_t)ob_json_size(ev->value, SIZE_MAX)));
+      size_t size = ob_event_value_size(ev->value);
+      o = size <= OB_EVENT_VALUE_MAX ? ob_object_set(o, "value", 5, ob_ref((ob_value *)ev->value))
+                                     : ob_object_set(o, "size", 4, ob_int((int64_t)size));
     }
     if (ev->handled)
       o = ob_object_set(o, "handled", 7, ob_true());
@@ -694,9 +693,9 @@ int ob_cmd_check_files(const ob_cmd_options *o, const ob_drun *d, const char *pl
                        const char *journal, const char *events, int append) {
   if (!journal && !ob_cmd_events_file(events))
     return OB_EXIT_OK;
-  /* the plan, the tool files loaded, the plans it delegates to */
+  /* the plan (resume's: the file its journal names), the tool files loaded, the plans it
+   * delegates to */
   ob_files *fs = ob_drun_files(d, "the plan");
-  ob_files_add(fs, "the plan", plan_file); /* resume's: the file the journal names */
   /* a plan or an input read from stdin redirected from a file is that file */
   int stdin_read = plan_file && !strcmp(plan_file, "-");
   for (int i = 0; i < o->ntools; i++)

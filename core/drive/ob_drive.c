@@ -112,6 +112,8 @@ ob_drun *ob_drun_from_resume(ob_engine *e, ob_resume *rs, const char *name,
                              const char *plans_root, ob_buf *why, size_t *nchanges) {
   ob_drun *d = drun_new(e);
   d->resume = rs;
+  if (ob_resume_plan_file(rs) && !(d->file = strdup(ob_resume_plan_file(rs))))
+    abort(); /* the plan file the run named: one of the files it reads */
   d->plan = ob_resume_check(rs, e, name, plans_root, &d->plan_value, why, nchanges);
   return d;
 }
@@ -199,14 +201,14 @@ void ob_drun_end_journal(ob_drun *d) {
     ob_run_journal_end(d->run, ob_drun_exit_status(d));
 }
 
-/* The run's listeners: the end record when the last call settled, then the host's. */
+/* The run's listeners: the end record when the last call settled (a fire-and-forget
+ * one after the run's end: drun_done has the others), then the host's. */
 static void drun_event(void *ud, const ob_event *ev) {
   ob_drun *d = ud;
-  if (!d->cancelled && !d->on_threads && ev->type != OB_EV_READY &&
-      ev->type != OB_EV_STARTED && ev->type != OB_EV_NOTE && ev->type != OB_EV_PROGRESS &&
-      ob_run_finished(d->run) &&
+  int settled = ev->type == OB_EV_DONE || ev->type == OB_EV_SKIPPED || ev->type == OB_EV_FAILED;
+  if (settled && !d->cancelled && !d->on_threads && ob_run_finished(d->run) &&
       !ob_run_detached_pending(d->run))
-    ob_drun_end_journal(d); /* the last fire-and-forget call ended */
+    ob_drun_end_journal(d);
   if (d->on_event)
     d->on_event(d->ud, ev);
 }

@@ -15,7 +15,7 @@ struct ob_drun {
   ob_engine *e;
   ob_plan *plan;
   ob_value *plan_value, *inputs;
-  char *file;          /* the plan file, or NULL */
+  char *file;          /* the plan file (a resumed run's: the one its journal names), or NULL */
   ob_resume *resume;   /* the journal a run is taken up from, or NULL */
   ob_wal *journal;     /* what the run writes, or NULL */
   ob_run *run;         /* the scheduler's run, once made on one engine */

@@ -172,7 +172,7 @@ size_t ob_drive_fail_stalled(ob_drive *dv) {
     ob_drun *d = dv->runs;
     while (d && !(d->run && !d->cancelled && ob_run_running(d->run)))
       d = d->next;
-    size_t n = d ? ob_run_fail_stalled(d->run) : 0;
+    size_t n = d ? ob_drun_fail_stalled(d) : 0;
     if (!n)
       break;
     failed += n;

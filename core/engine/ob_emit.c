@@ -34,7 +34,7 @@ static int emit(ob_crun *c, const ob_value *data, ob_error *err) {
   ob_run *root = r->root ? r->root : r;
   if (root->opt.on_event) {
     ob_event ev = {.type = OB_EV_PROGRESS, .call = c->call, .data = data,
-                   .t_ms = (double)(uv_hrtime() - root->t0) / 1e6, .attempt = c->attempt};
+                   .t_ms = ob_run_now_ms(root), .attempt = c->attempt};
     root->opt.on_event(root->opt.ud, &ev);
   }
   return OB_OK;

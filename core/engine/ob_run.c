@@ -54,6 +54,11 @@ const char *ob_event_name(ob_event_type type) {
   return (unsigned)type < sizeof names / sizeof *names ? names[type] : "unknown";
 }
 
+size_t ob_event_value_size(const ob_value *v) {
+  size_t n = ob_json_size(v, OB_EVENT_VALUE_MAX);
+  return n <= OB_EVENT_VALUE_MAX ? n : ob_json_size(v, SIZE_MAX);
+}
+
 const char *ob_event_say(const ob_event *ev, ob_buf *out) {
   if (ev->type == OB_EV_NOTE) {
     ob_buf_addf(out, "%s", ev->reason ? ev->reason : "");
@@ -76,12 +81,12 @@ void ob_event_to_note(ob_engine *e, const ob_event *ev) {
   ob_buf_free(&b);
 }
 
-static double now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1e6; }
+double ob_run_now_ms(const ob_run *r) { return (double)(uv_hrtime() - r->t0) / 1e6; }
 
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason) {
   if (!r->opt.on_event)
     return;
-  ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = now_ms(r),
+  ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = ob_run_now_ms(r),
                  .attempt = c ? r->calls[c->index].attempt : 0};
   r->opt.on_event(r->opt.ud, &ev);
 }
@@ -96,7 +101,7 @@ void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char 
   ob_buf_vaddf(&b, fmt, ap);
   va_end(ap);
   ob_event ev = {.type = OB_EV_NOTE, .call = c, .reason = b.data ? b.data : "",
-                 .t_ms = now_ms(root), .note = kind, .attempt = c ? r->calls[c->index].attempt : 0};
+                 .t_ms = ob_run_now_ms(root), .note = kind, .attempt = c ? r->calls[c->index].attempt : 0};
   root->opt.on_event(root->opt.ud, &ev);
   ob_buf_free(&b);
 }

@@ -57,6 +57,10 @@ typedef struct ob_event {
 /* The largest value an event carries whole (compact JSON bytes): hosts give a larger
  * one's size instead (--events "size", the C API's value_size). */
 #define OB_EVENT_VALUE_MAX 4096
+/* The size of value v's compact JSON in bytes, counted past OB_EVENT_VALUE_MAX only when
+ * v is larger (then the whole value is walked): carry v whole when it is at most
+ * OB_EVENT_VALUE_MAX, else this size. */
+size_t ob_event_value_size(const ob_value *v);
 
 /* What an event says to the person running the engine, as the engine once printed it:
  * a note's message, or for a failed call of the top-level run "call X (T) failed[

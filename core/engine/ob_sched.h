@@ -163,6 +163,8 @@ struct ob_run {
 ob_run *ob_run_alloc(ob_engine *e, ob_plan *plan, const ob_run_options *opt);
 /* Tells whoever listens (opt.on_event). */
 void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *reason);
+/* An event's time: milliseconds since run r started. */
+double ob_run_now_ms(const ob_run *r);
 /* Says a note (OB_EV_NOTE) of kind about r, and c when not NULL, on the listener of r's
  * root (a delegated run has none of its own); dropped when there is none. */
 void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char *fmt, ...)

@@ -48,7 +48,7 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
   ob_record_settled(c);
   if (r->opt.on_event) {
     ob_event ev = {st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
-                   c->call, reason, (double)(uv_hrtime() - r->t0) / 1e6, NULL,
+                   c->call, reason, ob_run_now_ms(r), NULL,
                    st == OB_CALL_FAILED ? c->fail_phase : NULL, c->detached, NULL, c->attempt,
                    st == OB_CALL_DONE ? r->written : NULL, st == OB_CALL_DONE && r->handled};
     r->opt.on_event(r->opt.ud, &ev);

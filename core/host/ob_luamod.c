@@ -303,17 +303,17 @@ struct lua_engine {
 
 struct lua_run {
   ob_drun *d;       /* the driven run (ob_drive.h: plan, journal, run); NULL once closed */
-  ob_run *run;      /* its scheduler's run; NULL on threads, before it is made, once closed */
   lua_engine *eng;  /* NULL once closed (user value 1 keeps it alive) */
-  int made;         /* made and started (on one engine or on threads) */
   int anchor;       /* registry reference while it runs, else LUA_NOREF */
   int history;      /* time_travel: reads as of a position */
   int cancelled;    /* cancel was carried out (nothing more happens to it) */
   int cancel_pending, close_pending;
 };
 
-/* Made and not closed (on one engine, or on threads). */
-static int run_open(const lua_run *r) { return r->d && r->made; }
+/* Made and not closed (on one engine, or started on threads). */
+static int run_open(const lua_run *r) {
+  return r->d && (ob_drun_run(r->d) || ob_drun_shards(r->d));
+}
 
 /* Every awaited call settled (on threads: every thread has ended). */
 static int run_finished(const lua_run *r) { return r->d && ob_drun_finished(r->d); }
@@ -366,7 +366,6 @@ static void free_run(lua_State *L, lua_run *r) {
   /* threads joined, the run, its journal (before the engine), its plan, the journal read */
   ob_drun_free(r->d);
   r->d = NULL;
-  r->run = NULL;
   if (r->anchor != LUA_NOREF)
     unanchor(L, r);
   r->eng = NULL;
@@ -496,11 +495,11 @@ static int deliver_protected(lua_State *L) {
       lua_setfield(L, -2, "data");
     }
     if (ev->value) { /* a done call's value: whole, or its size when large */
-      size_t size = ob_json_size(ev->value, OB_EVENT_VALUE_MAX);
+      size_t size = ob_event_value_size(ev->value);
       if (size <= OB_EVENT_VALUE_MAX)
         ob_lua_push(L, ev->value);
       else
-        lua_pushinteger(L, (lua_Integer)ob_json_size(ev->value, SIZE_MAX));
+        lua_pushinteger(L, (lua_Integer)size);
       lua_setfield(L, -2, size <= OB_EVENT_VALUE_MAX ? "value" : "size");
     }
     if (ev->handled) {
@@ -1034,14 +1033,11 @@ static int begin_run(lua_State *L, lua_engine *eng, lua_run *r, int idx, const r
   if (ob_drun_threads(r->d)) { /* the parts' engines load what this one loaded */
     if (ob_drun_start(r->d, NULL, NULL, &eng->loads, 5000, &err) != OB_OK)
       return luaL_error(L, "%s: %s", fn, err.msg);
-    r->made = 1;
     lua_pushvalue(L, idx);
     r->anchor = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_settop(L, idx);
     return 1;
   }
-  r->run = ob_drun_run(r->d);
-  r->made = 1;
   lua_pushvalue(L, idx);
   r->anchor = luaL_ref(L, LUA_REGISTRYINDEX); /* nothing below raises: it stays anchored until settled */
   lua_State *saved = eng->L;
@@ -1225,9 +1221,9 @@ static ob_run *check_open_run(lua_State *L) {
   if (r->d && ob_drun_threads(r->d))
     luaL_error(L, "a run on threads has a log on each thread, none to read here (read its "
                   "output)");
-  if (!r->run)
+  if (!r->d || !ob_drun_run(r->d))
     luaL_error(L, "the run is closed");
-  return r->run;
+  return ob_drun_run(r->d);
 }
 
 /* run:resolve(expr [, {at = N, instance = "X"}]): a reference read over the

@@ -114,8 +114,8 @@ struct obelus_engine {
 
 struct obelus_run {
   obelus_engine *engine;
-  ob_drun *d;                        /* the driven run (ob_drive.h): plan, journal, run */
-  ob_run *r;                         /* its scheduler's run; NULL on threads */
+  ob_drun *d;                        /* the driven run (ob_drive.h): plan, journal, run
+                                        (ob_drun_run: NULL on threads) */
   obelus_event_cb on_event;
   obelus_done_cb on_done;
   void *data;
@@ -283,12 +283,11 @@ static void on_run_event(void *ud, const ob_event *ev) {
   obelus_run *R = ud;
   if (R->cancelled || R->zombie)
     return;
-  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0, dlen = 0, vlen = 0, vsize = 0;
+  size_t rlen = ev->reason ? strlen(ev->reason) + 1 : 0, dlen = 0, vlen = 0;
+  size_t vsize = ev->value ? ob_event_value_size(ev->value) : 0;
   char *data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, &dlen) : NULL, *value = NULL;
-  if (ev->value && (vsize = ob_json_size(ev->value, OB_EVENT_VALUE_MAX)) <= OB_EVENT_VALUE_MAX)
+  if (ev->value && vsize <= OB_EVENT_VALUE_MAX)
     value = ob_json_print(ev->value, OB_JSON_COMPACT, &vlen);
-  else if (ev->value)
-    vsize = ob_json_size(ev->value, SIZE_MAX);
   delivery *d = malloc(sizeof *d + rlen + (data ? dlen + 1 : 0) + (value ? vlen + 1 : 0));
   if (!d)
     abort();
@@ -321,7 +320,7 @@ static void on_run_event(void *ud, const ob_event *ev) {
   d->ev.attempt = ev->attempt;
   d->ev.t_ms = ev->t_ms;
   d->ev.note = ev->note; /* a string literal of the engine's */
-  d->ev.position = R->r ? ob_log_len(ob_run_log(R->r)) : 0;
+  d->ev.position = obelus_run_position(R);
   enqueue(R->engine, d);
 }
 
@@ -654,7 +653,6 @@ static int run_make(obelus_engine *E, obelus_run **out, ob_drun *d,
     free(R);
     return set_error(E, err.code, "%s", err.msg);
   }
-  R->r = ob_drun_run(d);
   ob_drun_attach(d, E->dv, R);
   *out = R;
   return OBELUS_OK;
@@ -857,7 +855,7 @@ int obelus_run_wait(obelus_run *R) {
       break;
     }
     /* nothing left on the loop, yet calls wait: they never will finish */
-    if (!alive && R->r && !uv_loop_alive(loop) && ob_drun_fail_stalled(R->d) == 0 &&
+    if (!alive && ob_drun_run(R->d) && !uv_loop_alive(loop) && ob_drun_fail_stalled(R->d) == 0 &&
         !uv_loop_alive(loop)) {
       E->wait_status = set_error(E, OBELUS_EBUSY, "obelus_run_wait: the run cannot finish "
                                                   "(nothing runs, nothing is pending)");
@@ -935,6 +933,12 @@ char *obelus_run_output(obelus_run *R) {
   return s;
 }
 
+/* The run's log; NULL for a run on threads (a log on each thread). */
+static ob_log *run_log(const obelus_run *R) {
+  ob_run *r = ob_drun_run(R->d);
+  return r ? ob_run_log(r) : NULL;
+}
+
 int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, size_t at,
                        char **json_out) {
   obelus_engine *E = R->engine;
@@ -944,10 +948,10 @@ int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, si
   if (!expr || !json_out)
     return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: needs an expression and a place "
                                        "for the value");
-  if (!R->r)
+  ob_log *log = run_log(R);
+  if (!log)
     return set_error(E, OBELUS_EINVAL, "obelus_run_resolve: a run on threads has a log on each "
                                        "thread, none to read here (read its output)");
-  ob_log *log = ob_run_log(R->r);
   size_t len = ob_log_len(log);
   if (at >= len)
     at = OB_LOG_NOW;
@@ -976,14 +980,13 @@ int obelus_run_resolve(obelus_run *R, const char *expr, const char *instance, si
 }
 
 size_t obelus_run_position(const obelus_run *R) {
-  return R->r ? ob_log_len(ob_run_log(R->r)) : 0;
+  ob_log *log = run_log(R);
+  return log ? ob_log_len(log) : 0;
 }
 
 char *obelus_run_message(obelus_run *R, size_t i) {
-  if (!R->r)
-    return NULL;
-  ob_log *log = ob_run_log(R->r);
-  if (i >= ob_log_len(log))
+  ob_log *log = run_log(R);
+  if (!log || i >= ob_log_len(log))
     return NULL;
   ob_value *m = ob_log_message(log, i);
   char *s = ob_json_print(m, OB_JSON_COMPACT, NULL);
