@@ -846,6 +846,9 @@ int ob_str_classify(const char *s, size_t len) {
     return OB_STR_PLAIN;
   if (len >= 2 * OB_DAGGER_LEN && memcmp(s + OB_DAGGER_LEN, OB_DAGGER, OB_DAGGER_LEN) == 0)
     return OB_STR_LITERAL;
+  if (len >= OB_DAGGER_LEN + 4 && !memcmp(s + OB_DAGGER_LEN, "each", 4) &&
+      (len == OB_DAGGER_LEN + 4 || s[OB_DAGGER_LEN + 4] == '.' || s[OB_DAGGER_LEN + 4] == '['))
+    return OB_STR_EACH;
   return OB_STR_EXPR;
 }
 

@@ -121,8 +121,11 @@ int ob_path_equal(const ob_path *a, const ob_path *b);
 
 /* Parameter strings (SPEC 2): a string beginning with "††" is a literal
  * (drop the first †); one beginning with a single "†" is a reference
- * expression; anything else is plain text. */
-enum { OB_STR_PLAIN = 0, OB_STR_LITERAL = 1, OB_STR_EXPR = 2 };
+ * expression; anything else is plain text. "†each" followed by '.', '[' or
+ * nothing is an _each call's element or index (OB_STR_EACH): the engine puts
+ * the element in place in each copy (ob_each.c), so every walk that resolves
+ * references keeps it as written, as it does plain text. */
+enum { OB_STR_PLAIN = 0, OB_STR_LITERAL = 1, OB_STR_EXPR = 2, OB_STR_EACH = 3 };
 int ob_str_classify(const char *s, size_t len);
 
 /* A copy of v with every reference expression string replaced by what `eval`

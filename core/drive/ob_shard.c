@@ -83,6 +83,7 @@ typedef struct part_event_note {
   char *value;       /* OB_EV_DONE's value as JSON text, when OB_EVENT_VALUE_MAX bytes or
                         less (a larger one is not carried across) */
   int handled;
+  const ob_call *each;
 } part_event_note;
 
 typedef struct shard {
@@ -191,7 +192,7 @@ static void tell_events(ob_shards *s, part_event_note *ev, size_t ntell, size_t 
     if (i < ntell && ev[i].value)
       value = ob_json_parse(ev[i].value, strlen(ev[i].value), &(ob_error){0});
     ob_event e = {ev[i].type, ev[i].call, ev[i].reason, ev[i].t_ms, ev[i].note, ev[i].phase,
-                  ev[i].detached, data, ev[i].attempt, value, ev[i].handled};
+                  ev[i].detached, data, ev[i].attempt, value, ev[i].handled, ev[i].each};
     if (i < ntell && s->cfg.opt.on_event)
       s->cfg.opt.on_event(s->cfg.opt.ud, &e);
     ob_unref(data);
@@ -289,7 +290,8 @@ static void part_event(void *ud, const ob_event *ev) {
     uv_mutex_unlock(&s->lock);
     return;
   }
-  sh->counts[ev->type]++;
+  if (!ev->each) /* a copy of an _each call is not a call of the part's plan */
+    sh->counts[ev->type]++;
   if (s->cfg.opt.on_event && ev->type != OB_EV_RUN_DONE) { /* told on the host's loop; the
                                                                 run's run_done is one, last */
     if (sh->nevents == sh->capevents) {
@@ -305,6 +307,7 @@ static void part_event(void *ud, const ob_event *ev) {
     n->phase = ev->phase;
     n->detached = ev->detached;
     n->attempt = ev->attempt;
+    n->each = ev->each;
     n->data = ev->data ? ob_json_print(ev->data, OB_JSON_COMPACT, NULL) : NULL;
     n->value = ev->value && ob_json_size(ev->value, OB_EVENT_VALUE_MAX) <= OB_EVENT_VALUE_MAX
                    ? ob_json_print(ev->value, OB_JSON_COMPACT, NULL)

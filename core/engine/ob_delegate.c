@@ -49,7 +49,10 @@ static void delegate_done(ob_crun *c, ob_run *sub) {
   c->del->log = sublog;
   ob_run_cancel(sub); /* its fire-and-forget calls end with it */
   c->run->journal_sub = c->del; /* its messages are in the journal already */
-  deliver(c, sub);
+  if (c->del->done)
+    c->del->done(c, sub); /* an _each call's (ob_each.c) */
+  else
+    deliver(c, sub);
   c->run->journal_sub = NULL;
 }
 
@@ -125,42 +128,115 @@ void ob_cdel_clear(ob_cdel *d) {
   *d = (ob_cdel){0};
 }
 
-void ob_crun_delegate(ob_crun *c, ob_value *params) {
+int ob_cdel_begin(ob_crun *c, int timed) {
   ob_run *r = c->run;
-  ob_call *call = c->call;
-  int max_depth = r->opt.max_depth > 0 ? r->opt.max_depth : 16;
   if (c->state != OB_CALL_RUNNING) { /* the first attempt */
     c->state = OB_CALL_RUNNING;
     r->running++;
-    ob_run_emit(r, OB_EV_STARTED, call, NULL);
+    ob_run_emit(r, OB_EV_STARTED, c->call, NULL);
   }
   c->serial = ++r->e->attempt_serial;
   if (!c->del)
     c->del = ob_xcalloc(1, sizeof *c->del);
-  ob_cdel *d = c->del;
-  ob_cdel_clear(d); /* an earlier attempt's run and plan */
+  ob_cdel_clear(c->del); /* an earlier attempt's run and plan */
   ob_record_start(c);
-  if (ob_record_flush(r) != OB_OK) { /* the journal failed: the run is cancelled */
-    ob_unref(params);
-    return;
-  }
-  ob_timeout_arm(c);
+  if (ob_record_flush(r) != OB_OK) /* the journal failed: the run is cancelled */
+    return 0;
+  if (timed)
+    ob_timeout_arm(c);
+  int max_depth = r->opt.max_depth > 0 ? r->opt.max_depth : 16;
   if (r->opt.depth + 1 > max_depth) {
-    ob_unref(params);
     char why[160];
     snprintf(why, sizeof why, "delegation deeper than %d levels (see --max-depth)", max_depth);
     r->limit_failed = 1;
     ob_crun_fail(c, "runtime", why);
+    return 0;
+  }
+  return 1;
+}
+
+void ob_cdel_scope(const ob_crun *c, ob_buf *scope) {
+  const ob_run *r = c->run;
+  if (r->scope)
+    ob_buf_addf(scope, "%s/", r->scope);
+  else if (r->opt.step)
+    ob_buf_addf(scope, "step %d/", r->opt.step);
+  ob_buf_addf(scope, "%s", c->call->id);
+}
+
+int ob_cdel_charge(ob_crun *c, size_t ncalls, size_t scope_len) {
+  ob_run *r = c->run;
+  /* the delegated run's own structs, charged to the account before they are
+   * made: a delegation bomb is refused as the account fills, as values are,
+   * rather than left to abort where malloc fails (the bytes are an estimate,
+   * a little above what a run, its plan and its calls take) */
+  size_t need = sizeof(ob_run) + sizeof(ob_plan) + 1024 + 3 * (scope_len + 1) +
+                ncalls * (sizeof(ob_crun) + sizeof(ob_call) + 512);
+  if (ob_mem_charge_to(&r->e->mem, need) != 0) {
+    char why[96];
+    snprintf(why, sizeof why, OB_MEM_LIMIT_FMT, r->e->mem.limit >> 20);
+    r->limit_failed = 1; /* so would another attempt */
+    ob_crun_fail(c, "runtime", why);
+    return 0;
+  }
+  c->del->acct = &r->e->mem;
+  c->del->charged = need;
+  return 1;
+}
+
+ob_run_options ob_cdel_options(ob_crun *c, const char *scope, const ob_value *pre) {
+  ob_run *r = c->run;
+  return (ob_run_options){.concurrency = r->opt.concurrency,
+                          .depth = r->opt.depth + 1,
+                          .max_depth = r->opt.max_depth > 0 ? r->opt.max_depth : 16,
+                          .pre_context = pre,
+                          .approve = r->opt.approve,
+                          .approve_ud = r->opt.approve_ud,
+                          .max_slice_ms = r->opt.max_slice_ms,
+                          .call_timeout_ms = r->opt.call_timeout_ms,
+                          .max_output = r->opt.max_output,
+                          .max_calls = r->opt.max_calls,
+                          .calls_used = r->opt.calls_used,
+                          .journal = r->opt.journal,
+                          .journal_scope = scope,
+                          .journal_in = r->scope ? r : NULL,
+                          .journal_call = c->call->id,
+                          .resume = r->opt.resume,
+                          .plans_root = r->plans_root,
+                          .on_done = delegate_finished,
+                          .ud = c};
+}
+
+void ob_cdel_launch(ob_crun *c, ob_run *sub, const char *scope, const ob_error *err) {
+  ob_run *r = c->run;
+  ob_cdel *d = c->del;
+  d->run = sub;
+  d->scope = ob_xstrdup(scope);
+  if (!sub) {
+    r->limit_failed = 1; /* --max-calls (or its input refused): so would another attempt */
+    ob_crun_fail(c, "runtime", err->msg);
     return;
   }
+  sub->parent = c;
+  sub->root = r->root; /* one --concurrency for the whole tree */
+  /* started by the loop, not from inside this pass of the scheduler: the C stack
+   * does not grow with the depth, and a signal or a timer gets its turn */
+  d->to_start = 1;
+  ob_run_kick(r, c);
+}
+
+void ob_crun_delegate(ob_crun *c, ob_value *params) {
+  ob_run *r = c->run;
+  ob_call *call = c->call;
+  if (!ob_cdel_begin(c, 1)) {
+    ob_unref(params);
+    return;
+  }
+  ob_cdel *d = c->del;
   /* its lines in the journal: "#1", "#1/#0" nested, "step 2/#1" in a loop's step */
   ob_buf scope;
   ob_buf_init(&scope);
-  if (r->scope)
-    ob_buf_addf(&scope, "%s/", r->scope);
-  else if (r->opt.step)
-    ob_buf_addf(&scope, "step %d/", r->opt.step);
-  ob_buf_addf(&scope, "%s", call->id);
+  ob_cdel_scope(c, &scope);
   /* resumed: the plan as its run began, and that run goes on */
   ob_resume *rs = r->opt.resume && ob_resume_has_run(r->opt.resume, scope.data) ? r->opt.resume
                                                                                  : NULL;
@@ -183,24 +259,11 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
     ob_crun_fail(c, "runtime", d->plan ? d->plan->errors[0] : err.msg);
     return;
   }
-  /* the delegated run's own structs, charged to the account before they are
-   * made: a delegation bomb is refused as the account fills, as values are,
-   * rather than left to abort where malloc fails (the bytes are an estimate,
-   * a little above what a run, its plan and its calls take) */
-  size_t n = d->plan->over_limit ? 0 : d->plan->ncalls;
-  size_t need = sizeof(ob_run) + sizeof(ob_plan) + 1024 + 3 * (scope.len + 1) +
-                n * (sizeof(ob_crun) + sizeof(ob_call) + 512);
-  if (ob_mem_charge_to(&r->e->mem, need) != 0) {
-    char why[96];
-    snprintf(why, sizeof why, OB_MEM_LIMIT_FMT, r->e->mem.limit >> 20);
+  if (!ob_cdel_charge(c, d->plan->over_limit ? 0 : d->plan->ncalls, scope.len)) {
     ob_buf_free(&scope);
     ob_unref(params);
-    r->limit_failed = 1; /* so would another attempt */
-    ob_crun_fail(c, "runtime", why);
     return;
   }
-  d->acct = &r->e->mem;
-  d->charged = need;
   /* the clean room: only the kinds named by _scopes, as this call sees them,
    * then the call's own params as an input document */
   ob_value *pre = ob_array(), *k, *v;
@@ -222,40 +285,11 @@ void ob_crun_delegate(ob_crun *c, ob_value *params) {
   if (ob_object_len(args))
     inputs = ob_array_push(inputs, ob_ref(args));
   ob_unref(args);
-  ob_run_options opt = {.concurrency = r->opt.concurrency,
-                        .depth = r->opt.depth + 1,
-                        .max_depth = max_depth,
-                        .pre_context = pre,
-                        .approve = r->opt.approve,
-                        .approve_ud = r->opt.approve_ud,
-                        .max_slice_ms = r->opt.max_slice_ms,
-                        .call_timeout_ms = r->opt.call_timeout_ms,
-                        .max_output = r->opt.max_output,
-                        .max_calls = r->opt.max_calls,
-                        .calls_used = r->opt.calls_used,
-                        .journal = r->opt.journal,
-                        .journal_scope = scope.data,
-                        .journal_in = r->scope ? r : NULL,
-                        .journal_call = call->id,
-                        .resume = r->opt.resume,
-                        .plans_root = r->plans_root,
-                        .on_done = delegate_finished,
-                        .ud = c};
-  d->run = rs ? ob_resume_run(r->e, d->plan, rs, scope.data, &opt, &err)
-              : ob_run_new(r->e, d->plan, d->value, inputs, &opt, &err);
-  d->scope = ob_xstrdup(scope.data);
-  ob_buf_free(&scope);
+  ob_run_options opt = ob_cdel_options(c, scope.data, pre);
+  ob_run *sub = rs ? ob_resume_run(r->e, d->plan, rs, scope.data, &opt, &err)
+                   : ob_run_new(r->e, d->plan, d->value, inputs, &opt, &err);
   ob_unref(pre);
   ob_unref(inputs);
-  if (!d->run) {
-    r->limit_failed = 1; /* --max-calls (or its input refused): so would another attempt */
-    ob_crun_fail(c, "runtime", err.msg);
-    return;
-  }
-  d->run->parent = c;
-  d->run->root = r->root; /* one --concurrency for the whole tree */
-  /* started by the loop, not from inside this pass of the scheduler: the C stack
-   * does not grow with the depth, and a signal or a timer gets its turn */
-  d->to_start = 1;
-  ob_run_kick(r, c);
+  ob_cdel_launch(c, sub, scope.data, &err);
+  ob_buf_free(&scope);
 }

@@ -107,23 +107,27 @@ static void start(ob_crun *c) {
   /* Direct: a Lua tool that nothing but the tool itself looks at the params
    * of (no schema, no approver, no delegation) gets them pushed straight
    * from the call as written and its references' values: no params object. */
-  int retries = call->retry.attempts > 1; /* later attempts take the params kept */
-  int direct = c->tool && !c->tool->fn && !c->tool->schema && !call->delegate && !c->raw &&
-               r->e->approver_ref == LUA_NOREF && !r->opt.approve && !retries;
-  ob_value *vals_inline[8], **vals = NULL, *params = NULL;
+  /* an _each call's copies are each retried, checked and approved: the call is not */
+  int retries = call->retry.attempts > 1 && !call->each; /* later attempts take the params kept */
+  int direct = c->tool && !c->tool->fn && !c->tool->schema && !call->delegate && !call->each &&
+               !c->raw && r->e->approver_ref == LUA_NOREF && !r->opt.approve && !retries;
+  ob_value *vals_inline[8], **vals = NULL, *params = NULL, *list = NULL;
   if (direct) {
     vals = call->nrefs <= 8 ? vals_inline : ob_xmalloc(call->nrefs * sizeof *vals);
     for (size_t k = 0; k < call->nrefs; k++)
       vals[k] = ob_params_eval_ref(&rs, &call->refs[k]);
   } else {
     params = ob_params_resolve(&rs);
+    if (call->each) /* its list: the last reference, after the params' (ob_plan.h) */
+      list = ob_params_eval_ref(&rs, &call->refs[call->nrefs - 1]);
   }
-  if (rs.skip || rs.missing || (params && ob_params_invalid(c->tool, params, &rs.why))) {
+  if (rs.skip || rs.missing ||
+      (params && !call->each && ob_params_invalid(c->tool, params, &rs.why))) {
     if (rs.skip)
       ob_crun_settle(c, OB_CALL_SKIPPED, rs.why.data);
     else
       ob_crun_fail(c, "structural", rs.why.data);
-  } else if (params && (r->e->approver_ref != LUA_NOREF || r->opt.approve) &&
+  } else if (params && !call->each && (r->e->approver_ref != LUA_NOREF || r->opt.approve) &&
              !ob_crun_approve(c, &params)) {
     params = NULL; /* refused, the approver broke or was stopped by a signal: approve released
                       it and settled the call (or left it to the run's cancel) */
@@ -131,7 +135,10 @@ static void start(ob_crun *c) {
     c->attempt++; /* 1, or one past the attempts a resumed journal recorded */
     if (retries)
       c->params = ob_ref(params);
-    if (call->delegate) {
+    if (call->each) {
+      ob_crun_each(c, params, list);
+      params = list = NULL; /* ob_crun_each took them */
+    } else if (call->delegate) {
       ob_crun_delegate(c, params);
       params = NULL; /* ob_crun_delegate took it */
     } else {
@@ -141,6 +148,7 @@ static void start(ob_crun *c) {
   }
   ob_buf_free(&rs.why);
   ob_unref(params);
+  ob_unref(list);
   for (size_t k = 0; vals && k < call->nrefs; k++)
     ob_unref(vals[k]);
   if (vals != vals_inline)
@@ -159,7 +167,7 @@ void ob_crun_launch(ob_crun *c) {
 /* --concurrency N is one bound for a run and every run delegated from it: the
  * count of calls holding a slot is its root's (ob_sched.h). A call holds one
  * from its start to its settling (between attempts too), except a delegating
- * call: it only waits for its run, whose calls need the slots (holding one
+ * call (or an _each call): it only waits for its run, whose calls need the slots (holding one
  * while waiting would deadlock a chain of delegations under --concurrency 1).
  * A run whose next call finds no slot joins the root's list of waiting runs;
  * each slot given back (ob_settle.c, ob_run.c's cancel) lets the first go on. */
@@ -211,6 +219,8 @@ void ob_run_pump(ob_run *r) {
       block(r);
       break;
     }
+    if (r->opt.max_running && r->running >= r->opt.max_running)
+      break; /* its own bound (_eachConcurrency): a call of it settling pumps it again */
     if (r->always && ob_record_hold(r, r->calls[r->queue[r->qhead]].ready_seq))
       break; /* what it reads is not on disk yet: on_durable pumps again */
     if (++started % OB_GC_BURST_CALLS == 0)
@@ -218,7 +228,7 @@ void ob_run_pump(ob_run *r) {
     prefetch_queued(r, r->qhead);
     ob_crun *c = &r->calls[r->queue[r->qhead++]];
     start(c);
-    if (c->state == OB_CALL_RUNNING && !c->call->delegate && !c->holds_slot) {
+    if (c->state == OB_CALL_RUNNING && !c->call->delegate && !c->call->each && !c->holds_slot) {
       c->holds_slot = 1; /* still running (a call that ended at once never held one) */
       root->busy++;
     }

@@ -667,7 +667,7 @@ static int ids_check_with(const ob_resume *rs, const part *pt, const ob_map *pla
     const char *slash = strchr(seg, '/');
     size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
     const ob_call *c = call_of(plan, seg, len);
-    if (!c || !c->delegate) {
+    if (!c || (!c->delegate && !c->each)) {
       size_t at = ((part *)me->val)->first_line;
       return ob_error_set(err, OB_EINVAL, at, "%s:%zu: inconsistent journal: its record's "
                           "scope %s names no delegating call of the plan%s%s", rs->path, at, k,

@@ -87,7 +87,7 @@ void ob_run_emit(ob_run *r, ob_event_type type, const ob_call *c, const char *re
   if (!r->opt.on_event)
     return;
   ob_event ev = {.type = type, .call = c, .reason = reason, .t_ms = ob_run_now_ms(r),
-                 .attempt = c ? r->calls[c->index].attempt : 0};
+                 .attempt = c ? r->calls[c - r->plan->calls].attempt : 0};
   r->opt.on_event(r->opt.ud, &ev);
 }
 
@@ -101,7 +101,7 @@ void ob_run_emit_note(ob_run *r, const char *kind, const ob_call *c, const char 
   ob_buf_vaddf(&b, fmt, ap);
   va_end(ap);
   ob_event ev = {.type = OB_EV_NOTE, .call = c, .reason = b.data ? b.data : "",
-                 .t_ms = ob_run_now_ms(root), .note = kind, .attempt = c ? r->calls[c->index].attempt : 0};
+                 .t_ms = ob_run_now_ms(root), .note = kind, .attempt = c ? r->calls[c - r->plan->calls].attempt : 0};
   root->opt.on_event(root->opt.ud, &ev);
   ob_buf_free(&b);
 }

@@ -52,6 +52,8 @@ typedef struct ob_event {
                             result, or the error a || alternative received), borrowed;
                             NULL when the call placed its outputs itself or wrote none */
   int handled;         /* OB_EV_DONE: an error went to a || alternative (not plain done) */
+  const ob_call *each; /* a copy's event: the _each call it is a copy of (call is the copy,
+                          "<id>[i]", of the copies' own plan); else NULL */
 } ob_event;
 
 /* The largest value an event carries whole (compact JSON bytes): hosts give a larger
@@ -89,6 +91,8 @@ typedef int (*ob_approve_fn)(void *ud, const ob_approve_ask *q, ob_value **repla
 typedef struct ob_run_options {
   size_t concurrency;      /* calls running at once in this run and every run delegated
                               from it (a delegated run's own is not used); 0: unlimited */
+  size_t max_running;      /* calls of this run running at once, besides the tree's
+                              concurrency (an _each call's _eachConcurrency); 0: no bound */
   int depth;               /* 0 for a plan run directly; a delegated plan's is its caller's + 1 */
   int max_depth;           /* deepest delegation allowed (0: the default, 16) */
   const ob_value *pre_context; /* messages appended before the plan's context, or NULL */

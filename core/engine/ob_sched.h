@@ -11,6 +11,7 @@
  *   ob_write.c     writing a call's result to the log
  *   ob_approve.c   approval: a human or a rule before a call starts
  *   ob_delegate.c  delegation: a call that runs a plan
+ *   ob_each.c      _each: a call run once per element of a list read at run time
  *   ob_ctool.c     tools written in C: their handles
  *   ob_timeout.c   _timeout: an attempt that runs too long is abandoned
  *   ob_retry.c     _retry: another attempt after a runtime error or a timeout
@@ -61,6 +62,8 @@ typedef struct ob_cdel {
   char *scope;     /* its run's scope in the journal ("#1", "#1/#0"; ob_record.c) */
   struct ob_mem *acct; /* the engine's memory account, charged `charged` bytes for */
   size_t charged;      /* the run's and plan's structs (ob_crun_delegate) */
+  void (*done)(struct ob_crun *c, ob_run *run); /* what its run's end does, when not the
+                                                  delegation's (an _each call's: ob_each.c) */
   uint8_t to_start;  /* its run waits for the loop to start it (ob_run_kick) */
   uint8_t to_finish; /* its run finished: the loop hands its outcome to the call */
 } ob_cdel;
@@ -326,6 +329,20 @@ void ob_crun_launch(ob_crun *c);
 int ob_crun_approve(ob_crun *c, ob_value **params);
 /* Starts the delegated plan of the call (takes params). */
 void ob_crun_delegate(ob_crun *c, ob_value *params);
+/* The steps of a call that runs a plan of its own (a delegation, an _each call's
+ * copies): the attempt begins (running, its start journaled; timed: its _timeout
+ * armed); 0 when the call cannot go on (the journal failed, or --max-depth: failed). */
+int ob_cdel_begin(ob_crun *c, int timed);
+/* Its run's scope in the journal: "#1", "#1/#0" nested, "step 2/#1" in a loop's step. */
+void ob_cdel_scope(const ob_crun *c, ob_buf *scope);
+/* Charges the engine's memory account for a run of ncalls calls; 0: the call failed. */
+int ob_cdel_charge(ob_crun *c, size_t ncalls, size_t scope_len);
+/* The run options of its run: the caller's limits, journal and hooks, and its end. */
+ob_run_options ob_cdel_options(ob_crun *c, const char *scope, const ob_value *pre);
+/* Takes its run (made, or NULL with err: the call fails) and has the loop start it. */
+void ob_cdel_launch(ob_crun *c, ob_run *sub, const char *scope, const ob_error *err);
+/* Starts the copies of an _each call over list (takes params and list). */
+void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list);
 /* Frees what an attempt of a delegating call made (its run, plan, plan value and
  * messages) and leaves d empty, for the next attempt or to be freed itself. */
 void ob_cdel_clear(ob_cdel *d);

@@ -50,7 +50,7 @@ void ob_crun_settle(ob_crun *c, ob_call_state st, const char *reason) {
     ob_event ev = {st == OB_CALL_DONE ? OB_EV_DONE : st == OB_CALL_SKIPPED ? OB_EV_SKIPPED : OB_EV_FAILED,
                    c->call, reason, ob_run_now_ms(r), NULL,
                    st == OB_CALL_FAILED ? c->fail_phase : NULL, c->detached, NULL, c->attempt,
-                   st == OB_CALL_DONE ? r->written : NULL, st == OB_CALL_DONE && r->handled};
+                   st == OB_CALL_DONE ? r->written : NULL, st == OB_CALL_DONE && r->handled, NULL};
     r->opt.on_event(r->opt.ud, &ev);
   }
   c->fail_phase = NULL;

@@ -145,6 +145,45 @@ static const ob_param_ref *add_ref(walk *w, const ob_expr *e, const ref_like *li
   return r;
 }
 
+/* A †each string of the params: "†each.value", a path below it ("†each.value.url",
+ * "†each.value[0]") or "†each.index", in a call with _each only, standing alone (no ||,
+ * no &&). Its place is kept for the schema check (the copies hold the element there). */
+static void each_string(walk *w, const char *s, size_t n) {
+  ob_call *c = w->call;
+  if (!c) {
+    ob_plan_error(w->plan, NULL, "output%s%s: %.*s is only for the params of a call with _each "
+                  "(its list's element)", w->where.len ? " " : "", w->where.len ? w->where.data : "",
+                  (int)(n > 200 ? 200 : n), s);
+    return;
+  }
+  if (!c->each) {
+    ob_plan_error(w->plan, c, "parameter \"%s\": %.*s is only for a call with _each (the "
+                  "element of its list)", w->where.data, (int)(n > 200 ? 200 : n), s);
+    return;
+  }
+  ob_expr e;
+  ob_error err;
+  const char *bad = NULL;
+  if (ob_expr_parse(s, n, OB_EXPR_INPUT, &e, &err) != OB_OK) {
+    ob_plan_error(w->plan, c, "parameter \"%s\": %s", w->where.data, err.msg);
+    return;
+  }
+  const ob_path *pa = &e.alts[0].refs[0].path;
+  if (e.n != 1 || e.alts[0].n != 1)
+    bad = "stands alone (no || or && with it)";
+  else if (!pa->n || (strcmp(pa->segs[0].key, "value") && strcmp(pa->segs[0].key, "index")) ||
+           (!strcmp(pa->segs[0].key, "index") && pa->n > 1))
+    bad = "is †each.value (or a path below it: †each.value.url) or †each.index";
+  ob_expr_free(&e);
+  if (bad) {
+    ob_plan_error(w->plan, c, "parameter \"%s\": %.*s: an _each call's element %s",
+                  w->where.data, (int)(n > 200 ? 200 : n), s, bad);
+    return;
+  }
+  c->each_at = ob_xrealloc(c->each_at, (c->neach_at + 1) * sizeof *c->each_at);
+  c->each_at[c->neach_at++] = ob_xstrdup(w->pointer.data ? w->pointer.data : "");
+}
+
 #if defined(__GNUC__)
 #define NOINLINE __attribute__((noinline))
 #else
@@ -161,6 +200,8 @@ static NOINLINE void find_ref_string(walk *w, const ob_value *v) {
     int cls = ob_str_classify(s, n);
     if (cls == OB_STR_LITERAL && w->call)
       w->call->nliterals++;
+    if (cls == OB_STR_EACH)
+      each_string(w, s, n);
     if (cls != OB_STR_EXPR)
       return;
     ob_expr_memo *memo = w->call ? w->plan->memo : NULL;
@@ -245,9 +286,10 @@ static void find_refs(walk *w, const ob_value *v) {
 
 /* --- reading calls -------------------------------------------------------- */
 
-static const char *const known_meta[] = {"_tool", "_outputPath", "_outputMethod", "_instance",
-                                         "_id",   "_delegate",   "_scopes",       "_timeout",
-                                         "_retry"};
+static const char *const known_meta[] = {"_tool",     "_outputPath", "_outputMethod",
+                                         "_instance", "_id",         "_delegate",
+                                         "_scopes",   "_timeout",    "_retry",
+                                         "_each",     "_eachConcurrency"};
 
 static int is_one_of(const char *s, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -343,6 +385,44 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
     ob_plan_error(p, c, "_retry.attempts is missing: the number of attempts in all");
 }
 
+/* _each and _eachConcurrency: 1 with *e parsed when the call has a list (c->each set
+ * before its params are walked: their †each strings are its). */
+static int read_each(ob_plan *p, ob_call *c, const ob_value *raw, ob_expr *e) {
+  ob_value *v = field(raw, "_each"), *cap = field(raw, "_eachConcurrency");
+  if (cap && !v)
+    ob_plan_error(p, c, "_eachConcurrency only applies to a call with _each");
+  if (!v)
+    return 0;
+  if (cap) {
+    int64_t n = whole_in(cap, 1, UINT32_MAX);
+    if (n < 0)
+      ob_plan_error(p, c, "_eachConcurrency must be a whole number from 1 to %u (copies "
+                          "running at once)", (unsigned)UINT32_MAX);
+    else
+      c->each_concurrency = (uint32_t)n;
+  }
+  ob_error err;
+  if (ob_typeof(v) != OB_STRING ||
+      ob_str_classify(ob_string_ptr(v), ob_string_len(v)) != OB_STR_EXPR) {
+    ob_plan_error(p, c, "_each must be a reference to a list (\"" OB_DAGGER "state.items\"), "
+                        "not %s", ob_typeof(v) == OB_STRING ? "plain text" : ob_type_name(ob_typeof(v)));
+    return 0;
+  }
+  if (ob_expr_parse(ob_string_ptr(v), ob_string_len(v), OB_EXPR_INPUT, e, &err) != OB_OK) {
+    ob_plan_error(p, c, "_each: %s", err.msg);
+    return 0;
+  }
+  for (size_t a = 0; a < e->n; a++)
+    if (e->alts[a].n != 1) { /* && joins parts into an array: not a list's one reference */
+      ob_plan_error(p, c, "_each is one reference, or alternatives joined by ||, not parts "
+                          "joined by &&");
+      ob_expr_free(e);
+      return 0;
+    }
+  c->each = 1;
+  return 1;
+}
+
 /* Reads one call; as_instance (when not NULL) makes it that instance's copy. */
 static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_instance) {
   char idbuf[32];
@@ -359,7 +439,7 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
   c->tool_name = tool && ob_typeof(tool) == OB_STRING && !has_nul(tool) ? ob_string_ptr(tool)
                                                                          : "?";
   if (id && ob_typeof(id) == OB_STRING && ob_string_len(id) > 0 &&
-      !memchr(ob_string_ptr(id), '@', ob_string_len(id)) &&
+      (p->copies_of || !memchr(ob_string_ptr(id), '@', ob_string_len(id))) &&
       strlen(ob_string_ptr(id)) == ob_string_len(id)) {
     c->id = ob_xstrdup(ob_string_ptr(id));
   } else {
@@ -444,7 +524,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
       continue;
     if (!is_one_of(key, known_meta, sizeof known_meta / sizeof *known_meta))
       ob_plan_error(p, c, "unknown meta-property %s (known: _tool, _outputPath, _outputMethod, "
-                          "_instance, _id, _delegate, _scopes, _timeout, _retry)", key);
+                          "_instance, _id, _delegate, _scopes, _timeout, _retry, _each, "
+                          "_eachConcurrency)", key);
   }
   read_timeout(p, c, field(raw, "_timeout"));
   read_retry(p, c, field(raw, "_retry"));
@@ -472,6 +553,16 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
       ob_plan_error(p, c, "_outputPath: %s", err.msg);
     else
       c->has_output = 1;
+    for (size_t a = 0; c->has_output && a < c->output.n; a++)
+      for (size_t r = 0; r < c->output.alts[a].n; r++)
+        if (!strcmp(c->output.alts[a].refs[r].kind, "each")) {
+          ob_plan_error(p, c, "_outputPath: " OB_DAGGER "each is an _each call's element, which "
+                              "no call writes");
+          ob_expr_free(&c->output);
+          c->has_output = 0;
+          a = c->output.n;
+          break;
+        }
     if (c->has_output) { /* each path's text, as output messages name it in _path */
       size_t parts = 0, kk = 0;
       for (size_t a = 0; a < c->output.n; a++)
@@ -509,6 +600,8 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
       c->instance = ob_xstrndup(ob_string_ptr(inst), ob_string_len(inst));
   }
 
+  ob_expr each;
+  int has_each = read_each(p, c, raw, &each);
   walk w = {p, c, {0}, {0}};
   ob_buf_init(&w.where);
   ob_buf_init(&w.pointer);
@@ -523,6 +616,12 @@ static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_inst
     ob_buf_addc(&w.pointer, '/');
     ob_buf_add(&w.pointer, ob_string_ptr(k), ob_string_len(k));
     find_refs(&w, v);
+  }
+  if (has_each) { /* the list's reference: after the params' own (ob_plan.h) */
+    w.where.len = w.pointer.len = 0;
+    ob_buf_add(&w.where, "_each", 5);
+    ob_buf_add(&w.pointer, "/_each", 6);
+    add_ref(&w, &each, NULL);
   }
   ob_buf_free(&w.where);
   ob_buf_free(&w.pointer);
@@ -838,8 +937,10 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe, size_t
     ob_object_iter_init(&it, v);
     while (ob_object_iter_next(&it, &k, &x)) {
       const char *key = ob_string_ptr(k);
-      if (strcmp(key, "context") && strcmp(key, "plan") && strcmp(key, "output") &&
-          strcmp(key, "instances"))
+      if (!strcmp(key, "each") && ob_typeof(x) == OB_STRING && !p->copies_of)
+        p->copies_of = ob_xstrdup(ob_string_ptr(x)); /* the engine's (ob_each.c) */
+      else if (strcmp(key, "context") && strcmp(key, "plan") && strcmp(key, "output") &&
+               strcmp(key, "instances"))
         ob_plan_error(p, NULL, "unknown key \"%s\" in the plan object (allowed: context, plan, "
                                "output, instances)", key);
     }
@@ -930,6 +1031,7 @@ ob_plan *ob_plan_load(const char *file, ob_error *err) {
 void ob_plan_free(ob_plan *p) {
   if (!p)
     return;
+  free(p->copies_of);
   for (size_t i = 0; i < p->ncalls; i++) {
     ob_call *c = &p->calls[i];
     free(c->id);
@@ -948,6 +1050,9 @@ void ob_plan_free(ob_plan *p) {
     for (size_t k = 0; k < c->nscopes; k++)
       free(c->scopes[k]);
     free(c->scopes);
+    for (size_t k = 0; k < c->neach_at; k++)
+      free(c->each_at[k]);
+    free(c->each_at);
     for (size_t r = 0; r < c->nrefs; r++) {
       if (c->refs[r].owns_expr)
         ob_expr_free(&c->refs[r].expr);
@@ -1185,6 +1290,10 @@ static int shape_keyword(const char *kw) {
 /* A failure counts unless a reference (not yet resolved) could explain it:
  * it is at or inside a reference, or above one and about values. */
 static int failure_counts(const ob_call *c, const ob_schema_failure *f) {
+  for (size_t k = 0; k < c->neach_at; k++)
+    if (pointer_within(c->each_at[k], f->instance_path) ||
+        pointer_within(f->instance_path, c->each_at[k]))
+      return 0; /* the copies are judged, with their element there */
   for (size_t r = 0; r < c->nrefs; r++) {
     if (pointer_within(c->refs[r].pointer, f->instance_path) && !shape_keyword(f->keyword))
       return 0;

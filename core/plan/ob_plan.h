@@ -99,6 +99,14 @@ typedef struct ob_call {
   char **scopes;       /* _scopes: the kinds the delegated plan sees */
   uint32_t nscopes;
   ob_retry retry;      /* _retry */
+  /* _each: the call runs once per element of a list read at run time (ob_each.c) */
+  uint8_t each;        /* _each given: its reference is the last of refs (where "_each"),
+                          after the params' own, so that walks of the params meet theirs
+                          in the same order as ever */
+  uint32_t each_concurrency; /* _eachConcurrency: copies running at once (0: no bound) */
+  char **each_at;      /* the JSON pointers of its params' †each strings: the tool's schema
+                          judges the copies, where they hold the element */
+  uint32_t neach_at;
 } ob_call;
 
 typedef struct ob_plan {
@@ -124,6 +132,9 @@ typedef struct ob_plan {
   int over_limit;      /* ob_plan_read_within: more calls than its max_calls, none read
                           (ncalls 0; ncalls_all says how many) */
   int quiet;           /* > 0: problems are not recorded (copies of one call) */
+  char *copies_of;     /* the plan of an _each call's copies (its key "each", which the
+                          engine writes): that call's id; the copies' ids ("<id>[i]") may
+                          then hold '@' (an instance's call's copies) */
   struct ob_expr_memo *memo; /* while the calls are read: references parsed lately */
   /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
   size_t nerrors;
