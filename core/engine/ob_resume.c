@@ -537,6 +537,9 @@ size_t ob_resume_changes(const ob_resume *rs, const ob_engine *e, ob_buf *why) {
     part *pt = me->val;
     int delegated = *me->key && (strncmp(me->key, "step ", 5) || strchr(me->key, '/'));
     const char *pf = delegated && pt->plan_msg ? str_member(pt->plan_msg, "file") : NULL;
+    const ob_value *pv = pt->plan_msg ? ob_object_get(pt->plan_msg, "plan", 4) : NULL;
+    if (pv && ob_typeof(pv) == OB_OBJECT && ob_object_get(pv, "each", 4))
+      continue; /* an _each call's copies: made by the engine, not read from pf */
     if (!pf || !pt->ran || (why->data && strstr(why->data, pf)))
       continue;
     ob_value *now = plan_now(pf);

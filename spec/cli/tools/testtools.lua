@@ -110,4 +110,21 @@ return {
       if call.fail_first and ctx.attempt == 1 then error("first attempt fails") end
       return call.n
     end },
+
+  { name = "failif", description = "raises `message` when `fail` is true, else returns `value`",
+    run = function(call)
+      if call.fail then error(call.message or "failed on purpose") end
+      return call.value
+    end },
+
+  { name = "slowmark", description = "appends `tag` to the file `file`, sleeps `ms`, " ..
+      "returns `value` (and ctx.instance as `instance` when `show_instance`)",
+    run = function(call, ctx)
+      local f = assert(io.open(call.file, "a"))
+      f:write(tostring(call.tag), "\n")
+      f:close()
+      obelus.sleep(call.ms or 0)
+      if call.show_instance then return { value = call.value, instance = ctx.instance } end
+      return call.value
+    end },
 }
