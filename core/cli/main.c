@@ -29,6 +29,7 @@ static const char main_help[] =
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
     "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
     "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
+    "  fork JOURNAL --from ID --journal NEW        run again from a point of a run, with --set changes\n"
     "\n"
     "many machines (a job queue in Redis):\n"
     "  submit PLAN --redis URL [--batch FILE]      queue a plan (or a batch of inputs) as jobs\n"
@@ -62,6 +63,7 @@ static const command commands[] = {
     {"schema", ob_cmd_schema},
     {"log", log_command},
     {"resume", ob_cmd_resume},
+    {"fork", ob_cmd_fork},
     {"tools", ob_cmd_tools},
     {"init", ob_cmd_init},
     {"mcp", ob_cmd_mcp},

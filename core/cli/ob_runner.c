@@ -59,6 +59,7 @@
 #include "cli/ob_runner.h"
 #include "drive/ob_shard.h"
 #include "bridge/ob_watch.h"
+#include "engine/ob_fork.h"
 
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
   memset(o, 0, sizeof *o);
@@ -77,6 +78,8 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
   int fleet = submit || worker;
   int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp");
+  int fork = !strcmp(o->cmd, "fork");
+  o->fork_at = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -87,9 +90,23 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
       if (o->ntools == 64)
         return ob_cli_usage_error(o->cmd, "too many --tools");
       o->tools[o->ntools++] = argv[++i];
+    } else if (fork && !strcmp(a, "--at") && val) {
+      size_t n;
+      if (!ob_cli_parse_count(argv[++i], &n) || n > (size_t)1 << 62)
+        return ob_cli_usage_error(o->cmd, "--at needs a number of messages");
+      o->fork_at = (long long)n;
+    } else if (fork && !strcmp(a, "--from") && val) {
+      o->fork_from = argv[++i];
+    } else if (fork && !strcmp(a, "--set") && val) {
+      ob_error err;
+      ob_value *pair = ob_fork_parse_set(argv[++i], &err);
+      if (!pair)
+        return ob_cli_usage_error(o->cmd, "%s", err.msg);
+      o->sets = ob_array_push(o->sets ? o->sets : ob_array(), pair);
     } else if (!strcmp(a, "--force") && !strcmp(o->cmd, "resume")) {
       o->force = 1;
-    } else if (!strcmp(a, "--overwrite") && (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "loop"))) {
+    } else if (!strcmp(a, "--overwrite") &&
+               (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "loop") || fork)) {
       o->overwrite = 1;
     } else if (!strcmp(a, "--approve")) {
       o->approve = 1;

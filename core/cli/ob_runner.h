@@ -48,6 +48,10 @@ typedef struct ob_cmd_options {
   const char *format;
   int plan_schema;
   ob_progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
+  /* fork (ob_cmd_resume.c) */
+  long long fork_at; /* --at N (-1: not given) */
+  const char *fork_from; /* --from ID */
+  ob_value *sets;    /* --set: an array of [reference, value] (to unref), or NULL */
 } ob_cmd_options;
 
 /* Parses argv (argv[0] the command: run, check, resume or loop; --force is

@@ -347,7 +347,8 @@ static int consistent(const ob_resume *rs, const ob_value *pending, const ob_val
   }
   if (!n)
     return 1;
-  if (rec->kind != OB_JREC_SETTLED && rec->kind != OB_JREC_RUN && rec->kind != OB_JREC_STEP)
+  if (rec->kind != OB_JREC_SETTLED && rec->kind != OB_JREC_RUN && rec->kind != OB_JREC_STEP &&
+      rec->kind != OB_JREC_FORK) /* a fork's first record follows the plan; its last, its changes */
     return ob_error_set(err, OB_EINVAL, line, "%s:%zu: inconsistent journal: %zu message%s "
                         "before this \"%s\" record belong%s to no call: a call's messages "
                         "come just before its \"settled\" record (one deleted?)", rs->path,

@@ -21,7 +21,7 @@ static const char *const jrec_names[] = {
     [OB_JREC_RUN] = "run",         [OB_JREC_STEP] = "step",   [OB_JREC_RESUME] = "resume",
     [OB_JREC_START] = "start",     [OB_JREC_RETRY] = "retry", [OB_JREC_SETTLED] = "settled",
     [OB_JREC_END] = "end",         [OB_JREC_SCOPE] = "scope", [OB_JREC_MSG] = "msg",
-    [OB_JREC_PROGRESS] = "progress",
+    [OB_JREC_PROGRESS] = "progress", [OB_JREC_FORK] = "fork",
 };
 
 const char *ob_jrec_name(ob_jrec_kind kind) {
@@ -117,6 +117,24 @@ void ob_jrec_write(ob_buf *b, const ob_jrec *r) {
     if (r->output) {
       ADD_LIT(b, ",\"output\":");
       ob_json_write(b, r->output, OB_JSON_COMPACT);
+    }
+    break;
+  case OB_JREC_FORK:
+    if (r->source) {
+      ADD_LIT(b, ",\"source\":");
+      add_str(b, r->source);
+    }
+    if (r->has_at) {
+      ADD_LIT(b, ",\"at\":");
+      add_int(b, r->at);
+    }
+    if (r->from) {
+      ADD_LIT(b, ",\"from\":");
+      add_str(b, r->from);
+    }
+    if (r->has_changes) {
+      ADD_LIT(b, ",\"changes\":");
+      add_int(b, r->changes);
     }
     break;
   case OB_JREC_SCOPE:
@@ -228,6 +246,18 @@ int ob_jrec_parse(const ob_value *line, ob_jrec *out, ob_error *err) {
     break;
   case OB_JREC_MSG:
     out->msg = ob_object_get(line, "msg", 3);
+    break;
+  case OB_JREC_FORK:
+    out->source = member_str(line, "source", 6);
+    out->from = member_str(line, "from", 4);
+    if ((v = member(line, "at", 2, OB_INT))) {
+      out->has_at = 1;
+      out->at = ob_int_value(v);
+    }
+    if ((v = member(line, "changes", 7, OB_INT))) {
+      out->has_changes = 1;
+      out->changes = ob_int_value(v);
+    }
     break;
   default:
     break;

@@ -27,6 +27,12 @@
  *        trace and the report show; resume reads nothing from it
  *   {"journal":"end","exit":X[,"output":V]}    the run (or loop, with the
  *        planner's output) ended with exit status X
+ *   {"journal":"fork","source":F,"at":N|"from":I}   the first record of a journal
+ *        `obelus fork` made: the messages and records up to the next "fork" record
+ *        are inherited from journal F (its first N messages, or all but those of
+ *        call I and what follows from it), without the calls that run again
+ *   {"journal":"fork","changes":K}             the K messages just before are the
+ *        fork's own (--set, --input: "_call":{"_tool":"fork"}); the run goes on
  *
  * T is when it happened, in microseconds since the Unix epoch (the clock of the
  * messages' _date): what `log --format trace|otlp` draws attempts with.
@@ -100,6 +106,8 @@ typedef enum ob_jrec_kind {
   OB_JREC_SCOPE,   /* "scope": n, in with call, or path */
   OB_JREC_MSG,     /* "msg": a delegated run's message, msg */
   OB_JREC_PROGRESS, /* "progress": id, attempt, data, t_us (obelus.emit) */
+  OB_JREC_FORK,    /* "fork": source with at or from (the first record of a fork's
+                      journal), or changes (after the fork's own messages) */
   OB_JREC_OTHER    /* a record of a kind this version does not write (read: what) */
 } ob_jrec_kind;
 
@@ -123,6 +131,9 @@ typedef struct ob_jrec {
   uint64_t n, in;       /* a scope record's number and the scope it is in (0: none) */
   const char *call, *path; /* its call (with in) or its path */
   const ob_value *tools, *loop, *output, *msg, *data;
+  const char *source, *from; /* a fork's: the journal forked, and its --from call */
+  int64_t at, changes;       /* its --at N; the messages of its own it wrote */
+  int has_at, has_changes;
 } ob_jrec;
 
 /* Appends record r to b as one line, its '\n' included. No allocation beyond b's

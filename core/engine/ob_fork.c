@@ -1,0 +1,438 @@
+/* ob_fork.c -- a new run from any point of a journal, with changes (`obelus fork`).
+ *
+ * A fork is a resume of a journal made for it. The source journal is read once
+ * and never written; the fork's journal holds, in order:
+ *
+ *   1. the plan message (the plan as it ran: a fork runs that plan, not the file);
+ *   2. {"journal":"fork","source":F,"at":N} or {...,"from":I}: what it comes from;
+ *   3. the source's lines, but for those of the calls that run again: the
+ *      context and input messages, the "run" record, and each call that stays
+ *      done with its records, its messages and its delegated or _each run's
+ *      lines (inherited: everything up to the next "fork" record);
+ *   4. the fork's own messages: each --set as an output message of a call
+ *      {"_tool":"fork"} at that path (method set), each --input as an input
+ *      document of that call; then {"journal":"fork","changes":K}.
+ *
+ * `obelus resume` of it (ob_drive_resume.c) then rebuilds the log and runs every
+ * call that has no settled record, which are exactly the calls that run again:
+ *   - every call that had not completed (done) before the point: with --at N,
+ *     whose settled record is not before the source's message N (the first
+ *     not kept; so a call's messages are all kept or none); failed, skipped,
+ *     in flight or never started ones, whatever the point;
+ *   - with --from I, call I;
+ *   - every call with a reference (its params', or its _each list) to a path a
+ *     --set overlaps (SPEC 5's rule), or to kind input when there are --input;
+ *   - and every call that depends on one of those, transitively (the plan's graph).
+ * A call's messages are the top-level messages just before its settled record
+ * (a call writes its outputs, or its error, and settles at once: nothing of
+ * another call comes between); the messages of a run delegated from it, or of an
+ * _each call's copies, are its scope's lines, the scope's first definition
+ * naming the top-level call it belongs to. A call that runs again loses all of
+ * them, and runs afresh (attempt 1, a new sub-run).
+ *
+ * Forks are top-level: --from names a call of the journal's plan (a copy or a
+ * call of a delegated plan is refused, naming the call to fork from instead),
+ * --at counts the top-level messages (as `log --at` does), and a journal of
+ * `obelus loop` is refused. A fork of a fork is a fork like any: its source's
+ * inherited lines and changes are that journal's lines.
+ *
+ * Costs: the source read whole, each line parsed once and kept until written;
+ * the plan read once (its graph); one pass to write. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/ob_doc.h"
+#include "base/ob_map.h"
+#include "base/ob_mem.h"
+#include "base/ob_path.h"
+#include "engine/ob_fork.h"
+#include "log/ob_journal.h"
+#include "log/ob_msg.h"
+#include "plan/ob_plan.h"
+
+#define NONE ((size_t)-1)
+
+typedef struct fline {
+  ob_value *v;
+  size_t msg;       /* a top-level message's index, else NONE */
+  const char *owner; /* the top-level call whose line it is (borrowed), or NULL */
+  int drop;         /* never written (an old "end", "resume" or "fork" record) */
+} fline;
+
+typedef struct reader {
+  const char *path;
+  fline *l;
+  size_t n, cap;
+  size_t nmsg;      /* top-level messages */
+  size_t prerun;    /* messages before the "run" record */
+  int ran;
+  size_t *pending, npending, cappending; /* top-level messages since the last record */
+  ob_map owners;    /* scope number (decimal) -> owner id (borrowed from a line) */
+  ob_map state;     /* call id -> settled record's line index + 1 (its last) */
+} reader;
+
+static void pending_to(reader *rd, const char *owner) {
+  for (size_t i = 0; i < rd->npending; i++)
+    rd->l[rd->pending[i]].owner = owner;
+  rd->npending = 0;
+}
+
+static int loop_refused(const reader *rd, size_t line, ob_error *err) {
+  return ob_error_set(err, OB_EINVAL, line, "%s:%zu: a journal of `obelus loop`: fork takes a "
+                      "run's journal (`obelus run --journal`)", rd->path, line);
+}
+
+static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
+  reader *rd = ud;
+  if (rd->n == rd->cap) {
+    rd->cap = rd->cap ? 2 * rd->cap : 256;
+    rd->l = ob_xrealloc(rd->l, rd->cap * sizeof *rd->l);
+  }
+  size_t at = rd->n++;
+  fline *f = &rd->l[at];
+  *f = (fline){ob_ref(jl->value), NONE, NULL, 0};
+  if (!jl->is_record) {
+    f->msg = rd->nmsg++;
+    if (rd->npending == rd->cappending) {
+      rd->cappending = rd->cappending ? 2 * rd->cappending : 64;
+      rd->pending = ob_xrealloc(rd->pending, rd->cappending * sizeof *rd->pending);
+    }
+    rd->pending[rd->npending++] = at;
+    return OB_OK;
+  }
+  ob_jrec rec;
+  if (ob_jrec_parse(jl->value, &rec, err) < 0)
+    return ob_error_set(err, OB_EINVAL, jl->line, "%s:%zu: %s", rd->path, jl->line, err->msg);
+  if (rec.step)
+    return loop_refused(rd, jl->line, err);
+  char key[24];
+  if (rec.kind == OB_JREC_SCOPE) {
+    const char *owner = NULL;
+    if (rec.in) {
+      snprintf(key, sizeof key, "%llu", (unsigned long long)rec.in);
+      owner = ob_map_get(&rd->owners, key, strlen(key));
+    } else if (rec.path) {
+      if (!strncmp(rec.path, "step ", 5))
+        return loop_refused(rd, jl->line, err);
+      owner = rec.path; /* a top-level call's run: its path is the call's id */
+    }
+    snprintf(key, sizeof key, "%llu", (unsigned long long)rec.n);
+    ob_map_put(&rd->owners, key, strlen(key), (void *)owner);
+    f->owner = owner;
+    return OB_OK;
+  }
+  if (rec.scope || rec.scope_path) { /* a delegated run's line: its top-level call's */
+    if (rec.scope) {
+      snprintf(key, sizeof key, "%llu", (unsigned long long)rec.scope);
+      f->owner = ob_map_get(&rd->owners, key, strlen(key));
+    } else { /* a journal that named paths on its lines: the head is the owner (owner_call) */
+      if (!strncmp(rec.scope_path, "step ", 5))
+        return loop_refused(rd, jl->line, err);
+      f->owner = rec.scope_path;
+    }
+    return OB_OK;
+  }
+  switch (rec.kind) {
+  case OB_JREC_RUN:
+    rd->ran = 1;
+    rd->prerun = rd->nmsg;
+    pending_to(rd, NULL);
+    break;
+  case OB_JREC_START:
+  case OB_JREC_RETRY:
+  case OB_JREC_PROGRESS:
+    f->owner = rec.id;
+    pending_to(rd, NULL);
+    break;
+  case OB_JREC_SETTLED:
+    if (!rec.id)
+      return ob_error_set(err, OB_EINVAL, jl->line, "%s:%zu: a settled record without an id",
+                          rd->path, jl->line);
+    f->owner = rec.id;
+    pending_to(rd, rec.id);
+    ob_map_put(&rd->state, rec.id, strlen(rec.id), (void *)(uintptr_t)(at + 1));
+    break;
+  case OB_JREC_RESUME:
+  case OB_JREC_END:
+  case OB_JREC_FORK: /* the source's own: this journal says where it comes from */
+    f->drop = 1;
+    pending_to(rd, NULL);
+    break;
+  default:
+    pending_to(rd, NULL);
+    break;
+  }
+  return OB_OK;
+}
+
+static void reader_free(reader *rd) {
+  for (size_t i = 0; i < rd->n; i++)
+    ob_unref(rd->l[i].v);
+  free(rd->l);
+  free(rd->pending);
+  ob_map_free(&rd->owners);
+  ob_map_free(&rd->state);
+}
+
+/* The call of plan p a line's owner names (a path of "id/..." from an old journal: its
+ * head, the longest id of the plan it begins with), or NULL. */
+static const ob_call *owner_call(const ob_plan *p, const char *owner) {
+  if (!owner)
+    return NULL;
+  const ob_call *c = ob_map_get(&p->ids, owner, strlen(owner));
+  for (const char *s = owner; !c && (s = strchr(s, '/')); s++)
+    c = ob_map_get(&p->ids, owner, (size_t)(s - owner));
+  return c;
+}
+
+/* 1 when some part of c's references reads kind (any path when path is NULL) where
+ * path overlaps. */
+static int reads(const ob_call *c, const char *kind, const ob_path *path) {
+  for (size_t r = 0; r < c->nrefs; r++)
+    for (size_t a = 0; a < c->refs[r].expr.n; a++)
+      for (size_t k = 0; k < c->refs[r].expr.alts[a].n; k++) {
+        const ob_reference *x = &c->refs[r].expr.alts[a].refs[k];
+        if (!strcmp(x->kind, kind) && (!path || ob_path_overlaps(&x->path, path)))
+          return 1;
+      }
+  return 0;
+}
+
+ob_value *ob_fork_parse_set(const char *arg, ob_error *err) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg) {
+    ob_error_set(err, OB_EINVAL, 0, "--set %s: give a reference and a JSON value, "
+                 "'" OB_DAGGER "state.x=JSON'", arg);
+    return NULL;
+  }
+  ob_expr e;
+  ob_error e2;
+  if (ob_expr_parse(arg, (size_t)(eq - arg), OB_EXPR_INPUT, &e, &e2) != OB_OK) {
+    ob_error_set(err, OB_EINVAL, 0, "--set %s: %s", arg, e2.msg);
+    return NULL;
+  }
+  int one = e.n == 1 && e.alts[0].n == 1;
+  ob_expr_free(&e);
+  if (!one) {
+    ob_error_set(err, OB_EINVAL, 0, "--set %.*s: one reference, without || or &&", (int)(eq - arg),
+                 arg);
+    return NULL;
+  }
+  ob_value *v = ob_json_parse(eq + 1, strlen(eq + 1), &e2);
+  if (!v) {
+    ob_error_set(err, OB_EINVAL, 0, "--set %.*s: the value is not JSON: %s", (int)(eq - arg), arg,
+                 e2.msg);
+    return NULL;
+  }
+  ob_value *pair = ob_array();
+  pair = ob_array_push(pair, ob_string(arg, (size_t)(eq - arg)));
+  return ob_array_push(pair, v);
+}
+
+/* The fork's own call, as its messages name it. */
+static ob_value *fork_call(void) {
+  return ob_object_set(ob_object(), "_tool", 5, ob_cstring("fork"));
+}
+
+/* A --set as the message the fork writes (an output of its call at the path). */
+static ob_value *set_message(const ob_reference *x, const ob_value *value) {
+  ob_value *m = ob_object();
+  m = ob_object_set(m, "type", 4, ob_cstring("data"));
+  m = ob_object_set(m, "kind", 4, ob_cstring(x->kind));
+  m = ob_object_set(m, "data", 4, ob_doc_nest(&x->path, value));
+  if (x->path.n) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_path_format(&b, &x->path);
+    m = ob_object_set(m, "_path", 5, ob_string(b.data, b.len));
+    ob_buf_free(&b);
+  }
+  m = ob_object_set(m, "_outputMethod", 13, ob_cstring("set"));
+  return ob_object_set(m, "_call", 5, fork_call());
+}
+
+static int write_line(ob_wal *w, const ob_value *v) {
+  ob_wal_add_value(w, v);
+  return OB_OK;
+}
+
+static void write_rec(ob_wal *w, const ob_jrec *r) {
+  ob_jrec_write(ob_wal_line(w), r);
+  ob_wal_line_ended(w);
+}
+
+int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) {
+  *res = (ob_fork_result){0};
+  if ((o->at < 0) == !o->from)
+    return ob_error_set(err, OB_EINVAL, 0, "give the point to fork from: --at N or --from CALL_ID "
+                                           "(one of them)");
+  reader rd = {.path = o->source};
+  ob_map_init(&rd.owners);
+  ob_map_init(&rd.state);
+  ob_plan *p = NULL;
+  unsigned char *again = NULL;
+  size_t *queue = NULL;
+  ob_wal *w = NULL;
+  int rc = ob_journal_read(o->source, take_line, &rd, NULL, err);
+  if (rc != OB_OK)
+    goto done;
+  const ob_value *pm = rd.n ? rd.l[0].v : NULL;
+  const ob_value *pv = pm && ob_typeof(pm) == OB_OBJECT ? ob_object_get(pm, "plan", 4) : NULL;
+  if (!pv || rd.l[0].msg != 0) {
+    rc = ob_error_set(err, OB_EINVAL, 1, "%s: not a journal (its first line is not a plan "
+                      "message)", o->source);
+    goto done;
+  }
+  if (!rd.ran) {
+    rc = ob_error_set(err, OB_EINVAL, 0, "%s: the run never began (no \"run\" record): "
+                      "nothing to fork", o->source);
+    goto done;
+  }
+  const ob_value *file = ob_object_get(pm, "file", 4);
+  p = ob_plan_from_value(pv, file && ob_typeof(file) == OB_STRING ? ob_string_ptr(file) : "(plan)");
+  if (p->nerrors) {
+    rc = ob_error_set(err, OB_EINVAL, 1, "%s: its plan does not read: %s", o->source, p->errors[0]);
+    goto done;
+  }
+  /* the point: the line of the first message not kept (--at), else none */
+  size_t cut = rd.n;
+  if (o->at >= 0) {
+    if ((size_t)o->at > rd.nmsg) {
+      rc = ob_error_set(err, OB_EINVAL, 0, "--at %lld: %s has %zu messages", o->at, o->source,
+                        rd.nmsg);
+      goto done;
+    }
+    if ((size_t)o->at < rd.prerun) {
+      rc = ob_error_set(err, OB_EINVAL, 0, "--at %lld: the run had not begun (its first %zu "
+                        "messages are the plan, its context and inputs): fork --at %zu or later",
+                        o->at, rd.prerun, rd.prerun);
+      goto done;
+    }
+    for (size_t i = 0; i < rd.n; i++)
+      if (rd.l[i].msg == (size_t)o->at) {
+        cut = i;
+        break;
+      }
+  }
+  again = ob_xcalloc(p->ncalls ? p->ncalls : 1, 1);
+  for (size_t i = 0; i < p->ncalls; i++) {
+    const char *id = p->calls[i].id;
+    uintptr_t s = (uintptr_t)ob_map_get(&rd.state, id, strlen(id));
+    const ob_value *st = s ? ob_object_get(rd.l[s - 1].v, "state", 5) : NULL;
+    again[i] = !(st && ob_typeof(st) == OB_STRING && !strcmp(ob_string_ptr(st), "done") &&
+                 s - 1 < cut);
+  }
+  if (o->from) {
+    const ob_call *c = ob_map_get(&p->ids, o->from, strlen(o->from));
+    if (!c) {
+      rc = ob_error_set(err, OB_EINVAL, 0, "--from %s: the journal's plan has no call of that id "
+                        "(a copy of an _each call, \"ID[i]\", or a call of a delegated plan "
+                        "is forked from the call that made it)", o->from);
+      goto done;
+    }
+    again[c - p->calls] = 1;
+  }
+  for (size_t s = 0; o->sets && s < ob_array_len(o->sets); s++) {
+    const ob_value *ref = ob_array_get(ob_array_get(o->sets, s), 0);
+    ob_expr e;
+    ob_error e2;
+    if (ob_expr_parse(ob_string_ptr(ref), ob_string_len(ref), OB_EXPR_INPUT, &e, &e2) != OB_OK) {
+      rc = ob_error_set(err, OB_EINVAL, 0, "--set %s: %s", ob_string_ptr(ref), e2.msg);
+      goto done;
+    }
+    const ob_reference *x = &e.alts[0].refs[0];
+    for (size_t i = 0; i < p->ncalls; i++)
+      if (reads(&p->calls[i], x->kind, &x->path))
+        again[i] = 1;
+    ob_expr_free(&e);
+  }
+  for (size_t i = 0; o->inputs && ob_array_len(o->inputs) && i < p->ncalls; i++)
+    if (reads(&p->calls[i], "input", NULL))
+      again[i] = 1;
+  /* and what follows from them */
+  queue = ob_xmalloc((p->ncalls ? p->ncalls : 1) * sizeof *queue);
+  size_t qh = 0, qt = 0;
+  for (size_t i = 0; i < p->ncalls; i++)
+    if (again[i])
+      queue[qt++] = i;
+  while (qh < qt) {
+    const ob_call *c = &p->calls[queue[qh++]];
+    for (size_t u = 0; u < c->nusers; u++)
+      if (!again[c->users[u]]) {
+        again[c->users[u]] = 1;
+        queue[qt++] = c->users[u];
+      }
+  }
+  /* the fork's journal */
+  if (!(w = ob_wal_open(NULL, o->journal, OB_WAL_CREATE | (o->overwrite ? OB_WAL_OVERWRITE : 0),
+                        o->fsync, err))) {
+    rc = err->code ? err->code : OB_EIO;
+    goto done;
+  }
+  write_line(w, rd.l[0].v);
+  ob_jrec head = {.kind = OB_JREC_FORK, .source = o->source};
+  if (o->at >= 0) {
+    head.has_at = 1;
+    head.at = o->at;
+  } else {
+    head.from = o->from;
+  }
+  write_rec(w, &head);
+  for (size_t i = 1; i < rd.n; i++) {
+    const fline *f = &rd.l[i];
+    if (f->drop || i >= cut) /* past the point nothing is inherited */
+      continue;
+    if (f->owner) {
+      const ob_call *c = owner_call(p, f->owner);
+      if (c && again[c - p->calls])
+        continue;
+    }
+    write_line(w, f->v);
+    if (f->msg != NONE)
+      res->inherited++;
+  }
+  size_t changes = 0;
+  for (size_t s = 0; o->sets && s < ob_array_len(o->sets); s++) {
+    const ob_value *pair = ob_array_get(o->sets, s), *ref = ob_array_get(pair, 0);
+    ob_expr e;
+    ob_error e2;
+    ob_expr_parse(ob_string_ptr(ref), ob_string_len(ref), OB_EXPR_INPUT, &e, &e2); /* parsed above */
+    ob_value *m = set_message(&e.alts[0].refs[0], ob_array_get(pair, 1));
+    write_line(w, m);
+    ob_unref(m);
+    ob_expr_free(&e);
+    changes++;
+  }
+  for (size_t i = 0; o->inputs && i < ob_array_len(o->inputs); i++) {
+    ob_value *m = ob_msg_data(ob_cstring("input"), ob_ref(ob_array_get(o->inputs, i)), NULL);
+    m = ob_object_set(m, "_call", 5, fork_call());
+    write_line(w, m);
+    ob_unref(m);
+    changes++;
+  }
+  write_rec(w, &(ob_jrec){.kind = OB_JREC_FORK, .has_changes = 1, .changes = (int64_t)changes});
+  for (size_t i = 0; i < p->ncalls; i++) {
+    if (again[i])
+      res->rerun++;
+    else
+      res->kept++;
+  }
+  if (ob_wal_flush(w) != OB_OK) {
+    rc = ob_error_set(err, OB_EIO, 0, "%s: %s", o->journal, ob_wal_error(w));
+    goto done;
+  }
+done:
+  if (w) {
+    ob_error e3;
+    if (ob_wal_close(w, &e3) != OB_OK && rc == OB_OK) {
+      *err = e3;
+      rc = e3.code;
+    }
+  }
+  free(queue);
+  free(again);
+  ob_plan_free(p);
+  reader_free(&rd);
+  return rc;
+}
