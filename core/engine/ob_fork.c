@@ -8,7 +8,8 @@
  *   3. the source's lines, but for those of the calls that run again: the
  *      context and input messages, the "run" record, and each call that stays
  *      done with its records, its messages and its delegated or _each run's
- *      lines (inherited: everything up to the next "fork" record);
+ *      lines (and a forked source's changes, with their record; its "resume",
+ *      "end" and first "fork" records go);
  *   4. the fork's own messages: each --set as an output message of a call
  *      {"_tool":"fork"} at that path (method set), each --input as an input
  *      document of that call; then {"journal":"fork","changes":K}.
@@ -153,9 +154,13 @@ static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
     pending_to(rd, rec.id);
     ob_map_put(&rd->state, rec.id, strlen(rec.id), (void *)(uintptr_t)(at + 1));
     break;
+  case OB_JREC_FORK: /* a fork's: its first record goes (this journal says where it comes
+                        from), its changes stay with their messages */
+    f->drop = !rec.has_changes;
+    pending_to(rd, NULL);
+    break;
   case OB_JREC_RESUME:
   case OB_JREC_END:
-  case OB_JREC_FORK: /* the source's own: this journal says where it comes from */
     f->drop = 1;
     pending_to(rd, NULL);
     break;

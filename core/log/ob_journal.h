@@ -28,11 +28,13 @@
  *   {"journal":"end","exit":X[,"output":V]}    the run (or loop, with the
  *        planner's output) ended with exit status X
  *   {"journal":"fork","source":F,"at":N|"from":I}   the first record of a journal
- *        `obelus fork` made: the messages and records up to the next "fork" record
- *        are inherited from journal F (its first N messages, or all but those of
- *        call I and what follows from it), without the calls that run again
- *   {"journal":"fork","changes":K}             the K messages just before are the
- *        fork's own (--set, --input: "_call":{"_tool":"fork"}); the run goes on
+ *        `obelus fork` made: the lines up to its last "fork" record are inherited
+ *        from journal F (its first N messages, or all but those of call I and what
+ *        follows from it), without the calls that run again
+ *   {"journal":"fork","changes":K}             the K messages just before are a
+ *        fork's own (--set, --input: "_call":{"_tool":"fork"}); the last one's are
+ *        this fork's, and the run goes on after it (a fork of a fork inherits the
+ *        first's changes, with their record)
  *
  * T is when it happened, in microseconds since the Unix epoch (the clock of the
  * messages' _date): what `log --format trace|otlp` draws attempts with.
