@@ -585,6 +585,41 @@ int obelus_run_new_file(obelus_engine *e, obelus_run **out, const char *path,
 int obelus_resume(obelus_engine *e, obelus_run **out, const char *journal_path,
                   const obelus_run_options *opt);
 
+/* What obelus_fork forks from and changes (`obelus fork`'s options). */
+typedef struct obelus_fork_options {
+  const char *journal;       /* the fork's own journal: a new file (required) */
+  const char *from;          /* run again from this call of the journal's top-level plan
+                                (and all that follows from it); NULL: use at */
+  long long at;              /* keep the journal's first `at` messages (as `obelus log --at`
+                                counts them), when from is NULL */
+  const char *const *sets;   /* nsets changes "REF=JSON" ("\u2020state.city=\"Oslo\""),
+                                each written as a message of its own before the run goes on */
+  size_t nsets;
+  const char *const *inputs; /* ninputs input documents as JSON text, written the same way */
+  size_t ninputs;
+  int overwrite;             /* non-zero: an existing non-empty journal may be replaced */
+} obelus_fork_options;
+
+/* Starts a new run from a point of the run journal_path tells of (finished, failed or
+ * killed), with changes, as `obelus fork` does: fork->journal is written with the
+ * journal's messages up to the point (its first record names the source and the
+ * point), then each change as a message of its own, and the run goes on there: every
+ * call that had not completed before the point, fork->from, every call reading a path
+ * a change touched, and everything that depends on them runs; the others keep their
+ * results. journal_path is never written. The returned run is like obelus_resume's of
+ * the new journal (start it, wait for it; obelus_resume takes a killed fork up). opt as
+ * for obelus_resume (may be NULL; journal and input must be NULL; force is not needed:
+ * files that changed since the run are said as a note "changed", not refused).
+ * Returns OBELUS_OK with *out set, or with *out NULL:
+ *   OBELUS_EIO     a journal cannot be read, or the new one written (or exists);
+ *   OBELUS_EINVAL  no point or a bad one (from not a call of the plan: a copy "ID[i]"
+ *                  of an _each call or a call of a delegated plan is forked from the
+ *                  call that made it; at before the run began or past its messages), a
+ *                  change that does not parse, a journal of `obelus loop`, or the plan
+ *                  invalid against the engine's tools (obelus_engine_errmsg says). */
+int obelus_fork(obelus_engine *e, obelus_run **out, const char *journal_path,
+                const obelus_fork_options *fork, const obelus_run_options *opt);
+
 /* Starts every call that is ready; the rest happens on the loop as the host
  * runs it. C tools may be called (and complete) before this returns, but
  * callbacks are not: they come from the loop. Returns OBELUS_OK, OBELUS_EINVAL

@@ -108,6 +108,15 @@ ob_drun *ob_drun_prepare_resume(ob_engine *e, const char *path, const char *name
   return ob_drun_from_resume(e, rs, name, plans_root, why, nchanges);
 }
 
+ob_drun *ob_drun_prepare_fork(ob_engine *e, const ob_fork_options *fo, const char *name,
+                              const char *plans_root, ob_buf *why, size_t *nchanges,
+                              ob_fork_result *res, ob_error *err) {
+  *nchanges = 0;
+  if (ob_fork_write(fo, res, err) != OB_OK)
+    return NULL;
+  return ob_drun_prepare_resume(e, fo->journal, name, plans_root, why, nchanges, err);
+}
+
 ob_drun *ob_drun_from_resume(ob_engine *e, ob_resume *rs, const char *name,
                              const char *plans_root, ob_buf *why, size_t *nchanges) {
   ob_drun *d = drun_new(e);

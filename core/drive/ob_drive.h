@@ -10,6 +10,7 @@
 
 #include "drive/ob_files.h"
 #include "drive/ob_shard.h"
+#include "engine/ob_fork.h"
 #include "engine/ob_resume.h"
 #include "log/ob_wal.h"
 
@@ -60,6 +61,15 @@ ob_drun *ob_drun_prepare_resume(ob_engine *e, const char *path, const char *name
  * of `obelus loop` up its own way. */
 ob_drun *ob_drun_from_resume(ob_engine *e, ob_resume *rs, const char *name,
                              const char *plans_root, ob_buf *why, size_t *nchanges);
+
+/* A fork of a journal (ob_fork.h: fo says the source, the point, the changes and the
+ * new journal) written, then prepared as ob_drun_prepare_resume prepares the new
+ * journal: `obelus fork`, obelus_fork and engine:fork all write it with ob_fork_write
+ * and take it up as a resume. What changed since the source's run is said in why, for
+ * the host to say (a fork is not refused for it). NULL with err. */
+ob_drun *ob_drun_prepare_fork(ob_engine *e, const ob_fork_options *fo, const char *name,
+                              const char *plans_root, ob_buf *why, size_t *nchanges,
+                              ob_fork_result *res, ob_error *err);
 
 ob_plan *ob_drun_plan(const ob_drun *d);
 ob_value *ob_drun_plan_value(const ob_drun *d);

@@ -11,8 +11,9 @@
  *      lines (and a forked source's changes, with their record; its "resume",
  *      "end" and first "fork" records go);
  *   4. the fork's own messages: each --set as an output message of a call
- *      {"_tool":"fork"} at that path (method set), each --input as an input
- *      document of that call; then {"journal":"fork","changes":K}.
+ *      {"_tool":"fork"} at that path (method set; a whole kind, "†state", as a
+ *      data message), each --input as an input document; then
+ *      {"journal":"fork","changes":K}, which says they are the fork's.
  *
  * `obelus resume` of it (ob_drive_resume.c) then rebuilds the log and runs every
  * call that has no settled record, which are exactly the calls that run again:
@@ -253,6 +254,9 @@ static ob_value *set_message(const ob_reference *x, const ob_value *value) {
     m = ob_object_set(m, "_path", 5, ob_string(b.data, b.len));
     ob_buf_free(&b);
   }
+  else /* a whole document: a data message, as an input is (the log takes an output
+          message only with its path) */
+    return m;
   m = ob_object_set(m, "_outputMethod", 13, ob_cstring("set"));
   return ob_object_set(m, "_call", 5, fork_call());
 }
@@ -411,7 +415,6 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
   }
   for (size_t i = 0; o->inputs && i < ob_array_len(o->inputs); i++) {
     ob_value *m = ob_msg_data(ob_cstring("input"), ob_ref(ob_array_get(o->inputs, i)), NULL);
-    m = ob_object_set(m, "_call", 5, fork_call());
     write_line(w, m);
     ob_unref(m);
     changes++;

@@ -1144,6 +1144,125 @@ static int engine_resume(lua_State *L) {
   return begin_run(L, eng, r, idx, &o, fn);
 }
 
+/* engine:fork(journal, opts): a new run from a point of the run journal tells of, with
+ * changes, as `obelus fork` does (ob_fork.c): opts.journal (the fork's own, required),
+ * opts.from (a call id) or opts.at (a number of messages), opts.set (a table from a
+ * reference, "†state.city", to its new value), opts.input (an input document),
+ * opts.overwrite; the rest as engine:resume's (no force: files changed since are said
+ * as a note "changed", not refused). journal is never written. Raises for a bad point,
+ * a change that does not parse, a journal that cannot be read or written. Returns the
+ * run (start it and wait for it like any; engine:resume takes a killed fork up). */
+static int engine_fork(lua_State *L) {
+  static const char fn[] = "engine:fork";
+  lua_engine *eng = check_engine(L, 1);
+  const char *path = check_file(L, 2);
+  lua_settop(L, 3);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  /* the fork's own options, taken out of a copy of the table that then holds the run's */
+  lua_newtable(L);
+  lua_pushnil(L);
+  while (lua_next(L, 3)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_settable(L, 4);
+  }
+  ob_fork_options fo = {.source = path, .at = -1, .fsync = OB_FSYNC_BATCH};
+  lua_getfield(L, 4, "journal");
+  fo.journal = lua_tostring(L, -1);
+  if (lua_type(L, -1) != LUA_TSTRING)
+    return luaL_error(L, "%s: opts.journal must be the path of the fork's own journal", fn);
+  lua_getfield(L, 4, "from");
+  if (!lua_isnil(L, -1) && !(fo.from = lua_tostring(L, -1)))
+    return luaL_error(L, "%s: opts.from must be a call id", fn);
+  lua_getfield(L, 4, "at");
+  if (!lua_isnil(L, -1)) {
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
+      return luaL_error(L, "%s: opts.at must be a number of messages", fn);
+    fo.at = (long long)lua_tointeger(L, -1);
+  }
+  lua_getfield(L, 4, "overwrite");
+  fo.overwrite = lua_toboolean(L, -1);
+  ob_error err;
+  ob_value *sets = ob_array(), *inputs = ob_array();
+  lua_getfield(L, 4, "set");
+  int set_idx = lua_gettop(L);
+  if (!lua_isnil(L, set_idx)) {
+    luaL_checktype(L, set_idx, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, set_idx)) {
+      ob_expr e;
+      size_t n;
+      const char *ref = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &n) : NULL;
+      ob_value *v = NULL;
+      if (!ref || ob_expr_parse(ref, n, OB_EXPR_INPUT, &e, &err) != OB_OK) {
+        ob_unref(sets);
+        ob_unref(inputs);
+        return luaL_error(L, "%s: opts.set's keys are references (\"" OB_DAGGER "state.x\")%s%s",
+                          fn, ref ? ": " : "", ref ? err.msg : "");
+      }
+      ob_expr_free(&e);
+      if (!(v = ob_lua_to_value_named(L, lua_gettop(L), "set", &err))) {
+        ob_unref(sets);
+        ob_unref(inputs);
+        return luaL_error(L, "%s: %s", fn, err.msg);
+      }
+      ob_value *pair = ob_array_push(ob_array(), ob_string(ref, n));
+      sets = ob_array_push(sets, ob_array_push(pair, v));
+      lua_pop(L, 1);
+    }
+  }
+  lua_getfield(L, 4, "input");
+  if (!lua_isnil(L, -1)) {
+    ob_value *in = ob_lua_to_value_named(L, lua_gettop(L), "input", &err);
+    if (!in) {
+      ob_unref(sets);
+      ob_unref(inputs);
+      return luaL_error(L, "%s: %s", fn, err.msg);
+    }
+    inputs = ob_array_push(inputs, in);
+  }
+  static const char *const fork_own[] = {"journal", "from", "at", "set", "input", "overwrite"};
+  for (size_t i = 0; i < sizeof fork_own / sizeof *fork_own; i++) {
+    lua_pushnil(L);
+    lua_setfield(L, 4, fork_own[i]);
+  }
+  fo.sets = sets;
+  fo.inputs = inputs;
+  lua_settop(L, 4);
+  lua_replace(L, 3); /* the run's options, as engine:resume reads them */
+  run_options o;
+  int on_event, on_done;
+  read_run_options(L, 3, fn, &o, &on_event, &on_done, 1);
+  fo.fsync = o.fsync;
+  safe_point(L, eng);
+  if (!eng->e) {
+    ob_unref(sets);
+    ob_unref(inputs);
+    return luaL_error(L, "the engine is closed");
+  }
+  lua_run *r = new_run(L); /* from here on it holds every C resource (freed by __gc) */
+  int idx = lua_gettop(L);
+  hold_callbacks(L, idx, 1, on_event, on_done);
+  ob_buf why;
+  ob_buf_init(&why);
+  size_t changes;
+  ob_fork_result res;
+  r->d = ob_drun_prepare_fork(eng->e, &fo, o.name, o.plans_root, &why, &changes, &res, &err);
+  ob_unref(sets);
+  ob_unref(inputs);
+  if (!r->d) {
+    ob_buf_free(&why);
+    return luaL_error(L, "%s: %s", fn, err.msg);
+  }
+  if (changes)
+    ob_engine_note(eng->e, "changed", NULL, "%s", why.data);
+  ob_buf_free(&why);
+  raise_problems(L, ob_drun_plan(r->d), fn);
+  if (ob_drun_open_journal(r->d, NULL, 0, o.fsync, &err) != OB_OK)
+    return luaL_error(L, "%s: %s", fn, err.msg);
+  return begin_run(L, eng, r, idx, &o, fn);
+}
+
 /* --- runs ------------------------------------------------------------------------- */
 
 static lua_run *to_run(lua_State *L) { return luaL_checkudata(L, 1, RUN_MT); }
@@ -1301,7 +1420,8 @@ static int run_tostring(lua_State *L) {
 static const luaL_Reg engine_methods[] = {
     {"load_tools", engine_load_tools}, {"load_script", engine_load_script},
     {"check", engine_check},           {"run", engine_run},
-    {"resume", engine_resume},         {"close", engine_close},
+    {"resume", engine_resume},         {"fork", engine_fork},
+    {"close", engine_close},
     {NULL, NULL}};
 
 static const luaL_Reg run_methods[] = {

@@ -814,6 +814,73 @@ int obelus_resume(obelus_engine *E, obelus_run **out, const char *journal_path,
   return run_make(E, out, d, opt);
 }
 
+int obelus_fork(obelus_engine *E, obelus_run **out, const char *journal_path,
+                const obelus_fork_options *fork, const obelus_run_options *opt) {
+  static const obelus_run_options defaults = {0};
+  if (out)
+    *out = NULL;
+  clear_error(E);
+  if (!out || !journal_path || !fork || !fork->journal)
+    return set_error(E, OBELUS_EINVAL, "obelus_fork: needs a place for the run, a journal and "
+                                       "the fork's options with its own journal");
+  if (!opt)
+    opt = &defaults;
+  if (opt->journal || opt->input)
+    return set_error(E, OBELUS_EINVAL, "obelus_fork: journal and input of the run options are "
+                                       "the fork's (fork->journal, fork->inputs): leave them NULL");
+  ob_fsync mode = OB_FSYNC_BATCH;
+  if (opt->fsync && ob_fsync_parse(opt->fsync, &mode) != OB_OK)
+    return set_error(E, OBELUS_EINVAL, "obelus_fork: fsync is never, batch or always, not "
+                                       "\"%s\"", opt->fsync);
+  ob_error err;
+  ob_value *sets = ob_array(), *inputs = ob_array();
+  int rc = OBELUS_OK;
+  for (size_t i = 0; !rc && i < fork->nsets; i++) {
+    ob_value *pair = fork->sets && fork->sets[i] ? ob_fork_parse_set(fork->sets[i], &err) : NULL;
+    if (!pair)
+      rc = set_error(E, OBELUS_EINVAL, "obelus_fork: %s",
+                     fork->sets && fork->sets[i] ? err.msg : "a set is NULL");
+    else
+      sets = ob_array_push(sets, pair);
+  }
+  for (size_t i = 0; !rc && i < fork->ninputs; i++) {
+    ob_value *v = fork->inputs && fork->inputs[i]
+                      ? ob_json_parse(fork->inputs[i], strlen(fork->inputs[i]), &err) : NULL;
+    if (!v)
+      rc = set_error(E, OBELUS_EJSON, "obelus_fork: input %zu: %s", i + 1,
+                     fork->inputs && fork->inputs[i] ? err.msg : "NULL");
+    else
+      inputs = ob_array_push(inputs, v);
+  }
+  ob_drun *d = NULL;
+  if (!rc) {
+    ob_fork_options fo = {.source = journal_path, .at = fork->from ? -1 : fork->at,
+                          .from = fork->from, .sets = sets, .inputs = inputs,
+                          .journal = fork->journal, .overwrite = fork->overwrite, .fsync = mode};
+    ob_fork_result res;
+    ob_buf why;
+    ob_buf_init(&why);
+    size_t changes;
+    d = ob_drun_prepare_fork(E->e, &fo, opt->name, opt->plans_root, &why, &changes, &res, &err);
+    if (!d)
+      rc = set_error(E, err.code, "%s", err.msg);
+    else if (changes)
+      ob_engine_note(E->e, "changed", NULL, "%s", why.data);
+    ob_buf_free(&why);
+  }
+  ob_unref(sets);
+  ob_unref(inputs);
+  if (rc)
+    return rc;
+  if ((rc = refuse_problems(E, d)))
+    return rc;
+  if ((rc = ob_drun_open_journal(d, NULL, 0, mode, &err)) != OB_OK) {
+    ob_drun_free(d);
+    return set_error(E, rc, "%s", err.msg);
+  }
+  return run_make(E, out, d, opt);
+}
+
 int obelus_run_start(obelus_run *R) {
   obelus_engine *E = R->engine;
   clear_error(E);
