@@ -17,8 +17,9 @@
 #include "plan/ob_plan.h"
 
 static const char *const METHODS[] = {"set", "merge", "assign", "push", "concat"};
-static const char *const METAS[] = {"_tool", "_outputPath", "_outputMethod", "_instance", "_id",
-                                    "_timeout", "_retry", "_delegate", "_scopes"};
+static const char *const METAS[] = {"_tool",    "_outputPath", "_outputMethod",    "_instance",
+                                    "_id",      "_timeout",    "_retry",           "_each",
+                                    "_eachConcurrency",        "_delegate",        "_scopes"};
 #define NMETAS (sizeof METAS / sizeof *METAS)
 
 int ob_catalog_format_parse(const char *s, ob_catalog_format *out) {
@@ -191,6 +192,14 @@ static ob_value *meta_properties(void) {
                     ob_object_set(ob_object_set(ob_object(), "type", 4, ob_cstring("integer")),
                                   "minimum", 7, ob_int(1)));
   p = ob_object_set(p, "_retry", 6, ref_to("retry"));
+  p = ob_object_set(p, "_each", 5,
+                    ob_object_set(ref_to("reference"), "description", 11,
+                                  ob_cstring("a list read at run time: the call runs once per "
+                                             "element, â each.value (and paths below it) "
+                                             "and â each.index in its params")));
+  p = ob_object_set(p, "_eachConcurrency", 16,
+                    ob_object_set(ob_object_set(ob_object(), "type", 4, ob_cstring("integer")),
+                                  "minimum", 7, ob_int(1)));
   return p;
 }
 

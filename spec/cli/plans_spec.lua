@@ -239,7 +239,7 @@ describe("example plans", function()
   end)
 
   describe("fanout-summary", function()
-    it("pushes every summary, fans one out with &&, and joins them in completion order", function()
+    it("maps summarize over the fetched list (_each), in the list's order, and joins them", function()
       local ev = os.tmpname()
       local r = run("fanout-summary", "--input", '{"topic":"Harbour City"}', "--events", ev)
       assert.are.equal(0, r.code, r.err)
@@ -247,19 +247,20 @@ describe("example plans", function()
       local rail = "Harbour City: Rail strike ends -- Unions and the operator signed a deal overnight."
       local ports = "Harbour City: Ports reopen -- After the storm the harbour authority reopened all ports."
       assert.are.same({
-        digest = { count = 3, text = "1. " .. bridge .. "\n2. " .. rail .. "\n3. " .. ports },
-        summaries = { bridge, rail, ports },
-        featured = { rail },
+        digest = { count = 3, text = "1. " .. ports .. "\n2. " .. rail .. "\n3. " .. bridge },
+        summaries = { ports, rail, bridge },
       }, decode(r.out))
-      -- the three summaries run at once: all start before any ends; the join waits for all
+      -- the three copies run at once: all start before any ends; the join waits for all
       local events = lines(ev)
-      local first_done = math.min(position(events, "done", "sum0"), position(events, "done", "sum1"),
-                                  position(events, "done", "sum2"))
-      for _, id in ipairs { "sum0", "sum1", "sum2" } do
+      local first_done = math.min(position(events, "done", "sum[0]"), position(events, "done", "sum[1]"),
+                                  position(events, "done", "sum[2]"))
+      for _, id in ipairs { "sum[0]", "sum[1]", "sum[2]" } do
         assert.is_true(position(events, "started", id) < first_done)
         assert.is_true(position(events, "started", id) > position(events, "done", "fetch"))
         assert.is_true(position(events, "started", "digest") > position(events, "done", id))
       end
+      -- the copies finish shortest article first; their results keep the list's order
+      assert.is_true(position(events, "done", "sum[2]") < position(events, "done", "sum[0]"))
       os.remove(ev)
     end)
   end)

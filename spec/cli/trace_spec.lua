@@ -110,23 +110,25 @@ describe("log --format trace (Chrome Trace Event format)", function()
                            "--input", '{"topic":"Harbour City"}' }
     local doc = as("trace", j)
     local xs = events(doc, "X")
-    assert.are.equal(5, #xs)
+    assert.are.equal(6, #xs) -- fetch, sum (the _each call), its three copies, digest
     local by = {}
     for _, e in ipairs(xs) do by[e.args.call] = e end
     assert.are.equal("fetchArticles", by.fetch.args.tool)
     assert.are.equal("†input.topic", by.fetch.args.params.topic)
     assert.is_table(by.fetch.args.output.articles)
     assert.are.equal(3, by.digest.args.output.digest.count)
-    -- the summaries ran concurrently, after fetch, and digest after them all
-    for _, s in ipairs { "sum0", "sum1", "sum2" } do
+    -- the copies ran after fetch, within their _each call, and digest after them all
+    for _, s in ipairs { "sum[0]", "sum[1]", "sum[2]" } do
+      assert.is_table(by[s], s)
       assert.is_true(by[s].ts >= by.fetch.ts + by.fetch.dur - 1)
+      assert.is_true(by[s].ts >= by.sum.ts - 1)
       assert.is_true(by.digest.ts >= by[s].ts + by[s].dur - 1)
     end
-    -- an arrow from fetch to each summary, from each summary to digest: 6
+    -- an arrow from fetch to sum, from sum to digest: 2
     local s, f = events(doc, "s"), events(doc, "f")
-    assert.are.equal(6, #s)
-    assert.are.equal(6, #f)
-    for k = 1, 6 do
+    assert.are.equal(2, #s)
+    assert.are.equal(2, #f)
+    for k = 1, 2 do
       assert.are.equal(s[k].id, f[k].id)
       assert.are.equal("e", f[k].bp)
     end

@@ -1,6 +1,6 @@
 -- fetchArticles.lua -- the source of the fan-out: a fixed list of three articles on
--- a topic (no network). The plan's summarize calls each read one item of the list
--- (†state.articles.0, .1, .2).
+-- a topic (no network). The plan's summarize call runs once per item of the list
+-- ("_each": "†state.articles"), each copy reading its item as †each.value.
 local obelus = require "obelus"
 
 local ARTICLES = {

@@ -1,7 +1,7 @@
 -- summarize.lua -- "summarises" one article as its title and first sentence. The
--- three calls run concurrently; each pretends to need time in proportion to the
--- article's length (words / 10 ms), so they finish shortest first, and that is the
--- order in which their pushes land in †state.summaries.
+-- plan's three copies (one per article, _each) run concurrently; each pretends to need
+-- time in proportion to the article's length (words / 10 ms), so they finish shortest
+-- first, while their results are gathered in the list's order at †state.summaries.
 local obelus = require "obelus"
 
 return {
