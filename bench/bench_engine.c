@@ -2,6 +2,8 @@
  * floor they are compared against, one JSON line each.
  *   obelus-bench chain N       N calls, call i reads †state.c<i-1>, writes †state.c<i>
  *   obelus-bench fanout N      one source, N readers of it writing †state.out.w<i>, a join
+ *   obelus-bench each N        one call mapped over an input list of N numbers (_each): N
+ *                              copies of inc made at run time, gathered at †state.out, a join
  *   obelus-bench sleep N MS    N calls that obelus.sleep(MS), then a join of their outputs
  *   obelus-bench instances N K a plan of a K-call chain run for N instances ("instances")
  *   obelus-bench chains N K    the same N*K calls without instances: N chains of K calls
@@ -25,6 +27,8 @@
  *   OBELUS_BENCH_ALLOCS=1      the Lua blocks made while the run starts (ob_run_start) and
  *                              still live after it, by kind and size, per call, and the
  *                              blocks of one call in order; the C heap's growth per call
+ *   OBELUS_BENCH_WHOLE=1       the plan's reading and check are timed too (each reads its
+ *                              copies as a plan while it runs: compared with fanout so)
  *   OBELUS_BENCH_JOURNAL=MODE  chain, fanout: the run writes a journal (never, batch or
  *                              always, as --fsync) to obelus-bench-<pid>.jsonl in the current
  *                              folder (a real disk, not a tmpfs), removed after; the timed
@@ -219,6 +223,16 @@ static ob_value *fanout_plan(size_t n) {
     snprintf(out, sizeof out, "out.w%zu", i);
     plan = ob_array_push(plan, call("inc", key_x, ref("state.src"), out));
   }
+  return ob_array_push(plan, call("join", key_all, ref("state.out"), "result"));
+}
+
+/* One call mapped over the input's list of n numbers (_each), then the join: the same
+ * n calls of inc as fanout's, made at run time from a list. */
+static ob_value *each_plan(void) {
+  ob_value *plan = ob_array();
+  ob_value *c = call("inc", key_x, ob_cstring("\xE2\x80\xA0" "each.value"), "out");
+  c = ob_object_set(c, "_each", 5, ref("input.list"));
+  plan = ob_array_push(plan, c);
   return ob_array_push(plan, call("join", key_all, ref("state.out"), "result"));
 }
 
@@ -553,6 +567,7 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
                  : !strcmp(mode, "fanout")    ? fanout_plan(n)
                  : !strcmp(mode, "instances") ? instances_plan(n, ms)
                  : !strcmp(mode, "chains")    ? chains_plan(n, ms)
+                 : !strcmp(mode, "each")      ? each_plan()
                                               : sleep_plan(n, ms);
   int verbose = getenv("OBELUS_BENCH_VERBOSE") != NULL;
   if (verbose)
@@ -561,6 +576,10 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
   ob_engine *e = engine_with_tools();
   if (!e)
     return 2;
+  /* OBELUS_BENCH_WHOLE: the plan's reading and check are timed too (what a run from a
+   * plan costs: each's copies are read as a plan while it runs) */
+  int whole = getenv("OBELUS_BENCH_WHOLE") != NULL;
+  double t_read = now_ms();
   ob_plan *p = ob_plan_from_value(pv, mode);
   if (verbose)
     mem_note(mode, "the plan read", e);
@@ -570,7 +589,14 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
       fprintf(stderr, "%s\n", p->errors[i]);
     return 2;
   }
-  ob_value *inputs = ob_array_push(ob_array(), ob_object_set(ob_object(), "x", 1, ob_int(0)));
+  ob_value *in = ob_object_set(ob_object(), "x", 1, ob_int(0));
+  if (!strcmp(mode, "each")) { /* its list */
+    ob_value *list = ob_array();
+    for (size_t i = 0; i < n; i++)
+      list = ob_array_push(list, ob_int((int64_t)i));
+    in = ob_object_set(in, "list", 4, list);
+  }
+  ob_value *inputs = ob_array_push(ob_array(), in);
   timing t = {.e = e, .last = p->ncalls - 1};
   /* events (a clock read each) only when asked for: a host without a listener pays none;
    * the join is the last awaited call, so on_done marks its completion too */
@@ -622,7 +648,7 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
     unlink(jpath);
     t.t_done = now_ms();
   }
-  double total_ms = (t.t_done ? t.t_done : now_ms()) - t.t0;
+  double total_ms = (t.t_done ? t.t_done : now_ms()) - (whole ? t_read : t.t0);
   double loop_ms = (t.t_last ? t.t_last : t.t_done ? t.t_done : now_ms()) - t.t0;
   perf_control("disable");
   if (verbose)
@@ -651,7 +677,8 @@ int ob_bench_engine(const char *mode, size_t n, size_t ms) {
                                                      (int64_t)n);
   if (!ok)
     return 1;
-  double per_s = (double)p->ncalls / (total_ms / 1e3);
+  /* each: its copies are calls too (the _each call, n copies, the join) */
+  double per_s = (double)(!strcmp(mode, "each") ? n + 2 : p->ncalls) / (total_ms / 1e3);
   if (many)
     printf("{\"bench\":\"%s\",\"n\":%zu,\"k\":%zu,\"calls\":%zu,\"calls_per_s\":%.0f,"
            "\"peak_rss_kb\":%ld}\n",

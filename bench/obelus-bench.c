@@ -3,7 +3,8 @@
  *                            then read depth-4 paths: ns per read, ns per append
  *   obelus-bench history N   the same log, read as of random earlier positions
  *   obelus-bench chain|fanout|floor|compute|onekey N, sleep N MS   whole runs: see bench_engine.c
- *   obelus-bench cutoff      a table against a view, by size: see bench_view.c */
+ *   obelus-bench cutoff      a table against a view, by size: see bench_view.c
+ *   obelus-bench fork N      a chain of N calls forked from its middle: see bench_fork.c */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,21 +107,25 @@ int ob_bench_floor(size_t n);
 int ob_bench_compute(size_t n);
 int ob_bench_onekey(size_t n);
 int ob_bench_cutoff(void);
+int ob_bench_fork(size_t n); /* bench_fork.c */
 
 int main(int argc, char **argv) {
   size_t n = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 0;
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "cutoff") && argc == 2)
     return ob_bench_cutoff();
+  if (!strcmp(mode, "fork") && argc == 3 && n >= 2)
+    return ob_bench_fork(n);
   if ((!strcmp(mode, "sleep") || !strcmp(mode, "instances") || !strcmp(mode, "chains")) &&
       argc == 4 && n)
     return ob_bench_engine(mode, n, (size_t)strtoull(argv[3], NULL, 10));
   if (argc != 3 || !n ||
       (strcmp(mode, "resolve") && strcmp(mode, "history") && strcmp(mode, "chain") &&
        strcmp(mode, "fanout") && strcmp(mode, "floor") && strcmp(mode, "compute") &&
-       strcmp(mode, "onekey"))) {
-    fprintf(stderr, "usage: obelus-bench resolve|history|chain|fanout|floor|compute|onekey N\n"
+       strcmp(mode, "onekey") && strcmp(mode, "each"))) {
+    fprintf(stderr, "usage: obelus-bench resolve|history|chain|fanout|each|floor|compute|onekey N\n"
                     "       obelus-bench cutoff\n"
+                    "       obelus-bench fork N\n"
                     "       obelus-bench sleep N MS\n"
                     "       obelus-bench instances|chains N K\n");
     return 2;
@@ -131,7 +136,7 @@ int main(int argc, char **argv) {
     return ob_bench_compute(n);
   if (!strcmp(mode, "onekey"))
     return ob_bench_onekey(n);
-  if (!strcmp(mode, "chain") || !strcmp(mode, "fanout"))
+  if (!strcmp(mode, "chain") || !strcmp(mode, "fanout") || !strcmp(mode, "each"))
     return ob_bench_engine(mode, n, 0);
   return bench(mode, n);
 }

@@ -1,7 +1,8 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
 -- `lua5.4 run.lua journal` runs the journal section alone; `lua5.4 run.lua http` the
 -- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua);
--- `lua5.4 run.lua threads` run --threads's (bench/threads.lua); `lua5.4 run.lua waiting`
+-- `lua5.4 run.lua threads` run --threads's (bench/threads.lua); `lua5.4 run.lua unfold`
+-- _each's and fork's (issue 28); `lua5.4 run.lua waiting`
 -- the waiting calls' (sleep 10000 and 100000, next to floor and chain); `lua5.4 run.lua
 -- views` the views' (onekey and the cut-off).
 local cjson = require "cjson"
@@ -183,6 +184,42 @@ local function engine_section()
   end
 end
 
+-- Plans that unfold (issue 28): one call mapped over a list of 100,000 made at run time
+-- (_each) against the same 100,000 calls written out (fanout: one source, 100,000 readers
+-- of it, a join) and a one-call plan run for 100,000 instances, interleaved for 5 rounds,
+-- the plan's reading timed too (OBELUS_BENCH_WHOLE: each reads its copies as a plan while
+-- it runs). Then a fork of a 100,000-call chain's journal from its middle call.
+local function unfold_section()
+  local n, rounds = 100000, 5
+  local each, fan, inst, r_fan, r_inst = {}, {}, {}, {}, {}
+  print("")
+  for _ = 1, rounds do
+    local e = run("each " .. n, "OBELUS_BENCH_WHOLE=1 ").calls_per_s
+    local f = run("fanout " .. n, "OBELUS_BENCH_WHOLE=1 ").calls_per_s
+    local i = run("instances " .. n .. " 1", "OBELUS_BENCH_WHOLE=1 ").calls_per_s
+    each[#each + 1], fan[#fan + 1], inst[#inst + 1] = e, f, i
+    r_fan[#r_fan + 1], r_inst[#r_inst + 1] = f / e, i / e
+  end
+  print(string.format("_each over %d: %.0f calls/s; fanout %.0f; instances %.0f (medians)", n,
+    median(each), median(fan), median(inst)))
+  print(string.format("per-copy cost, _each / a fan-out call (paired): %.2fx (goal <= 1.5x); each round: %s",
+    median(r_fan), listed(r_fan, "%.2f")))
+  print(string.format("per-copy cost, _each / an instance's call (paired): %.2fx; each round: %s",
+    median(r_inst), listed(r_inst, "%.2f")))
+  local made, first, chain = {}, {}, {}
+  for _ = 1, 3 do
+    local r = run("fork " .. n)
+    made[#made + 1], first[#first + 1], chain[#chain + 1] = r.fork_made_ms, r.first_call_ms, r.chain_ms
+  end
+  print(string.format("fork of a %d-call chain's journal from its middle: first re-run call after " ..
+    "%.0f ms (the fork made in %.0f ms; the chain's own run %.0f ms) (medians)", n, median(first),
+    median(made), median(chain)))
+end
+
+if arg[1] == "unfold" then
+  unfold_section()
+  return
+end
 if arg[1] == "engine" then
   engine_section()
   return
@@ -288,6 +325,8 @@ do
 end
 
 views_section()
+
+unfold_section()
 
 journal_section()
 

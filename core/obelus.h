@@ -457,6 +457,8 @@ typedef struct obelus_event {
                            when too large to carry); 0 when the call wrote no value */
   int handled;          /* OBELUS_EVENT_DONE: the value is an error a || alternative
                            received (the call raised), not a result */
+  const char *each_id;  /* a copy's event (call_id "ID[i]", call_index its _each call's):
+                           the id of the _each call it is a copy of; else NULL */
 } obelus_event;
 
 /* Called for each event, from the loop, shortly after the event (in the same

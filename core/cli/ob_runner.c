@@ -415,6 +415,8 @@ static void on_event(void *ud, const ob_event *ev) {
       o = ob_object_set(o, "call", 4, ob_cstring(ev->call->id));
       o = ob_object_set(o, "tool", 4, ob_cstring(ev->call->tool_name));
     }
+    if (ev->each)
+      o = ob_object_set(o, "each", 4, ob_cstring(ev->each->id));
     if (ev->attempt)
       o = ob_object_set(o, "attempt", 7, ob_int(ev->attempt));
     if (ev->reason)

@@ -43,10 +43,12 @@ static void deliver(ob_crun *c, ob_run *sub);
  * a limit of the whole run (--max-depth, --max-calls), here or deeper, is not
  * tried again: another attempt would meet it too. */
 static void delegate_done(ob_crun *c, ob_run *sub) {
-  ob_value *sublog = ob_array();
-  for (size_t i = 0; i < ob_log_len(sub->log); i++)
-    sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
-  c->del->log = sublog;
+  if (!c->del->link_only) {
+    ob_value *sublog = ob_array();
+    for (size_t i = 0; i < ob_log_len(sub->log); i++)
+      sublog = ob_array_push(sublog, ob_log_message(sub->log, i));
+    c->del->log = sublog;
+  }
   ob_run_cancel(sub); /* its fire-and-forget calls end with it */
   c->run->journal_sub = c->del; /* its messages are in the journal already */
   if (c->del->done)

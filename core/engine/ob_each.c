@@ -269,6 +269,7 @@ void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list) {
   }
   ob_cdel *d = c->del;
   d->done = each_done;
+  d->link_only = 1;
   if (ob_typeof(list) != OB_ARRAY) {
     ob_value *text = ob_object_get(call->raw, "_each", 5);
     char why[512];

@@ -38,8 +38,11 @@
  * `obelus loop` is refused. A fork of a fork is a fork like any: its source's
  * inherited lines and changes are that journal's lines.
  *
- * Costs: the source read whole, each line parsed once and kept until written;
- * the plan read once (its graph); one pass to write. */
+ * Costs: the source read whole and its lines copied as they are: only the plan
+ * message and the records are parsed (messages, the bulk, are known by their first
+ * bytes, as every writer writes them: {"type": and {"journal":"msg","scope":N,);
+ * the plan read once (its graph); one pass to write. The fork then costs what a
+ * resume of its journal costs (ob_resume.c parses every line). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,14 +59,17 @@
 #define NONE ((size_t)-1)
 
 typedef struct fline {
-  ob_value *v;
+  const char *text; /* the line as the source has it (in the reader's copy of the file) */
+  size_t len;
+  ob_value *v;      /* parsed: the plan message and records; NULL for the other lines */
   size_t msg;       /* a top-level message's index, else NONE */
   const char *owner; /* the top-level call whose line it is (borrowed), or NULL */
-  int drop;         /* never written (an old "end", "resume" or "fork" record) */
+  int drop;         /* never written (an old "end", "resume" or first "fork" record) */
 } fline;
 
 typedef struct reader {
   const char *path;
+  ob_buf file;      /* the source, whole */
   fline *l;
   size_t n, cap;
   size_t nmsg;      /* top-level messages */
@@ -85,16 +91,57 @@ static int loop_refused(const reader *rd, size_t line, ob_error *err) {
                       "run's journal (`obelus run --journal`)", rd->path, line);
 }
 
-static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
-  reader *rd = ud;
+static int has_prefix(const char *s, size_t len, const char *prefix) {
+  size_t n = strlen(prefix);
+  return len >= n && !memcmp(s, prefix, n);
+}
+
+/* A scoped "msg" line's scope number, read from its text (every writer puts "journal",
+ * then "scope", first: ob_journal.h), or 0 when the line is not one in that form. Such
+ * lines hold a delegated run's messages, the bulk of a journal: they are not parsed. */
+static uint64_t msg_scope(const char *s, size_t len) {
+  static const char head[] = "{\"journal\":\"msg\",\"scope\":";
+  if (!has_prefix(s, len, head))
+    return 0;
+  uint64_t n = 0;
+  size_t i = sizeof head - 1;
+  for (; i < len && s[i] >= '0' && s[i] <= '9' && n < ((uint64_t)1 << 60); i++)
+    n = n * 10 + (uint64_t)(s[i] - '0');
+  return i < len && s[i] == ',' ? n : 0;
+}
+
+/* One line of the source (its number, for messages). Messages other than the plan
+ * message are not parsed: a line beginning {"type": is one, as every writer makes it. */
+static int take_line(reader *rd, const char *text, size_t len, size_t lineno, ob_error *err) {
   if (rd->n == rd->cap) {
     rd->cap = rd->cap ? 2 * rd->cap : 256;
     rd->l = ob_xrealloc(rd->l, rd->cap * sizeof *rd->l);
   }
   size_t at = rd->n++;
   fline *f = &rd->l[at];
-  *f = (fline){ob_ref(jl->value), NONE, NULL, 0};
-  if (!jl->is_record) {
+  *f = (fline){text, len, NULL, NONE, NULL, 0};
+  char key[24];
+  uint64_t scope = msg_scope(text, len);
+  if (scope) { /* a delegated run's message: its top-level call's */
+    snprintf(key, sizeof key, "%llu", (unsigned long long)scope);
+    f->owner = ob_map_get(&rd->owners, key, strlen(key));
+    return OB_OK;
+  }
+  int record = 0;
+  ob_jrec rec;
+  if (at > 0 && has_prefix(text, len, "{\"type\":")) {
+    record = 0;
+  } else {
+    ob_error e2;
+    if (!(f->v = ob_json_parse(text, len, &e2)))
+      return ob_error_set(err, OB_EINVAL, lineno, "%s:%zu: not JSON: %s", rd->path, lineno,
+                          e2.msg);
+    int k = ob_jrec_parse(f->v, &rec, &e2);
+    if (k < 0)
+      return ob_error_set(err, OB_EINVAL, lineno, "%s:%zu: %s", rd->path, lineno, e2.msg);
+    record = k == 1;
+  }
+  if (!record) {
     f->msg = rd->nmsg++;
     if (rd->npending == rd->cappending) {
       rd->cappending = rd->cappending ? 2 * rd->cappending : 64;
@@ -103,12 +150,8 @@ static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
     rd->pending[rd->npending++] = at;
     return OB_OK;
   }
-  ob_jrec rec;
-  if (ob_jrec_parse(jl->value, &rec, err) < 0)
-    return ob_error_set(err, OB_EINVAL, jl->line, "%s:%zu: %s", rd->path, jl->line, err->msg);
   if (rec.step)
-    return loop_refused(rd, jl->line, err);
-  char key[24];
+    return loop_refused(rd, lineno, err);
   if (rec.kind == OB_JREC_SCOPE) {
     const char *owner = NULL;
     if (rec.in) {
@@ -116,7 +159,7 @@ static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
       owner = ob_map_get(&rd->owners, key, strlen(key));
     } else if (rec.path) {
       if (!strncmp(rec.path, "step ", 5))
-        return loop_refused(rd, jl->line, err);
+        return loop_refused(rd, lineno, err);
       owner = rec.path; /* a top-level call's run: its path is the call's id */
     }
     snprintf(key, sizeof key, "%llu", (unsigned long long)rec.n);
@@ -130,7 +173,7 @@ static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
       f->owner = ob_map_get(&rd->owners, key, strlen(key));
     } else { /* a journal that named paths on its lines: the head is the owner (owner_call) */
       if (!strncmp(rec.scope_path, "step ", 5))
-        return loop_refused(rd, jl->line, err);
+        return loop_refused(rd, lineno, err);
       f->owner = rec.scope_path;
     }
     return OB_OK;
@@ -149,8 +192,8 @@ static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
     break;
   case OB_JREC_SETTLED:
     if (!rec.id)
-      return ob_error_set(err, OB_EINVAL, jl->line, "%s:%zu: a settled record without an id",
-                          rd->path, jl->line);
+      return ob_error_set(err, OB_EINVAL, lineno, "%s:%zu: a settled record without an id",
+                          rd->path, lineno);
     f->owner = rec.id;
     pending_to(rd, rec.id);
     ob_map_put(&rd->state, rec.id, strlen(rec.id), (void *)(uintptr_t)(at + 1));
@@ -172,10 +215,39 @@ static int take_line(void *ud, const ob_journal_line *jl, ob_error *err) {
   return OB_OK;
 }
 
+/* Reads the source: its complete lines (a torn last one and a tail of zeros are not
+ * lines, as for every reader of journals), each taken in order. */
+static int read_source(reader *rd, ob_error *err) {
+  ob_buf_init(&rd->file);
+  if (ob_read_regular_file(rd->path, &rd->file, err) != OB_OK)
+    return err->code ? err->code : OB_EIO;
+  const char *p = rd->file.data ? rd->file.data : "";
+  const char *end = p + ob_journal_len(p, rd->file.len);
+  size_t lineno = 0;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl)
+      break; /* torn: the process died while writing it */
+    lineno++;
+    size_t len = (size_t)(nl - p);
+    const char *q = p;
+    while (q < nl && (*q == ' ' || *q == '\t' || *q == '\r'))
+      q++;
+    if (q < nl) {
+      int rc = take_line(rd, p, len, lineno, err);
+      if (rc != OB_OK)
+        return rc;
+    }
+    p = nl + 1;
+  }
+  return OB_OK;
+}
+
 static void reader_free(reader *rd) {
   for (size_t i = 0; i < rd->n; i++)
     ob_unref(rd->l[i].v);
   free(rd->l);
+  ob_buf_free(&rd->file);
   free(rd->pending);
   ob_map_free(&rd->owners);
   ob_map_free(&rd->state);
@@ -261,10 +333,7 @@ static ob_value *set_message(const ob_reference *x, const ob_value *value) {
   return ob_object_set(m, "_call", 5, fork_call());
 }
 
-static int write_line(ob_wal *w, const ob_value *v) {
-  ob_wal_add_value(w, v);
-  return OB_OK;
-}
+static void write_line(ob_wal *w, const ob_value *v) { ob_wal_add_value(w, v); }
 
 static void write_rec(ob_wal *w, const ob_jrec *r) {
   ob_jrec_write(ob_wal_line(w), r);
@@ -283,7 +352,7 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
   unsigned char *again = NULL;
   size_t *queue = NULL;
   ob_wal *w = NULL;
-  int rc = ob_journal_read(o->source, take_line, &rd, NULL, err);
+  int rc = read_source(&rd, err);
   if (rc != OB_OK)
     goto done;
   const ob_value *pm = rd.n ? rd.l[0].v : NULL;
@@ -379,7 +448,7 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
     rc = err->code ? err->code : OB_EIO;
     goto done;
   }
-  write_line(w, rd.l[0].v);
+  ob_wal_add(w, rd.l[0].text, rd.l[0].len);
   ob_jrec head = {.kind = OB_JREC_FORK, .source = o->source};
   if (o->at >= 0) {
     head.has_at = 1;
@@ -397,7 +466,7 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
       if (c && again[c - p->calls])
         continue;
     }
-    write_line(w, f->v);
+    ob_wal_add(w, f->text, f->len); /* as the source has it */
     if (f->msg != NONE)
       res->inherited++;
   }

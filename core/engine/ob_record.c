@@ -79,12 +79,14 @@ static void record_end(ob_run *r, ob_buf *b, const ob_jrec *rec) {
 
 /* Message i of the run's log as JSON. A delegating call's output or error
  * carries its run's messages (_log), which that run's "msg" lines hold
- * already: it names their scope instead, {"scope":S}. */
+ * already: it names their scope instead, {"scope":S}; so does an _each call's,
+ * which holds none in memory (ob_cdel.link_only). */
 static void message_write(ob_run *r, size_t i, ob_buf *b) {
   const ob_msg *m = ob_log_at(r->log, i);
   const ob_cdel *d = r->journal_sub;
-  if (!d || !d->log || !d->scope ||
-      (m->sublog != d->log && !(m->raw && ob_object_get(m->raw, "_log", 4) == d->log))) {
+  if (!d || !d->scope ||
+      (!d->link_only && (!d->log || (m->sublog != d->log &&
+                                     !(m->raw && ob_object_get(m->raw, "_log", 4) == d->log))))) {
     ob_log_message_write(r->log, i, b);
     return;
   }
@@ -101,7 +103,8 @@ void ob_record_message(ob_run *r, size_t i) {
   ob_buf *b;
   ob_jrec rec;
   const ob_cdel *d = r->journal_sub; /* its scope named below: defined first */
-  if (d && d->log && d->scope && d->run && d->run->scope && !scope_define(d->run))
+  if (d && (d->log || d->link_only) && d->scope && d->run && d->run->scope &&
+      !scope_define(d->run))
     return;
   if (r->scope) {
     if (!(b = record_begin(r, &rec, OB_JREC_MSG)))

@@ -64,6 +64,10 @@ typedef struct ob_cdel {
   size_t charged;      /* the run's and plan's structs (ob_crun_delegate) */
   void (*done)(struct ob_crun *c, ob_run *run); /* what its run's end does, when not the
                                                   delegation's (an _each call's: ob_each.c) */
+  uint8_t link_only; /* an _each call's: its output or error carries no _log in memory
+                        (its copies' messages would be built as JSON, one each: 100,000
+                        copies took a fifth of the run); in the journal it names their
+                        scope all the same (ob_record.c), so readers of it see them */
   uint8_t to_start;  /* its run waits for the loop to start it (ob_run_kick) */
   uint8_t to_finish; /* its run finished: the loop hands its outcome to the call */
 } ob_cdel;

@@ -506,6 +506,10 @@ static int deliver_protected(lua_State *L) {
       lua_pushboolean(L, 1);
       lua_setfield(L, -2, "handled");
     }
+    if (ev->each) {
+      lua_pushstring(L, ev->each->id);
+      lua_setfield(L, -2, "each");
+    }
   }
   lua_call(L, 1, 0);
   return 0;

@@ -249,9 +249,10 @@ static void on_done(ob_run *r, void *ud) {
 static void on_event(void *ud, const ob_event *ev) {
   req *q = ud;
   ob_event_to_note(q->m->e, ev); /* a note, a failure: said as the engine's (the note hook) */
-  int emitted = ev->type == OB_EV_PROGRESS;
-  if (!emitted && ev->type != OB_EV_DONE && ev->type != OB_EV_FAILED &&
-      ev->type != OB_EV_SKIPPED)
+  int settles = ev->type == OB_EV_DONE || ev->type == OB_EV_FAILED || ev->type == OB_EV_SKIPPED;
+  /* a copy of an _each call settling is a part of that call's step, as an emit is */
+  int emitted = ev->type == OB_EV_PROGRESS || (settles && ev->each);
+  if (!emitted && !settles)
     return;
   if (emitted) {
     q->emits++;
@@ -271,7 +272,7 @@ static void on_event(void *ud, const ob_event *ev) {
   ob_buf msg;
   ob_buf_init(&msg);
   ob_buf_addf(&msg, "%s %s", ev->call ? ev->call->id : "?", ob_event_name(ev->type));
-  if (emitted) { /* the value, as JSON text (cut like every message) */
+  if (ev->type == OB_EV_PROGRESS) { /* the value, as JSON text (cut like every message) */
     ob_buf_addc(&msg, ' ');
     ob_json_write(&msg, ev->data, OB_JSON_COMPACT);
   }

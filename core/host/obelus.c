@@ -296,7 +296,8 @@ static void on_run_event(void *ud, const ob_event *ev) {
   d->ev.type = (obelus_event_type)ev->type;
   d->ev.call_id = ev->call ? ev->call->id : NULL; /* the plan lives as long as the run */
   d->ev.tool = ev->call ? ev->call->tool_name : NULL;
-  d->ev.call_index = ev->call ? ev->call->index : (size_t)-1;
+  d->ev.call_index = ev->each ? ev->each->index : ev->call ? ev->call->index : (size_t)-1;
+  d->ev.each_id = ev->each ? ev->each->id : NULL; /* the copies' plan lives as long too */
   d->ev.reason = NULL;
   if (rlen) {
     memcpy(d + 1, ev->reason, rlen);

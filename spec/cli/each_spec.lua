@@ -109,7 +109,9 @@ describe("_each", function()
     assert.are.equal(0, r.code, r.err)
     local seen = {}
     for _, e in ipairs(lines_of(ev)) do
+      if e.call and e.call:match("^up%[") then assert.are.equal("up", e.each) end
       if e.call and e.call:match("^up%[") and e.event == "done" then seen[e.call] = e.value end
+      if e.call == "up" then assert.is_nil(e.each) end
     end
     assert.are.same({ ["up[0]"] = "a", ["up[1]"] = "b" }, seen)
     os.remove(ev)
