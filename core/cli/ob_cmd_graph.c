@@ -19,7 +19,9 @@
  * writer never feeds another instance.
  *
  * With --journal, each node is filled by the call's outcome in that run
- * (outcome_from_journal below says how a message is matched to its call).
+ * (outcome_from_journal below says how a message is matched to its call), and an
+ * _each call's copies (its message's _log: their run's messages) are drawn in a
+ * cluster with it.
  *
  * Costs: the nodes' labels in memory; edges are made and printed one at a time (a
  * plan of n writers and m readers that all link has n*m of them: never held). A plan
@@ -60,7 +62,9 @@ static const char graph_help[] =
     "                        dependencies did not as never ran; a fire-and-forget\n"
     "                        call that did not fail is left white (it writes\n"
     "                        nothing to tell). The outcome is also the node's last\n"
-    "                        label line.\n"
+    "                        label line. An _each call's copies are drawn in a box\n"
+    "                        with it, each by its outcome (24 at most, the rest\n"
+    "                        counted).\n"
     "  --plans-root DIR      with --tools, where delegated plans must lie (as for\n"
     "                        run; default: PLAN's folder)\n"
     "  --max-edges N         refuse (exit 2, nothing drawn) a plan with more than N\n"
@@ -90,7 +94,14 @@ typedef struct gnode {
   char *label;      /* lines joined by '\n', not escaped */
   node_shape shape;
   const char *fill; /* a colour such as "#d4f4d4", or NULL for the default */
+  /* an _each call's copies as a journal tells them (--journal): drawn in a cluster with
+   * the call, the first GRAPH_MAX_COPIES of them, and one node for the rest */
+  size_t ncopies, nmore;
+  char **copy_label;
+  const char **copy_fill;
 } gnode;
+
+#define GRAPH_MAX_COPIES 24
 
 /* Edges are not kept: each is made and printed in turn (each_edge), so a plan whose
  * calls read many writers costs its drawing's text, not that text in memory too. */
@@ -163,6 +174,9 @@ static void build_graph(graph *g, const ob_plan *p) {
     ob_buf_addf(&b, "%s\n%s", c->id, c->tool_name);
     if (c->instance)
       ob_buf_addf(&b, "\ninstance %s", c->instance);
+    const ob_value *each = c->each ? ob_object_get(c->raw, "_each", 5) : NULL;
+    if (each && ob_typeof(each) == OB_STRING) /* a map: once per element of that list */
+      ob_buf_addf(&b, "\neach %s", ob_string_ptr(each));
     g->nodes[i].label = b.data;
     /* SPEC 5: fire-and-forget needs a run function; without --tools we cannot
      * tell, and a latent "thought" is the rarer case */
@@ -217,8 +231,13 @@ static size_t count_links(const ob_plan *p) {
 }
 
 static void free_graph(graph *g) {
-  for (size_t i = 0; i < g->nnodes; i++)
+  for (size_t i = 0; i < g->nnodes; i++) {
     free(g->nodes[i].label);
+    for (size_t k = 0; k < g->nodes[i].ncopies + (g->nodes[i].nmore ? 1 : 0); k++)
+      free(g->nodes[i].copy_label[k]);
+    free(g->nodes[i].copy_label);
+    free(g->nodes[i].copy_fill);
+  }
   free(g->nodes);
 }
 
@@ -266,11 +285,87 @@ static const ob_call *call_named(const ob_plan *p, const char *id, const ob_valu
   return NULL;
 }
 
+static const char *outcome_fill(int outcome) {
+  return outcome == OUTCOME_DONE     ? FILL_DONE
+         : outcome == OUTCOME_FAILED ? FILL_FAILED
+                                     : NULL;
+}
+
+/* An _each call's copies from its message's _log (the copies' run's messages: their
+ * plan first, then each copy's output or error): a label and a fill each, in the
+ * list's order; a copy with neither never ran (its run was cut short). */
+static void copies_from(gnode *n, const ob_value *sublog) {
+  const ob_value *pm = ob_array_len(sublog) ? ob_array_get(sublog, 0) : NULL;
+  const ob_value *pv = pm && ob_typeof(pm) == OB_OBJECT ? ob_object_get(pm, "plan", 4) : NULL;
+  const ob_value *calls = pv && ob_typeof(pv) == OB_OBJECT ? ob_object_get(pv, "plan", 4) : NULL;
+  if (!calls || ob_typeof(calls) != OB_ARRAY || !ob_object_get(pv, "each", 4))
+    return;
+  for (size_t k = 0; k < n->ncopies; k++)
+    free(n->copy_label[k]);
+  free(n->copy_label);
+  free(n->copy_fill);
+  size_t total = ob_array_len(calls), shown = total < GRAPH_MAX_COPIES ? total : GRAPH_MAX_COPIES;
+  int *out = ob_xcalloc(total ? total : 1, sizeof *out);
+  ob_map at; /* copy id -> its position + 1 */
+  ob_map_init(&at);
+  for (size_t k = 0; k < total; k++) {
+    const ob_value *id = ob_object_get(ob_array_get(calls, k), "_id", 3);
+    if (id && ob_typeof(id) == OB_STRING)
+      ob_map_put(&at, ob_string_ptr(id), ob_string_len(id), (void *)(uintptr_t)(k + 1));
+  }
+  for (size_t i = 1; i < ob_array_len(sublog); i++) {
+    const ob_value *m = ob_array_get(sublog, i), *call, *data, *id = NULL;
+    int outcome = OUTCOME_DONE;
+    if ((call = ob_object_get(m, "_call", 5)) && ob_typeof(call) == OB_OBJECT) {
+      id = ob_object_get(call, "_id", 3);
+    } else if ((data = ob_object_get(m, "data", 4)) && ob_typeof(data) == OB_OBJECT &&
+               ob_object_get(data, "error", 5)) {
+      id = ob_object_get(data, "id", 2);
+      outcome = OUTCOME_FAILED;
+    }
+    uintptr_t k = id && ob_typeof(id) == OB_STRING
+                      ? (uintptr_t)ob_map_get(&at, ob_string_ptr(id), ob_string_len(id))
+                      : 0;
+    if (k && outcome > out[k - 1])
+      out[k - 1] = outcome;
+  }
+  n->ncopies = shown;
+  n->copy_label = ob_xcalloc(shown ? shown : 1, sizeof *n->copy_label);
+  n->copy_fill = ob_xcalloc(shown ? shown : 1, sizeof *n->copy_fill);
+  for (size_t k = 0; k < shown; k++) {
+    const ob_value *c = ob_array_get(calls, k), *id = ob_object_get(c, "_id", 3);
+    const ob_value *tool = ob_object_get(c, "_tool", 5);
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "%s\n%s\n%s", id && ob_typeof(id) == OB_STRING ? ob_string_ptr(id) : "?",
+                tool && ob_typeof(tool) == OB_STRING ? ob_string_ptr(tool) : "delegate",
+                out[k] == OUTCOME_DONE ? "done" : out[k] == OUTCOME_FAILED ? "failed" : "never ran");
+    n->copy_label[k] = b.data;
+    n->copy_fill[k] = outcome_fill(out[k]);
+  }
+  n->nmore = total - shown;
+  if (n->nmore) /* the rest, counted: a drawing of 100,000 copies is not readable */
+    n->copy_label = ob_xrealloc(n->copy_label, (shown + 1) * sizeof *n->copy_label);
+  if (n->nmore) {
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "... %zu more copies", n->nmore);
+    size_t f = 0;
+    for (size_t k = shown; k < total; k++)
+      f += out[k] == OUTCOME_FAILED;
+    if (f)
+      ob_buf_addf(&b, "\n%zu failed", f);
+    n->copy_label[shown] = b.data;
+  }
+  ob_map_free(&at);
+  free(out);
+}
+
 /* Each call's outcome in the journal's log: done when some output message
  * came from it, failed when some error message names it (failure wins: a
  * failed call writes nothing, so both only meet in a journal of several
  * runs). Messages of delegated runs (_log) belong to other plans: ignored. */
-static void outcomes(const ob_plan *p, ob_log *log, int *out) {
+static void outcomes(const ob_plan *p, ob_log *log, int *out, graph *g) {
   for (size_t i = 0; i < ob_log_len(log); i++) {
     const ob_msg *m = ob_log_at(log, i);
     const ob_call *c = NULL;
@@ -288,6 +383,11 @@ static void outcomes(const ob_plan *p, ob_log *log, int *out) {
     /* an instance's copies share their index: the position in calls tells them apart */
     if (c && outcome > out[c - p->calls])
       out[c - p->calls] = outcome;
+    const ob_value *sublog = m->sublog ? m->sublog
+                             : m->raw  ? ob_object_get(m->raw, "_log", 4)
+                                       : NULL;
+    if (c && c->each && sublog && ob_typeof(sublog) == OB_ARRAY) /* its copies' messages */
+      copies_from(&g->nodes[c - p->calls], sublog);
   }
 }
 
@@ -351,7 +451,7 @@ static int colour_by_journal(graph *g, const ob_plan *p, const char *plan_file,
             journal, other, plan_file);
   ob_unref(v);
   int *out = ob_xcalloc(p->ncalls, sizeof *out);
-  outcomes(p, log, out);
+  outcomes(p, log, out, g);
   infer_skips(p, out);
   for (size_t i = 0; i < g->nnodes; i++) {
     gnode *n = &g->nodes[i];
@@ -434,6 +534,27 @@ static void print_dot(FILE *out, const graph *g) {
     }
     fputs("];\n", out);
   }
+  for (size_t i = 0; i < g->nnodes; i++) { /* an _each call's copies, in a box with it */
+    const gnode *n = &g->nodes[i];
+    if (!n->ncopies && !n->nmore)
+      continue;
+    fprintf(out, "  subgraph cluster_n%zu {\n    style=dashed; label=", i);
+    dot_string(out, "_each");
+    fprintf(out, ";\n    n%zu;\n", i);
+    for (size_t k = 0; k < n->ncopies + (n->nmore ? 1 : 0); k++) {
+      fprintf(out, "    n%zuc%zu [label=", i, k);
+      dot_string(out, n->copy_label[k]);
+      if (k < n->ncopies && n->copy_fill[k]) {
+        fputs(", style=\"rounded,filled\", fillcolor=", out);
+        dot_string(out, n->copy_fill[k]);
+      } else if (k == n->ncopies) {
+        fputs(", shape=plaintext", out);
+      }
+      fputs("];\n", out);
+      fprintf(out, "    n%zu -> n%zuc%zu [style=dotted, arrowhead=none];\n", i, i, k);
+    }
+    fputs("  }\n", out);
+  }
   each_edge(g->plan, out, dot_edge);
   fputs("}\n", out);
 }
@@ -485,10 +606,28 @@ static void print_mermaid(FILE *out, const graph *g) {
     mermaid_string(out, n->label);
     fputs("]\n", out);
   }
+  for (size_t i = 0; i < g->nnodes; i++) { /* an _each call's copies, in a subgraph */
+    const gnode *n = &g->nodes[i];
+    if (!n->ncopies && !n->nmore)
+      continue;
+    fprintf(out, "    subgraph each_n%zu [\"_each\"]\n", i);
+    for (size_t k = 0; k < n->ncopies + (n->nmore ? 1 : 0); k++) {
+      fprintf(out, "    n%zuc%zu[", i, k);
+      mermaid_string(out, n->copy_label[k]);
+      fputs("]\n", out);
+    }
+    fputs("    end\n", out);
+    for (size_t k = 0; k < n->ncopies + (n->nmore ? 1 : 0); k++)
+      fprintf(out, "    n%zu -.- n%zuc%zu\n", i, i, k);
+  }
   each_edge(g->plan, out, mermaid_edge);
-  for (size_t i = 0; i < g->nnodes; i++)
+  for (size_t i = 0; i < g->nnodes; i++) {
     if (g->nodes[i].fill)
       fprintf(out, "    style n%zu fill:%s\n", i, g->nodes[i].fill);
+    for (size_t k = 0; k < g->nodes[i].ncopies; k++)
+      if (g->nodes[i].copy_fill[k])
+        fprintf(out, "    style n%zuc%zu fill:%s\n", i, k, g->nodes[i].copy_fill[k]);
+  }
 }
 
 /* --- the command ---------------------------------------------------------------- */

@@ -135,6 +135,31 @@ describe("_each", function()
     os.remove(r.journal)
   end)
 
+  it("draws the copies with their outcomes in `graph --journal`, the rest counted", function()
+    local pf = plan_file(([=[{"plan":[
+      {"_id":"list","_tool":"echo","value":%s,"_outputPath":"†state.items"},
+      {"_id":"f","_tool":"failif","_each":"†state.items","fail":"†each.value",
+       "value":"†each.index","_outputPath":"†state.out"}]}]=]):format(
+      "[false,true" .. (",false"):rep(28) .. "]"))
+    local j = os.tmpname()
+    local r = cli.run({ "run", pf, "--tools", TOOLS, "--journal", j, "--overwrite" })
+    assert.are.equal(1, r.code, r.err)
+    local g = cli.run({ "graph", pf, "--journal", j })
+    assert.are.equal(0, g.code, g.err)
+    assert.matches('subgraph cluster_n1', g.out, 1, true)
+    assert.matches('n1c0 [label="f[0]\\nfailif\\ndone", style="rounded,filled", fillcolor="#c6efce"]',
+                   g.out, 1, true)
+    assert.matches('n1c1 [label="f[1]\\nfailif\\nfailed", style="rounded,filled", fillcolor="#ffc7ce"]',
+                   g.out, 1, true)
+    assert.matches('... 6 more copies', g.out, 1, true)
+    assert.matches('each †state.items', g.out, 1, true)
+    local m = cli.run({ "graph", pf, "--journal", j, "--format", "mermaid" })
+    assert.are.equal(0, m.code, m.err)
+    assert.matches('subgraph each_n1', m.out, 1, true)
+    assert.matches('style n1c1 fill:#ffc7ce', m.out, 1, true)
+    os.remove(j)
+  end)
+
   it("hands a failed copy's error to the call's || alternative", function()
     local r = run([=[{"plan":[
       {"_id":"list","_tool":"echo","value":[false,true],"_outputPath":"†state.items"},
