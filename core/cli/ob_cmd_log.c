@@ -37,7 +37,8 @@ static const char log_help[] =
     "delegated call's own messages are indented under it, numbered 3.0, 3.1, ...\n"
     "(64 levels deep at most; deeper ones are counted on one line). A value a call\n"
     "sent while it ran (obelus.emit) is a \"progress\" line after the message it\n"
-    "followed, without a position.\n"
+    "followed in its run's lines (a delegated or _each run's indented), without a\n"
+    "position.\n"
     "Values are cut to the terminal's width (60 characters when piped). Colours\n"
     "only on a terminal, and never when NO_COLOR is set.\n"
     "\n"
@@ -65,12 +66,15 @@ static const char log_help[] =
     "  obelus log run.jsonl --at 3\n"
     "  obelus log run.jsonl | less -R\n";
 
-/* What a call sent while it ran (a "progress" record of the top-level run: obelus.emit),
- * printed after the message it followed. */
+/* What a call sent while it ran (a "progress" record: obelus.emit), printed after the
+ * message it followed, in its run's lines (a delegated run's or an _each call's copies'
+ * under their call, as their messages are). */
 typedef struct progress {
-  size_t after;   /* the number of messages before it */
+  size_t after;   /* the number of messages of its run before it (SIZE_MAX: of an attempt
+                     of a delegated run that began again, whose messages are not shown) */
   double ms;      /* when, in ms since the epoch (its record's t) */
   char *id, *data;
+  char *scope;    /* its run's scope path ("sum", "#1/#0"), or NULL: the top-level run */
   int64_t attempt;
 } progress;
 
@@ -82,7 +86,7 @@ typedef struct view {
   int have_t0;
   double t0;      /* the earliest _date, in ms since the epoch */
   char t0_text[40];
-  progress *prog; /* the top-level run's, in the journal's order */
+  progress *prog; /* every run's, in the journal's order */
   size_t nprog;
 } view;
 
@@ -394,11 +398,13 @@ static void build_rows(const view *v, ob_log *log, rows *rs) {
 
 #define MAX_COL 24
 
-static void print_log(const view *v, ob_log *log, const char *prefix, int depth);
+static void print_log(const view *v, ob_log *log, const char *prefix, int depth,
+                      const char *scope);
 
 /* The messages of a delegated run, read into a log of their own and printed
  * under the line of the message that carried them. */
-static void print_sublog(const view *v, const ob_value *msgs, const char *pos, int depth) {
+static void print_sublog(const view *v, const ob_value *msgs, const char *pos, int depth,
+                         const char *scope) {
   ob_log *sub = ob_log_new();
   ob_log_keep_history(sub, 0); /* only printed, never read as of an earlier point */
   size_t bad = 0;
@@ -410,7 +416,7 @@ static void print_sublog(const view *v, const ob_value *msgs, const char *pos, i
   ob_buf prefix;
   ob_buf_init(&prefix);
   ob_buf_addf(&prefix, "%s.", pos);
-  print_log(v, sub, prefix.data, depth);
+  print_log(v, sub, prefix.data, depth, scope);
   if (bad) {
     for (int d = 0; d < depth; d++)
       fputs("    ", v->out);
@@ -440,14 +446,16 @@ static void print_cell(const view *v, ob_buf *b, const char *text, size_t width,
 
 /* The progress records that came after the first `after` messages, each a line: no
  * position, the time, the call, "progress" (and its attempt after the first), the value. */
-static void print_progress(const view *v, size_t after, size_t wpos, size_t wtime, size_t wid,
-                           size_t wtool) {
+static void print_progress(const view *v, const char *scope, int depth, size_t after,
+                           size_t wpos, size_t wtime, size_t wid, size_t wtool) {
   ob_buf b;
   ob_buf_init(&b);
   for (size_t k = 0; k < v->nprog; k++) {
     const progress *p = &v->prog[k];
-    if (p->after != after)
+    if (p->after != after || !p->scope != !scope || (scope && strcmp(scope, p->scope)))
       continue;
+    for (int d = 0; d < depth; d++)
+      fputs("    ", v->out);
     for (size_t n = 0; n < wpos + 2; n++)
       fputc(' ', v->out);
     b.len = 0;
@@ -476,9 +484,26 @@ static void print_progress(const view *v, size_t after, size_t wpos, size_t wtim
   ob_buf_free(&b);
 }
 
-/* The top-level run's progress records of the journal in file, each with the number of
- * messages before it (a record's line begins {"journal":, a message's never does). A
- * delegated run's records (with a scope) are not read. */
+/* A scoped "msg" line's scope number (its text begins {"journal":"msg","scope":N, as
+ * every writer writes it), or 0; *plan set when the message is a plan message (its run
+ * began again: a retried delegation). */
+static uint64_t msg_line_scope(const char *s, size_t len, int *plan) {
+  static const char head[] = "{\"journal\":\"msg\",\"scope\":";
+  *plan = 0;
+  if (len < sizeof head || memcmp(s, head, sizeof head - 1))
+    return 0;
+  uint64_t n = 0;
+  size_t i = sizeof head - 1;
+  for (; i < len && s[i] >= '0' && s[i] <= '9' && n < ((uint64_t)1 << 60); i++)
+    n = n * 10 + (uint64_t)(s[i] - '0');
+  static const char msg[] = ",\"msg\":{\"type\":\"plan\"";
+  *plan = len - i >= sizeof msg - 1 && !memcmp(s + i, msg, sizeof msg - 1);
+  return i < len && s[i] == ',' ? n : 0;
+}
+
+/* The progress records of the journal in file, each with its run's scope path and the
+ * number of that run's messages before it (a record's line begins {"journal":, a
+ * message's never does; a delegated run's messages are its scope's "msg" lines). */
 static void read_progress(view *v, const char *file) {
   ob_buf text;
   ob_buf_init(&text);
@@ -487,40 +512,87 @@ static void read_progress(view *v, const char *file) {
     ob_buf_free(&text);
     return;
   }
+  ob_map paths, counts; /* scope number -> its path (malloc'd); path -> messages so far */
+  ob_map_init(&paths);
+  ob_map_init(&counts);
   size_t nmsgs = 0, cap = 0;
+  char key[24];
   const char *p = text.data, *end = text.data + text.len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
     static const char head[] = "{\"journal\":";
+    int plan;
+    uint64_t sn;
     if (len < sizeof head - 1 || memcmp(p, head, sizeof head - 1)) {
       nmsgs += len > 0 && nl; /* a torn last line is no message */
-    } else if (memmem(p, len, "\"progress\"", 10)) {
+    } else if (nl && (sn = msg_line_scope(p, len, &plan))) {
+      snprintf(key, sizeof key, "%llu", (unsigned long long)sn);
+      const char *path = ob_map_get(&paths, key, strlen(key));
+      if (path) {
+        uintptr_t n = plan ? 0 : (uintptr_t)ob_map_get(&counts, path, strlen(path));
+        for (size_t k = 0; plan && k < v->nprog; k++) /* an earlier attempt's run */
+          if (v->prog[k].scope && !strcmp(v->prog[k].scope, path))
+            v->prog[k].after = SIZE_MAX;
+        ob_map_put(&counts, path, strlen(path), (void *)(n + 1));
+      }
+    } else if (memmem(p, len, "\"scope\"", 7) || memmem(p, len, "\"progress\"", 10)) {
       ob_value *line = ob_json_parse(p, len, &err);
       ob_jrec rec;
-      if (line && ob_jrec_parse(line, &rec, &err) == 1 && rec.kind == OB_JREC_PROGRESS &&
-          !rec.scope && !rec.scope_path && rec.id && rec.data) {
-        if (v->nprog == cap) {
-          cap = cap ? 2 * cap : 16;
-          v->prog = ob_xrealloc(v->prog, cap * sizeof *v->prog);
+      if (line && ob_jrec_parse(line, &rec, &err) == 1 && rec.kind == OB_JREC_SCOPE) {
+        const char *in = NULL;
+        if (rec.in) {
+          snprintf(key, sizeof key, "%llu", (unsigned long long)rec.in);
+          in = ob_map_get(&paths, key, strlen(key));
         }
-        progress *g = &v->prog[v->nprog++];
-        g->after = nmsgs;
-        g->ms = (double)rec.t_us / 1000.0;
-        g->attempt = rec.attempt;
-        g->id = ob_xstrdup(rec.id);
-        escape_field(&g->id);
-        g->data = ob_json_print(rec.data, OB_JSON_COMPACT, NULL);
-        escape_field(&g->data);
+        ob_buf path;
+        ob_buf_init(&path);
+        if (rec.in && in && rec.call)
+          ob_buf_addf(&path, "%s/%s", in, rec.call);
+        else if (rec.path)
+          ob_buf_addf(&path, "%s", rec.path);
+        snprintf(key, sizeof key, "%llu", (unsigned long long)rec.n);
+        free(ob_map_get(&paths, key, strlen(key)));
+        ob_map_put(&paths, key, strlen(key), path.data ? path.data : ob_xstrdup(""));
+      } else if (line && rec.kind == OB_JREC_PROGRESS && rec.id && rec.data && !rec.step) {
+        const char *path = NULL;
+        if (rec.scope) {
+          snprintf(key, sizeof key, "%llu", (unsigned long long)rec.scope);
+          path = ob_map_get(&paths, key, strlen(key));
+        } else if (rec.scope_path) {
+          path = rec.scope_path;
+        }
+        if (!rec.scope || path) {
+          if (v->nprog == cap) {
+            cap = cap ? 2 * cap : 16;
+            v->prog = ob_xrealloc(v->prog, cap * sizeof *v->prog);
+          }
+          progress *g = &v->prog[v->nprog++];
+          g->after = path ? (size_t)(uintptr_t)ob_map_get(&counts, path, strlen(path)) : nmsgs;
+          g->scope = path ? ob_xstrdup(path) : NULL;
+          g->ms = (double)rec.t_us / 1000.0;
+          g->attempt = rec.attempt;
+          g->id = ob_xstrdup(rec.id);
+          escape_field(&g->id);
+          g->data = ob_json_print(rec.data, OB_JSON_COMPACT, NULL);
+          escape_field(&g->data);
+        }
       }
       ob_unref(line);
     }
     p = nl ? nl + 1 : end;
   }
+  size_t it = 0;
+  ob_map_entry *me;
+  while (ob_map_next(&paths, &it, &me))
+    free(me->val);
+  ob_map_free(&paths);
+  ob_map_free(&counts);
   ob_buf_free(&text);
 }
 
-static void print_log(const view *v, ob_log *log, const char *prefix, int depth) {
+static void print_log(const view *v, ob_log *log, const char *prefix, int depth,
+                      const char *scope) {
   rows rs;
   build_rows(v, log, &rs);
   size_t wpos = 0, wtime = 0, wid = 0, wtool = 0;
@@ -561,8 +633,7 @@ static void print_log(const view *v, ob_log *log, const char *prefix, int depth)
         fprintf(v->out, " \xC2\xB7 t0 %s", v->t0_text);
       sgr_off(v);
       fputc('\n', v->out);
-      if (!depth)
-        print_progress(v, i + 1, wpos, wtime, wid, wtool);
+      print_progress(v, scope, depth, i + 1, wpos, wtime, wid, wtool);
       continue;
     }
     sgr(v, SGR_DIM);
@@ -592,10 +663,15 @@ static void print_log(const view *v, ob_log *log, const char *prefix, int depth)
         sgr_off(v);
     }
     fputc('\n', v->out);
-    if (!depth)
-      print_progress(v, i + 1, wpos, wtime, wid, wtool);
+    print_progress(v, scope, depth, i + 1, wpos, wtime, wid, wtool);
     if (r->sublog && depth + 1 < SUBLOG_DEPTH) {
-      print_sublog(v, r->sublog, pos.data, depth + 1);
+      ob_buf sub; /* its run's scope, as the journal's records name it */
+      ob_buf_init(&sub);
+      if (scope)
+        ob_buf_addf(&sub, "%s/", scope);
+      ob_buf_addf(&sub, "%s", r->id);
+      print_sublog(v, r->sublog, pos.data, depth + 1, sub.data);
+      ob_buf_free(&sub);
     } else if (r->sublog) { /* as find_t0: a chain of --max-depth 10000 needs no deeper stack */
       for (int d = 0; d <= depth; d++)
         fputs("    ", v->out);
@@ -783,11 +859,12 @@ int ob_cmd_log(int argc, char **argv) {
     find_t0(&v, all, 0);
     ob_unref(all);
     read_progress(&v, file);
-    print_log(&v, log, "", 0);
+    print_log(&v, log, "", 0, NULL);
     print_summary(&v, log);
     for (size_t k = 0; k < v.nprog; k++) {
       free(v.prog[k].id);
       free(v.prog[k].data);
+      free(v.prog[k].scope);
     }
     free(v.prog);
   }

@@ -160,6 +160,28 @@ describe("_each", function()
     os.remove(j)
   end)
 
+  it("shows what copies sent (obelus.emit) under their call in `obelus log`", function()
+    local r = run([=[{"plan":[
+      {"_id":"l","_tool":"echo","value":[2,1],"_outputPath":"†state.l"},
+      {"_id":"s","_tool":"steps","_each":"†state.l","n":"†each.value","_outputPath":"†state.s"}],
+      "output":"†state.s"}]=])
+    assert.are.equal(0, r.code, r.err)
+    local log = cli.run({ "log", r.journal })
+    assert.are.equal(0, log.code, log.err)
+    local lines = {}
+    for line in log.out:gmatch("[^\n]+") do
+      if line:match("progress") or line:match("s%[%d%]  steps") then lines[#lines + 1] = line end
+    end
+    -- each copy's progress lines come before its output, indented under the call
+    assert.are.equal(5, #lines, log.out)
+    assert.matches('^%s+%+[%d.]+s%s+s%[0%]%s+progress%s+{"attempt":1,"step":1}', lines[1])
+    assert.matches('^%s+%+[%d.]+s%s+s%[0%]%s+progress%s+{"attempt":1,"step":2}', lines[2])
+    assert.matches("2%.1%s+%+[%d.]+s%s+s%[0%]%s+steps", lines[3])
+    assert.matches('s%[1%]%s+progress%s+{"attempt":1,"step":1}', lines[4])
+    assert.matches("2%.2%s+%+[%d.]+s%s+s%[1%]%s+steps", lines[5])
+    os.remove(r.journal)
+  end)
+
   it("hands a failed copy's error to the call's || alternative", function()
     local r = run([=[{"plan":[
       {"_id":"list","_tool":"echo","value":[false,true],"_outputPath":"†state.items"},
