@@ -298,12 +298,33 @@ void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list) {
     ob_unref(empty);
     return;
   }
+  size_t max = r->opt.max_calls, used = r->opt.calls_used ? *r->opt.calls_used : 0;
+  size_t n = ob_array_len(list);
+  if (!rs && max && n > max - (used < max ? used : max)) { /* before any copy is made */
+    char why[200];
+    snprintf(why, sizeof why, "_each: its %zu copies would make %zu calls in all, more than "
+             "--max-calls %zu", n, used + n, max);
+    ob_buf_free(&scope);
+    ob_unref(params);
+    ob_unref(list);
+    if (!call->has_output || call->output.n < 2) /* no retry; a || alternative receives it */
+      r->limit_failed = 1;
+    ob_crun_tool_error(c, why, NULL);
+    return;
+  }
+  /* their structs charged before they are made (a list of a million is refused as the
+   * account fills, not where malloc fails) */
+  if (!rs && !ob_cdel_charge(c, n, scope.len)) {
+    ob_buf_free(&scope);
+    ob_unref(params);
+    ob_unref(list);
+    return;
+  }
   /* resumed: the copies as they were made, and their run goes on */
   d->value = rs ? ob_ref((ob_value *)ob_resume_part_plan(rs, scope.data))
                 : copies_plan(c, params, list);
   ob_unref(params);
   ob_unref(list);
-  size_t max = r->opt.max_calls, used = r->opt.calls_used ? *r->opt.calls_used : 0;
   d->plan = ob_plan_read_within(d->value, r->plan->file, 0, max ? (used < max ? max - used : 1) : 0);
   d->plan->root = r->plans_root ? ob_xstrdup(r->plans_root) : NULL;
   if (d->plan->nerrors || (rs && !d->plan->copies_of)) {
@@ -318,7 +339,7 @@ void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list) {
   }
   for (size_t i = 0; i < d->plan->ncalls; i++) /* the call's tool (or plan) is theirs */
     d->plan->calls[i].tool = call->delegate ? NULL : call->tool;
-  if (!ob_cdel_charge(c, d->plan->over_limit ? 0 : d->plan->ncalls, scope.len)) {
+  if (rs && !ob_cdel_charge(c, d->plan->over_limit ? 0 : d->plan->ncalls, scope.len)) {
     ob_buf_free(&scope);
     return;
   }

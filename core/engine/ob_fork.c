@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/ob_doc.h"
 #include "base/ob_map.h"
@@ -442,7 +443,14 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
         queue[qt++] = c->users[u];
       }
   }
-  /* the fork's journal */
+  /* the fork's journal: never the source (--overwrite would replace it) */
+  struct stat src, dst;
+  if (stat(o->source, &src) == 0 && stat(o->journal, &dst) == 0 && src.st_dev == dst.st_dev &&
+      src.st_ino == dst.st_ino) {
+    rc = ob_error_set(err, OB_EINVAL, 0, "--journal %s is the journal forked, which a fork "
+                      "never writes: give the fork a journal of its own", o->journal);
+    goto done;
+  }
   if (!(w = ob_wal_open(NULL, o->journal, OB_WAL_CREATE | (o->overwrite ? OB_WAL_OVERWRITE : 0),
                         o->fsync, err))) {
     rc = err->code ? err->code : OB_EIO;

@@ -268,7 +268,9 @@ describe("_each", function()
       {"_id":"e","_tool":"echo","_each":"†state.items","value":"†each.value",
        "_outputPath":"†state.out"}]}]=]):format(numbers(20)), "--max-calls", "10")
     assert.are.equal(1, r.code, r.err)
-    assert.matches("max%-calls", r.err)
+    assert.matches("_each: its 20 copies would make 22 calls in all, more than %-%-max%-calls 10", r.err)
+    -- none was made: no copy's record in the journal
+    for _, m in ipairs(lines_of(r.journal)) do assert.is_nil(m.scope) end
     os.remove(r.journal)
   end)
 

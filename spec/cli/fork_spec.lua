@@ -204,6 +204,11 @@ describe("obelus fork", function()
     assert.matches("%-%-set", r.err)
     r = cli.run({ "fork", j, "--from", "b", "--journal", j })
     assert.are.equal(2, r.code) -- the source exists: never overwritten without --overwrite
+    local before = read(j)
+    r = cli.run({ "fork", j, "--from", "b", "--journal", j, "--overwrite" })
+    assert.are.equal(2, r.code) -- nor with it
+    assert.matches("is the journal forked", r.err)
+    assert.are.equal(before, read(j))
     os.remove(j)
     os.remove(f)
   end)
