@@ -249,7 +249,7 @@ test-lua-asan-2: all build/asan/obelus
 	$(call ASAN_BUSTED,2)
 test-lua-tsan: all build/tsan/obelus
 	@mkdir -p build/results
-	@OBELUS_BIN=$(CURDIR)/build/tsan/obelus OBELUS_SPECS="spec/cli/threads_spec.lua spec/cli/progress_spec.lua spec/cli/emit_spec.lua" \
+	@OBELUS_BIN=$(CURDIR)/build/tsan/obelus OBELUS_SPECS="spec/cli/threads_spec.lua spec/cli/progress_spec.lua spec/cli/emit_spec.lua spec/cli/each_spec.lua" \
 	  TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/spec/tsan.supp" sh spec/run-busted "$(BUSTED)" > build/results/lua-tsan.txt; \
 	  tail -n 1 build/results/lua-tsan.txt
 

@@ -213,6 +213,28 @@ describe("_each", function()
     os.remove(r.journal)
   end)
 
+  it("runs per instance on threads (run --threads), every copy's event told", function()
+    local ev = os.tmpname()
+    local r = run([=[{"instances":["a","b","c","d"],"context":[
+        {"type":"data","kind":"input","_instance":"a","data":{"items":[1,2]}},
+        {"type":"data","kind":"input","_instance":"b","data":{"items":[3]}},
+        {"type":"data","kind":"input","_instance":"c","data":{"items":[]}},
+        {"type":"data","kind":"input","_instance":"d","data":{"items":[4,5,6]}}],
+      "plan":[{"_id":"m","_tool":"echo","_each":"†input.items","value":"†each.value",
+               "_outputPath":"†state.out"}],"output":"†state.out"}]=],
+      "--threads", "2", "--events", ev)
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ a = { 1, 2 }, b = { 3 }, c = {}, d = { 4, 5, 6 } }, cjson.decode(r.out))
+    local done = {}
+    for _, e in ipairs(lines_of(ev)) do
+      if e.event == "done" and e.each then done[#done + 1] = ("%s=%d"):format(e.call, e.value) end
+    end
+    table.sort(done)
+    assert.are.same({ "m@a[0]=1", "m@a[1]=2", "m@b[0]=3", "m@d[0]=4", "m@d[1]=5", "m@d[2]=6" }, done)
+    os.remove(ev)
+    os.remove(r.journal)
+  end)
+
   it("runs per instance, each copy in its call's instance (ids <id>@<instance>[i])", function()
     local ev, marks = os.tmpname(), os.tmpname()
     local r = run(([=[{"instances":["a","b"],"context":[
