@@ -37,6 +37,14 @@
 
 static void deliver(ob_crun *c, ob_run *sub);
 
+int ob_cdel_chained(const ob_run *sub, const char *id) {
+  const ob_call *call = ob_map_get(&sub->plan->ids, id, strlen(id));
+  if (!call)
+    return 0;
+  const ob_crun *c = &sub->calls[call - sub->plan->calls];
+  return c->del && c->del->run; /* it ran a plan of its own: its error tells that plan's */
+}
+
 /* The delegated plan settled: its output is the call's result; its failure
  * the call's error. Its messages go with the call's output or error (in the
  * journal, as the name of their scope: ob_record.c). A failure that comes of
@@ -70,7 +78,7 @@ static void deliver(ob_crun *c, ob_run *sub) {
       ob_value *id = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
       if (ob_object_get(m->value, "detached", 8) || !id || !e || ob_typeof(e) != OB_STRING)
         continue;
-      if (!strncmp(ob_string_ptr(e), "the delegated plan ", 19)) { /* the deepest cause only */
+      if (ob_cdel_chained(sub, ob_string_ptr(id))) { /* the deepest cause only */
         why.len = 0;
         ob_buf_add(&why, ob_string_ptr(e), ob_string_len(e));
       } else {

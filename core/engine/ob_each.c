@@ -230,7 +230,10 @@ static void each_done(ob_crun *c, ob_run *sub) {
       ob_value *id = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
       if (ob_object_get(m->value, "detached", 8) || !id || !e || ob_typeof(e) != OB_STRING)
         continue;
-      ob_buf_addf(&why, "copy %s failed: %s", ob_string_ptr(id), ob_string_ptr(e));
+      if (ob_cdel_chained(sub, ob_string_ptr(id))) /* a copy's plan failed: the deepest cause */
+        ob_buf_add(&why, ob_string_ptr(e), ob_string_len(e));
+      else
+        ob_buf_addf(&why, "copy %s failed: %s", ob_string_ptr(id), ob_string_ptr(e));
       break;
     }
     if (!why.len)

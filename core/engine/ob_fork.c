@@ -181,6 +181,8 @@ static int take_line(reader *rd, const char *text, size_t len, size_t lineno, ob
   }
   switch (rec.kind) {
   case OB_JREC_RUN:
+    if (rec.loop) /* `obelus loop`'s first run names its planner */
+      return loop_refused(rd, lineno, err);
     rd->ran = 1;
     rd->prerun = rd->nmsg;
     pending_to(rd, NULL);

@@ -345,6 +345,10 @@ int ob_cdel_charge(ob_crun *c, size_t ncalls, size_t scope_len);
 ob_run_options ob_cdel_options(ob_crun *c, const char *scope, const ob_value *pre);
 /* Takes its run (made, or NULL with err: the call fails) and has the loop start it. */
 void ob_cdel_launch(ob_crun *c, ob_run *sub, const char *scope, const ob_error *err);
+/* 1 when call id of run sub failed because a plan it ran failed (a delegation, an _each
+ * call's copies): its error message tells the deepest cause already, and the run above
+ * passes it on as it is rather than wrapping it again at every level. */
+int ob_cdel_chained(const ob_run *sub, const char *id);
 /* Starts the copies of an _each call over list (takes params and list). */
 void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list);
 /* Frees what an attempt of a delegating call made (its run, plan, plan value and
