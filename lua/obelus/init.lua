@@ -68,6 +68,14 @@
 --       run, but input and journal (the run's own), plus force = true to take it up
 --       even when the plan or a tool file changed since the run (refused otherwise).
 --       Journals of `obelus loop` are refused: resume those with `obelus resume`.
+--   engine:fork(journal, opts) -> run
+--       A new run from a point of the run `journal` tells of (finished, failed or
+--       killed), with changes, as `obelus fork` does: opts.journal (the fork's own,
+--       required), opts.from (a call id: it and all that follows from it run again) or
+--       opts.at (keep the first n messages), opts.set ({["†state.x"] = value, ...}:
+--       messages of their own; their readers run again), opts.input (an input
+--       document), opts.overwrite; the rest as for resume (no force: files changed
+--       since are said as a note "changed"). `journal` is never written.
 --   engine:close()                             also __close and __gc
 --
 --   run:status() -> 0 | 1 | nil, "running" | "cancelled" | "closed"

@@ -233,7 +233,7 @@ function obelus.engine(opts) end
 
 ---@class obelus.run_options
 ---@field input? obelus.json one input document
----@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done"|"note", note?: string, call?: string, tool?: string, reason?: string, t_ms: number })
+---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done"|"note"|"progress", note?: string, call?: string, tool?: string, reason?: string, t_ms: number, attempt?: integer, data?: any, value?: any, size?: integer, handled?: boolean, each?: string })
 ---@field on_done? fun(run: obelus.run) every awaited call has settled
 ---@field concurrency? integer
 ---@field max_depth? integer
@@ -249,7 +249,7 @@ function obelus.engine(opts) end
 ---@field threads? integer a plan with instances: shared out over this many threads, an engine each (default: one engine)
 
 ---@class obelus.resume_options
----@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done"|"note", note?: string, call?: string, tool?: string, reason?: string, t_ms: number })
+---@field on_event? fun(ev: { event: "ready"|"started"|"done"|"skipped"|"failed"|"run_done"|"note"|"progress", note?: string, call?: string, tool?: string, reason?: string, t_ms: number, attempt?: integer, data?: any, value?: any, size?: integer, handled?: boolean, each?: string })
 ---@field on_done? fun(run: obelus.run) every awaited call has settled
 ---@field concurrency? integer
 ---@field max_depth? integer
@@ -286,6 +286,21 @@ function engine:run(plan, opts) end
 ---@param opts? obelus.resume_options
 ---@return obelus.run
 function engine:resume(journal, opts) end
+---@class obelus.fork_options: obelus.resume_options
+---@field journal string the fork's own journal (a new file)
+---@field from? string run again from this call of the journal's plan, and all that follows from it
+---@field at? integer keep the journal's first `at` messages (one of from, at)
+---@field set? table<string, any> reference ("†state.x") -> its new value, written before the run goes on
+---@field input? any an input document, written the same way
+---@field overwrite? boolean replace an existing non-empty journal file
+
+---A new run from a point of the run a journal tells of, with changes (as `obelus fork`):
+---the journal's messages up to the point are kept, the changes written, and every call
+---that had not completed, opts.from, and the readers of what changed run again.
+---@param journal string the journal forked (never written)
+---@param opts obelus.fork_options
+---@return obelus.run
+function engine:fork(journal, opts) end
 function engine:close() end
 
 ---A job queue in Redis, run by `obelus worker`s (README "Many machines"). Connects in
