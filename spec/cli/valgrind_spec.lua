@@ -8,7 +8,7 @@ end
 
 -- journals: written under each --fsync level (the syncer thread included), then
 -- resumed after being cut back to their first settled call (a run killed there)
-local J1, J2, J3 = os.tmpname(), os.tmpname(), os.tmpname()
+local J1, J2, J3, J4 = os.tmpname(), os.tmpname(), os.tmpname(), os.tmpname()
 local function cut_after_first_settled(path)
   return function()
     local keep = {}
@@ -48,6 +48,10 @@ local runs = {
   { 0, "run", "plans/fanout-summary/plan.json", "--tools", "plans/fanout-summary/tools", "--input",
     '{"topic":"Harbour City"}', "--journal", J2, "--fsync", "batch" },
   { 0, "resume", J2, before = cut_after_first_settled(J2) },
+  { 0, "fork", J2, "--from", "sum", "--set", '†state.articles=[{"title":"T","words":10,"body":"B."}]',
+    "--journal", J4, "--overwrite" },
+  { 0, "graph", "plans/fanout-summary/plan.json", "--journal", J2 },
+  { 0, "log", J2 },
   { 0, "loop", "plans/replan/plan.json", "--planner", "plans/replan/planner.lua", "--tools", "plans/replan/tools",
     "--journal", J3 },
   { 0, "resume", J3, before = cut_after_first_settled(J3) },
