@@ -852,6 +852,62 @@ int ob_str_classify(const char *s, size_t len) {
   return OB_STR_EXPR;
 }
 
+ob_value *ob_str_escape(const ob_value *v) {
+  switch (ob_typeof(v)) {
+  case OB_STRING: {
+    size_t n = ob_string_len(v);
+    if (n < OB_DAGGER_LEN || memcmp(ob_string_ptr(v), OB_DAGGER, OB_DAGGER_LEN))
+      return ob_ref((ob_value *)v);
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_add(&b, OB_DAGGER, OB_DAGGER_LEN);
+    ob_buf_add(&b, ob_string_ptr(v), n);
+    ob_value *s = ob_string(b.data, b.len);
+    ob_buf_free(&b);
+    return s;
+  }
+  case OB_ARRAY: {
+    size_t n = ob_array_len(v), i = 0;
+    ob_value *x = NULL;
+    for (; i < n; i++) { /* shared until the first that changes */
+      x = ob_str_escape(ob_array_get(v, i));
+      if (x != ob_array_get(v, i))
+        break;
+      ob_unref(x);
+    }
+    if (i == n)
+      return ob_ref((ob_value *)v);
+    ob_value *a = ob_array();
+    for (size_t k = 0; k < i; k++)
+      a = ob_array_push(a, ob_ref(ob_array_get(v, k)));
+    a = ob_array_push(a, x);
+    for (i++; i < n; i++)
+      a = ob_array_push(a, ob_str_escape(ob_array_get(v, i)));
+    return a;
+  }
+  case OB_OBJECT: {
+    size_t n = ob_object_len(v), i = 0;
+    ob_value *k, *x, *y = NULL;
+    for (; i < n; i++) {
+      ob_object_at(v, i, &k, &x);
+      y = ob_str_escape(x);
+      if (y != x)
+        break;
+      ob_unref(y);
+    }
+    if (i == n)
+      return ob_ref((ob_value *)v);
+    ob_value *o = ob_object();
+    for (size_t j = 0; j < n; j++) {
+      ob_object_at(v, j, &k, &x);
+      o = ob_object_setv(o, k, j < i ? ob_ref(x) : j == i ? y : ob_str_escape(x));
+    }
+    return o;
+  }
+  default: return ob_ref((ob_value *)v);
+  }
+}
+
 ob_value *ob_str_substitute(const ob_value *v, ob_eval_fn eval, void *ud) {
   switch (ob_typeof(v)) {
   case OB_STRING: {

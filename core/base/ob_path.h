@@ -135,6 +135,13 @@ int ob_str_classify(const char *s, size_t len);
 typedef ob_value *(*ob_eval_fn)(void *ud, const ob_value *expr_text);
 ob_value *ob_str_substitute(const ob_value *v, ob_eval_fn eval, void *ud);
 
+/* v made data a plan can hold as it is: every string beginning with † (at any depth)
+ * escaped as a "††" literal, which ob_str_substitute gives back unescaped. A new
+ * reference: v itself when it holds no such string, else a copy of the containers on
+ * the way to one (the rest shared). What a tool's arguments (MCP) and an _each call's
+ * elements become in the plans made of them. */
+ob_value *ob_str_escape(const ob_value *v);
+
 #define OB_DAGGER "\xE2\x80\xA0" /* U+2020, 3 bytes in UTF-8 */
 #define OB_DAGGER_LEN 3
 

@@ -37,6 +37,22 @@
 
 static void deliver(ob_crun *c, ob_run *sub);
 
+int ob_cdel_first_error(const ob_run *sub, const char **id, const char **msg) {
+  for (size_t i = 0; i < ob_log_len(sub->log); i++) {
+    const ob_msg *m = ob_log_at(sub->log, i);
+    if (m->type != OB_MSG_CONTEXT || strcmp(ob_string_ptr(m->kind), "error"))
+      continue;
+    ob_value *x = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
+    if (ob_object_get(m->value, "detached", 8) || !x || ob_typeof(x) != OB_STRING || !e ||
+        ob_typeof(e) != OB_STRING)
+      continue;
+    *id = ob_string_ptr(x);
+    *msg = ob_string_ptr(e);
+    return 1;
+  }
+  return 0;
+}
+
 int ob_cdel_chained(const ob_run *sub, const char *id) {
   const ob_call *call = ob_map_get(&sub->plan->ids, id, strlen(id));
   if (!call)
@@ -71,20 +87,14 @@ static void deliver(ob_crun *c, ob_run *sub) {
     ob_buf why;
     ob_buf_init(&why);
     ob_buf_addf(&why, "the delegated plan %s failed", c->call->delegate);
-    for (size_t i = 0; i < ob_log_len(sub->log); i++) {
-      const ob_msg *m = ob_log_at(sub->log, i);
-      if (m->type != OB_MSG_CONTEXT || strcmp(ob_string_ptr(m->kind), "error"))
-        continue;
-      ob_value *id = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
-      if (ob_object_get(m->value, "detached", 8) || !id || !e || ob_typeof(e) != OB_STRING)
-        continue;
-      if (ob_cdel_chained(sub, ob_string_ptr(id))) { /* the deepest cause only */
+    const char *id, *e;
+    if (ob_cdel_first_error(sub, &id, &e)) {
+      if (ob_cdel_chained(sub, id)) { /* the deepest cause only */
         why.len = 0;
-        ob_buf_add(&why, ob_string_ptr(e), ob_string_len(e));
+        ob_buf_add(&why, e, strlen(e));
       } else {
-        ob_buf_addf(&why, ": call %s: %s", ob_string_ptr(id), ob_string_ptr(e));
+        ob_buf_addf(&why, ": call %s: %s", id, e);
       }
-      break;
     }
     if (sub->limit_failed) { /* no retry; a || alternative still receives it */
       if (!c->call->has_output || c->call->output.n < 2)

@@ -44,62 +44,6 @@
 #include "engine/ob_sched.h"
 #include "log/ob_msg.h"
 
-/* v with every string beginning with † escaped (††): a copy when there is one, else v. */
-static ob_value *escape(const ob_value *v) {
-  switch (ob_typeof(v)) {
-  case OB_STRING:
-    if (ob_string_len(v) >= OB_DAGGER_LEN && !memcmp(ob_string_ptr(v), OB_DAGGER, OB_DAGGER_LEN)) {
-      ob_buf b;
-      ob_buf_init(&b);
-      ob_buf_add(&b, OB_DAGGER, OB_DAGGER_LEN);
-      ob_buf_add(&b, ob_string_ptr(v), ob_string_len(v));
-      ob_value *s = ob_string(b.data, b.len);
-      ob_buf_free(&b);
-      return s;
-    }
-    return ob_ref((ob_value *)v);
-  case OB_ARRAY: {
-    size_t n = ob_array_len(v), i = 0;
-    ob_value *x = NULL;
-    for (; i < n; i++) { /* shared until the first that changes */
-      x = escape(ob_array_get(v, i));
-      if (x != ob_array_get(v, i))
-        break;
-      ob_unref(x);
-    }
-    if (i == n)
-      return ob_ref((ob_value *)v);
-    ob_value *a = ob_array();
-    for (size_t k = 0; k < i; k++)
-      a = ob_array_push(a, ob_ref(ob_array_get(v, k)));
-    a = ob_array_push(a, x);
-    for (i++; i < n; i++)
-      a = ob_array_push(a, escape(ob_array_get(v, i)));
-    return a;
-  }
-  case OB_OBJECT: {
-    size_t n = ob_object_len(v), i = 0;
-    ob_value *k, *x, *y = NULL;
-    for (; i < n; i++) {
-      ob_object_at(v, i, &k, &x);
-      y = escape(x);
-      if (y != x)
-        break;
-      ob_unref(y);
-    }
-    if (i == n)
-      return ob_ref((ob_value *)v);
-    ob_value *o = ob_object();
-    for (size_t j = 0; j < n; j++) {
-      ob_object_at(v, j, &k, &x);
-      o = ob_object_setv(o, k, j < i ? ob_ref(x) : j == i ? y : escape(x));
-    }
-    return o;
-  }
-  default: return ob_ref((ob_value *)v);
-  }
-}
-
 /* A "†each..." string (checked by the plan: †each.index, or †each.value and a path below
  * it) for copy i of element elem: a new value. A path the element does not have is null. */
 static ob_value *each_value(const ob_value *text, const ob_value *elem, size_t i) {
@@ -114,7 +58,7 @@ static ob_value *each_value(const ob_value *text, const ob_value *elem, size_t i
   } else {
     ob_path below = {p->n ? p->n - 1 : 0, p->n ? p->segs + 1 : NULL};
     const ob_value *x = ob_doc_get(elem, &below, below.n);
-    v = x ? escape(x) : ob_null();
+    v = x ? ob_str_escape(x) : ob_null();
   }
   ob_expr_free(&e);
   return v;
@@ -126,7 +70,7 @@ static ob_value *copy_param(const ob_value *v, const ob_value *elem, size_t i) {
   case OB_STRING:
     if (ob_str_classify(ob_string_ptr(v), ob_string_len(v)) == OB_STR_EACH)
       return each_value(v, elem, i);
-    return escape(v);
+    return ob_str_escape(v);
   case OB_ARRAY: {
     ob_value *a = ob_array();
     int same = 1;
@@ -223,18 +167,12 @@ static void each_done(ob_crun *c, ob_run *sub) {
   if (sub->failed) {
     ob_buf why;
     ob_buf_init(&why);
-    for (size_t i = 0; i < ob_log_len(sub->log); i++) {
-      const ob_msg *m = ob_log_at(sub->log, i);
-      if (m->type != OB_MSG_CONTEXT || strcmp(ob_string_ptr(m->kind), "error"))
-        continue;
-      ob_value *id = ob_object_get(m->value, "id", 2), *e = ob_object_get(m->value, "error", 5);
-      if (ob_object_get(m->value, "detached", 8) || !id || !e || ob_typeof(e) != OB_STRING)
-        continue;
-      if (ob_cdel_chained(sub, ob_string_ptr(id))) /* a copy's plan failed: the deepest cause */
-        ob_buf_add(&why, ob_string_ptr(e), ob_string_len(e));
+    const char *id, *e;
+    if (ob_cdel_first_error(sub, &id, &e)) {
+      if (ob_cdel_chained(sub, id)) /* a copy's plan failed: the deepest cause */
+        ob_buf_add(&why, e, strlen(e));
       else
-        ob_buf_addf(&why, "copy %s failed: %s", ob_string_ptr(id), ob_string_ptr(e));
-      break;
+        ob_buf_addf(&why, "copy %s failed: %s", id, e);
     }
     if (!why.len)
       ob_buf_addf(&why, "a copy of %s failed", call->id);

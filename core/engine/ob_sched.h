@@ -349,6 +349,9 @@ void ob_cdel_launch(ob_crun *c, ob_run *sub, const char *scope, const ob_error *
  * call's copies): its error message tells the deepest cause already, and the run above
  * passes it on as it is rather than wrapping it again at every level. */
 int ob_cdel_chained(const ob_run *sub, const char *id);
+/* The first error of an awaited call of run sub (its log's first error message that
+ * is not a fire-and-forget call's): 1 with *id and *msg (borrowed from the log), or 0. */
+int ob_cdel_first_error(const ob_run *sub, const char **id, const char **msg);
 /* Starts the copies of an _each call over list (takes params and list). */
 void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list);
 /* Frees what an attempt of a delegating call made (its run, plan, plan value and

@@ -282,40 +282,6 @@ static void on_event(void *ud, const ob_event *ev) {
   send_value(q->m, ob_object_set(n, "params", 6, p));
 }
 
-/* Strings beginning with † escaped (††), at any depth: a tool's arguments are values. */
-static ob_value *escape_refs(const ob_value *v) {
-  switch (ob_typeof(v)) {
-  case OB_STRING:
-    if (!strncmp(ob_string_ptr(v), DAGGER, 3)) {
-      ob_buf b;
-      ob_buf_init(&b);
-      ob_buf_add(&b, DAGGER, 3);
-      ob_buf_add(&b, ob_string_ptr(v), ob_string_len(v));
-      ob_value *s = ob_string(b.data, b.len);
-      ob_buf_free(&b);
-      return s;
-    }
-    return ob_ref((ob_value *)v);
-  case OB_ARRAY: {
-    ob_value *a = ob_array();
-    for (size_t i = 0; i < ob_array_len(v); i++)
-      a = ob_array_push(a, escape_refs(ob_array_get(v, i)));
-    return a;
-  }
-  case OB_OBJECT: {
-    ob_value *o = ob_object();
-    ob_object_iter it;
-    ob_value *k, *x;
-    ob_object_iter_init(&it, v);
-    while (ob_object_iter_next(&it, &k, &x))
-      o = ob_object_setv(o, k, escape_refs(x));
-    return o;
-  }
-  default:
-    return ob_ref((ob_value *)v);
-  }
-}
-
 /* tools/call: a plan made, validated and started. */
 static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
   const ob_value *name = params ? ob_object_get(params, "name", 4) : NULL;
@@ -374,7 +340,7 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
     else if (en && ob_typeof(en) == OB_ARRAY && ob_array_len(en) &&
              ob_typeof(ob_array_get(en, 0)) == OB_STRING)
       out = ob_string_ptr(ob_array_get(en, 0));
-    ob_value *call = args ? escape_refs(args) : ob_object();
+    ob_value *call = args ? ob_str_escape(args) : ob_object(); /* a tool's arguments are values */
     call = ob_object_set(call, "_tool", 5, ob_cstring(tool));
     call = ob_object_set(call, "_outputPath", 11, ob_cstring(out));
     ob_value *pv = ob_object_set(ob_object(), "plan", 4, ob_array_push(ob_array(), call));
