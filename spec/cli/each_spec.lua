@@ -12,14 +12,7 @@ local TOOLS = "spec/cli/tools"
 
 local function plan_file(json) return cli.tmpfile(json, ".json") end
 
-local function lines_of(path)
-  local out = {}
-  for line in io.lines(path) do -- a torn or zeroed tail (a SIGKILL) is not a record
-    local ok, v = pcall(cjson.decode, line)
-    if ok then out[#out + 1] = v end
-  end
-  return out
-end
+local lines_of = cli.jsonl
 
 local function run(plan, ...)
   local j = os.tmpname()

@@ -10,11 +10,7 @@ local TOOLS = "spec/cli/tools"
 
 local function plan_file(json) return cli.tmpfile(json, ".json") end
 
-local function lines_of(path)
-  local out = {}
-  for line in io.lines(path) do out[#out + 1] = cjson.decode(line) end
-  return out
-end
+local lines_of = cli.jsonl
 
 describe("obelus.emit", function()
   it("is a progress event, in order, with the attempt, across a retry; and in the journal", function()

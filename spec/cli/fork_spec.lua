@@ -10,14 +10,7 @@ local TOOLS = "spec/cli/tools"
 
 local function plan_file(json) return cli.tmpfile(json, ".json") end
 
-local function lines_of(path)
-  local out = {}
-  for line in io.lines(path) do
-    local ok, v = pcall(cjson.decode, line)
-    if ok then out[#out + 1] = v end
-  end
-  return out
-end
+local lines_of = cli.jsonl
 
 -- the top-level calls that started in a journal after its "resume" record (what the
 -- fork ran), as a sorted list

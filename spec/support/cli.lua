@@ -64,6 +64,18 @@ function M.journal_of(args)
   return j
 end
 
+-- The JSON lines of a file (a journal, --events) as values, in order; a line that does
+-- not read (a SIGKILL's torn or zeroed tail) is not one.
+function M.jsonl(path)
+  local cjson = require "cjson"
+  local out = {}
+  for line in io.lines(path) do
+    local ok, v = pcall(cjson.decode, line)
+    if ok then out[#out + 1] = v end
+  end
+  return out
+end
+
 -- Writes text to a fresh temporary file and returns its name.
 function M.tmpfile(text, suffix)
   local name = os.tmpname() .. (suffix or "")
