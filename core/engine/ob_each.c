@@ -7,7 +7,7 @@
  *
  *   {"each": "<id>", "plan": [
  *      {"_tool": T, "_id": "<id>[0]", <params>, "_retry", "_timeout", "_instance",
- *       "_outputPath": "†state.0"}, ...]}
+ *       "_outputPath": "†state.r"}, ...]}
  *
  * Each copy's params are the call's, resolved (its references read now, once,
  * for all copies), with "†each.value" (or a path below it) replaced by the
@@ -33,8 +33,10 @@
  *
  * Costs: per copy, a call object of the plan (its params shared with the
  * call's where no †each string or † text sits in them), its reading as a plan
- * call, and a run's call; the call's list and its resolved params are read
- * once. Gathering reads the copies' state document once. */
+ * call (the output path, the same for all, is parsed once), and a run's call;
+ * the call's list and its resolved params are read once. Gathering walks the
+ * copies' log once: each copy's output message holds its result (the copies'
+ * document at that path is only the last one's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +107,9 @@ static ob_value *copy_param(const ob_value *v, const ob_value *elem, size_t i) {
   }
 }
 
+/* Where every copy writes its result, in their run's own log (state.r). */
+#define EACH_KEY "r"
+
 /* The meta-properties a copy keeps as the call wrote them. */
 static int copy_keeps(const char *key) {
   return !strcmp(key, "_tool") || !strcmp(key, "_delegate") || !strcmp(key, "_scopes") ||
@@ -116,8 +121,9 @@ static ob_value *copies_plan(const ob_crun *c, const ob_value *params, const ob_
   const ob_call *call = c->call;
   size_t n = ob_array_len(list), idlen = strlen(call->id);
   ob_value *calls = ob_array();
-  char *id = ob_xmalloc(idlen + 24), path[32];
+  char *id = ob_xmalloc(idlen + 24);
   memcpy(id, call->id, idlen);
+  ob_value *out_path = ob_cstring(OB_DAGGER "state." EACH_KEY);
   for (size_t i = 0; i < n; i++) {
     const ob_value *elem = ob_array_get(list, i);
     ob_value *o = ob_object(), *k, *v;
@@ -134,13 +140,12 @@ static ob_value *copies_plan(const ob_crun *c, const ob_value *params, const ob_
     o = ob_object_set(o, "_id", 3, ob_string(id, idlen + (size_t)len));
     if (call->instance && !ob_object_get(o, "_instance", 9)) /* an instance's call */
       o = ob_object_set(o, "_instance", 9, ob_cstring(call->instance));
-    if (call->has_output) {
-      len = snprintf(path, sizeof path, OB_DAGGER "state.%zu", i);
-      o = ob_object_set(o, "_outputPath", 11, ob_string(path, (size_t)len));
-    }
+    if (call->has_output) /* one path for all: the plan reads it once (its memo) */
+      o = ob_object_set(o, "_outputPath", 11, ob_ref(out_path));
     calls = ob_array_push(calls, o);
   }
   free(id);
+  ob_unref(out_path);
   ob_value *plan = ob_object();
   plan = ob_object_set(plan, "each", 4, ob_cstring(call->id));
   plan = ob_object_set(plan, "plan", 4, calls);
@@ -186,16 +191,26 @@ static void each_done(ob_crun *c, ob_run *sub) {
     ob_crun_settle(c, OB_CALL_DONE, NULL);
     return;
   }
-  ob_path root = {0, NULL};
-  ob_value *doc = ob_log_read(sub->log, "state", call->instance, &root, OB_LOG_NOW);
-  ob_value *out = ob_array();
-  char key[24];
-  for (size_t i = 0; i < sub->plan->ncalls; i++) {
-    int len = snprintf(key, sizeof key, "%zu", i);
-    ob_value *x = doc && ob_typeof(doc) == OB_OBJECT ? ob_object_get(doc, key, (size_t)len) : NULL;
-    out = ob_array_push(out, x ? ob_ref(x) : ob_null());
+  /* each copy's result: its output message at the copies' path, by the copy's place in
+   * their plan (the log holds every one, whichever wrote last) */
+  size_t n = sub->plan->ncalls;
+  ob_value **got = ob_xcalloc(n ? n : 1, sizeof *got);
+  for (size_t i = 0; i < ob_log_len(sub->log); i++) {
+    const ob_msg *m = ob_log_at(sub->log, i);
+    if (m->type != OB_MSG_OUTPUT || !m->call || !m->path ||
+        strcmp(ob_string_ptr(m->path), EACH_KEY))
+      continue;
+    const ob_value *id = ob_object_get(m->call, "_id", 3);
+    const ob_call *copy = id && ob_typeof(id) == OB_STRING
+                              ? ob_map_get(&sub->plan->ids, ob_string_ptr(id), ob_string_len(id))
+                              : NULL;
+    if (copy)
+      got[copy - sub->plan->calls] = m->value;
   }
-  ob_unref(doc);
+  ob_value *out = ob_array();
+  for (size_t i = 0; i < n; i++)
+    out = ob_array_push(out, got[i] ? ob_ref(got[i]) : ob_null());
+  free(got);
   ob_crun_write_alt(c, 0, out);
   ob_unref(out);
 }
