@@ -26,6 +26,7 @@ static const char main_help[] =
     "  init DIR                                    a new project: a plan, a tool and a test\n"
     "  mcp --tools PATH...                         serve the tools and plans over MCP (stdio)\n"
     "  report JOURNAL -o FILE.html                 a run to look at: graph, timeline, calls\n"
+    "  ui [--journals DIR]... [--port N]           serve runs and their journals over HTTP\n"
     "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
     "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
     "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
@@ -64,6 +65,7 @@ static const command commands[] = {
     {"log", log_command},
     {"resume", ob_cmd_resume},
     {"fork", ob_cmd_fork},
+    {"ui", ob_cmd_ui},
     {"tools", ob_cmd_tools},
     {"init", ob_cmd_init},
     {"mcp", ob_cmd_mcp},

@@ -30,6 +30,7 @@ int ob_cmd_graph(int argc, char **argv);
 int ob_cmd_log(int argc, char **argv);
 int ob_cmd_resume(int argc, char **argv);
 int ob_cmd_fork(int argc, char **argv);
+int ob_cmd_ui(int argc, char **argv);
 int ob_cmd_tools(int argc, char **argv);
 int ob_cmd_init(int argc, char **argv);
 int ob_cmd_mcp(int argc, char **argv);

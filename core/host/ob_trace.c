@@ -655,6 +655,7 @@ static ob_value *run_data(trace *t) {
   ob_value *r = ob_object_set(ob_object(), "plan", 4, ob_cstring(file ? file : ""));
   r = ob_object_set(r, "exit", 4, t->exit >= 0 ? ob_int(t->exit) : ob_null());
   r = ob_object_set(r, "duration_us", 11, ob_int((int64_t)rel(t, t->t1)));
+  r = ob_object_set(r, "t0_us", 5, ob_int((int64_t)t->t0)); /* the first start, since 1970 */
   return ob_object_set(r, "calls", 5, calls);
 }
 

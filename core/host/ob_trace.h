@@ -19,7 +19,8 @@
 typedef enum ob_trace_format {
   OB_TRACE_CHROME, /* the Chrome Trace Event format */
   OB_TRACE_OTLP,   /* OTLP/JSON */
-  OB_TRACE_RUN     /* what `obelus report` draws: {"plan", "exit", "calls": [{"id", "scope",
+  OB_TRACE_RUN     /* what `obelus report` draws (and `obelus ui` serves): {"plan", "exit",
+                      "duration_us", "t0_us" (the first start, in us since 1970), "calls": [{"id", "scope",
                       "tool", "instance", "state", "attempts": [[start_us, end_us, error]],
                       "params", "output", "error", "deps": [indices into calls]}]},
                       times from the run's first start */

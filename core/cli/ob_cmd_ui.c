@@ -1,0 +1,102 @@
+/* ob_cmd_ui.c -- `obelus ui`: serves runs and their journals over HTTP (host/ob_ui.c) until
+ * SIGINT or SIGTERM. It says where on stderr, one line, then nothing more. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "cli/ob_cli.h"
+#include "host/ob_ui.h"
+
+static const char ui_help[] =
+    "usage: obelus ui [--journals DIR]... [--bind ADDR] [--port N] [--token T]\n"
+    "\n"
+    "Serves the runs whose journals (run --journal) lie under each --journals DIR (any\n"
+    "depth; *.jsonl files, no symbolic link followed) as a JSON API over HTTP, until\n"
+    "SIGINT or SIGTERM (exit 0):\n"
+    "  GET /api/runs        every run, newest first: id, source (its path in DIR),\n"
+    "                       state (running, done, failed, killed-resumable), started,\n"
+    "                       ended (ms since 1970), calls, failed, plan\n"
+    "  GET /api/runs/ID     one run: its summary and \"run\", every call with its state,\n"
+    "                       attempts, times, params, output or error, progress values\n"
+    "The first line on stderr says where: `obelus ui: http://127.0.0.1:PORT/`.\n"
+    "\n"
+    "options:\n"
+    "  --journals DIR   a folder of journals (repeatable; default: the current one)\n"
+    "  --bind ADDR      the address to listen on (default 127.0.0.1); any address\n"
+    "                   other than loopback needs --token\n"
+    "  --port N         the port (default 7890; 0: one the system picks)\n"
+    "  --token T        every API request must carry it: Authorization: Bearer T, or\n"
+    "                   ?token=T once (it sets a cookie); without it, 401\n"
+    "\n"
+    "example:\n"
+    "  obelus run plan.json --tools tools/ --journal runs/a.jsonl\n"
+    "  obelus ui --journals runs &\n"
+    "  curl -s http://127.0.0.1:7890/api/runs\n";
+
+static void on_signal(uv_signal_t *s, int signum) {
+  (void)signum;
+  *(int *)s->data = 1;
+  uv_stop(s->loop);
+}
+
+int ob_cmd_ui(int argc, char **argv) {
+  const char *dirs[64], *bind = NULL, *token = NULL;
+  size_t ndirs = 0, port = 7890;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(ui_help, stdout);
+      return OB_EXIT_OK;
+    } else if (!strcmp(a, "--journals") && val) {
+      if (ndirs == 64)
+        return ob_cli_usage_error("ui", "too many --journals");
+      dirs[ndirs++] = argv[++i];
+    } else if (!strcmp(a, "--bind") && val) {
+      bind = argv[++i];
+    } else if (!strcmp(a, "--port") && val) {
+      if (!ob_cli_parse_count(argv[++i], &port) || port > 65535)
+        return ob_cli_usage_error("ui", "--port needs a number from 0 to 65535");
+    } else if (!strcmp(a, "--token") && val) {
+      token = argv[++i];
+    } else {
+      return ob_cli_usage_error("ui", "unknown option %s, or it lacks its value", a);
+    }
+  }
+  if (!ndirs)
+    dirs[ndirs++] = ".";
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  ob_error err;
+  ob_ui_config cfg = {.journals = dirs, .njournals = ndirs, .bind = bind, .port = (int)port,
+                      .token = token};
+  ob_ui *u = ob_ui_new(&loop, &cfg, &err);
+  if (!u) {
+    ob_eprintf("obelus ui: %s\n", err.msg);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return OB_EXIT_USAGE;
+  }
+  const char *host = bind ? bind : "127.0.0.1";
+  int v6 = strchr(host, ':') != NULL;
+  ob_eprintf("obelus ui: http://%s%s%s:%d/\n", v6 ? "[" : "", host, v6 ? "]" : "", ob_ui_port(u));
+  fflush(stderr);
+  int stopped = 0;
+  uv_signal_t sig[2];
+  int signums[2] = {SIGINT, SIGTERM};
+  for (int k = 0; k < 2; k++) {
+    uv_signal_init(&loop, &sig[k]);
+    sig[k].data = &stopped;
+    uv_signal_start(&sig[k], on_signal, signums[k]);
+  }
+  while (!stopped)
+    uv_run(&loop, UV_RUN_DEFAULT);
+  for (int k = 0; k < 2; k++)
+    uv_close((uv_handle_t *)&sig[k], NULL);
+  ob_ui_close(u);
+  uv_run(&loop, UV_RUN_DEFAULT); /* the server's handles close */
+  ob_ui_free(u);
+  uv_loop_close(&loop);
+  return OB_EXIT_OK;
+}

@@ -1,0 +1,32 @@
+/* ob_ui.h -- `obelus ui`: runs and their journals served over HTTP on the engine's loop
+ * (ob_ui.c): a JSON API first; the web app on it comes next. */
+#ifndef OB_UI_H
+#define OB_UI_H
+
+#include <uv.h>
+
+#include "base/ob_error.h"
+
+typedef struct ob_ui ob_ui;
+
+typedef struct ob_ui_config {
+  const char *const *journals; /* the folders whose journals (*.jsonl, at any depth) it
+                                  serves; njournals of them */
+  size_t njournals;
+  const char *bind;   /* the address to listen on: "127.0.0.1" when NULL */
+  int port;           /* 0: one the kernel picks (ob_ui_port) */
+  const char *token;  /* every API request must carry it (Authorization: Bearer T, the
+                         cookie obelus_token, or ?token=T, which sets that cookie); NULL:
+                         none, which only a loopback address may go without */
+} ob_ui_config;
+
+/* Starts serving on loop. NULL with err: a folder that is not one, an address other than
+ * loopback without a token, the port taken. */
+ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err);
+int ob_ui_port(const ob_ui *u);
+/* Stops serving: its handles close as the loop runs; run it (uv_run until nothing is
+ * left), then ob_ui_free. */
+void ob_ui_close(ob_ui *u);
+void ob_ui_free(ob_ui *u);
+
+#endif

@@ -1,0 +1,201 @@
+-- ui_spec.lua -- `obelus ui` (issue 29, its API so far): the runs of the journals under a
+-- folder, listed with their states (done, failed, killed-resumable, running: a run that
+-- holds its journal), one run as the report reads it, ids that name no path, the token
+-- (401 without it; a header, a cookie or ?token=), a non-loopback address refused without
+-- one, a body past the bound refused, and SIGTERM ending the server. A real server on a
+-- port the system picks, asked with curl.
+local cli = require "support.cli"
+local cjson = require "cjson"
+
+local TOOLS = "spec/cli/tools"
+local q = cli.quote
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+local function tmpdir()
+  return (sh("mktemp -d"):gsub("%s+$", ""))
+end
+
+-- a server on dir (extra: more arguments); returns its base URL and its pid
+local function serve(dir, extra)
+  local err = os.tmpname()
+  local pid = sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
+    q(cli.bin), q(dir), extra or "", q(err))):gsub("%s+$", "")
+  local url
+  for _ = 1, 200 do
+    url = cli.slurp(err):match("obelus ui: (http://%S+/)")
+    if url then break end
+    os.execute("sleep 0.02")
+  end
+  os.remove(err)
+  assert(url, "the server said no URL")
+  return url, pid
+end
+
+local function stop(pid)
+  os.execute("kill -TERM " .. pid .. " 2>/dev/null; wait " .. pid .. " 2>/dev/null")
+end
+
+-- status and body of a request (curl args after the URL)
+local function get(url, args)
+  local out = sh(("curl -s -w '\\n%%{http_code}' %s %s"):format(args or "", q(url)))
+  local body, code = out:match("^(.*)\n(%d+)$")
+  return tonumber(code), body
+end
+
+local function plan(json) return cli.tmpfile(json, ".json") end
+
+describe("obelus ui", function()
+  local dir
+  setup(function()
+    dir = tmpdir()
+    os.execute("mkdir -p " .. q(dir .. "/deep/er"))
+    local ok = plan([=[[{"_id":"a","_tool":"echo","value":1,"_outputPath":"†state.a"},
+      {"_id":"b","_tool":"echo","value":"†state.a","_outputPath":"†state.b"}]]=])
+    local bad = plan([=[[{"_id":"a","_tool":"fail","_outputPath":"†state.a"}]]=])
+    assert(cli.run({ "run", ok, "--tools", TOOLS, "--journal", dir .. "/ok.jsonl" }).code == 0)
+    assert(cli.run({ "run", bad, "--tools", TOOLS, "--journal", dir .. "/deep/er/bad.jsonl" }).code == 1)
+    -- a killed run: its journal cut after the first settled record, no end
+    local lines = {}
+    for l in io.lines(dir .. "/ok.jsonl") do lines[#lines + 1] = l end
+    local f = assert(io.open(dir .. "/killed.jsonl", "w"))
+    for _, l in ipairs(lines) do
+      f:write(l, "\n")
+      if l:match('"journal":"settled"') then break end
+    end
+    f:close()
+    local g = assert(io.open(dir .. "/not-a-journal.jsonl", "w"))
+    g:write("hello\n")
+    g:close()
+  end)
+  teardown(function() os.execute("rm -rf " .. q(dir)) end)
+
+  it("lists every journal under the folder, newest first, with its state", function()
+    local url, pid = serve(dir)
+    local code, body = get(url .. "api/runs")
+    stop(pid)
+    assert.are.equal(200, code, body)
+    local runs = cjson.decode(body).runs
+    local by = {}
+    for _, r in ipairs(runs) do by[r.source] = r end
+    assert.are.equal(3, #runs) -- not-a-journal.jsonl is not one
+    assert.are.equal("done", by["ok.jsonl"].state)
+    assert.are.equal(2, by["ok.jsonl"].calls)
+    assert.are.equal(0, by["ok.jsonl"].failed)
+    assert.are.equal("failed", by["deep/er/bad.jsonl"].state)
+    assert.are.equal(1, by["deep/er/bad.jsonl"].failed)
+    assert.are.equal("killed-resumable", by["killed.jsonl"].state)
+    assert.are.equal(cjson.null, by["killed.jsonl"].ended)
+    assert.is_true(by["ok.jsonl"].ended >= by["ok.jsonl"].started)
+    for i = 2, #runs do assert.is_true(runs[i - 1].started >= runs[i].started) end
+    for _, r in ipairs(runs) do assert.matches("^%x+$", r.id) end
+  end)
+
+  it("says a run that holds its journal is running", function()
+    local pf = plan([=[[{"_id":"s","_tool":"sleepy","ms":3000,"_outputPath":"†state.s"}]]=])
+    local run_pid = sh(("%s run %s --tools %s --journal %s >/dev/null 2>&1 & echo $!"):format(
+      q(cli.bin), q(pf), TOOLS, q(dir .. "/live.jsonl"))):gsub("%s+$", "")
+    for _ = 1, 200 do
+      if cli.slurp(dir .. "/live.jsonl"):match('"journal":"start"') then break end
+      os.execute("sleep 0.02")
+    end
+    local url, pid = serve(dir)
+    local _, body = get(url .. "api/runs")
+    stop(pid)
+    os.execute("kill -TERM " .. run_pid .. " 2>/dev/null; wait " .. run_pid .. " 2>/dev/null")
+    local state
+    for _, r in ipairs(cjson.decode(body).runs) do
+      if r.source == "live.jsonl" then state = r.state end
+    end
+    os.remove(dir .. "/live.jsonl")
+    assert.are.equal("running", state)
+  end)
+
+  it("gives one run as the report reads it, by its id; an id names no path", function()
+    local url, pid = serve(dir)
+    local _, body = get(url .. "api/runs")
+    local id
+    for _, r in ipairs(cjson.decode(body).runs) do
+      if r.source == "ok.jsonl" then id = r.id end
+    end
+    local code, one = get(url .. "api/runs/" .. id)
+    local c404 = get(url .. "api/runs/0123456789abcdef")
+    local trav = get(url .. "api/runs/..%2F..%2Fetc%2Fpasswd")
+    local other = get(url .. "index.html")
+    local post = get(url .. "api/runs", "-X POST -d '{}'")
+    stop(pid)
+    assert.are.equal(200, code)
+    local run = cjson.decode(one)
+    assert.are.equal("ok.jsonl", run.source)
+    assert.are.equal(0, run.run.exit)
+    local ids = {}
+    for _, c in ipairs(run.run.calls) do ids[#ids + 1] = c.id .. "=" .. c.state end
+    assert.are.same({ "a=done", "b=done" }, ids)
+    assert.are.equal(1, run.run.calls[2].output.b)
+    assert.are.equal(404, c404)
+    assert.are.equal(404, trav)
+    assert.are.equal(404, other)
+    assert.are.equal(405, post)
+  end)
+
+  it("wants its token when it has one: a header, ?token= (which sets a cookie), or 401", function()
+    local url, pid = serve(dir, "--token s3cret")
+    local none = get(url .. "api/runs")
+    local wrong = get(url .. "api/runs", "-H 'Authorization: Bearer nope'")
+    local hdr = get(url .. "api/runs", "-H 'Authorization: Bearer s3cret'")
+    local jar = os.tmpname()
+    local link = get(url .. "api/runs?token=s3cret", "-c " .. q(jar))
+    local cookie = get(url .. "api/runs", "-b " .. q(jar))
+    stop(pid)
+    os.remove(jar)
+    assert.are.equal(401, none)
+    assert.are.equal(401, wrong)
+    assert.are.equal(200, hdr)
+    assert.are.equal(200, link)
+    assert.are.equal(200, cookie)
+  end)
+
+  it("refuses a non-loopback address without a token, a folder that is not one, an address not this machine's, a port taken", function()
+    local r = cli.run({ "ui", "--journals", dir, "--bind", "0.0.0.0", "--port", "0" })
+    assert.are.equal(2, r.code)
+    assert.matches("not a loopback address: give %-%-token", r.err)
+    r = cli.run({ "ui", "--journals", dir .. "/ok.jsonl", "--port", "0" })
+    assert.are.equal(2, r.code)
+    assert.matches("not a folder", r.err)
+    r = cli.run({ "ui", "--journals", dir, "--bind", "192.0.2.77", "--token", "t", "--port", "0" })
+    assert.are.equal(2, r.code) -- TEST-NET-1: never this machine's; nothing listens anywhere
+    assert.matches("cannot listen on 192.0.2.77 port 0: not an address of this machine", r.err)
+    r = cli.run({ "ui", "--journals", dir, "--bind", "example.com", "--token", "t" })
+    assert.are.equal(2, r.code)
+    assert.matches("is not an IP address", r.err)
+    local url, pid = serve(dir) -- its port, asked for again
+    r = cli.run({ "ui", "--journals", dir, "--port", url:match(":(%d+)/$") })
+    stop(pid)
+    assert.are.equal(2, r.code)
+    assert.matches("the port is taken", r.err)
+  end)
+
+  it("answers a body past its bound 413, and ends at SIGTERM with 0", function()
+    local url, pid = serve(dir)
+    local big = os.tmpname()
+    local f = assert(io.open(big, "w"))
+    f:write(("x"):rep(2 * 1024 * 1024))
+    f:close()
+    local code = get(url .. "api/runs", "-X POST --data-binary @" .. q(big))
+    os.remove(big)
+    stop(pid)
+    assert.are.equal(413, code)
+    -- its exit status, from the shell that started it
+    local err = os.tmpname()
+    local status = sh(("%s ui --journals %s --port 0 2>%s & pid=$!; " ..
+      "for i in $(seq 1 200); do grep -q http %s && break; sleep 0.02; done; " ..
+      "kill -TERM $pid; wait $pid; echo $?"):format(q(cli.bin), q(dir), q(err), q(err)))
+    os.remove(err)
+    assert.matches("^0", status)
+  end)
+end)
