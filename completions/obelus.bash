@@ -7,7 +7,7 @@ _obelus() {
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD-1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=( $(compgen -W "run check loop graph resolve schema log resume fork tools init
+    COMPREPLY=( $(compgen -W "run check loop graph resolve schema log resume fork ui tools init
                                 submit worker wait status --help --version" -- "$cur") )
     return 0
   fi
@@ -35,7 +35,7 @@ _obelus() {
     --queue|--name|--jobs|--claim-idle|--max-deliveries|--grace|--timeout|--concurrency|\
     --drain-timeout|--max-depth|--call-timeout|--max-memory|--max-output|--max-calls|\
     --max-slice|--http-max|--http-max-bytes|--max-steps|--at|--instance|--shard|--max-line|--max-edges|\
-    --from|--set)
+    --from|--set|--port|--bind|--token)
       COMPREPLY=()
       return 0 ;;
   esac
