@@ -10,12 +10,7 @@ local cjson = require "cjson"
 local TOOLS = "spec/cli/tools"
 local q = cli.quote
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = cli.sh
 
 local function tmpdir()
   return (sh("mktemp -d"):gsub("%s+$", ""))

@@ -64,6 +64,14 @@ function M.journal_of(args)
   return j
 end
 
+-- What a shell command printed on stdout.
+function M.sh(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
 -- The JSON lines of a file (a journal, --events) as values, in order; a line that does
 -- not read (a SIGKILL's torn or zeroed tail) is not one.
 function M.jsonl(path)
