@@ -15,8 +15,9 @@ DEB_PKGS := $(BUILD_PKGS) lua-busted json-schema-test-suite valgrind lua-check m
             nginx-light openssl curl nodejs time redis-server zsh bash-completion chromium
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libcurl is not linked: ob_curl.c loads it at the first HTTP transfer (its headers only here)
-PKG_LIBS   := $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null)
+# libcurl is not linked: ob_curl.c loads it at the first HTTP transfer (its headers only
+# here); nor is libwebsockets: ob_lws.c loads it when `obelus ui` starts its server
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out libcurl libwebsockets,$(PKGS)) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes
 CFLAGS  ?= -O2 -g

@@ -10,6 +10,7 @@
  * slow reader holds its own response only.
  *
  * Nothing here prints: the library's own log is off (its errors come back as ours).
+ * The library is loaded when the first server starts (ob_lws.c), not linked.
  *
  * Costs: per connection, the library's struct and this file's session (the request's
  * strings, its body, the response until written); no thread. */
@@ -25,6 +26,7 @@
 
 #include "base/ob_mem.h"
 #include "io/ob_httpd.h"
+#include "io/ob_lws.h"
 
 #define HTTPD_CHUNK 4096
 #define HTTPD_MAX_BODY ((size_t)1 << 20)
@@ -290,6 +292,8 @@ static int listen_on(ob_httpd *h, const char *addr, int port, ob_error *err) {
 }
 
 ob_httpd *ob_httpd_new(uv_loop_t *loop, const ob_httpd_config *cfg, ob_error *err) {
+  if (ob_lws_load(err) != OB_OK) /* the library, at the first server (ob_lws.c says why) */
+    return NULL;
   lws_set_log_level(0, NULL); /* nothing printed: only the CLI prints */
   ob_httpd *h = ob_xcalloc(1, sizeof *h);
   h->cfg = *cfg;
