@@ -720,55 +720,6 @@ static void print_summary(const view *v, ob_log *log) {
 
 /* --- --at N ---------------------------------------------------------------------- */
 
-/* Adds s (an OB_STRING) to the list when it is new: first appearance order. */
-static void add_name(ob_map *seen, ob_value **list, const ob_value *s) {
-  if (!s || ob_map_get(seen, ob_string_ptr(s), ob_string_len(s)))
-    return;
-  ob_map_put(seen, ob_string_ptr(s), ob_string_len(s), (void *)s);
-  *list = ob_array_push(*list, ob_ref((ob_value *)s));
-}
-
-static ob_value *documents_at(ob_log *log, size_t at) {
-  ob_map seen_k, seen_i;
-  ob_map_init(&seen_k);
-  ob_map_init(&seen_i);
-  ob_value *kinds = ob_array(), *insts = ob_array();
-  for (size_t i = 0; i < at; i++) {
-    const ob_msg *m = ob_log_at(log, i);
-    add_name(&seen_k, &kinds, m->kind);
-    add_name(&seen_i, &insts, m->instance);
-  }
-  ob_map_free(&seen_k);
-  ob_map_free(&seen_i);
-  ob_path root = {0, NULL};
-  ob_value *docs = ob_object();
-  for (size_t k = 0; k < ob_array_len(kinds); k++) {
-    const ob_value *kind = ob_array_get(kinds, k);
-    ob_value *d = ob_log_read(log, ob_string_ptr(kind), NULL, &root, at);
-    if (d)
-      docs = ob_object_setv(docs, (ob_value *)kind, d);
-  }
-  ob_value *out = ob_object_set(ob_object(), "at", 2, ob_int((int64_t)at));
-  out = ob_object_set(out, "documents", 9, docs);
-  if (ob_array_len(insts)) {
-    ob_value *views = ob_object();
-    for (size_t x = 0; x < ob_array_len(insts); x++) {
-      const ob_value *inst = ob_array_get(insts, x);
-      ob_value *seen = ob_object();
-      for (size_t k = 0; k < ob_array_len(kinds); k++) {
-        const ob_value *kind = ob_array_get(kinds, k);
-        ob_value *d = ob_log_read(log, ob_string_ptr(kind), ob_string_ptr(inst), &root, at);
-        if (d)
-          seen = ob_object_setv(seen, (ob_value *)kind, d);
-      }
-      views = ob_object_setv(views, (ob_value *)inst, seen);
-    }
-    out = ob_object_set(out, "instances", 9, views);
-  }
-  ob_unref(kinds);
-  ob_unref(insts);
-  return out;
-}
 
 /* --- the command ---------------------------------------------------------------- */
 
@@ -841,7 +792,7 @@ int ob_cmd_log(int argc, char **argv) {
       rc = ob_cli_usage_error("log", "--at %zu: %s holds %zu message%s", at, file,
                               ob_log_len(log), ob_log_len(log) == 1 ? "" : "s");
     } else {
-      ob_value *docs = documents_at(log, at);
+      ob_value *docs = ob_log_documents(log, at);
       char *text = ob_json_print(docs, OB_JSON_PRETTY, NULL);
       puts(text);
       free(text);

@@ -20,6 +20,7 @@ static const char ui_help[] =
     "                       ended (ms since 1970), calls, failed, plan\n"
     "  GET /api/runs/ID     one run: its summary and \"run\", every call with its state,\n"
     "                       attempts, times, params, output or error, progress values\n"
+    "  GET /api/runs/ID/state?at=N   the documents as of message N (obelus log --at N)\n"
     "The first line on stderr says where: `obelus ui: http://127.0.0.1:PORT/`.\n"
     "\n"
     "options:\n"

@@ -11,6 +11,9 @@
  *                        its plan file, exit, every call with its state, attempts and
  *                        times, params, output or error, progress; sub-plans' calls with
  *                        their scope), plus its summary above
+ *   GET /api/runs/{id}/state?at=N   the documents as of message N, as `obelus log --at N`
+ *                        prints them ({"at", "documents", "instances"}), and "messages"
+ *                        (how many the journal holds); without at, as it ends
  * An id is a digest of the folder's number and the path in it: a request names no path,
  * so nothing outside the folders can be asked for. A run whose journal another process
  * holds locked (ob_wal's flock) is running; one without an end record that nobody holds
@@ -39,6 +42,8 @@
 #include "host/ob_trace.h"
 #include "host/ob_ui.h"
 #include "io/ob_httpd.h"
+#include "log/ob_journal.h"
+#include "log/ob_log.h"
 
 #define UI_MAX_DEPTH 32 /* folders below a --journals folder walked at most */
 
@@ -222,6 +227,8 @@ static int newest_first(const void *a, const void *b) {
 
 typedef struct finding {
   const char *id;
+  int path_only;   /* only its path (the state route): the journal is not read here */
+  char *path;      /* the journal's path, when found */
   ob_value *found; /* the run with its summary */
 } finding;
 
@@ -230,8 +237,12 @@ static void find_id(ob_ui *u, size_t dir, const char *rel, const char *path, con
   finding *f = ud;
   char id[17];
   run_id(dir, rel, id);
-  if (f->found || strcmp(id, f->id))
+  if (f->found || f->path || strcmp(id, f->id))
     return;
+  if (f->path_only) {
+    f->path = ob_xstrdup(path);
+    return;
+  }
   ob_value *run = NULL;
   const ob_value *sum = summary_of(u, path, st, &run);
   if (!sum || !run)
@@ -300,6 +311,48 @@ static int allowed(ob_ui *u, const ob_httpd_req *req, ob_httpd_res *res) {
   return 0;
 }
 
+/* GET /api/runs/{id}/state?at=N: the documents as of message N (`obelus log --at N`);
+ * without at, as the journal ends. */
+static void state_at(ob_ui *u, const char *id, const ob_httpd_req *req, ob_httpd_res *res) {
+  finding f = {id, 1, NULL, NULL};
+  walk_all(u, find_id, &f);
+  if (!f.path) {
+    reply_error(res, 404, "no run of that id");
+    return;
+  }
+  ob_log *log = ob_log_new();
+  ob_error err;
+  if (ob_journal_load(log, f.path, NULL, &err) != OB_OK) {
+    reply_error(res, 422, err.msg);
+  } else {
+    size_t len, at = ob_log_len(log);
+    const char *v = find_pair(req->query, "at", '&', &len);
+    char num[24];
+    size_t n = 0;
+    int ok = !v || (len > 0 && len < sizeof num);
+    for (size_t i = 0; ok && v && i < len; i++) {
+      ok = v[i] >= '0' && v[i] <= '9';
+      n = n * 10 + (size_t)(v[i] - '0');
+    }
+    if (v && ok)
+      at = n;
+    if (!ok || at > ob_log_len(log)) {
+      snprintf(num, sizeof num, "%zu", ob_log_len(log));
+      ob_buf why;
+      ob_buf_init(&why);
+      ob_buf_addf(&why, "at is a number of messages, from 0 to %s", num);
+      reply_error(res, 400, why.data);
+      ob_buf_free(&why);
+    } else {
+      ob_value *docs = ob_log_documents(log, at);
+      docs = ob_object_set(docs, "messages", 8, ob_int((int64_t)ob_log_len(log)));
+      reply_value(res, docs);
+    }
+  }
+  ob_log_free(log);
+  free(f.path);
+}
+
 static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
   ob_ui *u = ud;
   if (strncmp(req->path, "/api/", 5)) {
@@ -331,8 +384,15 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
     return;
   }
   const char *id = req->path + strlen("/api/runs/");
+  if (!strncmp(req->path, "/api/runs/", 10) && strlen(id) == 16 + 6 && !strcmp(id + 16, "/state")) {
+    char one[17];
+    memcpy(one, id, 16);
+    one[16] = '\0';
+    state_at(u, one, req, res);
+    return;
+  }
   if (!strncmp(req->path, "/api/runs/", 10) && strlen(id) == 16 && !strchr(id, '/')) {
-    finding f = {id, NULL};
+    finding f = {id, 0, NULL, NULL};
     walk_all(u, find_id, &f);
     if (f.found)
       reply_value(res, f.found);

@@ -135,4 +135,10 @@ ob_value *ob_log_schema(ob_log *log, const char *kind, const char *instance, siz
  * "2026-11-21T23:20:15.123Z". */
 void ob_log_date(int64_t ms, char out[32]);
 
+/* The documents as they were after the first `at` messages (at <= ob_log_len; the log
+ * kept its history, ob_log_keep_history): {"at": N, "documents": {kind: doc},
+ * "instances": {X: {kind: the instance's view}}} ("instances" only when some message was
+ * an instance's), kinds and instances in their first message's order. A new value. */
+ob_value *ob_log_documents(ob_log *log, size_t at);
+
 #endif

@@ -119,6 +119,9 @@ describe("obelus ui", function()
       if r.source == "ok.jsonl" then id = r.id end
     end
     local code, one = get(url .. "api/runs/" .. id)
+    local scode, state = get(url .. "api/runs/" .. id .. "/state?at=3")
+    local _, last = get(url .. "api/runs/" .. id .. "/state")
+    local past = get(url .. "api/runs/" .. id .. "/state?at=999")
     local c404 = get(url .. "api/runs/0123456789abcdef")
     local trav = get(url .. "api/runs/..%2F..%2Fetc%2Fpasswd")
     local other = get(url .. "index.html")
@@ -132,6 +135,15 @@ describe("obelus ui", function()
     for _, c in ipairs(run.run.calls) do ids[#ids + 1] = c.id .. "=" .. c.state end
     assert.are.same({ "a=done", "b=done" }, ids)
     assert.are.equal(1, run.run.calls[2].output.b)
+    -- the documents as of message 3 (plan, a's output, b's output): as `obelus log --at 3`
+    assert.are.equal(200, scode)
+    local want = cjson.decode(cli.run({ "log", dir .. "/ok.jsonl", "--at", "3" }).out)
+    local got = cjson.decode(state)
+    assert.are.equal(3, got.messages)
+    got.messages = nil
+    assert.are.same(want, got)
+    assert.are.same({ a = 1, b = 1 }, cjson.decode(last).documents.state)
+    assert.are.equal(400, past)
     assert.are.equal(404, c404)
     assert.are.equal(404, trav)
     assert.are.equal(404, other)
