@@ -322,16 +322,14 @@ static ob_value *set_message(const ob_reference *x, const ob_value *value) {
   m = ob_object_set(m, "type", 4, ob_cstring("data"));
   m = ob_object_set(m, "kind", 4, ob_cstring(x->kind));
   m = ob_object_set(m, "data", 4, ob_doc_nest(&x->path, value));
-  if (x->path.n) {
-    ob_buf b;
-    ob_buf_init(&b);
-    ob_path_format(&b, &x->path);
-    m = ob_object_set(m, "_path", 5, ob_string(b.data, b.len));
-    ob_buf_free(&b);
-  }
-  else /* a whole document: a data message, as an input is (the log takes an output
-          message only with its path) */
+  if (!x->path.n) /* a whole document: a data message, as an input is (the log takes an
+                     output message only with its path) */
     return m;
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_path_format(&b, &x->path);
+  m = ob_object_set(m, "_path", 5, ob_string(b.data, b.len));
+  ob_buf_free(&b);
   m = ob_object_set(m, "_outputMethod", 13, ob_cstring("set"));
   return ob_object_set(m, "_call", 5, fork_call());
 }
@@ -355,7 +353,19 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
   unsigned char *again = NULL;
   size_t *queue = NULL;
   ob_wal *w = NULL;
-  int rc = read_source(&rd, err);
+  size_t nsets = o->sets ? ob_array_len(o->sets) : 0, parsed = 0;
+  ob_expr *sets = ob_xcalloc(nsets ? nsets : 1, sizeof *sets); /* each --set's reference */
+  int rc;
+  for (; parsed < nsets; parsed++) {
+    const ob_value *ref = ob_array_get(ob_array_get(o->sets, parsed), 0);
+    ob_error e2;
+    if (ob_expr_parse(ob_string_ptr(ref), ob_string_len(ref), OB_EXPR_INPUT, &sets[parsed],
+                      &e2) != OB_OK) {
+      rc = ob_error_set(err, OB_EINVAL, 0, "--set %s: %s", ob_string_ptr(ref), e2.msg);
+      goto done;
+    }
+  }
+  rc = read_source(&rd, err);
   if (rc != OB_OK)
     goto done;
   const ob_value *pm = rd.n ? rd.l[0].v : NULL;
@@ -414,19 +424,11 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
     }
     again[c - p->calls] = 1;
   }
-  for (size_t s = 0; o->sets && s < ob_array_len(o->sets); s++) {
-    const ob_value *ref = ob_array_get(ob_array_get(o->sets, s), 0);
-    ob_expr e;
-    ob_error e2;
-    if (ob_expr_parse(ob_string_ptr(ref), ob_string_len(ref), OB_EXPR_INPUT, &e, &e2) != OB_OK) {
-      rc = ob_error_set(err, OB_EINVAL, 0, "--set %s: %s", ob_string_ptr(ref), e2.msg);
-      goto done;
-    }
-    const ob_reference *x = &e.alts[0].refs[0];
+  for (size_t s = 0; s < nsets; s++) {
+    const ob_reference *x = &sets[s].alts[0].refs[0];
     for (size_t i = 0; i < p->ncalls; i++)
       if (reads(&p->calls[i], x->kind, &x->path))
         again[i] = 1;
-    ob_expr_free(&e);
   }
   for (size_t i = 0; o->inputs && ob_array_len(o->inputs) && i < p->ncalls; i++)
     if (reads(&p->calls[i], "input", NULL))
@@ -481,15 +483,10 @@ int ob_fork_write(const ob_fork_options *o, ob_fork_result *res, ob_error *err) 
       res->inherited++;
   }
   size_t changes = 0;
-  for (size_t s = 0; o->sets && s < ob_array_len(o->sets); s++) {
-    const ob_value *pair = ob_array_get(o->sets, s), *ref = ob_array_get(pair, 0);
-    ob_expr e;
-    ob_error e2;
-    ob_expr_parse(ob_string_ptr(ref), ob_string_len(ref), OB_EXPR_INPUT, &e, &e2); /* parsed above */
-    ob_value *m = set_message(&e.alts[0].refs[0], ob_array_get(pair, 1));
+  for (size_t s = 0; s < nsets; s++) {
+    ob_value *m = set_message(&sets[s].alts[0].refs[0], ob_array_get(ob_array_get(o->sets, s), 1));
     write_line(w, m);
     ob_unref(m);
-    ob_expr_free(&e);
     changes++;
   }
   for (size_t i = 0; o->inputs && i < ob_array_len(o->inputs); i++) {
@@ -517,6 +514,9 @@ done:
       rc = e3.code;
     }
   }
+  for (size_t s = 0; s < parsed; s++) /* the ones that parsed */
+    ob_expr_free(&sets[s]);
+  free(sets);
   free(queue);
   free(again);
   ob_plan_free(p);
