@@ -300,7 +300,7 @@ static void copies_from(gnode *n, const ob_value *sublog) {
   const ob_value *calls = pv && ob_typeof(pv) == OB_OBJECT ? ob_object_get(pv, "plan", 4) : NULL;
   if (!calls || ob_typeof(calls) != OB_ARRAY || !ob_object_get(pv, "each", 4))
     return;
-  for (size_t k = 0; k < n->ncopies; k++)
+  for (size_t k = 0; k < n->ncopies + (n->nmore ? 1 : 0); k++) /* a message before told them */
     free(n->copy_label[k]);
   free(n->copy_label);
   free(n->copy_fill);
@@ -330,7 +330,7 @@ static void copies_from(gnode *n, const ob_value *sublog) {
       out[k - 1] = outcome;
   }
   n->ncopies = shown;
-  n->copy_label = ob_xcalloc(shown ? shown : 1, sizeof *n->copy_label);
+  n->copy_label = ob_xcalloc(shown + 1, sizeof *n->copy_label); /* the last: "... N more" */
   n->copy_fill = ob_xcalloc(shown ? shown : 1, sizeof *n->copy_fill);
   for (size_t k = 0; k < shown; k++) {
     const ob_value *c = ob_array_get(calls, k), *id = ob_object_get(c, "_id", 3);
@@ -344,9 +344,7 @@ static void copies_from(gnode *n, const ob_value *sublog) {
     n->copy_fill[k] = outcome_fill(out[k]);
   }
   n->nmore = total - shown;
-  if (n->nmore) /* the rest, counted: a drawing of 100,000 copies is not readable */
-    n->copy_label = ob_xrealloc(n->copy_label, (shown + 1) * sizeof *n->copy_label);
-  if (n->nmore) {
+  if (n->nmore) { /* the rest, counted: a drawing of 100,000 copies is not readable */
     ob_buf b;
     ob_buf_init(&b);
     ob_buf_addf(&b, "... %zu more copies", n->nmore);
