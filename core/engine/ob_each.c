@@ -161,8 +161,7 @@ static void copy_event(void *ud, const ob_event *ev) {
     return;
   ob_event copy = *ev;
   copy.t_ms = ob_run_now_ms(r);
-  if (!copy.each)
-    copy.each = c->call;
+  copy.each = c->call;
   r->opt.on_event(r->opt.ud, &copy);
 }
 
@@ -230,7 +229,7 @@ void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list) {
     ob_value *text = ob_object_get(call->raw, "_each", 5);
     char why[512];
     snprintf(why, sizeof why, "_each: %.400s is %s, not a list (an array)", ob_string_ptr(text),
-             ob_typeof(list) == OB_NULL ? "null" : ob_type_name(ob_typeof(list)));
+             ob_type_name(ob_typeof(list)));
     ob_unref(params);
     ob_unref(list);
     ob_crun_fail(c, "runtime", why);
