@@ -13,12 +13,12 @@
  * each symbol to a pointer of its function's type. libcurl.so.4 is the soname
  * of every libcurl since 7.16 (Debian's libcurl4 package). */
 #define OB_CURL_IMPL
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "io/ob_curl.h"
+#include "io/ob_dl.h"
 
 ob_curl_api ob_curl;
 
@@ -57,21 +57,16 @@ static inline void check_types(void) {
 
 static void load(void) {
   (void)check_types;
-  void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = dlerror();
-    snprintf(load_error, sizeof load_error, "cannot load libcurl.so.4: %s", why ? why : "?");
-    return;
-  }
   ob_curl_api t;
-#define OB_CURL_LOAD(field, sym)                                                     \
-  if (!(*(void **)&t.field = dlsym(lib, #sym))) {                                    \
-    snprintf(load_error, sizeof load_error, "libcurl.so.4 has no %s", #sym);       \
-    return;                                                                          \
-  }
-  OB_CURL_SYMBOLS(OB_CURL_LOAD)
-#undef OB_CURL_LOAD
-  ob_curl = t; /* the library stays loaded for the process */
+#define OB_CURL_NAME(field, sym) #sym,
+#define OB_CURL_SLOT(field, sym) (void **)&t.field,
+  static const char *const names[] = {OB_CURL_SYMBOLS(OB_CURL_NAME)};
+  void **const slots[] = {OB_CURL_SYMBOLS(OB_CURL_SLOT)};
+#undef OB_CURL_NAME
+#undef OB_CURL_SLOT
+  if (ob_dl_table("libcurl.so.4", names, slots, sizeof names / sizeof *names, load_error,
+                  sizeof load_error) == 0)
+    ob_curl = t; /* the library stays loaded for the process */
 }
 
 int ob_curl_load(ob_error *err) {

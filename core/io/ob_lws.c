@@ -12,11 +12,11 @@
  * (4.1); its libuv event library is a plugin the library itself loads
  * (libwebsockets-evlib_uv.so, package libwebsockets-evlib-uv). */
 #define OB_LWS_IMPL
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "io/ob_dl.h"
 #include "io/ob_lws.h"
 
 ob_lws_api ob_lws;
@@ -55,22 +55,19 @@ static inline void check_types(void) {
 
 static void load(void) {
   (void)check_types;
-  void *lib = dlopen(OB_LWS_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *why = dlerror();
-    snprintf(load_error, sizeof load_error, "cannot load " OB_LWS_SONAME " (libwebsockets: "
-             "install libwebsockets17 and libwebsockets-evlib-uv): %s", why ? why : "?");
-    return;
-  }
   ob_lws_api t;
-#define OB_LWS_LOAD(field, sym)                                                      \
-  if (!(*(void **)&t.field = dlsym(lib, #sym))) {                                    \
-    snprintf(load_error, sizeof load_error, OB_LWS_SONAME " has no %s", #sym);       \
-    return;                                                                          \
-  }
-  OB_LWS_SYMBOLS(OB_LWS_LOAD)
-#undef OB_LWS_LOAD
-  ob_lws = t; /* the library stays loaded for the process */
+#define OB_LWS_NAME(field, sym) #sym,
+#define OB_LWS_SLOT(field, sym) (void **)&t.field,
+  static const char *const names[] = {OB_LWS_SYMBOLS(OB_LWS_NAME)};
+  void **const slots[] = {OB_LWS_SYMBOLS(OB_LWS_SLOT)};
+#undef OB_LWS_NAME
+#undef OB_LWS_SLOT
+  if (ob_dl_table(OB_LWS_SONAME, names, slots, sizeof names / sizeof *names, load_error,
+                  sizeof load_error) == 0)
+    ob_lws = t; /* the library stays loaded for the process */
+  else /* what to install */
+    snprintf(load_error + strlen(load_error), sizeof load_error - strlen(load_error),
+             " (install libwebsockets17 and libwebsockets-evlib-uv)");
 }
 
 int ob_lws_load(ob_error *err) {
