@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_runner.h"
 #include "host/ob_ui.h"
 
 static const char ui_help[] =
@@ -45,38 +46,52 @@ static void on_signal(uv_signal_t *s, int signum) {
 int ob_cmd_ui(int argc, char **argv) {
   const char *dirs[64], *bind = NULL, *token = NULL;
   size_t ndirs = 0, port = 7890;
-  for (int i = 1; i < argc; i++) {
+  int n = 0; /* ui's own options taken out; the rest are the engine's (--tools, limits) */
+  for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(ui_help, stdout);
-      return OB_EXIT_OK;
-    } else if (!strcmp(a, "--journals") && val) {
+    if (i > 0 && !strcmp(a, "--journals") && val) {
       if (ndirs == 64)
         return ob_cli_usage_error("ui", "too many --journals");
       dirs[ndirs++] = argv[++i];
-    } else if (!strcmp(a, "--bind") && val) {
+    } else if (i > 0 && !strcmp(a, "--bind") && val) {
       bind = argv[++i];
-    } else if (!strcmp(a, "--port") && val) {
+    } else if (i > 0 && !strcmp(a, "--port") && val) {
       if (!ob_cli_parse_count(argv[++i], &port) || port > 65535)
         return ob_cli_usage_error("ui", "--port needs a number from 0 to 65535");
-    } else if (!strcmp(a, "--token") && val) {
+    } else if (i > 0 && !strcmp(a, "--token") && val) {
       token = argv[++i];
     } else {
-      return ob_cli_usage_error("ui", "unknown option %s, or it lacks its value", a);
+      argv[n++] = argv[i];
     }
   }
+  argc = n;
+  argv[n] = NULL;
+  ob_cmd_options o;
+  int rc = ob_cmd_options_parse(argc, argv, &o, ui_help);
+  ob_unref(o.inputs);
+  if (rc)
+    return rc < 0 ? OB_EXIT_OK : rc;
   if (!ndirs)
     dirs[ndirs++] = ".";
-  uv_loop_t loop;
-  uv_loop_init(&loop);
   ob_error err;
+  ob_engine *e = ob_engine_new(NULL, &err);
+  if (!e) {
+    ob_eprintf("obelus ui: %s\n", err.msg);
+    return OB_EXIT_USAGE;
+  }
+  ob_engine_set_note(e, ob_cli_note, NULL);
+  if ((rc = ob_cmd_load(&o, e)) != OB_EXIT_OK) {
+    ob_engine_free(e);
+    return rc;
+  }
   ob_ui_config cfg = {.journals = dirs, .njournals = ndirs, .bind = bind, .port = (int)port,
-                      .token = token};
-  ob_ui *u = ob_ui_new(&loop, &cfg, &err);
+                      .token = token, .engine = o.ntools ? e : NULL, .redis = o.redis,
+                      .queue = o.queue};
+  ob_ui *u = ob_ui_new(e->loop, &cfg, &err);
   if (!u) {
     ob_eprintf("obelus ui: %s\n", err.msg);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    uv_run(e->loop, UV_RUN_DEFAULT);
+    ob_engine_free(e);
     return OB_EXIT_USAGE;
   }
   const char *host = bind ? bind : "127.0.0.1";
@@ -87,17 +102,17 @@ int ob_cmd_ui(int argc, char **argv) {
   uv_signal_t sig[2];
   int signums[2] = {SIGINT, SIGTERM};
   for (int k = 0; k < 2; k++) {
-    uv_signal_init(&loop, &sig[k]);
+    uv_signal_init(e->loop, &sig[k]);
     sig[k].data = &stopped;
     uv_signal_start(&sig[k], on_signal, signums[k]);
   }
   while (!stopped)
-    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_run(e->loop, UV_RUN_DEFAULT);
   for (int k = 0; k < 2; k++)
     uv_close((uv_handle_t *)&sig[k], NULL);
   ob_ui_close(u);
-  uv_run(&loop, UV_RUN_DEFAULT); /* the server's handles close */
+  uv_run(e->loop, UV_RUN_DEFAULT); /* the server's handles close */
   ob_ui_free(u);
-  uv_loop_close(&loop);
+  ob_engine_free(e);
   return OB_EXIT_OK;
 }

@@ -77,7 +77,8 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   o->max_calls = OB_DEFAULT_MAX_CALLS;
   int submit = !strcmp(o->cmd, "submit"), worker = !strcmp(o->cmd, "worker");
   int fleet = submit || worker;
-  int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp");
+  int ui = !strcmp(o->cmd, "ui");
+  int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp") || ui;
   int fork = !strcmp(o->cmd, "fork");
   o->fork_at = -1;
   for (int i = 1; i < argc; i++) {
@@ -170,9 +171,9 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
     } else if (!strcmp(a, "--drain-timeout") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
         return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
-    } else if (fleet && !strcmp(a, "--redis") && val) {
+    } else if ((fleet || ui) && !strcmp(a, "--redis") && val) {
       o->redis = argv[++i];
-    } else if (fleet && !strcmp(a, "--queue") && val) {
+    } else if ((fleet || ui) && !strcmp(a, "--queue") && val) {
       if (!ob_queue_name_ok(o->queue = argv[++i]))
         return ob_cli_usage_error(o->cmd, "--queue: a name of 1 to 64 letters, digits, _ . -, "
                                           "not \"%s\"", o->queue);

@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "base/ob_error.h"
+#include "engine/ob_engine.h"
 
 typedef struct ob_ui ob_ui;
 
@@ -18,6 +19,11 @@ typedef struct ob_ui_config {
   const char *token;  /* every API request must carry it (Authorization: Bearer T, the
                          cookie obelus_token, or ?token=T, which sets that cookie); NULL:
                          none, which only a loopback address may go without */
+  ob_engine *engine;  /* runs started from the UI (POST /api/runs) run here, with its
+                         tools; NULL: none can be */
+  const char *redis;  /* a fleet's Redis (redis://HOST:PORT): GET /api/fleet, its jobs
+                         among the runs; NULL: none */
+  const char *queue;  /* the fleet's queue (NULL: the default) */
 } ob_ui_config;
 
 /* Starts serving on loop. NULL with err: a folder that is not one, an address other than

@@ -3,17 +3,21 @@
  * libwebsockets (its libuv event library, joining a foreign loop) parses HTTP and
  * writes it; this file turns its callbacks into one call of the host's handler per
  * request, with the request whole: method, path, arguments, the three headers the
- * UI's security needs (Origin, Authorization, Cookie) and the body, read up to a bound
- * (a larger one is answered 413 and its connection closed, never buffered). The
- * handler answers at once: a status, a type, a body and a header line or two, which
- * are written as the connection takes them (a chunk of 4 KB a writable callback), so a
- * slow reader holds its own response only.
+ * UI's security needs (Origin, Authorization, Cookie; any other through
+ * ob_httpd_header) and the body, read up to a bound (a larger one is answered 413 and
+ * its connection closed, never buffered). The handler answers at once: a status, a
+ * type, a body and a header line or two, which are written as the connection takes
+ * them (a chunk of 4 KB a writable callback), so a slow reader holds its own response
+ * only. Or it makes the response a stream (ob_httpd_res_stream): the headers go
+ * without a length, and the host sends more as it comes (Server-Sent Events); a
+ * stream's queue is bounded, and a client that falls too far behind is cut off rather
+ * than let grow the server's memory.
  *
  * Nothing here prints: the library's own log is off (its errors come back as ours).
  * The library is loaded when the first server starts (ob_lws.c), not linked.
  *
  * Costs: per connection, the library's struct and this file's session (the request's
- * strings, its body, the response until written); no thread. */
+ * strings, its body, the response until written); per stream, its queue; no thread. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libwebsockets.h>
@@ -30,6 +34,16 @@
 
 #define HTTPD_CHUNK 4096
 #define HTTPD_MAX_BODY ((size_t)1 << 20)
+#define HTTPD_MAX_QUEUED ((size_t)16 << 20) /* a stream's client this far behind is cut off */
+
+struct ob_httpd_stream {
+  struct lws *wsi;  /* NULL until the handler has returned */
+  ob_buf out;       /* queued bytes, out.data + sent onwards not yet written */
+  size_t sent;
+  int ended, cut;
+  ob_httpd_gone gone;
+  void *ud;
+};
 
 struct ob_httpd {
   struct lws_context *ctx; /* NULL once the library has let go of it (its pcontext) */
@@ -53,9 +67,18 @@ typedef struct session {
   ob_buf out;   /* the response's body */
   size_t sent;
   int headers_done, responding;
+  ob_httpd_stream *stream; /* the response is a stream */
 } session;
 
 static void session_clear(session *s) {
+  if (s->stream) { /* the client left, or the stream ended: the host lets go */
+    ob_httpd_stream *st = s->stream;
+    st->wsi = NULL;
+    ob_buf_free(&st->out);
+    if (st->gone)
+      st->gone(st->ud);
+    free(st);
+  }
   free(s->method);
   free(s->path);
   free(s->query);
@@ -104,20 +127,133 @@ static int respond(struct lws *wsi, session *s) {
   return 0;
 }
 
+int ob_httpd_header(const ob_httpd_req *req, const char *name, char *buf, size_t size) {
+  char key[64];
+  size_t n = strlen(name);
+  if (!req->conn || n + 2 > sizeof key || size == 0)
+    return -1;
+  for (size_t i = 0; i < n; i++) /* the library keeps them lower case, with the colon */
+    key[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+  key[n] = ':';
+  key[n + 1] = '\0';
+  struct lws *wsi = req->conn;
+  static const struct { const char *name; enum lws_token_indexes t; } known[] = {
+      {"accept:", WSI_TOKEN_HTTP_ACCEPT},     {"content-type:", WSI_TOKEN_HTTP_CONTENT_TYPE},
+      {"origin:", WSI_TOKEN_ORIGIN},          {"authorization:", WSI_TOKEN_HTTP_AUTHORIZATION},
+      {"cookie:", WSI_TOKEN_HTTP_COOKIE},     {"host:", WSI_TOKEN_HOST},
+      {"user-agent:", WSI_TOKEN_HTTP_USER_AGENT}, {"referer:", WSI_TOKEN_HTTP_REFERER},
+  };
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+    if (strcmp(key, known[i].name) != 0)
+      continue;
+    int len = lws_hdr_total_length(wsi, known[i].t);
+    if (len <= 0 || (size_t)len >= size)
+      return -1;
+    return lws_hdr_copy(wsi, buf, (int)size, known[i].t) < 0 ? -1 : len;
+  }
+  int len = lws_hdr_custom_length(wsi, key, (int)n + 1);
+  if (len < 0 || (size_t)len >= size)
+    return -1;
+  return lws_hdr_custom_copy(wsi, buf, (int)size, key, (int)n + 1) < 0 ? -1 : len;
+}
+
+ob_httpd_stream *ob_httpd_res_stream(ob_httpd_res *res, ob_httpd_gone gone, void *ud) {
+  if (!res->stream) {
+    res->stream = ob_xcalloc(1, sizeof *res->stream);
+    ob_buf_init(&res->stream->out);
+  }
+  res->stream->gone = gone;
+  res->stream->ud = ud;
+  return res->stream;
+}
+
+int ob_httpd_stream_send(ob_httpd_stream *st, const char *data, size_t len) {
+  if (st->cut || st->ended)
+    return -1;
+  if (st->sent && st->sent == st->out.len) { /* all written: start over */
+    st->out.len = 0;
+    st->sent = 0;
+  } else if (st->sent > st->out.len / 2) { /* half written: keep the rest only */
+    memmove(st->out.data, st->out.data + st->sent, st->out.len - st->sent);
+    st->out.len -= st->sent;
+    st->sent = 0;
+  }
+  if (st->out.len - st->sent + len > HTTPD_MAX_QUEUED) {
+    st->cut = 1; /* closed at its next writable callback */
+    if (st->wsi)
+      lws_callback_on_writable(st->wsi);
+    return -1;
+  }
+  ob_buf_add(&st->out, data, len);
+  if (st->wsi)
+    lws_callback_on_writable(st->wsi);
+  return 0;
+}
+
+size_t ob_httpd_stream_queued(const ob_httpd_stream *st) { return st->out.len - st->sent; }
+
+void ob_httpd_stream_end(ob_httpd_stream *st) {
+  st->ended = 1;
+  if (st->wsi)
+    lws_callback_on_writable(st->wsi);
+}
+
 /* The request is whole: the handler answers it. */
 static int dispatch(struct lws *wsi, session *s) {
   ob_httpd *h = lws_context_user(lws_get_context(wsi));
   ob_httpd_req req = {s->method, s->path ? s->path : "/", s->query ? s->query : "",
                       s->origin, s->auth, s->cookie, s->body.data ? s->body.data : "",
-                      s->body.len};
+                      s->body.len, wsi};
   ob_httpd_res res = {0};
   ob_buf_init(&res.body);
   h->cfg.handler(h->cfg.ud, &req, &res);
   s->status = res.status ? res.status : 200;
   s->ctype = ob_xstrdup(res.content_type ? res.content_type : "application/json");
   snprintf(s->extra, sizeof s->extra, "%s", res.extra);
-  s->out = res.body;
+  if (res.stream) { /* the body so far goes first, then what the host sends */
+    ob_httpd_stream *st = res.stream;
+    ob_buf_add(&res.body, st->out.data ? st->out.data : "", st->out.len);
+    ob_buf_free(&st->out);
+    st->out = res.body;
+    st->wsi = wsi;
+    s->stream = st;
+    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* it may stay quiet a while */
+  } else {
+    s->out = res.body;
+  }
   return respond(wsi, s);
+}
+
+static int add_extra(struct lws *wsi, const char *extra, unsigned char **p, unsigned char *end);
+
+/* A stream's turn to write: the headers, then what is queued, 4 KB at a time. */
+static int write_stream(struct lws *wsi, session *s) {
+  ob_httpd_stream *st = s->stream;
+  unsigned char buf[LWS_PRE + HTTPD_CHUNK + 1024];
+  unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+  if (st->cut)
+    return -1;
+  if (!s->headers_done) {
+    if (lws_add_http_common_headers(wsi, (unsigned int)s->status, s->ctype,
+                                    LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
+        add_extra(wsi, s->extra, &p, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
+                                    (const unsigned char *)"no-store", 8, &p, end) ||
+        lws_finalize_write_http_header(wsi, start, &p, end))
+      return -1;
+    s->headers_done = 1;
+  } else if (st->sent < st->out.len) {
+    size_t n = st->out.len - st->sent > HTTPD_CHUNK ? HTTPD_CHUNK : st->out.len - st->sent;
+    memcpy(start, st->out.data + st->sent, n);
+    if (lws_write(wsi, start, n, LWS_WRITE_HTTP) != (int)n)
+      return -1;
+    st->sent += n;
+  }
+  if (st->sent < st->out.len)
+    lws_callback_on_writable(wsi);
+  else if (st->ended)
+    return -1; /* all written: the connection's end is the body's */
+  return 0;
 }
 
 /* The extra header lines ("name: value\r\n") added to the response's headers. */
@@ -145,6 +281,8 @@ static int add_extra(struct lws *wsi, const char *extra, unsigned char **p, unsi
 }
 
 static int write_some(struct lws *wsi, session *s) {
+  if (s->stream)
+    return write_stream(wsi, s);
   unsigned char buf[LWS_PRE + HTTPD_CHUNK + 1024];
   unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
   if (!s->headers_done) {
@@ -186,9 +324,20 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   case LWS_CALLBACK_HTTP: {
     session_clear(s);
     s->path = ob_xstrndup(in ? (const char *)in : "/", in ? strlen(in) : 1);
-    int get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
-    int post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
-    s->method = ob_xstrdup(get ? "GET" : post ? "POST" : "OTHER");
+    static const struct { enum lws_token_indexes t; const char *name; int body; } methods[] = {
+        {WSI_TOKEN_GET_URI, "GET", 0},        {WSI_TOKEN_POST_URI, "POST", 1},
+        {WSI_TOKEN_DELETE_URI, "DELETE", 0},  {WSI_TOKEN_PUT_URI, "PUT", 1},
+        {WSI_TOKEN_PATCH_URI, "PATCH", 1},    {WSI_TOKEN_OPTIONS_URI, "OPTIONS", 0},
+    };
+    const char *method = "OTHER";
+    int post = 0;
+    for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
+      if (lws_hdr_total_length(wsi, methods[i].t) > 0) {
+        method = methods[i].name;
+        post = methods[i].body;
+        break;
+      }
+    s->method = ob_xstrdup(method);
     s->query = query(wsi);
     s->origin = header(wsi, WSI_TOKEN_ORIGIN);
     s->auth = header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);

@@ -44,7 +44,10 @@ static char load_error[256]; /* empty: loaded */
   X(finalize_write_http_header, lws_finalize_write_http_header)                      \
   X(write, lws_write)                                                                \
   X(http_transaction_completed, lws_http_transaction_completed)                      \
-  X(callback_http_dummy, lws_callback_http_dummy)
+  X(callback_http_dummy, lws_callback_http_dummy)                                    \
+  X(hdr_custom_length, lws_hdr_custom_length)                                        \
+  X(hdr_custom_copy, lws_hdr_custom_copy)                                            \
+  X(set_timeout, lws_set_timeout)
 
 /* The prototypes agree: a compile-time check only (never called). */
 static inline void check_types(void) {

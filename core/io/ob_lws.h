@@ -29,6 +29,9 @@ typedef struct ob_lws_api {
   int (*write)(struct lws *, unsigned char *, size_t, enum lws_write_protocol);
   int (*http_transaction_completed)(struct lws *);
   int (*callback_http_dummy)(struct lws *, enum lws_callback_reasons, void *, void *, size_t);
+  int (*hdr_custom_length)(struct lws *, const char *, int);
+  int (*hdr_custom_copy)(struct lws *, char *, int, const char *, int);
+  void (*set_timeout)(struct lws *, enum pending_timeout, int);
 } ob_lws_api;
 
 /* The table, filled by ob_lws_load (valid once it returned OB_OK). */
@@ -56,6 +59,9 @@ int ob_lws_load(ob_error *err);
 #define lws_write ob_lws.write
 #define lws_http_transaction_completed ob_lws.http_transaction_completed
 #define lws_callback_http_dummy ob_lws.callback_http_dummy
+#define lws_hdr_custom_length ob_lws.hdr_custom_length
+#define lws_hdr_custom_copy ob_lws.hdr_custom_copy
+#define lws_set_timeout ob_lws.set_timeout
 #endif
 
 #endif
