@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "cli/ob_cli.h"
+#include "bridge/ob_watch.h"
 #include "cli/ob_runner.h"
 #include "host/ob_ui.h"
 
@@ -40,6 +41,7 @@ static const char ui_help[] =
 static void on_signal(uv_signal_t *s, int signum) {
   (void)signum;
   *(int *)s->data = 1;
+  ob_watch_interrupt_done(); /* taken: the runs are cancelled as the server ends */
   uv_stop(s->loop);
 }
 
@@ -84,9 +86,15 @@ int ob_cmd_ui(int argc, char **argv) {
     ob_engine_free(e);
     return rc;
   }
+  ob_run_options limits = {.concurrency = o.concurrency, /* as `obelus run` takes them */
+                           .max_depth = o.max_depth,
+                           .call_timeout_ms = (uint32_t)o.call_timeout_ms,
+                           .max_output = o.max_output_kb << 10,
+                           .max_slice_ms = (unsigned)o.max_slice_ms,
+                           .max_calls = o.max_calls};
   ob_ui_config cfg = {.journals = dirs, .njournals = ndirs, .bind = bind, .port = (int)port,
                       .token = token, .engine = o.ntools ? e : NULL, .redis = o.redis,
-                      .queue = o.queue};
+                      .queue = o.queue, .limits = &limits};
   ob_ui *u = ob_ui_new(e->loop, &cfg, &err);
   if (!u) {
     ob_eprintf("obelus ui: %s\n", err.msg);
@@ -96,20 +104,19 @@ int ob_cmd_ui(int argc, char **argv) {
   }
   const char *host = bind ? bind : "127.0.0.1";
   int v6 = strchr(host, ':') != NULL;
-  ob_eprintf("obelus ui: http://%s%s%s:%d/\n", v6 ? "[" : "", host, v6 ? "]" : "", ob_ui_port(u));
+  const char *made = ob_ui_token(u);
+  ob_eprintf("obelus ui: http://%s%s%s:%d/%s%s\n", v6 ? "[" : "", host, v6 ? "]" : "",
+             ob_ui_port(u), made ? "?token=" : "", made ? made : "");
+  if (made)
+    ob_eprintf("obelus ui: --bind %s is not loopback: every request needs the token %s "
+               "(made now; give --token T to choose it)\n", host, made);
   fflush(stderr);
   int stopped = 0;
-  uv_signal_t sig[2];
-  int signums[2] = {SIGINT, SIGTERM};
-  for (int k = 0; k < 2; k++) {
-    uv_signal_init(e->loop, &sig[k]);
-    sig[k].data = &stopped;
-    uv_signal_start(&sig[k], on_signal, signums[k]);
-  }
+  uv_signal_t sig[2]; /* a tool a stop cannot reach ends the server */
+  ob_cli_signals(e->loop, sig, on_signal, &stopped, 0, 2, "obelus ui");
   while (!stopped)
     uv_run(e->loop, UV_RUN_DEFAULT);
-  for (int k = 0; k < 2; k++)
-    uv_close((uv_handle_t *)&sig[k], NULL);
+  ob_cli_signals_close(sig);
   ob_ui_close(u);
   uv_run(e->loop, UV_RUN_DEFAULT); /* the server's handles close */
   ob_ui_free(u);

@@ -21,7 +21,7 @@
 #include "engine/ob_sched.h"
 #include "bridge/ob_watch.h"
 
-enum { REFUSE = 0, ALLOW = 1, BROKEN = -1, STOPPED = -2 };
+enum { REFUSE = 0, ALLOW = 1, BROKEN = -1, STOPPED = -2, LATER = 2 };
 
 /* Calls the approver (on the stack with its two arguments) watched; returns
  * lua_pcall's status, or STOPPED when a SIGINT or SIGTERM stopped it. */
@@ -83,11 +83,15 @@ static int ask_lua(ob_crun *c, const ob_value *params, ob_value **replacement, o
 
 /* Asks the run's approval hook (the CLI's: the terminal, ob_cli_approve_tty). */
 static int ask_hook(ob_crun *c, const ob_value *params, ob_value **replacement, ob_buf *why) {
-  ob_approve_ask q = {c->call->id, c->call->tool_name, c->call->instance, params};
+  ob_approve_ask q = {c->call->id,   c->call->tool_name, c->call->instance, params,
+                      ob_crun_raw(c), c, c->run->opt.journal_scope};
   int verdict = c->run->opt.approve(c->run->opt.approve_ud, &q, replacement, why);
   if (verdict == OB_APPROVE_BROKEN && !why->len)
     ob_buf_addf(why, "the approval failed");
-  return verdict == OB_APPROVE_ALLOW ? ALLOW : verdict == OB_APPROVE_REFUSE ? REFUSE : BROKEN;
+  return verdict == OB_APPROVE_ALLOW    ? ALLOW
+         : verdict == OB_APPROVE_REFUSE ? REFUSE
+         : verdict == OB_APPROVE_LATER  ? LATER
+                                        : BROKEN;
 }
 
 /* The wiring of a call (where it sits in the graph) that a replacement keeps. */
@@ -148,7 +152,11 @@ int ob_crun_approve(ob_crun *c, ob_value **params) {
                                                      : ask_hook(c, *params, &replacement, &why);
   int go = verdict == ALLOW && (!replacement || adopt(c, replacement, params, &why));
   ob_unref(replacement);
-  if (verdict == STOPPED) {
+  if (verdict == LATER) { /* asked elsewhere: the call waits, its params kept */
+    c->awaiting = 1;
+    c->params = *params;
+    *params = NULL;
+  } else if (verdict == STOPPED) {
     ob_unref(*params); /* stopped by a signal: the run's cancel comes next, nothing settles */
     *params = NULL;
   } else if (!go) {
@@ -158,4 +166,31 @@ int ob_crun_approve(ob_crun *c, ob_value **params) {
   }
   ob_buf_free(&why);
   return go;
+}
+
+int ob_approve_answer(ob_crun *c, int verdict, const ob_value *replacement, const char *why) {
+  ob_run *r = c->run;
+  if (!c->awaiting || r->cancelled)
+    return -1;
+  c->awaiting = 0;
+  ob_value *params = c->params;
+  c->params = NULL;
+  ob_buf b;
+  ob_buf_init(&b);
+  if (verdict == OB_APPROVE_ALLOW &&
+      (!replacement || adopt(c, (ob_value *)replacement, &params, &b))) {
+    ob_crun_go(c, params, NULL, NULL, 0);
+    if (c->state == OB_CALL_RUNNING && !c->call->delegate && !c->call->each && !c->holds_slot) {
+      c->holds_slot = 1; /* as the pump does; it may pass --concurrency for a while */
+      r->root->busy++;
+    }
+  } else {
+    ob_unref(params);
+    if (verdict != OB_APPROVE_ALLOW && why && *why)
+      ob_buf_addf(&b, "%s", why);
+    ob_crun_fail(c, verdict == OB_APPROVE_ALLOW ? "structural" : "runtime",
+                 verdict == OB_APPROVE_REFUSE ? "refused" : b.len ? b.data : "the approval failed");
+  }
+  ob_buf_free(&b);
+  return 0;
 }

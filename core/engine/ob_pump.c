@@ -87,6 +87,26 @@ static void prefetch_queued(const ob_run *r, size_t q) {
       prefetch_call(r, r->queue[q + 4 - stage], stage);
 }
 
+void ob_crun_go(ob_crun *c, ob_value *params, ob_value *list, ob_value **vals, size_t nvals) {
+  ob_call *call = c->call;
+  int retries = call->retry.attempts > 1 && !call->each; /* later attempts take the params kept */
+  c->attempt++; /* 1, or one past the attempts a resumed journal recorded */
+  if (retries)
+    c->params = ob_ref(params);
+  if (call->each) {
+    ob_crun_each(c, params, list);
+    return; /* ob_crun_each took them */
+  } else if (call->delegate) {
+    ob_crun_delegate(c, params);
+    ob_unref(list);
+    return; /* ob_crun_delegate took it */
+  }
+  ob_call_args args = {c, params, vals, nvals};
+  ob_crun_run_tool(c, &args);
+  ob_unref(params);
+  ob_unref(list);
+}
+
 static void start(ob_crun *c) {
   ob_run *r = c->run;
   ob_call *call = c->call;
@@ -132,19 +152,8 @@ static void start(ob_crun *c) {
     params = NULL; /* refused, the approver broke or was stopped by a signal: approve released
                       it and settled the call (or left it to the run's cancel) */
   } else {
-    c->attempt++; /* 1, or one past the attempts a resumed journal recorded */
-    if (retries)
-      c->params = ob_ref(params);
-    if (call->each) {
-      ob_crun_each(c, params, list);
-      params = list = NULL; /* ob_crun_each took them */
-    } else if (call->delegate) {
-      ob_crun_delegate(c, params);
-      params = NULL; /* ob_crun_delegate took it */
-    } else {
-      ob_call_args args = {c, params, vals, direct ? call->nrefs : 0};
-      ob_crun_run_tool(c, &args);
-    }
+    ob_crun_go(c, params, list, vals, direct ? call->nrefs : 0);
+    params = list = NULL; /* taken */
   }
   ob_buf_free(&rs.why);
   ob_unref(params);

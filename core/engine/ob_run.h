@@ -77,16 +77,33 @@ void ob_event_to_note(ob_engine *e, const ob_event *ev);
 /* Approval (--approve, a host's own): asked before each call starts, with its params
  * resolved (ob_approve.c). The Lua approver (obelus.set_approver) comes first when there
  * is one. */
-typedef enum { OB_APPROVE_REFUSE = 0, OB_APPROVE_ALLOW = 1, OB_APPROVE_BROKEN = -1 } ob_approve_verdict;
+typedef enum {
+  OB_APPROVE_REFUSE = 0,
+  OB_APPROVE_ALLOW = 1,
+  OB_APPROVE_BROKEN = -1,
+  OB_APPROVE_LATER = 2 /* asked elsewhere (a person in a browser): ob_approve_answer */
+} ob_approve_verdict;
 typedef struct ob_approve_ask {
   const char *id, *tool, *instance; /* the call (instance NULL: none) */
   const ob_value *params;           /* its params, resolved (meta-properties too) */
+  const ob_value *call;             /* the call as written (its wiring, which a replacement keeps) */
+  struct ob_crun *pending;          /* the call, to answer later (OB_APPROVE_LATER) */
+  const char *scope;                /* its run's journal scope (a delegated plan's), or NULL */
 } ob_approve_ask;
 /* Returns an ob_approve_verdict: ALLOW (with *replacement set: run that call instead, of
- * the same wiring; the hook's reference), REFUSE (the call fails "refused") or BROKEN
- * (it fails with why's text). */
+ * the same wiring; the hook's reference), REFUSE (the call fails "refused"), BROKEN
+ * (it fails with why's text), or LATER: the call waits, unstarted and holding no
+ * --concurrency slot, its params kept, until ob_approve_answer(q->pending, ...). */
 typedef int (*ob_approve_fn)(void *ud, const ob_approve_ask *q, ob_value **replacement,
                              ob_buf *why);
+/* The answer to an approval put off (OB_APPROVE_LATER), from outside every callback of
+ * the engine: ALLOW (replacement: a call of the same wiring, or NULL; not taken), REFUSE
+ * or BROKEN (why: the error's text). The call then goes on (or fails) as if the hook had
+ * answered at once. pending is valid until it is answered, or its run is cancelled or
+ * freed (then it is never to be answered: the host forgets it). Returns 0, or -1 when
+ * the call no longer waits for an answer (answered already, or its run cancelled). */
+int ob_approve_answer(struct ob_crun *pending, int verdict, const ob_value *replacement,
+                      const char *why);
 
 typedef struct ob_run_options {
   size_t concurrency;      /* calls running at once in this run and every run delegated

@@ -90,6 +90,7 @@ typedef struct ob_crun {
   uint8_t asleep;      /* in the engine's sleep heap (obelus.sleep) */
   uint8_t retry_wait;  /* between two attempts: waiting for the next (ob_retry.c) */
   uint8_t holds_slot;  /* counts against the --concurrency of its run's tree (ob_pump.c) */
+  uint8_t awaiting;    /* its approval put off (OB_APPROVE_LATER): params holds its params */
   uint32_t attempt;    /* the attempt running or last run, from 1 (ctx.attempt) */
   uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
   uint64_t slice_start; /* when the slice hook first fired in this resume */
@@ -331,6 +332,9 @@ void ob_crun_launch(ob_crun *c);
 /* Asks whoever approves; settles the call itself (and releases *params) when
  * it may not run. 1: go on with *params (perhaps a replacement's). */
 int ob_crun_approve(ob_crun *c, ob_value **params);
+/* A call allowed to run (approved, or nothing to approve): its attempt, then its tool,
+ * its delegated plan or its copies (ob_pump.c). Takes params and list. */
+void ob_crun_go(ob_crun *c, ob_value *params, ob_value *list, ob_value **vals, size_t nvals);
 /* Starts the delegated plan of the call (takes params). */
 void ob_crun_delegate(ob_crun *c, ob_value *params);
 /* The steps of a call that runs a plan of its own (a delegation, an _each call's

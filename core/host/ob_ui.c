@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +42,8 @@
 #include "base/ob_mem.h"
 #include "host/ob_trace.h"
 #include "host/ob_ui.h"
+#include "host/ob_ui_follow.h"
+#include "host/ob_ui_runs.h"
 #include "io/ob_httpd.h"
 #include "log/ob_journal.h"
 #include "log/ob_log.h"
@@ -57,7 +60,11 @@ struct ob_ui {
   char **dirs;
   size_t ndirs;
   char *token;
-  ob_map cache; /* absolute path -> summary */
+  ob_map cache;        /* absolute path -> summary */
+  ob_map index;        /* id -> absolute path (char *), as the last walk found them */
+  ob_ui_follow *follow; /* the journals viewed live */
+  ob_ui_runs *runs;    /* the runs this server drives (NULL: no --tools) */
+  int token_made;      /* the token was made here (ob_ui_token) */
 };
 
 /* --- ids ---------------------------------------------------------------------------- */
@@ -209,12 +216,17 @@ static ob_value *listed(size_t dir, const char *rel, const ob_value *sum) {
   return o;
 }
 
+static void index_one(ob_ui *u, size_t dir, const char *rel, const char *path,
+                      const struct stat *st, void *ud);
+static ob_value *with_live(ob_ui *u, const char *path, ob_value *o);
+
 static void add_listed(ob_ui *u, size_t dir, const char *rel, const char *path,
                        const struct stat *st, void *ud) {
   ob_value **list = ud;
   const ob_value *sum = summary_of(u, path, st, NULL);
+  index_one(u, dir, rel, path, st, NULL);
   if (sum)
-    *list = ob_array_push(*list, listed(dir, rel, sum));
+    *list = ob_array_push(*list, with_live(u, path, listed(dir, rel, sum)));
 }
 
 static int newest_first(const void *a, const void *b) {
@@ -225,32 +237,75 @@ static int newest_first(const void *a, const void *b) {
   return p < q ? 1 : p > q ? -1 : 0;
 }
 
-typedef struct finding {
-  const char *id;
-  int path_only;   /* only its path (the state route): the journal is not read here */
-  char *path;      /* the journal's path, when found */
-  ob_value *found; /* the run with its summary */
-} finding;
-
-static void find_id(ob_ui *u, size_t dir, const char *rel, const char *path, const struct stat *st,
-                    void *ud) {
-  finding *f = ud;
+/* Every journal's id and path, as a walk finds them. */
+static void index_one(ob_ui *u, size_t dir, const char *rel, const char *path,
+                      const struct stat *st, void *ud) {
   char id[17];
+  (void)st;
+  (void)ud;
   run_id(dir, rel, id);
-  if (f->found || f->path || strcmp(id, f->id))
+  char *old = ob_map_get(&u->index, id, 16);
+  if (old && !strcmp(old, path))
     return;
-  if (f->path_only) {
-    f->path = ob_xstrdup(path);
-    return;
-  }
-  ob_value *run = NULL;
-  const ob_value *sum = summary_of(u, path, st, &run);
-  if (!sum || !run)
-    return;
-  ob_value *o = listed(dir, rel, sum);
-  o = ob_object_set(o, "run", 3, run);
-  f->found = o;
+  free(old);
+  ob_map_put(&u->index, id, 16, ob_xstrdup(path));
 }
+
+/* The path of the journal of run id (a new string), or NULL: from the index, which a
+ * walk of the folders refreshes when id is not in it or its file is gone. */
+static char *path_of(ob_ui *u, const char *id) {
+  for (int tries = 0; tries < 2; tries++) {
+    const char *p = ob_map_get(&u->index, id, 16);
+    struct stat st;
+    if (p && lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+      return ob_xstrdup(p);
+    if (tries == 0)
+      walk_all(u, index_one, NULL);
+  }
+  return NULL;
+}
+
+/* The folder path is under, and its path in it (a pointer into path), or -1. */
+static long dir_of(const ob_ui *u, const char *path, const char **rel) {
+  for (size_t i = 0; i < u->ndirs; i++) {
+    size_t n = strlen(u->dirs[i]);
+    if (!strncmp(path, u->dirs[i], n) && path[n] == '/') {
+      *rel = path + n + 1;
+      return (long)i;
+    }
+  }
+  return -1;
+}
+
+/* What only this process knows of a run it drives: its calls waiting for an answer. */
+static ob_value *with_live(ob_ui *u, const char *path, ob_value *o) {
+  ob_value *w = u->runs ? ob_ui_runs_waiting(u->runs, path) : NULL;
+  if (w) {
+    o = ob_object_set(o, "state", 5, ob_cstring("waiting-approval"));
+    o = ob_object_set(o, "waiting", 7, w);
+  }
+  return o;
+}
+
+/* The run whose journal is path, with its summary (GET /api/runs/{id}), or NULL. */
+static ob_value *detail(ob_ui *u, const char *path) {
+  const char *rel;
+  long dir = dir_of(u, path, &rel);
+  struct stat st;
+  if (dir < 0 || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    return NULL;
+  ob_value *run = NULL;
+  const ob_value *sum = summary_of(u, path, &st, &run);
+  if (!sum || !run) {
+    ob_unref(run);
+    return NULL;
+  }
+  ob_value *o = listed((size_t)dir, rel, sum);
+  o = ob_object_set(o, "run", 3, run);
+  return with_live(u, path, o);
+}
+
+static ob_value *snapshot(void *ud, const char *path) { return detail(ud, path); }
 
 /* --- requests ---------------------------------------------------------------------------- */
 
@@ -313,16 +368,10 @@ static int allowed(ob_ui *u, const ob_httpd_req *req, ob_httpd_res *res) {
 
 /* GET /api/runs/{id}/state?at=N: the documents as of message N (`obelus log --at N`);
  * without at, as the journal ends. */
-static void state_at(ob_ui *u, const char *id, const ob_httpd_req *req, ob_httpd_res *res) {
-  finding f = {id, 1, NULL, NULL};
-  walk_all(u, find_id, &f);
-  if (!f.path) {
-    reply_error(res, 404, "no run of that id");
-    return;
-  }
+static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_httpd_res *res) {
   ob_log *log = ob_log_new();
   ob_error err;
-  if (ob_journal_load(log, f.path, NULL, &err) != OB_OK) {
+  if (ob_journal_load(log, path, NULL, &err) != OB_OK) {
     reply_error(res, 422, err.msg);
   } else {
     size_t len, at = ob_log_len(log);
@@ -350,7 +399,91 @@ static void state_at(ob_ui *u, const char *id, const ob_httpd_req *req, ob_httpd
     }
   }
   ob_log_free(log);
-  free(f.path);
+}
+
+/* A mutating request from a page must come from this server's own: its Origin, when it
+ * has one (a browser's always does), names the host the request was sent to. */
+static int same_origin(const ob_httpd_req *req) {
+  if (!req->origin)
+    return 1; /* not a browser's: the token (when there is one) is the guard */
+  char host[256];
+  if (ob_httpd_header(req, "host", host, sizeof host) < 0)
+    return 0;
+  const char *o = req->origin;
+  if (!strncmp(o, "http://", 7))
+    o += 7;
+  else if (!strncmp(o, "https://", 8))
+    o += 8;
+  else
+    return 0;
+  return !strcmp(o, host);
+}
+
+static void list_runs(ob_ui *u, ob_httpd_res *res) {
+  ob_value *list = ob_array();
+  walk_all(u, add_listed, &list);
+  size_t n = ob_array_len(list);
+  ob_value **items = ob_xmalloc((n ? n : 1) * sizeof *items);
+  for (size_t i = 0; i < n; i++)
+    items[i] = ob_ref(ob_array_get(list, i));
+  qsort(items, n, sizeof *items, newest_first);
+  ob_value *sorted = ob_array();
+  for (size_t i = 0; i < n; i++)
+    sorted = ob_array_push(sorted, items[i]);
+  free(items);
+  ob_unref(list);
+  reply_value(res, ob_object_set(ob_object(), "runs", 4, sorted));
+}
+
+/* A run this server made (a start, a fork): {"id", "source"}, answered with status. */
+static void reply_made(ob_ui *u, ob_httpd_res *res, int status, const char *path) {
+  const char *rel;
+  long dir = dir_of(u, path, &rel);
+  char id[17];
+  run_id((size_t)(dir < 0 ? 0 : dir), dir < 0 ? path : rel, id);
+  ob_value *o = ob_object_set(ob_object(), "id", 2, ob_cstring(id));
+  o = ob_object_set(o, "source", 6, ob_cstring(dir < 0 ? path : rel));
+  res->status = status;
+  reply_value(res, o);
+}
+
+/* POST /api/runs/{id}/{verb}: the run at path steered. */
+static void steer(ob_ui *u, const char *path, const char *verb, const ob_httpd_req *req,
+                  ob_httpd_res *res) {
+  ob_error err = {0};
+  char *made = NULL;
+  int st;
+  if (!u->runs) {
+    reply_error(res, 409, "this server runs nothing: start obelus ui with --tools PATH");
+    return;
+  }
+  if (!strcmp(verb, "cancel")) {
+    st = ob_ui_runs_cancel(u->runs, path, &err);
+  } else if (!strcmp(verb, "approve")) {
+    st = ob_ui_runs_approve(u->runs, path, req->body, req->body_len, &err);
+  } else if (!strcmp(verb, "resume")) {
+    struct stat sb;
+    const ob_value *sum = lstat(path, &sb) == 0 ? summary_of(u, path, &sb, NULL) : NULL;
+    const ob_value *state = sum ? ob_object_get(sum, "state", 5) : NULL;
+    if (!state || strcmp(ob_string_ptr(state), "killed-resumable")) {
+      reply_error(res, 409, "only a run that was killed (no end in its journal, nobody "
+                            "writing it) can be resumed");
+      return;
+    }
+    st = ob_ui_runs_resume(u->runs, path, req->body, req->body_len, &err);
+  } else if (!strcmp(verb, "fork")) {
+    st = ob_ui_runs_fork(u->runs, path, req->body, req->body_len, &made, &err);
+  } else {
+    reply_error(res, 404, "not found (POST .../cancel, approve, resume or fork)");
+    return;
+  }
+  if (st >= 400)
+    reply_error(res, st, err.msg);
+  else if (made)
+    reply_made(u, res, st, made);
+  else
+    reply_value(res, ob_object_set(ob_object(), "ok", 2, ob_true()));
+  free(made);
 }
 
 static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
@@ -363,44 +496,75 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
     reply_error(res, 401, "this server needs its token: Authorization: Bearer TOKEN, or ?token=");
     return;
   }
-  if (strcmp(req->method, "GET")) {
-    reply_error(res, 405, "only GET is served here yet");
+  int get = !strcmp(req->method, "GET"), post = !strcmp(req->method, "POST");
+  if (!get && !post) {
+    reply_error(res, 405, "only GET and POST are served");
+    return;
+  }
+  if (post && !same_origin(req)) {
+    reply_error(res, 403, "a request from another site's page is refused (its Origin is not "
+                          "this server)");
     return;
   }
   if (!strcmp(req->path, "/api/runs")) {
-    ob_value *list = ob_array();
-    walk_all(u, add_listed, &list);
-    size_t n = ob_array_len(list);
-    ob_value **items = ob_xmalloc((n ? n : 1) * sizeof *items);
-    for (size_t i = 0; i < n; i++)
-      items[i] = ob_ref(ob_array_get(list, i));
-    qsort(items, n, sizeof *items, newest_first);
-    ob_value *sorted = ob_array();
-    for (size_t i = 0; i < n; i++)
-      sorted = ob_array_push(sorted, items[i]);
-    free(items);
-    ob_unref(list);
-    reply_value(res, ob_object_set(ob_object(), "runs", 4, sorted));
+    if (get) {
+      list_runs(u, res);
+    } else if (!u->runs) {
+      reply_error(res, 409, "this server runs nothing: start obelus ui with --tools PATH");
+    } else {
+      ob_error err = {0};
+      char *made = NULL;
+      int st = ob_ui_runs_start(u->runs, req->body, req->body_len, &made, &err);
+      if (st >= 400)
+        reply_error(res, st, err.msg);
+      else
+        reply_made(u, res, st, made);
+      free(made);
+    }
     return;
   }
-  const char *id = req->path + strlen("/api/runs/");
-  if (!strncmp(req->path, "/api/runs/", 10) && strlen(id) == 16 + 6 && !strcmp(id + 16, "/state")) {
-    char one[17];
-    memcpy(one, id, 16);
-    one[16] = '\0';
-    state_at(u, one, req, res);
+  /* /api/runs/{id}[/what] */
+  const char *id = req->path + 10, *what = id + 16;
+  if (strncmp(req->path, "/api/runs/", 10) || strlen(id) < 16 || (*what && *what != '/')) {
+    reply_error(res, 404, "not found");
     return;
   }
-  if (!strncmp(req->path, "/api/runs/", 10) && strlen(id) == 16 && !strchr(id, '/')) {
-    finding f = {id, 0, NULL, NULL};
-    walk_all(u, find_id, &f);
-    if (f.found)
-      reply_value(res, f.found);
-    else
+  for (int i = 0; i < 16; i++)
+    if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) {
       reply_error(res, 404, "no run of that id");
+      return;
+    }
+  char one[17];
+  memcpy(one, id, 16);
+  one[16] = '\0';
+  if (*what)
+    what++;
+  char *path = path_of(u, one);
+  if (!path) {
+    reply_error(res, 404, "no run of that id");
     return;
   }
-  reply_error(res, 404, "not found");
+  if (post) {
+    steer(u, path, what, req, res);
+  } else if (!*what) {
+    ob_value *o = detail(u, path);
+    if (o)
+      reply_value(res, o);
+    else
+      reply_error(res, 404, "no run of that id (its journal cannot be read)");
+  } else if (!strcmp(what, "state")) {
+    state_at(u, path, req, res);
+  } else if (!strcmp(what, "events")) {
+    ob_ui_follow_attach(u->follow, path, res);
+  } else {
+    reply_error(res, 404, "not found");
+  }
+  free(path);
+}
+
+static void tell_waiting(void *ud, const char *path, const char *json, size_t len) {
+  ob_ui *u = ud;
+  ob_ui_follow_push(u->follow, path, "waiting", json, len);
 }
 
 /* --- the server ---------------------------------------------------------------------------- */
@@ -412,12 +576,9 @@ static int loopback(const char *bind) {
 
 ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
   const char *bind = cfg->bind ? cfg->bind : "127.0.0.1";
-  if (!loopback(bind) && (!cfg->token || !*cfg->token)) {
-    ob_error_set(err, OB_EINVAL, 0, "--bind %s is not a loopback address: give --token", bind);
-    return NULL;
-  }
   ob_ui *u = ob_xcalloc(1, sizeof *u);
   ob_map_init(&u->cache);
+  ob_map_init(&u->index);
   u->dirs = ob_xcalloc(cfg->njournals ? cfg->njournals : 1, sizeof *u->dirs);
   for (size_t i = 0; i < cfg->njournals; i++) {
     char *real = realpath(cfg->journals[i], NULL);
@@ -431,6 +592,22 @@ ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
     u->dirs[u->ndirs++] = real;
   }
   u->token = cfg->token && *cfg->token ? ob_xstrdup(cfg->token) : NULL;
+  if (!u->token && !loopback(bind)) { /* anyone on the network could ask: a token, made now */
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+      ob_error_set(err, OB_EIO, 0, "--bind %s needs a token, and none could be made: give "
+                   "--token", bind);
+      ob_ui_free(u);
+      return NULL;
+    }
+    u->token = ob_xmalloc(2 * sizeof r + 1);
+    for (size_t i = 0; i < sizeof r; i++)
+      snprintf(u->token + 2 * i, 3, "%02x", r[i]);
+    u->token_made = 1;
+  }
+  u->follow = ob_ui_follow_new(loop, snapshot, u);
+  if (cfg->engine)
+    u->runs = ob_ui_runs_new(cfg->engine, u->dirs[0], cfg->limits, tell_waiting, u);
   ob_httpd_config hc = {.bind = bind, .port = cfg->port, .handler = handle, .ud = u};
   if (!(u->http = ob_httpd_new(loop, &hc, err))) {
     ob_ui_free(u);
@@ -441,15 +618,23 @@ ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
 
 int ob_ui_port(const ob_ui *u) { return ob_httpd_port(u->http); }
 
+const char *ob_ui_token(const ob_ui *u) { return u->token_made ? u->token : NULL; }
+
 void ob_ui_close(ob_ui *u) {
-  if (u)
-    ob_httpd_close(u->http);
+  if (!u)
+    return;
+  ob_ui_runs_free(u->runs); /* every run cancelled, its journal resumable */
+  u->runs = NULL;
+  ob_ui_follow_close(u->follow);
+  ob_httpd_close(u->http);
 }
 
 void ob_ui_free(ob_ui *u) {
   if (!u)
     return;
+  ob_ui_runs_free(u->runs);
   ob_httpd_free(u->http);
+  ob_ui_follow_free(u->follow);
   for (size_t i = 0; i < u->ndirs; i++)
     free(u->dirs[i]);
   free(u->dirs);
@@ -462,5 +647,9 @@ void ob_ui_free(ob_ui *u) {
     free(s);
   }
   ob_map_free(&u->cache);
+  i = 0;
+  while (ob_map_next(&u->index, &i, &me))
+    free(me->val);
+  ob_map_free(&u->index);
   free(u);
 }

@@ -343,7 +343,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     s->auth = header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
     s->cookie = header(wsi, WSI_TOKEN_HTTP_COOKIE);
     ob_buf_init(&s->body);
-    if (post)
+    char te[16];
+    int chunked = lws_hdr_copy(wsi, te, sizeof te, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0;
+    if (post && (chunked || lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0))
       return 0; /* the body comes: LWS_CALLBACK_HTTP_BODY, then its completion */
     return dispatch(wsi, s);
   }

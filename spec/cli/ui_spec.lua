@@ -1,8 +1,8 @@
 -- ui_spec.lua -- `obelus ui` (issue 29, its API so far): the runs of the journals under a
 -- folder, listed with their states (done, failed, killed-resumable, running: a run that
 -- holds its journal), one run as the report reads it, ids that name no path, the token
--- (401 without it; a header, a cookie or ?token=), a non-loopback address refused without
--- one, a body past the bound refused, and SIGTERM ending the server. A real server on a
+-- (401 without it; a header, a cookie or ?token=), one made for a non-loopback address
+-- given none, a body past the bound refused, and SIGTERM ending the server. A real server on a
 -- port the system picks, asked with curl.
 local cli = require "support.cli"
 local cjson = require "cjson"
@@ -125,7 +125,8 @@ describe("obelus ui", function()
     local c404 = get(url .. "api/runs/0123456789abcdef")
     local trav = get(url .. "api/runs/..%2F..%2Fetc%2Fpasswd")
     local other = get(url .. "index.html")
-    local post = get(url .. "api/runs", "-X POST -d '{}'")
+    local post = get(url .. "api/runs", "-X POST -d '{}'") -- no --tools: it runs nothing
+    local put = get(url .. "api/runs", "-X PUT -d '{}'")
     stop(pid)
     assert.are.equal(200, code)
     local run = cjson.decode(one)
@@ -147,7 +148,8 @@ describe("obelus ui", function()
     assert.are.equal(404, c404)
     assert.are.equal(404, trav)
     assert.are.equal(404, other)
-    assert.are.equal(405, post)
+    assert.are.equal(409, post)
+    assert.are.equal(405, put)
   end)
 
   it("wants its token when it has one: a header, ?token= (which sets a cookie), or 401", function()
@@ -167,11 +169,34 @@ describe("obelus ui", function()
     assert.are.equal(200, cookie)
   end)
 
-  it("refuses a non-loopback address without a token, a folder that is not one, an address not this machine's, a port taken", function()
-    local r = cli.run({ "ui", "--journals", dir, "--bind", "0.0.0.0", "--port", "0" })
-    assert.are.equal(2, r.code)
-    assert.matches("not a loopback address: give %-%-token", r.err)
-    r = cli.run({ "ui", "--journals", dir .. "/ok.jsonl", "--port", "0" })
+  it("makes a token for a non-loopback address given none, and says it", function()
+    local err = os.tmpname()
+    local pid = sh(("%s ui --journals %s --bind 0.0.0.0 --port 0 2>%s >/dev/null & echo $!"):format(
+      q(cli.bin), q(dir), q(err))):gsub("%s+$", "")
+    local said
+    for _ = 1, 200 do
+      said = cli.slurp(err)
+      if said:match("needs the token") then break end
+      os.execute("sleep 0.02")
+    end
+    os.remove(err)
+    local port, token = said:match("obelus ui: http://0%.0%.0%.0:(%d+)/%?token=(%x+)\n")
+    assert.truthy(port, said)
+    assert.are.equal(32, #token) -- 128 bits, as hex
+    assert.matches("every request needs the token " .. token, said)
+    local base = "http://127.0.0.1:" .. port
+    local without = get(base .. "/api/runs")
+    local with = get(base .. "/api/runs?token=" .. token)
+    local other = token:sub(1, 31) .. (token:sub(32) == "0" and "1" or "0") -- one digit off
+    local wrong = get(base .. "/api/runs", "-H 'Authorization: Bearer " .. other .. "'")
+    stop(pid)
+    assert.are.equal(401, without)
+    assert.are.equal(200, with)
+    assert.are.equal(401, wrong)
+  end)
+
+  it("refuses a folder that is not one, an address not this machine's, a port taken", function()
+    local r = cli.run({ "ui", "--journals", dir .. "/ok.jsonl", "--port", "0" })
     assert.are.equal(2, r.code)
     assert.matches("not a folder", r.err)
     r = cli.run({ "ui", "--journals", dir, "--bind", "192.0.2.77", "--token", "t", "--port", "0" })

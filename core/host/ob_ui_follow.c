@@ -1,0 +1,392 @@
+/* ob_ui_follow.c -- journals followed as they grow, for the viewers of a run's events.
+ *
+ * A journal viewed by anyone is followed once, whatever the number of its viewers: its
+ * file is watched (inotify, through uv_fs_event), and looked at every 100 ms besides,
+ * since the journal writer stores its lines through a shared mapping of the file, which
+ * inotify does not see (ob_wal.c); what was appended is read from the offset reached,
+ * whole lines only (a line being written waits for its newline), and only up to the
+ * first zero byte: a live journal's file is grown ahead of its lines, zeros after them
+ * (ob_wal.c). A change told is read 50 ms later, with what else came meanwhile: the
+ * appends of a busy run are read in batches, not line by line. Each batch becomes one event, `event: records` with the lines as a JSON array
+ * (they are JSON texts already: nothing is parsed but an end record), sent to every
+ * viewer's stream. A viewer's first event is a snapshot (the run as GET /api/runs/{id}
+ * gives it), built after the follower has read up to the file's end, so nothing is
+ * lost between the two: a record the snapshot holds may come again in the first batch,
+ * and applying it again changes nothing. The top-level end record ends the streams
+ * (`event: end`); a file cut shorter (a resume cuts a torn last line) is read on from
+ * its new end.
+ *
+ * A viewer that reads too slowly is cut off by the server (ob_httpd.h), never let grow
+ * the server's memory; it reconnects and gets a new snapshot. Every 15 s a comment line
+ * keeps proxies from closing a quiet stream.
+ *
+ * Costs: per followed journal, a descriptor, an inotify watch, a timer and the bytes of
+ * a line not yet whole; per batch, one read and one event string shared by its
+ * viewers (each stream queues its own copy). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/ob_mem.h"
+#include "host/ob_ui_follow.h"
+
+#define FOLLOW_BATCH_MS 50  /* after a change is told, when it is read */
+#define FOLLOW_POLL_MS 100  /* and without one, how often the file is looked at (a
+                               journal written through a mapping tells inotify nothing) */
+#define FOLLOW_PING_MS 15000
+
+typedef struct journal journal;
+
+typedef struct viewer {
+  journal *j;
+  ob_httpd_stream *st;
+  struct viewer *next;
+} viewer;
+
+struct journal {
+  ob_ui_follow *f;
+  char *path;
+  int fd;
+  long long off;      /* read up to here */
+  ob_buf partial;     /* the start of a line not yet whole */
+  uv_fs_event_t ev;
+  uv_timer_t tick;
+  int watching, soon, ended, closing, open_handles;
+  int refs;           /* its viewers, and 1 while its handles are open: freed at 0 */
+  viewer *viewers;
+  journal *next;
+};
+
+struct ob_ui_follow {
+  uv_loop_t *loop;
+  ob_ui_snapshot_fn snapshot;
+  void *ud;
+  journal *list;
+  uv_timer_t ping;
+  int closing, ping_open;
+};
+
+/* --- sending ------------------------------------------------------------------------ */
+
+static void send_all(journal *j, const char *data, size_t len) {
+  for (viewer *v = j->viewers; v; v = v->next)
+    if (v->st)
+      ob_httpd_stream_send(v->st, data, len);
+}
+
+static void send_event(journal *j, const char *name, const char *json, size_t len) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_addf(&b, "event: %s\ndata: ", name);
+  ob_buf_add(&b, json, len);
+  ob_buf_add(&b, "\n\n", 2);
+  send_all(j, b.data, b.len);
+  ob_buf_free(&b);
+}
+
+/* The run's end: {"exit": N} told, and every stream ended once it is written. */
+static void end_all(journal *j, const char *json, size_t len) {
+  send_event(j, "end", json, len);
+  j->ended = 1;
+  for (viewer *v = j->viewers; v; v = v->next)
+    if (v->st)
+      ob_httpd_stream_end(v->st);
+}
+
+/* --- reading ------------------------------------------------------------------------ */
+
+/* The top-level run's end record ({"journal":"end", no scope}): its {"exit": N} in out. */
+static int end_record(const char *line, size_t len, ob_buf *out) {
+  static const char head[] = "{\"journal\":\"end\"";
+  if (len < sizeof head - 1 || memcmp(line, head, sizeof head - 1) != 0)
+    return 0;
+  ob_error err;
+  ob_value *v = ob_json_parse(line, len, &err);
+  int top = v && ob_typeof(v) == OB_OBJECT && !ob_object_get(v, "scope", 5);
+  if (top) {
+    const ob_value *x = ob_object_get(v, "exit", 4);
+    ob_buf_addf(out, "{\"exit\":%lld}", x && ob_typeof(x) == OB_INT ? (long long)ob_int_value(x) : 0LL);
+  }
+  ob_unref(v);
+  return top;
+}
+
+/* Reads what was appended since the last time: its whole lines sent as one event. */
+static void catch_up(journal *j) {
+  if (j->ended || j->fd < 0)
+    return;
+  struct stat st;
+  if (fstat(j->fd, &st) == 0 && st.st_size < j->off) { /* cut: read on from its end */
+    j->off = st.st_size;
+    j->partial.len = 0;
+  }
+  ob_buf batch, end;
+  ob_buf_init(&batch);
+  ob_buf_init(&end);
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = pread(j->fd, chunk, sizeof chunk, (off_t)j->off);
+    if (n <= 0)
+      break;
+    const char *zero = memchr(chunk, '\0', (size_t)n); /* the file grown ahead: its lines end */
+    if (zero)
+      n = zero - chunk;
+    j->off += n;
+    size_t start = 0;
+    for (size_t i = 0; i < (size_t)n; i++) {
+      if (chunk[i] != '\n')
+        continue;
+      const char *line = chunk + start;
+      size_t len = i - start;
+      if (j->partial.len) { /* the line began in an earlier read */
+        ob_buf_add(&j->partial, chunk + start, len);
+        line = j->partial.data;
+        len = j->partial.len;
+      }
+      if (len) {
+        ob_buf_addc(&batch, batch.len ? ',' : '[');
+        ob_buf_add(&batch, line, len);
+        if (end_record(line, len, &end)) {
+          j->partial.len = 0;
+          goto done; /* nothing after the end is the run's */
+        }
+      }
+      j->partial.len = 0;
+      start = i + 1;
+    }
+    ob_buf_add(&j->partial, chunk + start, (size_t)n - start);
+    if (zero)
+      break;
+  }
+done:
+  if (batch.len) {
+    ob_buf_addc(&batch, ']');
+    send_event(j, "records", batch.data, batch.len);
+  }
+  if (end.len)
+    end_all(j, end.data, end.len);
+  ob_buf_free(&batch);
+  ob_buf_free(&end);
+}
+
+static void on_tick(uv_timer_t *t) {
+  journal *j = t->data;
+  j->soon = 0;
+  catch_up(j);
+}
+
+static void on_change(uv_fs_event_t *h, const char *name, int events, int status) {
+  journal *j = h->data;
+  (void)name;
+  (void)events;
+  if (status < 0 || j->soon || j->ended)
+    return;
+  j->soon = 1; /* read in a moment, with whatever else comes meanwhile */
+  uv_timer_start(&j->tick, on_tick, FOLLOW_BATCH_MS, FOLLOW_POLL_MS);
+}
+
+/* --- journals and viewers ------------------------------------------------------------ */
+
+static void journal_free(journal *j) {
+  if (j->fd >= 0)
+    close(j->fd);
+  ob_buf_free(&j->partial);
+  free(j->path);
+  free(j);
+}
+
+static void unref_journal(journal *j) {
+  if (--j->refs == 0)
+    journal_free(j);
+}
+
+static void handle_closed(uv_handle_t *h) {
+  journal *j = h->data;
+  if (--j->open_handles == 0)
+    unref_journal(j);
+}
+
+/* Nobody views it any more (or the server closes): off the list, its handles closed;
+ * it goes once they are and its last viewer has gone. */
+static void journal_drop(journal *j) {
+  ob_ui_follow *f = j->f;
+  for (journal **p = &f->list; *p; p = &(*p)->next)
+    if (*p == j) {
+      *p = j->next;
+      break;
+    }
+  j->closing = 1;
+  j->open_handles = 1 + j->watching;
+  if (j->watching)
+    uv_close((uv_handle_t *)&j->ev, handle_closed);
+  uv_close((uv_handle_t *)&j->tick, handle_closed);
+}
+
+static void viewer_gone(void *ud) {
+  viewer *v = ud;
+  journal *j = v->j;
+  for (viewer **p = &j->viewers; *p; p = &(*p)->next)
+    if (*p == v) {
+      *p = v->next;
+      break;
+    }
+  free(v);
+  if (!j->viewers && !j->closing)
+    journal_drop(j);
+  unref_journal(j);
+}
+
+static journal *journal_find(ob_ui_follow *f, const char *path) {
+  for (journal *j = f->list; j; j = j->next)
+    if (!strcmp(j->path, path))
+      return j;
+  return NULL;
+}
+
+/* Where reading a file of size bytes on loses no line a snapshot may have left torn:
+ * the start of the line its last byte (before the zeros of a file grown ahead) is in. */
+static long long line_start(int fd, long long size) {
+  char buf[4096];
+  int text = 0; /* past the zeros */
+  for (long long at = size; at > 0;) {
+    long long from = at > (long long)sizeof buf ? at - (long long)sizeof buf : 0;
+    ssize_t n = pread(fd, buf, (size_t)(at - from), (off_t)from);
+    if (n <= 0)
+      return at;
+    for (ssize_t i = n - 1; i >= 0; i--) {
+      if (!text && buf[i] == '\0')
+        continue;
+      if (text && buf[i] == '\n')
+        return from + i + 1;
+      if (!text && buf[i] == '\n') /* the last line is whole */
+        return from + i + 1;
+      text = 1;
+    }
+    at = from;
+  }
+  return 0;
+}
+
+static journal *journal_open(ob_ui_follow *f, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  journal *j = ob_xcalloc(1, sizeof *j);
+  j->refs = 1; /* its handles */
+  j->f = f;
+  j->path = ob_xstrdup(path);
+  j->fd = fd;
+  j->off = line_start(fd, st.st_size); /* what comes is read from here */
+  ob_buf_init(&j->partial);
+  uv_timer_init(f->loop, &j->tick);
+  j->tick.data = j;
+  uv_timer_start(&j->tick, on_tick, FOLLOW_POLL_MS, FOLLOW_POLL_MS);
+  if (uv_fs_event_init(f->loop, &j->ev) == 0) { /* if it cannot start, the poll alone */
+    j->ev.data = j;
+    j->watching = 1; /* (the handle is made: it is closed with the journal) */
+    uv_fs_event_start(&j->ev, on_change, path, 0);
+  }
+  j->next = f->list;
+  f->list = j;
+  return j;
+}
+
+/* --- the API -------------------------------------------------------------------------- */
+
+static void on_ping(uv_timer_t *t) {
+  ob_ui_follow *f = t->data;
+  for (journal *j = f->list; j; j = j->next)
+    send_all(j, ": ping\n\n", 8);
+}
+
+ob_ui_follow *ob_ui_follow_new(uv_loop_t *loop, ob_ui_snapshot_fn snapshot, void *ud) {
+  ob_ui_follow *f = ob_xcalloc(1, sizeof *f);
+  f->loop = loop;
+  f->snapshot = snapshot;
+  f->ud = ud;
+  uv_timer_init(loop, &f->ping);
+  f->ping.data = f;
+  f->ping_open = 1;
+  uv_timer_start(&f->ping, on_ping, FOLLOW_PING_MS, FOLLOW_PING_MS);
+  uv_unref((uv_handle_t *)&f->ping);
+  return f;
+}
+
+int ob_ui_follow_attach(ob_ui_follow *f, const char *path, ob_httpd_res *res) {
+  journal *j = journal_find(f, path);
+  int fresh = !j;
+  if (!j && !(j = journal_open(f, path))) {
+    res->status = 404;
+    ob_buf_addf(&res->body, "{\"error\":\"the journal cannot be read\"}");
+    return -1;
+  }
+  catch_up(j); /* those who view it already are told all there is, first */
+  ob_value *snap = f->snapshot(f->ud, path);
+  if (!snap) {
+    if (fresh)
+      journal_drop(j);
+    res->status = 404;
+    ob_buf_addf(&res->body, "{\"error\":\"no run of that id\"}");
+    return -1;
+  }
+  viewer *v = ob_xcalloc(1, sizeof *v);
+  v->j = j;
+  res->content_type = "text/event-stream";
+  ob_buf_addf(&res->body, "retry: 1000\nevent: snapshot\ndata: ");
+  ob_json_write(&res->body, snap, OB_JSON_COMPACT);
+  ob_buf_add(&res->body, "\n\n", 2);
+  ob_unref(snap);
+  v->st = ob_httpd_res_stream(res, viewer_gone, v);
+  v->next = j->viewers;
+  j->viewers = v;
+  j->refs++;
+  if (j->ended) /* the run had ended: the snapshot says all */
+    ob_httpd_stream_end(v->st);
+  return 0;
+}
+
+void ob_ui_follow_push(ob_ui_follow *f, const char *path, const char *name, const char *json,
+                       size_t len) {
+  journal *j = journal_find(f, path);
+  if (j && !j->ended)
+    send_event(j, name, json, len);
+}
+
+size_t ob_ui_follow_viewers(const ob_ui_follow *f, const char *path) {
+  size_t n = 0;
+  for (journal *j = f->list; j; j = j->next)
+    if (!path || !strcmp(j->path, path))
+      for (viewer *v = j->viewers; v; v = v->next)
+        n++;
+  return n;
+}
+
+void ob_ui_follow_close(ob_ui_follow *f) {
+  if (!f || f->closing)
+    return;
+  f->closing = 1;
+  while (f->list) { /* each goes when its handles are closed and its viewers gone */
+    journal *j = f->list;
+    for (viewer *v = j->viewers; v; v = v->next)
+      ob_httpd_stream_end(v->st);
+    journal_drop(j);
+  }
+  if (f->ping_open) {
+    f->ping_open = 0;
+    uv_close((uv_handle_t *)&f->ping, NULL);
+  }
+}
+
+void ob_ui_follow_free(ob_ui_follow *f) {
+  if (!f)
+    return;
+  ob_ui_follow_close(f); /* (the loop must run for its handles before it is closed) */
+  free(f);
+}
