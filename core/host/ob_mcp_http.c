@@ -63,7 +63,8 @@ struct exchange {
   ob_value *tokens;      /* their progress tokens (an array) */
   int sse;               /* the client takes event streams */
   int answered;
-  ob_buf events;         /* while its POST is handled: what came, as stream events */
+  int refused;           /* its answer is not a request's (id null: the input refused) */
+  ob_buf events;         /* while its POST is handled: its notifications, as events */
   ob_buf answer;         /* ... and its answer, as JSON */
   ob_httpd_stream *st;   /* its response, once left open */
 };
@@ -145,11 +146,10 @@ static void add_event(ob_buf *b, const char *json, size_t len) {
 /* A message for x: held while its POST is handled, else sent on its stream. */
 static void exchange_deliver(exchange *x, const char *json, size_t len, int is_answer) {
   if (!x->st) {
-    add_event(&x->events, json, len);
-    if (is_answer) {
-      x->answer.len = 0;
+    if (is_answer)
       ob_buf_add(&x->answer, json, len);
-    }
+    else
+      add_event(&x->events, json, len);
   } else if (x->sse) {
     ob_buf ev;
     ob_buf_init(&ev);
@@ -198,7 +198,7 @@ static void on_send(void *ud, const char *json, size_t len) {
   if (!v)
     return; /* never: ob_mcp prints JSON */
   exchange *x = NULL;
-  int is_answer = 0;
+  int is_answer = 0, null_id = 0;
   if (ob_typeof(v) == OB_ARRAY) { /* a batch's answers */
     is_answer = 1;
     for (size_t i = 0; !x && i < ob_array_len(v); i++) {
@@ -207,14 +207,18 @@ static void on_send(void *ud, const char *json, size_t len) {
     }
   } else if (ob_typeof(v) == OB_OBJECT && !ob_object_get(v, "method", 6)) {
     is_answer = 1;
-    x = owner_of(s, ob_object_get(v, "id", 2), 0);
+    const ob_value *id = ob_object_get(v, "id", 2);
+    null_id = !id || ob_typeof(id) == OB_NULL;
+    x = owner_of(s, id, 0);
   } else if (ob_typeof(v) == OB_OBJECT) { /* a notification: progress, of a request */
     const ob_value *p = ob_object_get(v, "params", 6);
     const ob_value *t = p && ob_typeof(p) == OB_OBJECT ? ob_object_get(p, "progressToken", 13) : NULL;
     x = owner_of(s, t, 1);
   }
-  if (!x && is_answer && s->cur && s->cur->s)
+  if (!x && is_answer && s->cur && s->cur->s) {
     x = s->cur; /* an answer to no request (id null): the body being handled's */
+    x->refused = null_id;
+  }
   if (x)
     exchange_deliver(x, json, len, is_answer);
   ob_unref(v);
@@ -443,15 +447,15 @@ static void post(ob_mcp_http *h, const ob_httpd_req *req, ob_httpd_res *res) {
       res->status = 202; /* notifications and responses: nothing to answer */
     } else {
       int events = sse_ok && (!json_ok || ob_array_len(x->tokens));
-      const ob_value *id = ob_typeof(msg) == OB_OBJECT ? ob_object_get(msg, "id", 2) : NULL;
-      ob_value *a = ob_json_parse(x->answer.data, x->answer.len, &err);
-      const ob_value *aid = a && ob_typeof(a) == OB_OBJECT ? ob_object_get(a, "id", 2) : NULL;
-      if (aid && ob_typeof(aid) == OB_NULL && !(id && ob_typeof(id) == OB_NULL))
+      if (x->refused)
         res->status = 400; /* not a request's answer: the input was refused */
-      ob_unref(a);
       res->content_type = events ? "text/event-stream" : "application/json";
-      ob_buf *b = events ? &x->events : &x->answer;
-      ob_buf_add(&res->body, b->data ? b->data : "", b->len);
+      if (events) {
+        ob_buf_add(&res->body, x->events.data ? x->events.data : "", x->events.len);
+        add_event(&res->body, x->answer.data, x->answer.len);
+      } else {
+        ob_buf_add(&res->body, x->answer.data, x->answer.len);
+      }
     }
     exchange_free(x);
   }

@@ -342,6 +342,69 @@ describe("obelus mcp --http", function()
     assert.are.equal("notifications/progress", got[1].method)
   end)
 
+  it("ends a cancelled call's response without an answer, an event stream's or JSON's", function()
+    local url, srv = serve()
+    local sid = session(url)
+    local S = "-H 'mcp-session-id: " .. sid .. "' "
+    local function start(id, accept)
+      local out = os.tmpname()
+      local body = json_arg({ jsonrpc = "2.0", id = id, method = "tools/call",
+        params = { name = "steps", arguments = { n = 1000, ms = 50 }, _meta = { progressToken = id } } })
+      local pid = sh(("curl -sN -H %s %s %s %s >%s 2>/dev/null & echo $!"):format(
+        q("accept: " .. accept), S, body, q(url), q(out))):gsub("%s+$", "")
+      return out, pid
+    end
+    local sse_out, sse_pid = start(7, "text/event-stream")
+    local json_out, json_pid = start(8, "application/json")
+    for _ = 1, 500 do -- both calls running
+      if cli.slurp(sse_out):match("progress") then break end
+      os.execute("sleep 0.02")
+    end
+    local codes = {}
+    for _, id in ipairs { 7, 8 } do
+      codes[#codes + 1] = req(url, S .. json_arg({ jsonrpc = "2.0", method = "notifications/cancelled",
+        params = { requestId = id, reason = "enough" } }))
+    end
+    local function ended(pid)
+      for _ = 1, 1500 do
+        if sh("kill -0 " .. pid .. " 2>/dev/null && echo alive") == "" then return true end
+        os.execute("sleep 0.02")
+      end
+      os.execute("kill " .. pid)
+      return false
+    end
+    local sse_ended, json_ended = ended(sse_pid), ended(json_pid)
+    local sse_body, json_body = cli.slurp(sse_out), cli.slurp(json_out)
+    os.remove(sse_out)
+    os.remove(json_out)
+    local after = req(url, S .. json_arg({ jsonrpc = "2.0", id = 9, method = "ping" }))
+    assert.are.equal(0, stop(srv))
+    assert.are.same({ 202, 202 }, codes)
+    assert.is_true(sse_ended)
+    assert.is_true(json_ended)
+    for _, m in ipairs(events(sse_body)) do
+      assert.are.equal("notifications/progress", m.method) -- never an answer
+    end
+    assert.are.equal("", json_body)
+    assert.are.equal(200, after)
+  end)
+
+  it("keeps at most 256 sessions: a new one ends the one unused longest", function()
+    local url, srv = serve()
+    local ping = json_arg({ jsonrpc = "2.0", id = 2, method = "ping" })
+    local first, second = session(url), session(url)
+    local used = req(url, "-H 'mcp-session-id: " .. first .. "' " .. ping) -- second is now the older
+    local made = sh(("n=0; for i in $(seq 1 255); do c=$(curl -s -o /dev/null -w '%%{http_code}' %s %s); " ..
+      "[ \"$c\" = 200 ] && n=$((n+1)); done; echo $n"):format(json_arg(init_msg()), q(url)))
+    local a = req(url, "-H 'mcp-session-id: " .. first .. "' " .. ping)
+    local b = req(url, "-H 'mcp-session-id: " .. second .. "' " .. ping)
+    assert.are.equal(0, stop(srv))
+    assert.are.equal(200, used)
+    assert.are.equal("255", made:match("%d+"))
+    assert.are.equal(200, a)
+    assert.are.equal(404, b)
+  end)
+
   it("takes --bind, --port and --token with --http only; says a bad --port", function()
     local r = cli.run { "mcp", "--tools", TOOLS, "--bind", "0.0.0.0" }
     assert.are.equal(2, r.code)
