@@ -387,7 +387,7 @@ static void post(ob_mcp_http *h, const ob_httpd_req *req, ob_httpd_res *res) {
     return;
   }
   size_t k = 0;
-  while (k < req->body_len && strchr(" \t\r\n", req->body[k]) && req->body[k])
+  while (k < req->body_len && req->body[k] && strchr(" \t\r\n", req->body[k]))
     k++;
   ob_error err;
   ob_value *msg = ob_json_parse(req->body + k, req->body_len - k, &err);

@@ -14,10 +14,6 @@ local q = cli.quote
 local sh = cli.sh
 local TOOLS = "spec/cli/tools"
 
-local function abs(path)
-  return path:sub(1, 1) == "/" and path or (os.getenv("PWD") .. "/" .. path)
-end
-
 -- a server (extra: more arguments); its URL, the server (for stop), and what it said
 -- on stderr
 local function serve(extra)
