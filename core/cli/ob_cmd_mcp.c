@@ -6,8 +6,13 @@
  * (a tool running without yielding is stopped for the loop to take it, and a
  * second signal exits at once: ob_watch.h).
  * --max-line BYTES bounds a message (default 16 MB, OB_MCP_MAX_LINE): a longer line is
- * answered with -32600 and dropped, and the server goes on. The option is this
- * command's own: taken out of argv before the shared options are parsed. */
+ * answered with -32600 and dropped, and the server goes on.
+ * With --http, the same server over Streamable HTTP (host/ob_mcp_http.c) on --bind
+ * (127.0.0.1) and --port (7891), --token wanted of every request: this file parses the
+ * options, says where on stderr (one line; and a token it made, before), and runs the
+ * loop until SIGINT or SIGTERM, then ends the sessions (their calls cancelled). These
+ * options are this command's own: taken out of argv before the shared options are
+ * parsed. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +21,7 @@
 
 #include "cli/ob_cli.h"
 #include "host/ob_mcp.h"
+#include "host/ob_mcp_http.h"
 #include "cli/ob_runner.h"
 #include "bridge/ob_watch.h"
 
@@ -23,6 +29,7 @@ static const char mcp_help[] =
     "usage: obelus mcp --tools PATH... [--latent FILE] [--drain-timeout MS]\n"
     "                  [--http-max-bytes N] [--http-allow-private] [--max-line BYTES]\n"
     "                  [--max-slice MS]\n"
+    "       obelus mcp --http [--bind ADDR] [--port N] [--token T] --tools PATH...\n"
     "\n"
     "Serves the Model Context Protocol on standard input and output (JSON-RPC 2.0,\n"
     "one message a line): initialize, tools/list (every loaded tool, and run_plan,\n"
@@ -38,8 +45,26 @@ static const char mcp_help[] =
     "A tool that runs --max-slice ms (default 30000) without yielding is stopped:\n"
     "its call answers with isError: true, and the server goes on.\n"
     "\n"
-    "example (an MCP client's configuration):\n"
-    "  {\"command\": \"obelus\", \"args\": [\"mcp\", \"--tools\", \"/path/to/tools\"]}\n";
+    "With --http, the same server over Streamable HTTP (MCP 2025-03-26, 2025-06-18)\n"
+    "at http://ADDR:PORT/mcp, said on stderr in one line, until SIGINT or SIGTERM\n"
+    "(exit 0; calls running are cancelled). POST one message or a batch: an answer\n"
+    "ready at once is application/json; a call that runs is answered on an event\n"
+    "stream (progress notifications, then the answer) when the client accepts\n"
+    "text/event-stream, else as JSON when done; notifications get 202. initialize\n"
+    "makes a session (the Mcp-Session-Id header of its answer), which every later\n"
+    "request names (none: 400; unknown or ended: 404); DELETE /mcp ends it and\n"
+    "cancels its calls. GET is 405 (no standalone stream). A body larger than\n"
+    "--max-line is 413. A request from a web page of another origin is 403.\n"
+    "  --bind ADDR    the address to listen on (default 127.0.0.1); another than\n"
+    "                 loopback needs a token: without --token one is made and said\n"
+    "                 on stderr (`obelus mcp: token T`)\n"
+    "  --port N       the port (default 7891; 0: one the system picks)\n"
+    "  --token T      every request must carry it: Authorization: Bearer T (or the\n"
+    "                 cookie obelus_token=T, or ?token=T); without it, 401\n"
+    "\n"
+    "examples (an MCP client's configuration; a server for HTTP clients):\n"
+    "  {\"command\": \"obelus\", \"args\": [\"mcp\", \"--tools\", \"/path/to/tools\"]}\n"
+    "  obelus mcp --http --tools /path/to/tools    # then http://127.0.0.1:7891/mcp\n";
 
 typedef struct mcp_cli {
   ob_mcp *m;
@@ -84,33 +109,88 @@ static void on_signal(uv_signal_t *s, int signum) {
   ob_watch_interrupt_done(); /* taken: the requests are cancelled as the server ends */
 }
 
-/* --max-line BYTES taken out of argv (kept in place otherwise); 0 when absent, -1 on a
- * bad value (reported). */
-static long long take_max_line(int *argc, char **argv) {
-  long long max = 0;
+/* This command's own options, taken out of argv (kept in place otherwise). */
+typedef struct mcp_own {
+  long long max_line; /* 0: the default */
+  int http;
+  const char *bind, *token;
+  size_t port;
+  int port_given;
+} mcp_own;
+
+/* 0, or OB_EXIT_USAGE (reported). */
+static int take_own(int *argc, char **argv, mcp_own *own) {
   int n = 0;
+  own->port = 7891;
   for (int i = 0; i < *argc; i++) {
-    if (!strcmp(argv[i], "--max-line") && i + 1 < *argc) {
+    const char *a = argv[i];
+    int val = i > 0 && i + 1 < *argc;
+    if (i > 0 && !strcmp(a, "--http")) {
+      own->http = 1;
+    } else if (val && !strcmp(a, "--max-line")) {
       size_t v;
-      if (!ob_cli_parse_count(argv[i + 1], &v) || v < 2 || v > ((size_t)1 << 40)) {
-        ob_cli_usage_error("mcp", "--max-line needs bytes, from 2 to 1099511627776");
-        return -1;
-      }
-      max = (long long)v;
+      if (!ob_cli_parse_count(argv[i + 1], &v) || v < 2 || v > ((size_t)1 << 40))
+        return ob_cli_usage_error("mcp", "--max-line needs bytes, from 2 to 1099511627776");
+      own->max_line = (long long)v;
       i++;
+    } else if (val && !strcmp(a, "--bind")) {
+      own->bind = argv[++i];
+    } else if (val && !strcmp(a, "--token")) {
+      own->token = argv[++i];
+      if (!*own->token)
+        return ob_cli_usage_error("mcp", "--token needs a value");
+    } else if (val && !strcmp(a, "--port")) {
+      if (!ob_cli_parse_count(argv[++i], &own->port) || own->port > 65535)
+        return ob_cli_usage_error("mcp", "--port needs a number from 0 to 65535");
+      own->port_given = 1;
     } else {
       argv[n++] = argv[i];
     }
   }
   *argc = n;
   argv[n] = NULL;
-  return max;
+  if (!own->http && (own->bind || own->token || own->port_given))
+    return ob_cli_usage_error("mcp", "--bind, --port and --token go with --http");
+  return 0;
+}
+
+/* `obelus mcp --http`: the server (ob_mcp_http.h) until SIGINT or SIGTERM. */
+static int serve_http(ob_engine *e, const mcp_own *own, const ob_cmd_options *o) {
+  ob_mcp_http_config cfg = {.bind = own->bind, .port = (int)own->port, .token = own->token,
+                            .max_body = (size_t)own->max_line,
+                            .max_slice_ms = (unsigned)o->max_slice_ms};
+  ob_error err;
+  ob_mcp_http *h = ob_mcp_http_new(e, &cfg, &err);
+  if (!h) {
+    ob_eprintf("obelus mcp: %s\n", err.msg);
+    uv_run(e->loop, UV_RUN_DEFAULT); /* what the server had opened closes */
+    return OB_EXIT_USAGE;
+  }
+  const char *host = own->bind ? own->bind : "127.0.0.1";
+  int v6 = strchr(host, ':') != NULL;
+  if (ob_mcp_http_token(h))
+    ob_eprintf("obelus mcp: token %s (made for --bind %s: send it as Authorization: Bearer)\n",
+               ob_mcp_http_token(h), host);
+  ob_eprintf("obelus mcp: http://%s%s%s:%d/mcp\n", v6 ? "[" : "", host, v6 ? "]" : "",
+             ob_mcp_http_port(h));
+  fflush(stderr);
+  mcp_cli c = {0};
+  uv_signal_t sig[2]; /* a tool a stop cannot reach ends the server */
+  ob_cli_signals(e->loop, sig, on_signal, &c, 0, 2, "obelus mcp");
+  while (!c.stop)
+    uv_run(e->loop, UV_RUN_ONCE);
+  ob_cli_signals_close(sig);
+  ob_mcp_http_close(h); /* the sessions end, their calls cancelled */
+  uv_run(e->loop, UV_RUN_DEFAULT); /* the server's handles close */
+  ob_mcp_http_free(h);
+  return OB_EXIT_OK;
 }
 
 int ob_cmd_mcp(int argc, char **argv) {
-  long long max_line = take_max_line(&argc, argv);
-  if (max_line < 0)
+  mcp_own own = {0};
+  if (take_own(&argc, argv, &own))
     return OB_EXIT_USAGE;
+  long long max_line = own.max_line;
   ob_cmd_options o;
   int rc = ob_cmd_options_parse(argc, argv, &o, mcp_help);
   ob_unref(o.inputs);
@@ -126,6 +206,11 @@ int ob_cmd_mcp(int argc, char **argv) {
   }
   ob_engine_set_note(e, ob_cli_note, NULL);
   if ((rc = ob_cmd_load(&o, e)) != OB_EXIT_OK) {
+    ob_engine_free(e);
+    return rc;
+  }
+  if (own.http) {
+    rc = serve_http(e, &own, &o);
     ob_engine_free(e);
     return rc;
   }

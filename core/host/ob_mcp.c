@@ -662,6 +662,8 @@ size_t ob_mcp_pending(const ob_mcp *m) {
   return n;
 }
 
+const char *ob_mcp_version(const ob_mcp *m) { return m->version; }
+
 void ob_mcp_free(ob_mcp *m) {
   if (!m)
     return;

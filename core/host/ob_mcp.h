@@ -48,6 +48,8 @@ void ob_mcp_set_max_line(ob_mcp *m, size_t max);
 void ob_mcp_set_max_slice(ob_mcp *m, unsigned ms);
 /* Requests still running. */
 size_t ob_mcp_pending(const ob_mcp *m);
+/* The protocol version initialize agreed on ("2025-06-18", ...), or NULL before. */
+const char *ob_mcp_version(const ob_mcp *m);
 /* Cancels what runs (nothing more is sent) and frees m. */
 void ob_mcp_free(ob_mcp *m);
 
