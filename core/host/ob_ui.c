@@ -19,11 +19,18 @@
  * holds locked (ob_wal's flock) is running; one without an end record that nobody holds
  * was killed and can be resumed.
  *
- * Security. It listens on 127.0.0.1 unless told otherwise; any other address needs a
- * token, and with a token every /api request must carry it: "Authorization: Bearer T",
- * the cookie obelus_token=T, or ?token=T (which sets that cookie, so a link opens the
- * app). A request without it is answered 401. The comparison takes the same time
- * whatever the first wrong byte.
+ *   GET /api/runs/{id}/events   Server-Sent Events: a snapshot (the run as above), then
+ *                        the journal's records as they come, and its end (ob_ui_follow.c)
+ *   POST /api/runs, /api/runs/{id}/cancel, approve, resume, fork   runs this server
+ *                        drives, with the tools of --tools (ob_ui_runs.c)
+ *
+ * Security (the rules of ob_http_auth.h, shared with `obelus mcp --http`). It listens on
+ * 127.0.0.1 unless told otherwise; any other address needs a token (one is made when
+ * none is given, and the CLI says it), and with a token every /api request must carry
+ * it: "Authorization: Bearer T", the cookie obelus_token=T, or ?token=T (which sets
+ * that cookie, so a link opens the app). A request without it is answered 401. A POST
+ * from a web page is taken only from an origin of this machine (or of the address it
+ * listens on), never from a name (DNS rebinding): 403.
  *
  * Costs: a journal is read (ob_trace_build) when it is asked for, and for the list
  * once per change of its size or time, its summary kept; the folders are walked at
@@ -34,12 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/ob_map.h"
 #include "base/ob_mem.h"
+#include "host/ob_http_auth.h"
 #include "host/ob_trace.h"
 #include "host/ob_ui.h"
 #include "host/ob_ui_follow.h"
@@ -65,6 +72,7 @@ struct ob_ui {
   ob_ui_follow *follow; /* the journals viewed live */
   ob_ui_runs *runs;    /* the runs this server drives (NULL: no --tools) */
   int token_made;      /* the token was made here (ob_ui_token) */
+  char *bind;          /* the address it listens on (the Origin check's) */
 };
 
 /* --- ids ---------------------------------------------------------------------------- */
@@ -321,51 +329,6 @@ static void reply_value(ob_httpd_res *res, ob_value *v) {
   ob_unref(v);
 }
 
-/* 1 when a and b (b of len bytes) are equal, in a time that does not tell where not. */
-static int same_secret(const char *a, const char *b, size_t len) {
-  size_t n = strlen(a);
-  unsigned diff = (unsigned)(n ^ len);
-  for (size_t i = 0; i < len; i++)
-    diff |= (unsigned char)(b[i] ^ a[i < n ? i : 0]);
-  return diff == 0;
-}
-
-/* The value of name in a list "a=1; b=2" (sep ';') or "a=1&b=2" (sep '&'), or NULL. */
-static const char *find_pair(const char *s, const char *name, char sep, size_t *len) {
-  size_t n = strlen(name);
-  while (s && *s) {
-    while (*s == ' ' || *s == sep)
-      s++;
-    const char *end = strchr(s, sep);
-    size_t l = end ? (size_t)(end - s) : strlen(s);
-    if (l > n && !strncmp(s, name, n) && s[n] == '=') {
-      *len = l - n - 1;
-      return s + n + 1;
-    }
-    s = end;
-  }
-  return NULL;
-}
-
-/* The request carries the token (or none is needed); ?token= sets the cookie. */
-static int allowed(ob_ui *u, const ob_httpd_req *req, ob_httpd_res *res) {
-  if (!u->token)
-    return 1;
-  size_t len;
-  const char *v;
-  if (req->auth && !strncmp(req->auth, "Bearer ", 7) &&
-      same_secret(u->token, req->auth + 7, strlen(req->auth + 7)))
-    return 1;
-  if ((v = find_pair(req->cookie, "obelus_token", ';', &len)) && same_secret(u->token, v, len))
-    return 1;
-  if ((v = find_pair(req->query, "token", '&', &len)) && same_secret(u->token, v, len)) {
-    snprintf(res->extra, sizeof res->extra,
-             "Set-Cookie: obelus_token=%s; HttpOnly; SameSite=Strict; Path=/\r\n", u->token);
-    return 1;
-  }
-  return 0;
-}
-
 /* GET /api/runs/{id}/state?at=N: the documents as of message N (`obelus log --at N`);
  * without at, as the journal ends. */
 static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_httpd_res *res) {
@@ -375,7 +338,7 @@ static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_htt
     reply_error(res, 422, err.msg);
   } else {
     size_t len, at = ob_log_len(log);
-    const char *v = find_pair(req->query, "at", '&', &len);
+    const char *v = ob_http_auth_find(req->query, "at", '&', &len);
     char num[24];
     size_t n = 0;
     int ok = !v || (len > 0 && len < sizeof num);
@@ -399,24 +362,6 @@ static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_htt
     }
   }
   ob_log_free(log);
-}
-
-/* A mutating request from a page must come from this server's own: its Origin, when it
- * has one (a browser's always does), names the host the request was sent to. */
-static int same_origin(const ob_httpd_req *req) {
-  if (!req->origin)
-    return 1; /* not a browser's: the token (when there is one) is the guard */
-  char host[256];
-  if (ob_httpd_header(req, "host", host, sizeof host) < 0)
-    return 0;
-  const char *o = req->origin;
-  if (!strncmp(o, "http://", 7))
-    o += 7;
-  else if (!strncmp(o, "https://", 8))
-    o += 8;
-  else
-    return 0;
-  return !strcmp(o, host);
 }
 
 static void list_runs(ob_ui *u, ob_httpd_res *res) {
@@ -492,7 +437,7 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
     reply_error(res, 404, "not found (the API is under /api/)");
     return;
   }
-  if (!allowed(u, req, res)) {
+  if (!ob_http_auth_token(u->token, req, res)) {
     reply_error(res, 401, "this server needs its token: Authorization: Bearer TOKEN, or ?token=");
     return;
   }
@@ -501,7 +446,7 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
     reply_error(res, 405, "only GET and POST are served");
     return;
   }
-  if (post && !same_origin(req)) {
+  if (post && !ob_http_auth_origin(req, u->bind)) {
     reply_error(res, 403, "a request from another site's page is refused (its Origin is not "
                           "this server)");
     return;
@@ -569,11 +514,6 @@ static void tell_waiting(void *ud, const char *path, const char *json, size_t le
 
 /* --- the server ---------------------------------------------------------------------------- */
 
-static int loopback(const char *bind) {
-  return !strcmp(bind, "127.0.0.1") || !strcmp(bind, "::1") || !strcmp(bind, "localhost") ||
-         !strncmp(bind, "127.", 4);
-}
-
 ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
   const char *bind = cfg->bind ? cfg->bind : "127.0.0.1";
   ob_ui *u = ob_xcalloc(1, sizeof *u);
@@ -592,17 +532,17 @@ ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
     u->dirs[u->ndirs++] = real;
   }
   u->token = cfg->token && *cfg->token ? ob_xstrdup(cfg->token) : NULL;
-  if (!u->token && !loopback(bind)) { /* anyone on the network could ask: a token, made now */
-    unsigned char r[16];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+  u->bind = ob_xstrdup(bind);
+  if (!u->token && !ob_http_auth_loopback(bind)) { /* anyone on the network could ask: a
+                                                      token, made now */
+    char made[33];
+    if (ob_http_auth_make_token(made) != 0) {
       ob_error_set(err, OB_EIO, 0, "--bind %s needs a token, and none could be made: give "
                    "--token", bind);
       ob_ui_free(u);
       return NULL;
     }
-    u->token = ob_xmalloc(2 * sizeof r + 1);
-    for (size_t i = 0; i < sizeof r; i++)
-      snprintf(u->token + 2 * i, 3, "%02x", r[i]);
+    u->token = ob_xstrdup(made);
     u->token_made = 1;
   }
   u->follow = ob_ui_follow_new(loop, snapshot, u);
@@ -639,6 +579,7 @@ void ob_ui_free(ob_ui *u) {
     free(u->dirs[i]);
   free(u->dirs);
   free(u->token);
+  free(u->bind);
   size_t i = 0;
   ob_map_entry *me;
   while (ob_map_next(&u->cache, &i, &me)) {

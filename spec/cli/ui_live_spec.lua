@@ -278,6 +278,10 @@ describe("obelus ui, live", function()
     local port = url:match(":(%d+)/$")
     local code = post(url .. "api/runs", '{"plan": ' .. SLOW .. '}', "-H 'Origin: http://evil.example'")
     assert.are.equal(403, code)
+    -- a name that a DNS answer points here (rebinding): refused, though Host agrees
+    code = post(url .. "api/runs", '{"plan": ' .. SLOW .. '}',
+      "-H 'Origin: http://evil.example:" .. port .. "' -H 'Host: evil.example:" .. port .. "'")
+    assert.are.equal(403, code)
     code = post(url .. "api/runs", '{"plan": [{"_tool":"echo","_id":"x","value":1}]}',
       "-H 'Origin: http://127.0.0.1:" .. port .. "'")
     assert.are.equal(201, code)
