@@ -313,7 +313,31 @@ static ob_value *detail(ob_ui *u, const char *path) {
   return with_live(u, path, o);
 }
 
-static ob_value *snapshot(void *ud, const char *path) { return detail(ud, path); }
+/* What a viewer of the run's events gets first: the run without what each call read
+ * and wrote (params, output, error: GET /api/runs/{id} has them), which a page asks for
+ * when it shows them; a live run of 10,000 calls watched by 50 is 50 snapshots. */
+static ob_value *snapshot(void *ud, const char *path) {
+  static const char *const keep[] = {"id",   "scope",   "tool", "instance", "state", "attempts",
+                                     "progress", "settled", "deps", "parent", "node"};
+  ob_value *o = detail(ud, path);
+  const ob_value *run = o ? ob_object_get(o, "run", 3) : NULL;
+  const ob_value *calls = run ? ob_object_get(run, "calls", 5) : NULL;
+  if (!calls || ob_typeof(calls) != OB_ARRAY)
+    return o;
+  ob_value *light = ob_array();
+  for (size_t i = 0; i < ob_array_len(calls); i++) {
+    const ob_value *c = ob_array_get(calls, i);
+    ob_value *l = ob_object();
+    for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
+      const ob_value *v = ob_object_get(c, keep[k], strlen(keep[k]));
+      if (v)
+        l = ob_object_set(l, keep[k], strlen(keep[k]), ob_ref((ob_value *)v));
+    }
+    light = ob_array_push(light, l);
+  }
+  ob_value *r2 = ob_object_set(ob_ref((ob_value *)run), "calls", 5, light);
+  return ob_object_set(o, "run", 3, r2);
+}
 
 /* --- requests ---------------------------------------------------------------------------- */
 

@@ -12,7 +12,9 @@
  * viewer's stream. A viewer's first event is a snapshot (the run as GET /api/runs/{id}
  * gives it), built after the follower has read up to the file's end, so nothing is
  * lost between the two: a record the snapshot holds may come again in the first batch,
- * and applying it again changes nothing. The top-level end record ends the streams
+ * and applying it again changes nothing. Viewers who come together (a page opened by
+ * fifty people) share one snapshot: it is made again only once something new was read
+ * (or the server's own knowledge of the run changed). The top-level end record ends the streams
  * (`event: end`); a file cut shorter (a resume cuts a torn last line) is read on from
  * its new end.
  *
@@ -52,6 +54,9 @@ struct journal {
   int fd;
   long long off;      /* read up to here */
   ob_buf partial;     /* the start of a line not yet whole */
+  ob_buf end;         /* once ended: the end event's data ({"exit": N}) */
+  ob_buf snap;        /* the last snapshot's event, while nothing new was read since */
+  long long snap_off; /* the offset it was made at */
   uv_fs_event_t ev;
   uv_timer_t tick;
   int watching, soon, ended, closing, open_handles;
@@ -91,6 +96,7 @@ static void send_event(journal *j, const char *name, const char *json, size_t le
 static void end_all(journal *j, const char *json, size_t len) {
   send_event(j, "end", json, len);
   j->ended = 1;
+  ob_buf_add(&j->end, json, len); /* for those who come later */
   for (viewer *v = j->viewers; v; v = v->next)
     if (v->st)
       ob_httpd_stream_end(v->st);
@@ -146,7 +152,9 @@ static void catch_up(journal *j) {
         line = j->partial.data;
         len = j->partial.len;
       }
-      if (len) {
+      if (len && (len < 11 || memcmp(line, "{\"journal\":", 11) == 0)) {
+        /* a record (start, retry, settled, progress, scope, end...): the data messages
+         * (outputs, errors: the bulk of a journal) are not sent; GET /api/runs/ID has them */
         ob_buf_addc(&batch, batch.len ? ',' : '[');
         ob_buf_add(&batch, line, len);
         if (end_record(line, len, &end)) {
@@ -194,6 +202,8 @@ static void journal_free(journal *j) {
   if (j->fd >= 0)
     close(j->fd);
   ob_buf_free(&j->partial);
+  ob_buf_free(&j->end);
+  ob_buf_free(&j->snap);
   free(j->path);
   free(j);
 }
@@ -246,11 +256,13 @@ static journal *journal_find(ob_ui_follow *f, const char *path) {
   return NULL;
 }
 
-/* Where reading a file of size bytes on loses no line a snapshot may have left torn:
- * the start of the line its last byte (before the zeros of a file grown ahead) is in. */
+/* Where reading a file of size bytes on starts: the start of its last line (before the
+ * zeros of a file grown ahead), whole or torn. A snapshot may have left a torn one out;
+ * a whole one is read again (a record repeated changes nothing), so that a journal that
+ * has ended is seen to have ended (its end record is its last line). */
 static long long line_start(int fd, long long size) {
   char buf[4096];
-  int text = 0; /* past the zeros */
+  int text = 0, newline = 0; /* past the zeros; past the last line's own newline */
   for (long long at = size; at > 0;) {
     long long from = at > (long long)sizeof buf ? at - (long long)sizeof buf : 0;
     ssize_t n = pread(fd, buf, (size_t)(at - from), (off_t)from);
@@ -259,11 +271,13 @@ static long long line_start(int fd, long long size) {
     for (ssize_t i = n - 1; i >= 0; i--) {
       if (!text && buf[i] == '\0')
         continue;
-      if (text && buf[i] == '\n')
-        return from + i + 1;
-      if (!text && buf[i] == '\n') /* the last line is whole */
-        return from + i + 1;
       text = 1;
+      if (buf[i] != '\n')
+        newline = 1; /* in the last line's text */
+      else if (newline)
+        return from + i + 1;
+      else
+        newline = 1; /* the last line's own: the line before it ends at the next one */
     }
     at = from;
   }
@@ -285,6 +299,8 @@ static journal *journal_open(ob_ui_follow *f, const char *path) {
   j->fd = fd;
   j->off = line_start(fd, st.st_size); /* what comes is read from here */
   ob_buf_init(&j->partial);
+  ob_buf_init(&j->end);
+  ob_buf_init(&j->snap);
   uv_timer_init(f->loop, &j->tick);
   j->tick.data = j;
   uv_timer_start(&j->tick, on_tick, FOLLOW_POLL_MS, FOLLOW_POLL_MS);
@@ -328,26 +344,36 @@ int ob_ui_follow_attach(ob_ui_follow *f, const char *path, ob_httpd_res *res) {
     return -1;
   }
   catch_up(j); /* those who view it already are told all there is, first */
-  ob_value *snap = f->snapshot(f->ud, path);
-  if (!snap) {
-    if (fresh)
-      journal_drop(j);
-    res->status = 404;
-    ob_buf_addf(&res->body, "{\"error\":\"no run of that id\"}");
-    return -1;
+  if (!j->snap.len || j->snap_off != j->off) { /* else: made for a viewer just before */
+    ob_value *snap = f->snapshot(f->ud, path);
+    if (!snap) {
+      if (fresh)
+        journal_drop(j);
+      res->status = 404;
+      ob_buf_addf(&res->body, "{\"error\":\"no run of that id\"}");
+      return -1;
+    }
+    j->snap.len = 0;
+    ob_buf_addf(&j->snap, "retry: 1000\nevent: snapshot\ndata: ");
+    ob_json_write(&j->snap, snap, OB_JSON_COMPACT);
+    ob_buf_add(&j->snap, "\n\n", 2);
+    ob_unref(snap);
+    j->snap_off = j->off;
   }
   viewer *v = ob_xcalloc(1, sizeof *v);
   v->j = j;
   res->content_type = "text/event-stream";
-  ob_buf_addf(&res->body, "retry: 1000\nevent: snapshot\ndata: ");
-  ob_json_write(&res->body, snap, OB_JSON_COMPACT);
-  ob_buf_add(&res->body, "\n\n", 2);
-  ob_unref(snap);
+  ob_buf_add(&res->body, j->snap.data, j->snap.len);
+  if (j->ended) { /* the run had ended: the snapshot says all, and its end follows */
+    ob_buf_addf(&res->body, "event: end\ndata: ");
+    ob_buf_add(&res->body, j->end.data, j->end.len);
+    ob_buf_add(&res->body, "\n\n", 2);
+  }
   v->st = ob_httpd_res_stream(res, viewer_gone, v);
   v->next = j->viewers;
   j->viewers = v;
   j->refs++;
-  if (j->ended) /* the run had ended: the snapshot says all */
+  if (j->ended)
     ob_httpd_stream_end(v->st);
   return 0;
 }
@@ -355,6 +381,8 @@ int ob_ui_follow_attach(ob_ui_follow *f, const char *path, ob_httpd_res *res) {
 void ob_ui_follow_push(ob_ui_follow *f, const char *path, const char *name, const char *json,
                        size_t len) {
   journal *j = journal_find(f, path);
+  if (j)
+    j->snap.len = 0; /* what the server knows changed: the next snapshot is made anew */
   if (j && !j->ended)
     send_event(j, name, json, len);
 }

@@ -32,7 +32,8 @@
 #include "io/ob_httpd.h"
 #include "io/ob_lws.h"
 
-#define HTTPD_CHUNK 4096
+#define HTTPD_CHUNK 4096   /* a response's bytes written at a writable callback */
+#define HTTPD_STREAM_CHUNK 65536 /* a stream's: the events of a busy run come in bulk */
 #define HTTPD_MAX_BODY ((size_t)1 << 20)
 #define HTTPD_MAX_QUEUED ((size_t)16 << 20) /* a stream's client this far behind is cut off */
 
@@ -226,13 +227,15 @@ static int dispatch(struct lws *wsi, session *s) {
 
 static int add_extra(struct lws *wsi, const char *extra, unsigned char **p, unsigned char *end);
 
-/* A stream's turn to write: the headers, then what is queued, 4 KB at a time. */
+/* A stream's turn to write: the headers, then what is queued, 64 KB at a time. */
 static int write_stream(struct lws *wsi, session *s) {
   ob_httpd_stream *st = s->stream;
-  unsigned char buf[LWS_PRE + HTTPD_CHUNK + 1024];
-  unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
   if (st->cut)
     return -1;
+  size_t size = LWS_PRE + HTTPD_STREAM_CHUNK + 1024;
+  unsigned char *buf = ob_xmalloc(size);
+  unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + size - 1;
+  int rc = 0;
   if (!s->headers_done) {
     if (lws_add_http_common_headers(wsi, (unsigned int)s->status, s->ctype,
                                     LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
@@ -240,15 +243,19 @@ static int write_stream(struct lws *wsi, session *s) {
         lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
                                     (const unsigned char *)"no-store", 8, &p, end) ||
         lws_finalize_write_http_header(wsi, start, &p, end))
-      return -1;
+      rc = -1;
     s->headers_done = 1;
   } else if (st->sent < st->out.len) {
-    size_t n = st->out.len - st->sent > HTTPD_CHUNK ? HTTPD_CHUNK : st->out.len - st->sent;
+    size_t n = st->out.len - st->sent > HTTPD_STREAM_CHUNK ? HTTPD_STREAM_CHUNK
+                                                           : st->out.len - st->sent;
     memcpy(start, st->out.data + st->sent, n);
     if (lws_write(wsi, start, n, LWS_WRITE_HTTP) != (int)n)
-      return -1;
+      rc = -1;
     st->sent += n;
   }
+  free(buf);
+  if (rc)
+    return rc;
   if (st->sent < st->out.len)
     lws_callback_on_writable(wsi);
   else if (st->ended)

@@ -1,0 +1,150 @@
+-- bench/ui.lua -- `obelus ui` under watch (`sh bench/run ui`; `make bench` ends with it):
+--   viewers    a live run of 10,000 calls (50 chains of 200 calls that each wait 1 ms),
+--              started from the API in an `obelus ui --tools` server, watched by 0 or by
+--              50 viewers of its events (one node process holding 50 streams, as 50
+--              browsers' EventSource would); its time is read from its journal (from the
+--              gate call's end, when every viewer is watching, to its last call's end),
+--              not from a clock around it. 5 rounds, 0 and 50 interleaved; the median of
+--              the per-round ratios. Goal: 50 viewers slow the run by under 10%.
+--   page       a 100,000-call journal: GET /api/runs/ID (what the run page asks first),
+--              timed whole by curl, 5 times; the median. Goal: under 1 s. (The first
+--              paint in Chromium: bench/ui/page.mjs, when the browser driver is installed
+--              in spec/browser/node_modules.)
+package.path = "../spec/?.lua;" .. package.path
+local cjson = require "cjson"
+local measure = dofile("measure.lua")
+local median = measure.median
+
+local BIN = "../bin/obelus"
+local ROUNDS = tonumber(os.getenv("OBELUS_UI_ROUNDS") or "5")
+local VIEWERS = tonumber(os.getenv("OBELUS_UI_VIEWERS") or "50")
+
+local dir = measure.tmpdir()
+local tools = measure.write(dir, "tools.lua", [[
+local obelus = require "obelus"
+return {
+  { name = "wait", run = function(call) obelus.sleep(call.ms) return call.value end },
+  { name = "echo", run = function(call) return call.value end },
+}
+]])
+os.execute("mkdir -p " .. dir .. "/runs")
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+-- the server
+local errf = dir .. "/ui.err"
+local pid = sh(("%s ui --journals %s/runs --tools %s --port 0 2>%s >/dev/null & echo $!"):format(
+  BIN, dir, tools, errf)):gsub("%s+$", "")
+local base
+for _ = 1, 500 do
+  local f = io.open(errf)
+  base = f and f:read("a"):match("obelus ui: (http://%S+/)")
+  if f then f:close() end
+  if base then break end
+  os.execute("sleep 0.02")
+end
+assert(base, "obelus ui said no URL")
+
+-- the live plan: a gate, then 50 chains of 200 calls after it
+local calls = { { _id = "gate", _tool = "wait", ms = 800, value = 0, _outputPath = "†state.gate" } }
+for l = 1, 50 do
+  local prev = "†state.gate"
+  for k = 1, 200 do
+    local id = ("c%d_%d"):format(l, k)
+    calls[#calls + 1] = { _id = id, _tool = "wait", ms = 1, value = prev, _outputPath = "†state." .. id }
+    prev = "†state." .. id
+  end
+end
+local body = measure.write(dir, "body.json", cjson.encode({ plan = calls }))
+
+local function post_run()
+  local out = sh(("curl -s -X POST --data-binary @%s %sapi/runs"):format(body, base))
+  return cjson.decode(out)
+end
+
+-- the run's time from its journal: the gate's end to the last call's end, in seconds
+local function journal_time(path)
+  local gate, last, done = nil, nil, 0
+  for line in io.lines(path) do
+    if line:find('"journal":"settled"', 1, true) then
+      local r = cjson.decode(line)
+      if r.id == "gate" then gate = r.t end
+      last = r.t
+      done = done + (r.state == "done" and 1 or 0)
+    end
+  end
+  assert(done == #calls, ("%d calls of %d done (%s)"):format(done, #calls, path))
+  return (last - gate) / 1e6
+end
+
+local function wait_end(path)
+  for _ = 1, 3000 do
+    local f = io.open(path)
+    local text = f and f:read("a") or ""
+    if f then f:close() end
+    if text:find('"journal":"end"', 1, true) then return end
+    os.execute("sleep 0.05")
+  end
+  error("the run never ended: " .. path)
+end
+
+local function one(viewers)
+  local made = post_run()
+  local path = dir .. "/runs/" .. made.source
+  local p
+  if viewers > 0 then
+    p = assert(io.popen(("node ui/viewers.mjs %s %s %d"):format(base, made.id, viewers)))
+    assert(p:read("l") == "ready", "the viewers did not all get their snapshot")
+  end
+  wait_end(path)
+  local seen
+  if p then
+    seen = cjson.decode(p:read("l"))
+    p:close()
+  end
+  return journal_time(path), seen
+end
+
+print("")
+local alone, watched, ratios = {}, {}, {}
+for round = 1, ROUNDS do
+  local a = one(0)
+  local w, seen = one(VIEWERS)
+  alone[#alone + 1], watched[#watched + 1], ratios[#ratios + 1] = a, w, w / a
+  print(cjson.encode({ bench = "ui-viewers", round = round, alone_s = a, watched_s = w,
+                       viewers = VIEWERS, ratio = w / a, viewer_bytes = seen.bytes,
+                       viewer_events = seen.records }))
+end
+
+-- the page of a 100,000-call journal
+local big = {}
+for k = 1, 100000 do
+  big[k] = { _id = "n" .. k, _tool = "echo", value = k, _outputPath = "†state.n" .. k }
+end
+local bigplan = measure.write(dir, "big.json", cjson.encode(big))
+assert(os.execute(("%s run %s --tools %s --journal %s/runs/big.jsonl >/dev/null"):format(
+  BIN, bigplan, tools, dir)))
+local list = cjson.decode(sh(("curl -s %sapi/runs"):format(base)))
+local bigid
+for _, r in ipairs(list.runs) do if r.source == "big.jsonl" then bigid = r.id end end
+local page = {}
+for _ = 1, 5 do
+  local t = sh(("curl -s -o /dev/null -w '%%{time_total}' %sapi/runs/%s"):format(base, bigid))
+  page[#page + 1] = tonumber(t)
+end
+print(cjson.encode({ bench = "ui-page-api", calls = 100000, seconds = page }))
+
+os.execute("kill -TERM " .. pid)
+os.execute("rm -rf " .. dir)
+
+print("")
+print(("ui: a live 10,000-call run, alone %.3f s, with %d viewers %.3f s (medians): "
+  .. "%.1f%% slower (median of per-round ratios %.3f; goal < 10%%)"):format(
+  median(alone), VIEWERS, median(watched), (median(ratios) - 1) * 100, median(ratios)))
+print(("ui: GET /api/runs/ID of a 100,000-call journal: %.3f s (median of 5; goal < 1 s)"):format(
+  median(page)))
