@@ -108,8 +108,8 @@ int ob_graph_journal_dot(const char *path, size_t max_calls, ob_buf *out,
 
 /* ok 1: svg[0..len) is the drawing (NUL-terminated; borrowed for the call), err NULL.
  * ok 0: err says why (dot is not installed, took more than OB_GRAPH_SVG_TIMEOUT_MS, wrote
- * more than OB_GRAPH_SVG_MAX, failed: its exit status and the start of its stderr),
- * svg NULL. */
+ * more than OB_GRAPH_SVG_MAX, failed: its exit status and the first line of what it
+ * said on its standard error), svg NULL. */
 typedef void (*ob_graph_svg_cb)(void *ud, int ok, const char *svg, size_t len, const char *err);
 
 /* Runs `dot -Tsvg` (found on PATH) as a child process on loop: dot[0..len) (copied: the

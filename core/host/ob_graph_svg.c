@@ -31,7 +31,7 @@
 #include "base/ob_mem.h"
 #include "host/ob_graph.h"
 
-#define ERR_KEPT 2048        /* dot's stderr kept for the message */
+#define ERR_KEPT 2048        /* what dot says on its standard error, kept for the message */
 #define READ_CHUNK (64 << 10) /* one read at a time into the job's buffer */
 
 typedef struct svg_job {
