@@ -1,13 +1,22 @@
-/* ob_trace.c -- a journal as a Chrome trace or OTLP/JSON spans (ob_trace.h).
+/* ob_trace.c -- a journal as a Chrome trace, OTLP/JSON spans, or the run the report
+ * draws (ob_trace.h).
  *
  * One pass over the journal gathers every call, top-level or delegated (a call
  * is known by its scope and id): its attempts (start and retry/settled records,
  * with their "t"), its state, and its outputs and errors (the messages between
- * its last record and its settled one, in its scope). The plan message gives the
- * top-level calls' params and tools and, made an ob_plan, the dependency graph
- * the flow arrows follow; a delegated plan's own plan message (the first of its
- * scope's "msg" lines) gives its calls' tools. Then the calls are written out in
- * the order they first appeared. */
+ * its last record and its settled one, in its scope). Each plan message (the top
+ * one, and each delegated run's: the first of its scope's "msg" lines, again when a
+ * retried delegation runs its plan again) gives its calls' params and tools, looked
+ * up by id in a map made once per plan message; the top one, made an ob_plan, gives
+ * the dependency graph the flow arrows and "deps" follow, and the calls' positions.
+ * Then the calls are written out in the order they first appeared.
+ *
+ * For the run (OB_TRACE_RUN) each plan message's run also keeps its documents as
+ * they are (an ob_log without history, fed the run's messages without their _call,
+ * _log and _date: only what writes documents), so that when a call's first start
+ * record comes, its references are read from them then: its params as it read them.
+ * A call settled done whose only output is its own error, written by its last `||`
+ * alternative (the engine's {"error", "tool", "call"}), was handled. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +26,7 @@
 #include "log/ob_journal.h"
 #include "base/ob_map.h"
 #include "base/ob_mem.h"
+#include "log/ob_log.h"
 #include "plan/ob_plan.h"
 #include "host/ob_trace.h"
 
@@ -27,17 +37,33 @@ typedef struct attempt {
   ob_value *progress; /* what it sent (obelus.emit): [{"t": us, "data": V}], or NULL */
 } attempt;
 
+/* A plan message of the journal: the top one, or one a delegated run (an _each call's
+ * copies) wrote in its scope. */
+typedef struct splan {
+  ob_value *msg;      /* {"type":"plan",...} */
+  const ob_value *calls; /* its list of calls (borrowed from msg), or NULL */
+  ob_map ids;         /* a call's id (its _id, or "#<i>") -> its position in calls + 1 */
+  int indexed;        /* ids made (when first asked) */
+  ob_plan *plan;      /* read when a position is asked of a plan with "instances" */
+  ob_log *log;        /* its run's documents as they are now (OB_TRACE_RUN), or NULL */
+  struct splan *next; /* every one made, to be freed */
+} splan;
+
 typedef struct tcall {
   char *id, *scope; /* scope "" at the top */
   const char *tool, *instance;
   const ob_value *params; /* borrowed from the plan value, or NULL */
+  ob_value *resolved;     /* params as its first attempt read them (OB_TRACE_RUN), or NULL */
+  splan *sp;              /* the plan message it belongs to */
   attempt *at;
   size_t nat;
   const char *state;
   uint64_t settled;
   ob_value *outputs; /* array */
   char *error;
-  long plan_index; /* a top-level call's index in the plan, else -1 */
+  long plan_index; /* a top-level call's position in the plan (ob_plan's calls), else -1 */
+  long parent;     /* the index in calls of the call whose run it is, or -1 */
+  char *node;      /* its graph node's id (ob_graph.h), once made */
   int tid, pid;
 } tcall;
 
@@ -47,14 +73,17 @@ typedef struct pend {
 } pend;
 
 typedef struct trace {
+  ob_trace_format format;
   ob_value *plan_msg; /* {"type":"plan",...} */
+  splan *top;         /* plan_msg's */
+  splan *plans;       /* every splan made */
   ob_plan *plan;
   ob_map by_key; /* scope \x1f id -> index + 1 */
   tcall *calls;
   size_t ncalls;
   pend *pending;
   size_t npending;
-  ob_map scope_plans; /* scope -> its plan message (ob_value *) */
+  ob_map scope_plans; /* scope -> its latest plan message (splan *) */
   int exit;           /* the end record's, or -1 */
   uint64_t t0, t1;
 } trace;
@@ -71,27 +100,62 @@ static const char *str_of(const ob_value *o, const char *k) {
   return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
 }
 
-/* The tool of call id in a plan value ({"plan":[...]} or [...]): its _tool, or NULL. */
-static const ob_value *find_call(const ob_value *plan_msg, const char *id) {
-  const ob_value *p = plan_msg ? ob_object_get(plan_msg, "plan", 4) : NULL;
+static splan *splan_new(trace *t, const ob_value *msg) {
+  splan *sp = ob_xcalloc(1, sizeof *sp);
+  sp->msg = ob_ref((ob_value *)msg);
+  const ob_value *p = ob_object_get(msg, "plan", 4);
   if (p && ob_typeof(p) == OB_OBJECT)
     p = ob_object_get(p, "plan", 4);
-  if (!p || ob_typeof(p) != OB_ARRAY)
-    return NULL;
-  char base[256];
-  snprintf(base, sizeof base, "%s", id);
-  char *at = strchr(base, '@');
-  if (at)
-    *at = '\0';
-  for (size_t i = 0; i < ob_array_len(p); i++) {
-    const ob_value *c = ob_array_get(p, i);
-    const char *cid = str_of(c, "_id");
-    char idx[32];
-    snprintf(idx, sizeof idx, "#%zu", i);
-    if ((cid && !strcmp(cid, base)) || (!cid && !strcmp(idx, base)))
-      return c;
+  sp->calls = p && ob_typeof(p) == OB_ARRAY ? p : NULL;
+  ob_map_init(&sp->ids);
+  if (t->format == OB_TRACE_RUN) {
+    sp->log = ob_log_new();
+    ob_log_keep_history(sp->log, 0); /* read as it is when each call starts */
   }
-  return NULL;
+  sp->next = t->plans;
+  t->plans = sp;
+  return sp;
+}
+
+static void splan_free(splan *sp) {
+  ob_unref(sp->msg);
+  ob_map_free(&sp->ids);
+  ob_plan_free(sp->plan);
+  if (sp->log)
+    ob_log_free(sp->log);
+  free(sp);
+}
+
+/* The position in sp's calls of call id (its _id, or "#<i>"; an instance's copy
+ * "<id>@<instance>" is its call's), or -1. The ids are mapped when first asked: once
+ * per plan message, not a walk of the plan per call. */
+static long position_of(splan *sp, const char *id) {
+  if (!sp || !sp->calls)
+    return -1;
+  if (!sp->indexed) {
+    sp->indexed = 1;
+    for (size_t i = 0; i < ob_array_len(sp->calls); i++) {
+      const char *cid = str_of(ob_array_get(sp->calls, i), "_id");
+      char idx[32];
+      if (!cid) {
+        snprintf(idx, sizeof idx, "#%zu", i);
+        cid = idx;
+      }
+      if (!ob_map_get(&sp->ids, cid, strlen(cid)))
+        ob_map_put(&sp->ids, cid, strlen(cid), (void *)(uintptr_t)(i + 1));
+    }
+  }
+  size_t k = (size_t)(uintptr_t)ob_map_get(&sp->ids, id, strlen(id));
+  const char *at = strchr(id, '@');
+  if (!k && at) /* a copy of a call without _instance, "<id>@<instance>" */
+    k = (size_t)(uintptr_t)ob_map_get(&sp->ids, id, (size_t)(at - id));
+  return (long)k - 1;
+}
+
+/* The call as written (in sp's plan) of call id, or NULL. */
+static const ob_value *find_call(splan *sp, const char *id) {
+  long k = position_of(sp, id);
+  return k < 0 ? NULL : ob_array_get(sp->calls, (size_t)k);
 }
 
 /* The call known by scope and id, or NULL: never made here. */
@@ -105,13 +169,17 @@ static tcall *find_call_of(const trace *t, const char *scope, const char *id) {
 /* The call that delegated the plan of scope ("a/b": call b of the plan call a
  * delegated), or NULL. */
 static tcall *delegating_call(const trace *t, const char *scope) {
-  char ps[256];
-  snprintf(ps, sizeof ps, "%s", scope);
+  char *ps = ob_xstrdup(scope);
   char *slash = strrchr(ps, '/');
-  if (!slash)
-    return find_call_of(t, "", ps);
-  *slash = '\0';
-  return find_call_of(t, ps, slash + 1);
+  tcall *c;
+  if (!slash) {
+    c = find_call_of(t, "", ps);
+  } else {
+    *slash = '\0';
+    c = find_call_of(t, ps, slash + 1);
+  }
+  free(ps);
+  return c;
 }
 
 static tcall *call_of(trace *t, const char *scope, const char *id) {
@@ -128,9 +196,10 @@ static tcall *call_of(trace *t, const char *scope, const char *id) {
   c->scope = ob_xstrdup(scope);
   c->outputs = ob_array();
   c->plan_index = -1;
+  c->parent = -1;
   c->state = "running";
-  const ob_value *plan_msg = *scope ? ob_map_get(&t->scope_plans, scope, strlen(scope)) : t->plan_msg;
-  const ob_value *raw = find_call(plan_msg, id);
+  c->sp = *scope ? ob_map_get(&t->scope_plans, scope, strlen(scope)) : t->top;
+  const ob_value *raw = find_call(c->sp, id);
   c->params = raw;
   c->tool = str_of(raw, "_tool");
   if (!c->tool && str_of(raw, "_delegate"))
@@ -139,8 +208,8 @@ static tcall *call_of(trace *t, const char *scope, const char *id) {
   c->instance = at ? at + 1 : str_of(raw, "_instance");
   if (!*scope && t->plan) {
     ob_call *pc = ob_map_get(&t->plan->ids, id, strlen(id));
-    if (pc)
-      c->plan_index = (long)pc->index;
+    if (pc) /* its position: an instance's copies share their call's index */
+      c->plan_index = (long)(pc - t->plan->calls);
   }
   ob_map_put(&t->by_key, k, strlen(k), (void *)(uintptr_t)t->ncalls);
   free(k);
@@ -156,10 +225,96 @@ static void note_time(trace *t, uint64_t at) {
     t->t1 = at;
 }
 
+/* --- what a call read, and an error a || alternative received -------------------------- */
+
+typedef struct reading {
+  ob_log *log;
+  const char *instance;
+} reading;
+
+/* A reference's value in the log as it is (an absent one: null, as the engine passes it). */
+static ob_value *read_ref(void *ud, const ob_value *text) {
+  reading *r = ud;
+  ob_expr e;
+  ob_error err;
+  if (ob_expr_parse(ob_string_ptr(text), ob_string_len(text), OB_EXPR_INPUT, &e, &err) != OB_OK)
+    return ob_null();
+  ob_value *v = ob_log_eval(r->log, &e, r->instance, OB_LOG_NOW);
+  ob_expr_free(&e);
+  return v ? v : ob_null();
+}
+
+/* The call's params as it read them when its first attempt started: its references
+ * resolved against its run's documents as they are now (the messages before its start
+ * record), "††" literals unescaped, meta-properties as written (ob_params.c's rule). */
+static ob_value *resolve_now(const tcall *c) {
+  const ob_value *raw = c->params;
+  if (!raw || ob_typeof(raw) != OB_OBJECT || !c->sp || !c->sp->log)
+    return NULL;
+  reading r = {c->sp->log, c->instance};
+  ob_value *o = ob_object(), *k, *x;
+  ob_object_iter it;
+  ob_object_iter_init(&it, raw);
+  int same = 1;
+  while (ob_object_iter_next(&it, &k, &x)) {
+    ob_value *y = ob_string_ptr(k)[0] == '_' ? ob_ref(x) : ob_str_substitute(x, read_ref, &r);
+    same &= y == x;
+    o = ob_object_setv(o, k, y);
+  }
+  if (same) { /* nothing to resolve: the call as written, shared */
+    ob_unref(o);
+    return ob_ref((ob_value *)raw);
+  }
+  return o;
+}
+
+/* When msg (an output message of call c, which settled done) is the error of c that its
+ * last `||` alternative received (ob_write.c's ob_crun_tool_error: {"error", "tool",
+ * "call"} written at that alternative's path), the error's text; else NULL. A tool that
+ * chose that branch itself with that very object is taken for one too. */
+static const char *handled_error(const tcall *c, const ob_value *msg) {
+  const char *out = str_of(c->params, "_outputPath"), *kind = str_of(msg, "kind");
+  const char *path = str_of(msg, "_path");
+  const ob_value *data = ob_object_get(msg, "data", 4);
+  if (!out || !strstr(out, "||") || !kind || !path || !data)
+    return NULL;
+  ob_expr e;
+  ob_error err;
+  if (ob_expr_parse(out, strlen(out), OB_EXPR_OUTPUT, &e, &err) != OB_OK)
+    return NULL;
+  const char *text = NULL;
+  const ob_alt *last = &e.alts[e.n - 1];
+  ob_buf b;
+  ob_buf_init(&b);
+  for (size_t r = 0; e.n >= 2 && r < last->n && !text; r++) {
+    const ob_reference *ref = &last->refs[r];
+    b.len = 0;
+    ob_path_format(&b, &ref->path);
+    if (strcmp(ref->kind, kind) || strcmp(b.data ? b.data : "", path))
+      continue;
+    const ob_value *v = data; /* the value nested under its path */
+    for (size_t k = 0; v && k < ref->path.n; k++)
+      v = ob_typeof(v) == OB_OBJECT
+              ? ob_object_get(v, ref->path.segs[k].key, ref->path.segs[k].keylen)
+              : NULL;
+    if (!v || ob_typeof(v) != OB_OBJECT || ob_object_len(v) != 3)
+      continue;
+    const char *m = str_of(v, "error"), *tool = str_of(v, "tool"), *id = str_of(v, "call");
+    if (m && tool && id && !strcmp(id, c->id))
+      text = m;
+  }
+  ob_buf_free(&b);
+  ob_expr_free(&e);
+  return text;
+}
+
 /* The messages of scope that came since the call's last record: its outputs and
- * errors. */
+ * errors. A call settled done whose only output is its error, received by its last ||
+ * alternative, was handled. */
 static void take_pending(trace *t, tcall *c) {
   size_t keep = 0;
+  int others = 0;
+  char *handled = NULL;
   for (size_t i = 0; i < t->npending; i++) {
     pend *p = &t->pending[i];
     if (strcmp(p->scope, c->scope)) {
@@ -174,11 +329,43 @@ static void take_pending(trace *t, tcall *c) {
       c->error = ob_xstrdup(e ? e : "error");
     } else if (data) {
       c->outputs = ob_array_push(c->outputs, ob_ref((ob_value *)data));
+      const char *h = !strcmp(c->state, "done") ? handled_error(c, p->msg) : NULL;
+      if (h && !handled)
+        handled = ob_xstrdup(h);
+      else if (!h)
+        others = 1;
     }
     free(p->scope);
     ob_unref(p->msg);
   }
   t->npending = keep;
+  if (handled && !others) {
+    c->state = "handled";
+    free(c->error);
+    c->error = handled;
+  } else {
+    free(handled);
+  }
+}
+
+/* A message of scope's run (plan message aside): its documents take it in. */
+static void log_message(trace *t, const char *scope, const ob_value *m) {
+  splan *sp = *scope ? ob_map_get(&t->scope_plans, scope, strlen(scope)) : t->top;
+  if (!sp || !sp->log)
+    return;
+  /* what writes the documents only: a call's copy (_call), its run's messages (_log) and
+   * the date would be held by the log for nothing */
+  ob_value *slim = ob_object(), *k, *x;
+  ob_object_iter it;
+  ob_object_iter_init(&it, m);
+  while (ob_object_iter_next(&it, &k, &x)) {
+    const char *name = ob_string_ptr(k);
+    if (strcmp(name, "_call") && strcmp(name, "_log") && strcmp(name, "_date"))
+      slim = ob_object_setv(slim, k, ob_ref(x));
+  }
+  ob_error err; /* one its log refuses changes nothing: the run had refused it too */
+  ob_log_append(sp->log, slim, &err);
+  ob_unref(slim);
 }
 
 static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
@@ -190,8 +377,11 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
   if (!l->is_record) {
     if (!t->plan_msg) {
       t->plan_msg = ob_ref((ob_value *)v);
+      t->top = splan_new(t, v);
+      log_message(t, "", v);
       return OB_OK;
     }
+    log_message(t, "", v);
     t->pending = ob_xrealloc(t->pending, (t->npending + 1) * sizeof *t->pending);
     t->pending[t->npending++] = (pend){ob_xstrdup(""), ob_ref((ob_value *)v)};
     return OB_OK;
@@ -204,10 +394,13 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
     if (!m || ob_typeof(m) != OB_OBJECT)
       return OB_OK;
     const char *type = str_of(m, "type");
-    if (type && !strcmp(type, "plan") && !ob_map_get(&t->scope_plans, scope, strlen(scope))) {
-      ob_map_put(&t->scope_plans, scope, strlen(scope), ob_ref((ob_value *)m));
+    if (type && !strcmp(type, "plan")) { /* the run (again: a retried delegation) */
+      splan *sp = splan_new(t, m);
+      ob_map_put(&t->scope_plans, scope, strlen(scope), sp);
+      log_message(t, scope, m);
       return OB_OK;
     }
+    log_message(t, scope, m);
     t->pending = ob_xrealloc(t->pending, (t->npending + 1) * sizeof *t->pending);
     t->pending[t->npending++] = (pend){ob_xstrdup(scope), ob_ref((ob_value *)m)};
     return OB_OK;
@@ -238,6 +431,8 @@ static int each_line(void *ud, const ob_journal_line *l, ob_error *err) {
   tcall *c = call_of(t, scope, id);
   if (rec.kind == OB_JREC_START) {
     unsigned n = rec.has_attempt && rec.attempt > 0 ? (unsigned)rec.attempt : 0;
+    if (!c->nat && !c->resolved)
+      c->resolved = resolve_now(c); /* what its run's documents hold now */
     c->at = ob_xrealloc(c->at, (c->nat + 1) * sizeof *c->at);
     c->at[c->nat++] = (attempt){at, 0, n, NULL, NULL};
     c->state = "running";
@@ -273,6 +468,8 @@ static void trace_free(trace *t) {
     free(c->id);
     free(c->scope);
     free(c->error);
+    free(c->node);
+    ob_unref(c->resolved);
     ob_unref(c->outputs);
   }
   free(t->calls);
@@ -281,9 +478,11 @@ static void trace_free(trace *t) {
     ob_unref(t->pending[i].msg);
   }
   free(t->pending);
-  ob_map_entry *me;
-  for (size_t i = 0; ob_map_next(&t->scope_plans, &i, &me);)
-    ob_unref(me->val);
+  while (t->plans) {
+    splan *next = t->plans->next;
+    splan_free(t->plans);
+    t->plans = next;
+  }
   ob_map_free(&t->scope_plans);
   ob_map_free(&t->by_key);
   ob_plan_free(t->plan);
@@ -573,6 +772,8 @@ static ob_value *otlp(trace *t) {
         at = attr(at, "obelus.call.output", jval(o));
         ob_unref(o);
       }
+      if (last && c->error && !strcmp(c->state, "handled"))
+        at = attr(at, "obelus.call.handled_error", sval(c->error));
       s = ob_object_set(s, "attributes", 10, at);
       if (a && a->progress) { /* what the attempt sent: the span's events */
         ob_value *evs = ob_array();
@@ -588,6 +789,8 @@ static ob_value *otlp(trace *t) {
         s = ob_object_set(s, "events", 6, evs);
       }
       const char *err = last ? c->error : (a ? a->error : NULL);
+      if (last && !strcmp(c->state, "handled"))
+        err = NULL; /* the run went on: not the span's error (its attribute says it) */
       ob_value *st = ob_object_set(ob_object(), "code", 4, ob_int(err ? 2 : 1));
       if (err)
         st = ob_object_set(st, "message", 7, ob_cstring(err));
@@ -610,8 +813,50 @@ static ob_value *otlp(trace *t) {
 
 /* --- the run, for the report ---------------------------------------------------------------- */
 
+/* The position of call id in its run's plan as ob_graph numbers it: as read (ob_plan's
+ * calls, every instance's copy its own) when the plan has "instances", else its place
+ * in the list. -1 when the plan does not hold it. */
+static long run_position(splan *sp, const char *id) {
+  const ob_value *pv = sp ? ob_object_get(sp->msg, "plan", 4) : NULL;
+  if (!pv || ob_typeof(pv) != OB_OBJECT || !ob_object_get(pv, "instances", 9))
+    return position_of(sp, id);
+  if (!sp->plan) {
+    const char *file = str_of(sp->msg, "file");
+    sp->plan = ob_plan_from_value(pv, file ? file : "plan");
+  }
+  ob_call *pc = ob_map_get(&sp->plan->ids, id, strlen(id));
+  return pc ? (long)(pc - sp->plan->calls) : -1;
+}
+
+/* Call i's parent (the call whose run it is: the delegating call, the _each call) and
+ * graph node id (ob_graph.h: "call-<i>", "call-<i>-<k>" below it, ...), or NULL when it
+ * has none (a call its plan does not hold). Parents come before their runs' calls;
+ * depth bounds the walk up all the same. */
+static const char *node_of(trace *t, size_t i, int depth) {
+  tcall *c = &t->calls[i];
+  if (c->node || depth > 4096)
+    return c->node;
+  ob_buf b;
+  ob_buf_init(&b);
+  if (!*c->scope) {
+    if (c->plan_index >= 0)
+      ob_buf_addf(&b, "call-%ld", c->plan_index);
+  } else {
+    const tcall *pc = delegating_call(t, c->scope);
+    c->parent = pc ? (long)(pc - t->calls) : -1;
+    const char *up = pc ? node_of(t, (size_t)c->parent, depth + 1) : NULL;
+    long k = up ? run_position(c->sp, c->id) : -1;
+    if (k >= 0)
+      ob_buf_addf(&b, "%s-%ld", up, k);
+  }
+  c->node = b.data; /* NULL when nothing was added */
+  return c->node;
+}
+
 static ob_value *run_data(trace *t) {
   ob_value *calls = ob_array();
+  for (size_t i = 0; i < t->ncalls; i++)
+    node_of(t, i, 0); /* parents too */
   for (size_t i = 0; i < t->ncalls; i++) {
     tcall *c = &t->calls[i];
     ob_value *o = ob_object_set(ob_object(), "id", 2, ob_cstring(c->id));
@@ -637,6 +882,7 @@ static ob_value *run_data(trace *t) {
     o = ob_object_set(o, "progress", 8, sent);
     o = ob_object_set(o, "settled", 7, ob_int((int64_t)rel(t, c->settled)));
     o = ob_object_set(o, "params", 6, c->params ? ob_ref((ob_value *)c->params) : ob_null());
+    o = ob_object_set(o, "resolved", 8, c->resolved ? ob_ref(c->resolved) : ob_null());
     o = ob_object_set(o, "output", 6, ob_array_len(c->outputs) ? outputs_value(c) : ob_null());
     o = ob_object_set(o, "error", 5, c->error ? ob_cstring(c->error) : ob_null());
     ob_value *deps = ob_array();
@@ -649,6 +895,9 @@ static ob_value *run_data(trace *t) {
       }
     }
     o = ob_object_set(o, "deps", 4, deps);
+    o = ob_object_set(o, "parent", 6, c->parent >= 0 ? ob_int(c->parent) : ob_null());
+    const char *node = node_of(t, i, 0);
+    o = ob_object_set(o, "node", 4, node ? ob_cstring(node) : ob_null());
     calls = ob_array_push(calls, o);
   }
   const char *file = str_of(t->plan_msg, "file");
@@ -663,6 +912,7 @@ ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_in
                          ob_error *err) {
   trace t;
   memset(&t, 0, sizeof t);
+  t.format = format;
   t.exit = -1;
   ob_map_init(&t.by_key);
   ob_map_init(&t.scope_plans);
@@ -684,7 +934,7 @@ ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_in
     for (size_t i = 0; i < t.ncalls; i++)
       if (!*t.calls[i].scope) {
         ob_call *pc = ob_map_get(&t.plan->ids, t.calls[i].id, strlen(t.calls[i].id));
-        t.calls[i].plan_index = pc ? (long)pc->index : -1;
+        t.calls[i].plan_index = pc ? (long)(pc - t.plan->calls) : -1;
       }
   }
   /* calls never started nor settled (an interrupted run): the plan's, as never ran */

@@ -377,7 +377,7 @@ return {
     local file = cli.tmpfile(weather, ".json")
     for _, args in ipairs {
       { "graph" },
-      { "graph", file, "--format", "svg" },
+      { "graph", file, "--format", "png" },
       { "graph", file, "--format" },
       { "graph", file, "--tools" },
       { "graph", file, "--journal", "x.jsonl" },
