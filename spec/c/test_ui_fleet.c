@@ -12,6 +12,7 @@
  * "unreachable" after 5 s, not a hang; the sampler closes and frees with nothing left on the loop (ASan: no leak). */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -87,6 +88,7 @@ static pid_t start_worker(const char *name) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never left running after the test, however it ends */
     char log[256];
     snprintf(log, sizeof log, "%s/%s.log", redis_dir, name);
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -106,6 +108,7 @@ static void start_redis_again(void) {
   fflush(stdout);
   redis_pid = fork();
   if (redis_pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
       _exit(127);
     execlp("redis-server", "redis-server", "--port", ports, "--bind", "127.0.0.1", "--dir",
