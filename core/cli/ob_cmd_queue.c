@@ -289,14 +289,9 @@ static const char status_help[] =
     "live worker has. --json prints it as one JSON object.\n"
     "Exit 0; 2: usage; 3: Redis unreachable.\n";
 
-/* A worker is live when it announced itself within three of its ticks (it says how
- * often it does: every_ms), and at least a second. */
-static int is_live(const ob_value *info, uint64_t now) {
-  long long seen = vint(ob_object_get(info, "seen", 4), 0);
-  long long every = vint(ob_object_get(info, "every_ms", 8), 5000);
-  uint64_t window = every * 3 > 1000 ? (uint64_t)every * 3 : 1000;
-  return seen > 0 && (uint64_t)seen + window >= now;
-}
+/* A worker is live when it announced itself within three of its ticks
+ * (ob_queue_worker_live). */
+static int is_live(const ob_value *info, uint64_t now) { return ob_queue_worker_live(info, now); }
 
 int ob_cmd_status(int argc, char **argv) {
   queue_args a;

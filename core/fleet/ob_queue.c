@@ -59,6 +59,28 @@ uint64_t ob_queue_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* A number in a worker's entry: an integer, or a string holding one; def otherwise. */
+static long long entry_int(const ob_value *v, long long def) {
+  if (v && ob_typeof(v) == OB_INT)
+    return ob_int_value(v);
+  if (v && ob_typeof(v) == OB_STRING && ob_string_len(v)) {
+    char *end;
+    long long n = strtoll(ob_string_ptr(v), &end, 10);
+    if (!*end)
+      return n;
+  }
+  return def;
+}
+
+int ob_queue_worker_live(const ob_value *info, uint64_t now) {
+  if (!info || ob_typeof(info) != OB_OBJECT)
+    return 0;
+  long long seen = entry_int(ob_object_get(info, "seen", 4), 0);
+  long long every = entry_int(ob_object_get(info, "every_ms", 8), 5000);
+  uint64_t window = every > 0 && every * 3 > 1000 ? (uint64_t)every * 3 : 1000;
+  return seen > 0 && (uint64_t)seen + window >= now;
+}
+
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;

@@ -105,6 +105,12 @@ void ob_queue_hash(const char *bytes, size_t len, char out[17]);
 /* Milliseconds since the epoch. */
 uint64_t ob_queue_now_ms(void);
 
+/* A worker is live when its entry in ob:{Q}:workers (info: the parsed JSON) was written
+ * within three of its ticks (every_ms, which it gives; 5000 when it does not) and at
+ * least a second before now (ms since 1970); silent otherwise: `obelus status` and
+ * `obelus ui` tell them apart so. */
+int ob_queue_worker_live(const ob_value *info, uint64_t now);
+
 /* --- submitting ------------------------------------------------------------------------- */
 
 /* One job to submit: a plan's text (shared by jobs that point to the same text),

@@ -908,8 +908,9 @@ static ob_value *run_data(trace *t) {
   return ob_object_set(r, "calls", 5, calls);
 }
 
-ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_info *info_out,
-                         ob_error *err) {
+/* The trace of a journal read from the file at path (text NULL) or from text. */
+static ob_value *build(const char *path, const char *text, size_t len, ob_trace_format format,
+                       ob_journal_info *info_out, ob_error *err) {
   trace t;
   memset(&t, 0, sizeof t);
   t.format = format;
@@ -917,7 +918,8 @@ ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_in
   ob_map_init(&t.by_key);
   ob_map_init(&t.scope_plans);
   ob_journal_info info;
-  int rc = ob_journal_read(path, each_line, &t, &info, err);
+  int rc = text ? ob_journal_read_text(path, text, len, each_line, &t, &info, err)
+                : ob_journal_read(path, each_line, &t, &info, err);
   if (rc == OB_OK && !t.plan_msg)
     rc = ob_error_set(err, OB_EINVAL, 0, "%s: not a journal (no plan message)", path);
   if (rc != OB_OK) {
@@ -948,4 +950,14 @@ ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_in
   ob_value *out = format == OB_TRACE_OTLP ? otlp(&t) : format == OB_TRACE_RUN ? run_data(&t) : chrome(&t);
   trace_free(&t);
   return out;
+}
+
+ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_info *info_out,
+                         ob_error *err) {
+  return build(path, NULL, 0, format, info_out, err);
+}
+
+ob_value *ob_trace_build_text(const char *name, const char *text, size_t len,
+                              ob_trace_format format, ob_journal_info *info_out, ob_error *err) {
+  return build(name, text ? text : "", len, format, info_out, err);
 }

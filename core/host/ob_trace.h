@@ -50,5 +50,10 @@ typedef enum ob_trace_format {
  * the file (a torn last line, for the caller to say). */
 ob_value *ob_trace_build(const char *path, ob_trace_format format, ob_journal_info *info,
                          ob_error *err);
+/* The same from a journal's text in memory (len bytes; a fleet job's journal, kept in
+ * Redis): name stands for the file in err. The output is what ob_trace_build gives for a
+ * file holding the same bytes. */
+ob_value *ob_trace_build_text(const char *name, const char *text, size_t len,
+                              ob_trace_format format, ob_journal_info *info, ob_error *err);
 
 #endif

@@ -311,9 +311,11 @@ size_t ob_journal_len(const char *text, size_t len) {
   return len;
 }
 
-static int read_lines(const char *path, const ob_buf *b, ob_journal_each each, void *ud,
-                      ob_journal_info *info, ob_error *err) {
-  const char *p = b->data, *end = b->data + ob_journal_len(b->data, b->len);
+static int read_lines(const char *path, const char *text, size_t len, ob_journal_each each,
+                      void *ud, ob_journal_info *info, ob_error *err) {
+  static const char none[] = "";
+  const char *base = text ? text : none;
+  const char *p = base, *end = base + ob_journal_len(base, len);
   if (end > p && end[-1] != '\n') { /* torn: known before any line is handed over */
     const char *last = end;
     while (last > p && last[-1] != '\n')
@@ -346,7 +348,7 @@ static int read_lines(const char *path, const ob_buf *b, ob_journal_each each, v
         return taken;
       }
       if (taken == 0) {
-        ob_journal_line l = {line, (uint64_t)(p - b->data), v, is_record(v)};
+        ob_journal_line l = {line, (uint64_t)(p - base), v, is_record(v)};
         if (l.is_record)
           info->records++;
         else
@@ -374,9 +376,17 @@ int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal
   ob_buf_init(&b);
   int rc = ob_read_file(path, &b, err);
   if (rc == OB_OK)
-    rc = read_lines(path, &b, each, ud, info, err);
+    rc = read_lines(path, b.data, b.len, each, ud, info, err);
   ob_buf_free(&b);
   return rc;
+}
+
+int ob_journal_read_text(const char *name, const char *text, size_t len, ob_journal_each each,
+                         void *ud, ob_journal_info *info, ob_error *err) {
+  ob_journal_info scratch;
+  info = info ? info : &scratch;
+  memset(info, 0, sizeof *info);
+  return read_lines(name, text, len, each, ud, info, err);
 }
 
 /* --- scopes by number --------------------------------------------------------- */
@@ -560,7 +570,7 @@ int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_err
     loading ld = {log, path, {{0}}};
     ob_journal_subs_init(&ld.subs);
     rc = i < b.len && b.data[i] == '[' ? load_array(log, path, &b, info, err)
-                                       : read_lines(path, &b, load_message, &ld, info, err);
+                                       : read_lines(path, b.data, b.len, load_message, &ld, info, err);
     ob_journal_subs_free(&ld.subs);
   }
   ob_buf_free(&b);

@@ -186,6 +186,10 @@ typedef int (*ob_journal_each)(void *ud, const ob_journal_line *l, ob_error *err
  * ("run.jsonl:4: ..."), or the file cannot be read; or what each returned. */
 int ob_journal_read(const char *path, ob_journal_each each, void *ud, ob_journal_info *info,
                     ob_error *err);
+/* The same over a journal's text held in memory (a fleet job's journal, from Redis):
+ * name stands for the file in what err says. */
+int ob_journal_read_text(const char *name, const char *text, size_t len, ob_journal_each each,
+                         void *ud, ob_journal_info *info, ob_error *err);
 
 /* Appends every message of the file at path to log, in order. The format is
  * told by the first non-blank character: '[' a JSON array, anything else a
