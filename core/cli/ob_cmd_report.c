@@ -10,7 +10,8 @@
  * written "\u003c", so that no value can end one or open an HTML comment in it): the
  * run as ob_trace reads it (OB_TRACE_RUN) with its source, the graph's SVG when there is
  * one (report_graph_svg), and the documents at up to REPORT_POINTS messages of the log
- * (the slider's stops; only the last when they would weigh more than REPORT_STATES_MAX).
+ * (the slider's stops; only the last when they would weigh more than REPORT_STATES_MAX
+ * or cost more than REPORT_REPLAY_MAX messages replayed).
  * -o the journal itself (ob_files: any name of the same file) is refused before it is
  * read; a page not written whole (a full disk) is exit 4 (OB_EXIT_WRITE).
  * Costs: the journal read twice (the trace, the log); the page is the data plus the
@@ -28,6 +29,8 @@
 
 #define REPORT_POINTS 9                       /* the documents at message 0, M/8, ..., M */
 #define REPORT_STATES_MAX ((size_t)4 << 20) /* bytes of documents past which only M's */
+#define REPORT_REPLAY_MAX 40000 /* messages replayed for the points in all (each point
+                                   replays the log to it: ~35 us a message measured) */
 
 /* HOOK(graph): the run's dependency graph as SVG, laid out by Graphviz (each call's node
  * a <g class="node" id="call-N">, N its index in the run's calls), or NULL when there is
@@ -68,7 +71,7 @@ static ob_value *report_states(const char *journal) {
   size_t size = strlen(json);
   free(json);
   ob_value *points = ob_array();
-  if (m >= 1 && size * REPORT_POINTS <= REPORT_STATES_MAX) {
+  if (m >= 1 && size * REPORT_POINTS <= REPORT_STATES_MAX && m * REPORT_POINTS / 2 <= REPORT_REPLAY_MAX) {
     size_t prev = (size_t)-1;
     for (size_t k = 0; k + 1 < REPORT_POINTS; k++) {
       size_t at = m * k / (REPORT_POINTS - 1);

@@ -1,4 +1,4 @@
-// big.mjs {url, id} -- the page of a run of very many calls: drawn (the timeline has
+// big.mjs {url, id, last} or {file, last} (a report) -- the page of a run of very many calls: drawn (the timeline has
 // them all, the table only the rows in view), a call chosen; how long it took (said,
 // not asserted).
 import { args, page, ready, report } from './lib.mjs';
@@ -6,9 +6,10 @@ import { args, page, ready, report } from './lib.mjs';
 report(async (b) => {
   const p = await page(b);
   const t0 = Date.now();
-  await p.goto(args.url + '#/run/' + args.id, { waitUntil: 'load' });
+  await p.goto(args.file ? 'file://' + args.file : args.url + '#/run/' + args.id, { waitUntil: 'load' });
   await ready(p);
-  const out = { ms: Date.now() - t0 };
+  const out = { ms: Date.now() - t0, drawnMs: await p.evaluate(() => Math.round(performance.getEntriesByName('obelus-drawn')[0].startTime)),
+    loadedMs: await p.evaluate(() => Math.round(performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd)) };
   out.timelineRows = await p.$eval('#timeline', (e) => +e.getAttribute('data-rows'));
   out.tableRows = await p.$$eval('tr.call', (l) => l.length);
   out.graph = await p.$eval('#graph', (e) => e.textContent.slice(0, 80));
