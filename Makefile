@@ -78,9 +78,11 @@ LAYERS   := base log bridge io plan engine drive fleet host
 CORE_SRC := $(foreach l,$(LAYERS),$(wildcard core/$(l)/*.c))
 CLI_SRC  := $(filter-out core/cli/main.c,$(wildcard core/cli/*.c))
 CORE_HDR := core/obelus.h $(wildcard core/*/*.h)
-REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o) build/rel/engine/ob_runtime_lua.o
-ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) build/asan/engine/ob_runtime_lua.o
-TSAN_OBJ := $(CORE_SRC:core/%.c=build/tsan/%.o) build/tsan/engine/ob_runtime_lua.o
+# and what is generated: the runtime's Lua, the web app's files (ui/embed.lua)
+GEN_OBJ  := engine/ob_runtime_lua.o host/ob_ui_assets.o
+REL_OBJ  := $(CORE_SRC:core/%.c=build/rel/%.o) $(GEN_OBJ:%=build/rel/%)
+ASAN_OBJ := $(CORE_SRC:core/%.c=build/asan/%.o) $(GEN_OBJ:%=build/asan/%)
+TSAN_OBJ := $(CORE_SRC:core/%.c=build/tsan/%.o) $(GEN_OBJ:%=build/tsan/%)
 CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 # the tests whose code under test starts threads: also built and run under TSan
 TSAN_CTESTS := $(filter test_wal_% test_api_threads,$(CTESTS))
@@ -131,6 +133,21 @@ build/asan/engine/ob_runtime_lua.o: build/gen/ob_runtime_lua.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
 build/tsan/engine/ob_runtime_lua.o: build/gen/ob_runtime_lua.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
+
+# The web app of `obelus ui` (and `obelus report`'s page), compiled into the library.
+UI_FILES := ui/index.html ui/app.css ui/app.js
+build/gen/ob_ui_assets.c: ui/embed.lua $(UI_FILES)
+	@mkdir -p build/gen
+	$(LUA) ui/embed.lua $@ $(UI_FILES)
+build/rel/host/ob_ui_assets.o: build/gen/ob_ui_assets.c core/host/ob_ui_assets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+build/asan/host/ob_ui_assets.o: build/gen/ob_ui_assets.c core/host/ob_ui_assets.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+build/tsan/host/ob_ui_assets.o: build/gen/ob_ui_assets.c core/host/ob_ui_assets.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
 
@@ -185,9 +202,9 @@ PGO_GEN := -fprofile-generate=$(PGO_DATA) -fprofile-update=single
 build/pgo/%.o: core/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(REL_DIRECT) $(PGO_GEN) $(PGO_NAME) -c $< -o $@
-build/pgo/obelus: $(PGO_CLI) $(PGO_OBJ) build/rel/engine/ob_runtime_lua.o
+build/pgo/obelus: $(PGO_CLI) $(PGO_OBJ) $(GEN_OBJ:%=build/rel/%)
 	$(CC) $(CFLAGS) $(PGO_GEN) -o $@ $^ $(LDLIBS)
-build/pgo/obelus-bench: $(BENCH_SRC) $(PGO_OBJ) build/rel/engine/ob_runtime_lua.o
+build/pgo/obelus-bench: $(BENCH_SRC) $(PGO_OBJ) $(GEN_OBJ:%=build/rel/%)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(PGO_GEN) -o $@ $^ $(LDLIBS)
 build/pgo/trained:
 	@rm -rf $(PGO_DATA)

@@ -1,18 +1,21 @@
 /* ob_cmd_report.c -- `obelus report JOURNAL -o run.html`: a run to look at, in one
- * self-contained HTML file (no network, no external script or style): the dependency
- * graph coloured by outcome, a timeline of call attempts (what ran together, what
- * waited for what: a faint line from the moment a call's inputs were all written to
- * its start), and a table of calls whose rows open their params, output or error.
+ * self-contained HTML file (no network, no external script or style): the run page of
+ * the web app `obelus ui` serves (ui/app.js and ui/app.css, built into the library:
+ * host/ob_ui_assets.h), inline, in its static mode: no server is asked anything, and no
+ * button acts. It draws the run as the app does: the dependency graph coloured by
+ * outcome, a timeline with a time axis (a bar per attempt, sub-plans' calls under the
+ * call that delegated them), the calls, and a side panel for the chosen call.
  *
- * The data is the journal as ob_trace reads it (OB_TRACE_RUN), embedded as JSON in a
- * <script type="application/json"> (every "<" written "\u003c", so that no value can
- * end it or open an HTML comment in it);
- * the page draws itself with a little inline JavaScript. Big runs stay usable: the
- * graph is drawn up to GRAPH_MAX calls (a note says so above it), the timeline's rows
- * shrink to 3 px, and the table's details are built only when a row is opened.
- * -o the journal itself (ob_files: any name of the same file) is refused before it
- * is read; a page not written whole (a full disk) is exit 4 (OB_EXIT_WRITE).
- * Costs: the journal read once; the page is the data plus 8 KB. */
+ * The data is embedded as JSON in <script type="application/json"> elements (every "<"
+ * written "\u003c", so that no value can end one or open an HTML comment in it): the
+ * run as ob_trace reads it (OB_TRACE_RUN) with its source, the graph's SVG when there is
+ * one (report_graph_svg), and the documents at up to REPORT_POINTS messages of the log
+ * (the slider's stops; only the last when they would weigh more than REPORT_STATES_MAX
+ * or cost more than REPORT_REPLAY_MAX messages replayed).
+ * -o the journal itself (ob_files: any name of the same file) is refused before it is
+ * read; a page not written whole (a full disk) is exit 4 (OB_EXIT_WRITE).
+ * Costs: the journal read twice (the trace, the log); the page is the data plus the
+ * app (~60 KB). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,121 +23,98 @@
 
 #include "cli/ob_cli.h"
 #include "drive/ob_files.h"
+#include "host/ob_graph.h"
 #include "host/ob_trace.h"
+#include "host/ob_ui_assets.h"
+#include "log/ob_log.h"
+
+#define REPORT_POINTS 9                       /* the documents at message 0, M/8, ..., M */
+#define REPORT_STATES_MAX ((size_t)4 << 20) /* bytes of documents past which only M's */
+#define REPORT_REPLAY_MAX 40000 /* messages replayed for the points in all (each point
+                                   replays the log to it: ~35 us a message measured) */
+
+/* The run's dependency graph as SVG, laid out by Graphviz's dot (host/ob_graph.h: each
+ * call's node a <g class="node" id="..."> whose id is its call's "node" in the trace),
+ * at most OB_GRAPH_MAX_CALLS calls drawn; NULL when there is none (dot missing, or it
+ * failed): app.js then lays the graph out itself up to 400 calls. A new string. */
+static char *report_graph_svg(const char *journal) {
+  ob_buf dot, svg;
+  ob_buf_init(&dot);
+  ob_buf_init(&svg);
+  ob_error err;
+  char *out = NULL;
+  if (ob_graph_journal_dot(journal, OB_GRAPH_MAX_CALLS, &dot, NULL, &err) == OB_OK &&
+      ob_graph_svg_sync(dot.data, dot.len, &svg, &err) == OB_OK) {
+    ob_buf_addc(&svg, '\0');
+    out = svg.data;
+    svg.data = NULL;
+  }
+  ob_buf_free(&dot);
+  ob_buf_free(&svg);
+  return out;
+}
+
+/* v as JSON, every '<' written \u003c (the same character inside a JSON string, where
+ * alone it can be): nothing in it can end its <script> element or open a comment. */
+static void put_json(FILE *f, const ob_value *v) {
+  char *json = ob_json_print(v, OB_JSON_COMPACT, NULL);
+  for (const char *p = json; *p; p++) {
+    if (*p == '<')
+      fputs("\\u003c", f);
+    else
+      fputc(*p, f);
+  }
+  free(json);
+}
+
+/* {"messages": M, "points": [{"at", "documents", ...}]}: the documents at up to
+ * REPORT_POINTS messages, or at the last only when they are big; NULL when the log
+ * cannot be read (the page then has no documents). */
+static ob_value *report_states(const char *journal) {
+  ob_log *log = ob_log_new();
+  ob_error err;
+  if (ob_journal_load(log, journal, NULL, &err) != OB_OK) {
+    ob_log_free(log);
+    return NULL;
+  }
+  size_t m = ob_log_len(log);
+  ob_value *last = ob_log_documents(log, m);
+  char *json = ob_json_print(last, OB_JSON_COMPACT, NULL);
+  size_t size = strlen(json);
+  free(json);
+  ob_value *points = ob_array();
+  if (m >= 1 && size * REPORT_POINTS <= REPORT_STATES_MAX && m * REPORT_POINTS / 2 <= REPORT_REPLAY_MAX) {
+    size_t prev = (size_t)-1;
+    for (size_t k = 0; k + 1 < REPORT_POINTS; k++) {
+      size_t at = m * k / (REPORT_POINTS - 1);
+      if (at == prev || at == m)
+        continue;
+      points = ob_array_push(points, ob_log_documents(log, at));
+      prev = at;
+    }
+  }
+  points = ob_array_push(points, last);
+  ob_log_free(log);
+  ob_value *o = ob_object_set(ob_object(), "messages", 8, ob_int((int64_t)m));
+  return ob_object_set(o, "points", 6, points);
+}
 
 static const char page_head[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-    "<title>obelus run</title>\n<style>\n"
-    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1d2430;background:#fff}\n"
-    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}\n"
-    ".sum span{display:inline-block;margin-right:14px}\n"
-    ".done{fill:#3a9d5d;background:#e3f4e8}.failed{fill:#d1453b;background:#fbe4e2}\n"
-    ".skipped{fill:#a0a6ae;background:#eef0f2}.running,.never{fill:#fff;background:#fff}\n"
-    ".retried{fill:#e39b2d}.handled{fill:#c9862b;background:#fdf0db}\n"
-    "svg text{font:11px system-ui,sans-serif;fill:#1d2430}\n"
-    ".node rect{stroke:#1d2430;stroke-width:1}.node.done rect{fill:#d6f0de}"
-    ".node.failed rect{fill:#f7d3cf}.node.skipped rect{fill:#e4e7ea}.node.handled rect{fill:#fbe3bd}"
-    ".node.never rect,.node.running rect{fill:#fff}.node{cursor:pointer}\n"
-    ".edge{stroke:#8a93a0;stroke-width:1;fill:none}.wait{stroke:#c9ced6;stroke-dasharray:2 2}\n"
-    "table{border-collapse:collapse;width:100%}td,th{padding:3px 8px;border-bottom:1px solid "
-    "#e4e7eb;text-align:left;font-size:13px}\n"
-    "tr.call{cursor:pointer}tr.call:hover td{background:#f5f7fa}\n"
-    "pre{margin:0;white-space:pre-wrap;font:12px ui-monospace,monospace;max-height:300px;"
-    "overflow:auto}\n.note{color:#69707a}.scroll{overflow:auto;max-height:520px;border:1px solid "
-    "#e4e7eb}\n"
-    "</style></head><body>\n<h1 id=\"title\"></h1><div class=\"sum\" id=\"summary\"></div>\n"
-    "<h2>Dependency graph</h2><div id=\"graph\" class=\"scroll\"></div>\n"
-    "<h2>Timeline</h2><div id=\"timeline\" class=\"scroll\"></div>\n"
-    "<h2>Calls</h2><table id=\"calls\"><thead><tr><th>call</th><th>tool</th><th>instance</th>"
-    "<th>outcome</th><th>attempts</th><th>started</th><th>took</th></tr></thead><tbody>"
-    "</tbody></table>\n<script type=\"application/json\" id=\"run\">";
-
-static const char page_tail[] =
-    "</script>\n<script>\n"
-    "(function(){\n"
-    "var run=JSON.parse(document.getElementById('run').textContent),calls=run.calls;\n"
-    "var NS='http://www.w3.org/2000/svg',GRAPH_MAX=400;\n"
-    "function el(n,a,p){var e=document.createElementNS(NS,n);for(var k in a)e.setAttribute(k,a[k]);"
-    "if(p)p.appendChild(e);return e}\n"
-    "function cls(s){return s==='never ran'?'never':s}\n"
-    "function name(c){return (c.scope?c.scope+' \\u203a ':'')+c.id}\n"
-    "function ms(us){return (us/1000).toFixed(us<10000?2:0)+' ms'}\n"
-    "document.getElementById('title').textContent='Run of '+run.plan;\n"
-    "var count={};calls.forEach(function(c){count[c.state]=(count[c.state]||0)+1});\n"
-    "var sum=document.getElementById('summary');\n"
-    "[['calls',calls.length],['exit',run.exit===null?'not ended':run.exit],"
-    "['took',ms(run.duration_us)]].concat(Object.keys(count).map(function(k){return [k,count[k]]}))"
-    ".forEach(function(p){var s=document.createElement('span');s.textContent=p[0]+': '+p[1];"
-    "sum.appendChild(s)});\n"
-    /* the graph: layers by the longest path of dependencies */
-    "var g=document.getElementById('graph');\n"
-    "if(calls.length>GRAPH_MAX){g.innerHTML='<p class=\"note\">'+calls.length+' calls: the graph "
-    "is drawn up to '+GRAPH_MAX+'; the timeline and the table have them all.</p>'}else{\n"
-    "var depth=calls.map(function(){return -1});\n"
-    "function d(i,seen){if(depth[i]>=0)return depth[i];if(seen[i])return 0;seen[i]=1;var m=0;"
-    "calls[i].deps.forEach(function(j){m=Math.max(m,d(j,seen)+1)});return depth[i]=m}\n"
-    "calls.forEach(function(c,i){d(i,{})});\n"
-    "var rows={},pos=[],W=170,H=34,maxr=0,maxl=0;\n"
-    "calls.forEach(function(c,i){var l=depth[i];rows[l]=(rows[l]||0);pos[i]=[20+l*(W+50),"
-    "14+rows[l]*(H+14)];rows[l]++;maxr=Math.max(maxr,rows[l]);maxl=Math.max(maxl,l)});\n"
-    "var svg=el('svg',{width:40+(maxl+1)*(W+50),height:28+maxr*(H+14)},g);\n"
-    "calls.forEach(function(c,i){c.deps.forEach(function(j){var a=pos[j],b=pos[i];"
-    "el('path',{'class':'edge',d:'M'+(a[0]+W)+','+(a[1]+H/2)+' C'+(a[0]+W+25)+','+(a[1]+H/2)+' '+"
-    "(b[0]-25)+','+(b[1]+H/2)+' '+b[0]+','+(b[1]+H/2)},svg)})});\n"
-    "calls.forEach(function(c,i){var n=el('g',{'class':'node '+cls(c.state),'data-call':name(c),"
-    "'data-state':c.state},svg);el('rect',{x:pos[i][0],y:pos[i][1],width:W,height:H,rx:6,"
-    "'class':cls(c.state)},n);var t=el('text',{x:pos[i][0]+8,y:pos[i][1]+14},n);"
-    "t.textContent=name(c).slice(0,26);var u=el('text',{x:pos[i][0]+8,y:pos[i][1]+28},n);"
-    "u.textContent=c.tool+' \\u00b7 '+c.state;n.addEventListener('click',function(){open(i)})});}\n"
-    /* the timeline: a row per call that ran, a bar per attempt */
-    "var tl=document.getElementById('timeline'),ran=calls.map(function(c,i){return i})"
-    ".filter(function(i){return calls[i].attempts.length});\n"
-    "var RH=ran.length>300?3:16,LW=RH>3?190:0,TW=Math.max(400,(tl.clientWidth||1000)-LW-30),"
-    "span=Math.max(run.duration_us,1);\n"
-    "var ts=el('svg',{width:LW+TW+20,height:20+ran.length*(RH+2)},tl);\n"
-    "function x(us){return LW+us/span*TW}\n"
-    "ran.forEach(function(i,r){var c=calls[i],y=14+r*(RH+2);\n"
-    "if(RH>3){var t=el('text',{x:2,y:y+RH-4},ts);t.textContent=name(c).slice(0,28)}\n"
-    "var ready=0;c.deps.forEach(function(j){var a=calls[j].attempts;if(a.length)ready="
-    "Math.max(ready,a[a.length-1][1])});\n"
-    "if(ready&&ready<c.attempts[0][0])el('line',{'class':'wait',x1:x(ready),x2:x(c.attempts[0][0]),"
-    "y1:y+RH/2,y2:y+RH/2},ts);\n"
-    "c.attempts.forEach(function(a,k){var last=k===c.attempts.length-1;var b=el('rect',"
-    "{x:x(a[0]),y:y,width:Math.max(x(a[1])-x(a[0]),1),height:RH,'class':last?cls(c.state):"
-    "'retried','data-call':name(c)},ts);var tt=el('title',{},b);tt.textContent=name(c)+' attempt '+"
-    "(k+1)+': '+ms(a[1]-a[0])+(a[2]?' \\u2014 '+a[2]:'')})});\n"
-    /* the table: a row per call, its details built when opened */
-    "var tb=document.querySelector('#calls tbody'),rowOf=[];\n"
-    "calls.forEach(function(c,i){var tr=document.createElement('tr');tr.className='call '+"
-    "cls(c.state);tr.setAttribute('data-call',name(c));tr.setAttribute('data-state',c.state);\n"
-    "var a=c.attempts,took=a.length?a[a.length-1][1]-a[0][0]:0;\n"
-    "[name(c),c.tool,c.instance||'',c.state,a.length,a.length?ms(a[0][0]):'',a.length?ms(took):'']"
-    ".forEach(function(v){var td=document.createElement('td');td.textContent=v;tr.appendChild(td)});"
-    "\ntr.addEventListener('click',function(){open(i)});tb.appendChild(tr);rowOf[i]=tr});\n"
-    "function open(i){var tr=rowOf[i],n=tr.nextSibling;if(n&&n.className==='details'){n.remove();"
-    "return}var c=calls[i],d=document.createElement('tr');d.className='details';var td="
-    "document.createElement('td');td.colSpan=7;[['params',c.params],['params as it read them',c.resolved],['output',c.output],"
-    "['error',c.error],['sent while it ran (attempt, ms, value)',c.progress.length?c.progress"
-    ".map(function(p){return p[0]+'  '+ms(p[1])+'  '+JSON.stringify(p[2])}).join('\\n'):null]]"
-    ".forEach(function(p){if(p[1]===null||p[1]===undefined)return;var h="
-    "document.createElement('div');h.textContent=p[0];h.className='note';var pre="
-    "document.createElement('pre');pre.textContent=typeof p[1]==='string'?p[1]:"
-    "JSON.stringify(p[1],null,2);td.appendChild(h);td.appendChild(pre)});d.appendChild(td);"
-    "tr.parentNode.insertBefore(d,tr.nextSibling);tr.scrollIntoView({block:'nearest'})}\n"
-    "document.body.setAttribute('data-ready','1');\n"
-    "})();\n</script></body></html>\n";
+    "<title>obelus report</title>\n<style>\n";
 
 static const char report_help[] =
     "usage: obelus report JOURNAL -o FILE.html\n"
     "\n"
     "Writes a run to look at as one self-contained HTML file (no network, no external\n"
-    "script): the dependency graph coloured by outcome (done green, failed red,\n"
-    "handled amber: its error went to a || alternative; skipped grey, never ran\n"
-    "white), a timeline of call attempts (what ran together; a dashed line from the\n"
-    "moment a call's inputs were written to its start: what waited for what), and a\n"
-    "table of calls whose rows open their params (as written and as the call read\n"
-    "them), output or error. JOURNAL is a run's --journal (a torn last line is said on stderr and\n"
+    "script): the run page of `obelus ui`'s web app, without its buttons. The\n"
+    "dependency graph coloured by outcome (done green, failed red, handled amber,\n"
+    "skipped grey, never ran white); a timeline with a time axis, a bar per attempt\n"
+    "(failed attempts red, retries visible), sub-plans' calls under the call that\n"
+    "delegated them; the calls, each opening its params (as written and as read),\n"
+    "output or error, attempts and progress; and the documents at a few points of\n"
+    "the log. JOURNAL is a run's --journal (a torn last line is said on stderr and\n"
     "ignored). Exit 0; 2: the journal cannot be read, FILE cannot be made, or FILE\n"
     "is the journal; 4: FILE could not be written whole (a full disk).\n"
     "\n"
@@ -180,27 +160,51 @@ int ob_cmd_report(int argc, char **argv) {
     return OB_EXIT_USAGE;
   }
   ob_cli_report_torn("obelus report", journal, &info);
-  char *json = ob_json_print(run, OB_JSON_COMPACT, NULL);
-  ob_unref(run);
+  const char *css, *js, *type;
+  size_t css_len, js_len;
+  if (!ob_ui_asset("/app.css", &type, &css, &css_len) || !ob_ui_asset("/app.js", &type, &js, &js_len)) {
+    ob_unref(run);
+    ob_eprintf("obelus report: this build has no web app (ui/app.js) in it\n");
+    return OB_EXIT_USAGE;
+  }
+  /* the page's run: as `obelus ui` gives it (GET /api/runs/ID), with no id */
+  ob_value *detail = ob_object_set(ob_object(), "source", 6, ob_cstring(journal));
+  detail = ob_object_set(detail, "run", 3, run);
+  char *svg = report_graph_svg(journal);
+  ob_value *states = report_states(journal);
   FILE *f = fopen(out, "w");
   if (!f) {
     ob_eprintf("obelus report: %s: cannot write it: %s\n", out, strerror(errno));
-    free(json);
+    ob_unref(detail);
+    ob_unref(states);
+    free(svg);
     return OB_EXIT_USAGE;
   }
   errno = 0; /* the first failed write's, kept to the end */
   fputs(page_head, f);
-  /* no "</script>" can end the data early, and no "<!--" can open the script data's
-   * escaped state (where a "<script" would make the next "</script>" not end it): a
-   * '<' is only ever inside a JSON string, where \u003c is the same character */
-  for (const char *p = json; *p; p++) {
-    if (*p == '<')
-      fputs("\\u003c", f);
-    else
-      fputc(*p, f);
+  fwrite(css, 1, css_len, f); /* ui/embed.lua refused any "</style" in it */
+  fputs("</style>\n</head>\n<body class=\"report\">\n<div id=\"app\"></div>\n"
+        "<script type=\"application/json\" id=\"obelus-run\">", f);
+  put_json(f, detail);
+  fputs("</script>\n", f);
+  if (svg) {
+    ob_value *s = ob_cstring(svg);
+    fputs("<script type=\"application/json\" id=\"obelus-graph\">", f);
+    put_json(f, s);
+    fputs("</script>\n", f);
+    ob_unref(s);
   }
-  fputs(page_tail, f);
-  free(json);
+  if (states) {
+    fputs("<script type=\"application/json\" id=\"obelus-states\">", f);
+    put_json(f, states);
+    fputs("</script>\n", f);
+  }
+  fputs("<script>\n", f);
+  fwrite(js, 1, js_len, f); /* and any "</script" or "<!--" in this */
+  fputs("</script>\n</body>\n</html>\n", f);
+  ob_unref(detail);
+  ob_unref(states);
+  free(svg);
   /* a write that failed midway (a full disk, /dev/full) set the stream's error: fclose
    * alone may not say it */
   int lost = fflush(f) == EOF || ferror(f);

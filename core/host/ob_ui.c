@@ -49,6 +49,7 @@
 #include "host/ob_http_auth.h"
 #include "host/ob_trace.h"
 #include "host/ob_ui.h"
+#include "host/ob_ui_assets.h"
 #include "host/ob_ui_follow.h"
 #include "host/ob_ui_runs.h"
 #include "io/ob_httpd.h"
@@ -457,12 +458,31 @@ static void steer(ob_ui *u, const char *path, const char *verb, const ob_httpd_r
 
 static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
   ob_ui *u = ud;
-  if (strncmp(req->path, "/api/", 5)) {
+  /* the web app's files, built in (ob_ui_assets.h); no other path outside /api/ */
+  int api = !strncmp(req->path, "/api/", 5);
+  const char *type, *data;
+  size_t len;
+  if (!api && (strcmp(req->method, "GET") || !ob_ui_asset(req->path, &type, &data, &len))) {
     reply_error(res, 404, "not found (the API is under /api/)");
     return;
   }
   if (!ob_http_auth_token(u->token, req, res)) {
     reply_error(res, 401, "this server needs its token: Authorization: Bearer TOKEN, or ?token=");
+    return;
+  }
+  if (!api) {
+    static const char headers[] =
+        "Content-Security-Policy: default-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'\r\n"
+        "X-Content-Type-Options: nosniff\r\n";
+    size_t n = strlen(res->extra);
+    if (n + sizeof headers > sizeof res->extra) { /* a token too long for its cookie too */
+      reply_error(res, 500, "the token is too long to be set as a cookie with the page");
+      return;
+    }
+    memcpy(res->extra + n, headers, sizeof headers);
+    res->content_type = type;
+    ob_buf_add(&res->body, data, len);
     return;
   }
   int get = !strcmp(req->method, "GET"), post = !strcmp(req->method, "POST");

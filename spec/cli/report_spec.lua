@@ -59,7 +59,8 @@ describe("obelus report", function()
     assert.are.same({ fr = "done", de = "failed", es = "done" }, states)
     -- the graph's nodes carry the same outcomes
     local nodes = 0
-    for _ in dom:gmatch('<g class="node [^"]*" data%-call="[^"]*" data%-state="[^"]*"') do nodes = nodes + 1 end
+    -- (the app's nodes: <g class="node st-..." id="call-N" data-call=... data-state=...>)
+    for _ in dom:gmatch('<g class="node [^"]*"[^>]* data%-call="[^"]*" data%-state="[^"]*"') do nodes = nodes + 1 end
     assert.are.equal(3, nodes)
     local shot = os.tmpname() .. ".png"
     chromium("--window-size=1100,800 --screenshot=" .. cli.quote(shot), "file://" .. html)

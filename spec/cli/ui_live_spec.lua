@@ -146,12 +146,13 @@ describe("obelus ui, live", function()
       end
     end
     assert.are.same({ a = true, b = true }, settled)
-    -- a viewer of a run that has ended gets its snapshot, then the stream ends
+    -- a viewer of a run that has ended gets its snapshot and its end, then the stream ends
     local code, body = req(url .. "api/runs/" .. id .. "/events", "-N --max-time 10")
     assert.are.equal(200, code)
     local after = events(body)
-    assert.are.equal(1, #after)
+    assert.are.equal(2, #after)
     assert.are.equal("done", after[1].data.state)
+    assert.are.same({ name = "end", data = { exit = 0 } }, after[2])
   end)
 
   it("starts a run from a POST, journaled under the folder's ui/, and runs it", function()

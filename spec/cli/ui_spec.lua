@@ -124,7 +124,7 @@ describe("obelus ui", function()
     local past = get(url .. "api/runs/" .. id .. "/state?at=999")
     local c404 = get(url .. "api/runs/0123456789abcdef")
     local trav = get(url .. "api/runs/..%2F..%2Fetc%2Fpasswd")
-    local other = get(url .. "index.html")
+    local other = get(url .. "nope.html") -- index.html, app.js, app.css: the web app
     local post = get(url .. "api/runs", "-X POST -d '{}'") -- no --tools: it runs nothing
     local put = get(url .. "api/runs", "-X PUT -d '{}'")
     stop(pid)
