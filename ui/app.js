@@ -656,8 +656,12 @@
       let opened = false;
       es.addEventListener('snapshot', (ev) => {
         opened = true;
+        // the stream's snapshot is light (no params, outputs, errors): the whole run once
         try { setDetail(JSON.parse(ev.data)); page.m.live = true; } catch (e) { /* a bad snapshot: the next one */ }
+        refetch();
       });
+      // the calls waiting for an answer changed (a run this server drives): the run again
+      es.addEventListener('waiting', () => { refetch(); });
       es.addEventListener('records', (ev) => {
         opened = true;
         let list;

@@ -46,8 +46,8 @@ static char *report_graph_svg(const char *journal) {
   if (ob_graph_journal_dot(journal, OB_GRAPH_MAX_CALLS, &dot, NULL, &err) == OB_OK &&
       ob_graph_svg_sync(dot.data, dot.len, &svg, &err) == OB_OK) {
     ob_buf_addc(&svg, '\0');
-    out = svg.data;
-    svg.data = NULL;
+    const char *root = strstr(svg.data, "<svg"); /* no prolog: no DTD named, no comment */
+    out = ob_xstrdup(root ? root : svg.data);
   }
   ob_buf_free(&dot);
   ob_buf_free(&svg);

@@ -46,10 +46,12 @@
 
 #include "base/ob_map.h"
 #include "base/ob_mem.h"
+#include "host/ob_graph.h"
 #include "host/ob_http_auth.h"
 #include "host/ob_trace.h"
 #include "host/ob_ui.h"
 #include "host/ob_ui_assets.h"
+#include "host/ob_ui_fleet.h"
 #include "host/ob_ui_follow.h"
 #include "host/ob_ui_runs.h"
 #include "io/ob_httpd.h"
@@ -72,6 +74,8 @@ struct ob_ui {
   ob_map index;        /* id -> absolute path (char *), as the last walk found them */
   ob_ui_follow *follow; /* the journals viewed live */
   ob_ui_runs *runs;    /* the runs this server drives (NULL: no --tools) */
+  ob_ui_fleet *fleet;  /* the fleet's queue (NULL: no --redis) */
+  uv_loop_t *loop;
   int token_made;      /* the token was made here (ob_ui_token) */
   char *bind;          /* the address it listens on (the Origin check's) */
 };
@@ -288,6 +292,8 @@ static long dir_of(const ob_ui *u, const char *path, const char **rel) {
 
 /* What only this process knows of a run it drives: its calls waiting for an answer. */
 static ob_value *with_live(ob_ui *u, const char *path, ob_value *o) {
+  if (u->runs && ob_ui_runs_live(u->runs, path))
+    o = ob_object_set(o, "here", 4, ob_true()); /* it can be cancelled here */
   ob_value *w = u->runs ? ob_ui_runs_waiting(u->runs, path) : NULL;
   if (w) {
     o = ob_object_set(o, "state", 5, ob_cstring("waiting-approval"));
@@ -392,6 +398,12 @@ static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_htt
 static void list_runs(ob_ui *u, ob_httpd_res *res) {
   ob_value *list = ob_array();
   walk_all(u, add_listed, &list);
+  if (u->fleet) { /* the fleet's jobs beside the journals */
+    ob_value *jobs = ob_ui_fleet_runs(u->fleet);
+    for (size_t i = 0; jobs && i < ob_array_len(jobs); i++)
+      list = ob_array_push(list, ob_ref(ob_array_get(jobs, i)));
+    ob_unref(jobs);
+  }
   size_t n = ob_array_len(list);
   ob_value **items = ob_xmalloc((n ? n : 1) * sizeof *items);
   for (size_t i = 0; i < n; i++)
@@ -456,6 +468,81 @@ static void steer(ob_ui *u, const char *path, const char *verb, const ob_httpd_r
   free(made);
 }
 
+/* GET /api/runs/{id}/graph.svg: laid out by Graphviz's dot on the loop (ob_graph.h),
+ * the response a stream that the layout ends (a client gone meanwhile: dropped). */
+typedef struct svg_job {
+  ob_httpd_stream *st; /* NULL once the client left */
+  int laid_out;        /* dot has answered */
+} svg_job;
+
+static void svg_gone(void *ud) {
+  svg_job *j = ud;
+  j->st = NULL;
+  if (j->laid_out)
+    free(j);
+}
+
+static void svg_done(void *ud, int ok, const char *svg, size_t len, const char *err) {
+  svg_job *j = ud;
+  j->laid_out = 1;
+  if (!j->st) {
+    free(j);
+    return;
+  }
+  if (ok) {
+    ob_httpd_stream_send(j->st, svg, len);
+  } else { /* the headers went: the failure is said in an image */
+    ob_buf b;
+    ob_buf_init(&b);
+    ob_buf_addf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" height=\"30\">"
+                    "<text x=\"4\" y=\"20\">");
+    for (const char *p = err ? err : "no graph"; *p; p++) /* escaped: it may quote a file */
+      if (*p == '<')
+        ob_buf_addf(&b, "&lt;");
+      else if (*p == '&')
+        ob_buf_addf(&b, "&amp;");
+      else
+        ob_buf_addc(&b, *p);
+    ob_buf_addf(&b, "</text></svg>");
+    ob_httpd_stream_send(j->st, b.data, b.len);
+    ob_buf_free(&b);
+  }
+  ob_httpd_stream_end(j->st); /* svg_gone frees j once it is written */
+}
+
+static void graph_svg(ob_ui *u, const char *path, ob_httpd_res *res) {
+  svg_job *j = ob_xcalloc(1, sizeof *j);
+  ob_error err;
+  if (ob_graph_journal_svg(u->loop, path, OB_GRAPH_MAX_CALLS, svg_done, j, &err) != 0) {
+    free(j);
+    reply_error(res, 422, err.msg);
+    return;
+  }
+  res->content_type = "image/svg+xml";
+  j->st = ob_httpd_res_stream(res, svg_gone, j);
+}
+
+/* GET /api/runs/job-ID: a fleet job's run, from its journal in Redis. */
+static void job_run(ob_ui *u, const char *id, ob_httpd_res *res) {
+  ob_error err;
+  ob_value *run = ob_ui_fleet_run(u->fleet, id, &err);
+  if (!run) {
+    reply_error(res, err.code == OB_ENOENT ? 404 : err.code == OB_EIO ? 503 : 422, err.msg);
+    return;
+  }
+  ob_value *o = NULL, *jobs = ob_ui_fleet_runs(u->fleet);
+  for (size_t i = 0; jobs && i < ob_array_len(jobs); i++) {
+    const ob_value *j = ob_array_get(jobs, i), *jid = ob_object_get(j, "id", 2);
+    if (jid && ob_typeof(jid) == OB_STRING && !strcmp(ob_string_ptr(jid), id))
+      o = ob_ref((ob_value *)j);
+  }
+  ob_unref(jobs);
+  if (!o) /* older than the jobs listed: its summary is its id */
+    o = ob_object_set(ob_object_set(ob_object(), "id", 2, ob_cstring(id)), "source", 6,
+                      ob_cstring(id + 4));
+  reply_value(res, ob_object_set(o, "run", 3, run));
+}
+
 static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
   ob_ui *u = ud;
   /* the web app's files, built in (ob_ui_assets.h); no other path outside /api/ */
@@ -493,6 +580,21 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
   if (post && !ob_http_auth_origin(req, u->bind)) {
     reply_error(res, 403, "a request from another site's page is refused (its Origin is not "
                           "this server)");
+    return;
+  }
+  if (!strcmp(req->path, "/api/fleet") && get) {
+    if (u->fleet)
+      reply_value(res, ob_ui_fleet_snapshot(u->fleet));
+    else
+      reply_error(res, 404, "this server watches no fleet: start obelus ui with --redis URL");
+    return;
+  }
+  if (!strncmp(req->path, "/api/runs/job-", 14) && get) {
+    const char *jid = req->path + 10;
+    if (!u->fleet)
+      reply_error(res, 404, "this server watches no fleet: start obelus ui with --redis URL");
+    else
+      job_run(u, jid, res);
     return;
   }
   if (!strcmp(req->path, "/api/runs")) {
@@ -545,6 +647,8 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
     state_at(u, path, req, res);
   } else if (!strcmp(what, "events")) {
     ob_ui_follow_attach(u->follow, path, res);
+  } else if (!strcmp(what, "graph.svg")) {
+    graph_svg(u, path, res);
   } else {
     reply_error(res, 404, "not found");
   }
@@ -589,6 +693,11 @@ ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
     u->token = ob_xstrdup(made);
     u->token_made = 1;
   }
+  u->loop = loop;
+  if (cfg->redis && !(u->fleet = ob_ui_fleet_new(loop, cfg->redis, cfg->queue, err))) {
+    ob_ui_free(u);
+    return NULL;
+  }
   u->follow = ob_ui_follow_new(loop, snapshot, u);
   if (cfg->engine)
     u->runs = ob_ui_runs_new(cfg->engine, u->dirs[0], cfg->limits, tell_waiting, u);
@@ -610,6 +719,7 @@ void ob_ui_close(ob_ui *u) {
   ob_ui_runs_free(u->runs); /* every run cancelled, its journal resumable */
   u->runs = NULL;
   ob_ui_follow_close(u->follow);
+  ob_ui_fleet_close(u->fleet);
   ob_httpd_close(u->http);
 }
 
@@ -619,6 +729,7 @@ void ob_ui_free(ob_ui *u) {
   ob_ui_runs_free(u->runs);
   ob_httpd_free(u->http);
   ob_ui_follow_free(u->follow);
+  ob_ui_fleet_free(u->fleet);
   for (size_t i = 0; i < u->ndirs; i++)
     free(u->dirs[i]);
   free(u->dirs);

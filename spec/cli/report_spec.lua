@@ -42,8 +42,8 @@ describe("obelus report", function()
     assert.is_nil(text:find("<script src", 1, true))
     assert.is_nil(text:find("<link", 1, true))
     assert.is_nil(text:find("@import", 1, true))
-    for url in text:gmatch("https?://[%w%./%-]+") do
-      assert.are.equal("http://www.w3.org/2000/svg", url) -- a namespace name, never fetched
+    for url in text:gmatch("https?://[%w%./%-]+") do -- namespace names, never fetched
+      assert.truthy(url == "http://www.w3.org/2000/svg" or url == "http://www.w3.org/1999/xlink", url)
     end
     os.remove(html)
   end)
@@ -59,8 +59,10 @@ describe("obelus report", function()
     assert.are.same({ fr = "done", de = "failed", es = "done" }, states)
     -- the graph's nodes carry the same outcomes
     local nodes = 0
-    -- (the app's nodes: <g class="node st-..." id="call-N" data-call=... data-state=...>)
-    for _ in dom:gmatch('<g class="node [^"]*"[^>]* data%-call="[^"]*" data%-state="[^"]*"') do nodes = nodes + 1 end
+    -- (Graphviz's nodes, or the app's: <g class="node ..." id=... data-call=... data-state=...>)
+    for g in dom:gmatch('<g [^>]*>') do
+      if g:match('class="node[ "]') and g:match('data%-call="') and g:match('data%-state="') then nodes = nodes + 1 end
+    end
     assert.are.equal(3, nodes)
     local shot = os.tmpname() .. ".png"
     chromium("--window-size=1100,800 --screenshot=" .. cli.quote(shot), "file://" .. html)
@@ -73,7 +75,7 @@ describe("obelus report", function()
 
   -- a 10,000-call run under ASan is slow and adds nothing the small ones do not check
   local big_it = cli.bin:match("/asan/") and pending or it
-  big_it("stays usable for 10,000 calls (table whole, graph left out with a note)", function()
+  big_it("stays usable for 10,000 calls (table whole, the graph's first 2,000 calls)", function()
     if not have_chromium() then return pending("chromium is not installed (make deps installs it)") end
     local calls = {}
     for i = 1, 10000 do calls[i] = { _id = "c" .. i, _tool = "echo", value = i, _outputPath = "†state.n" .. i } end
@@ -85,7 +87,7 @@ describe("obelus report", function()
     assert.are.equal(10000, n)
     assert.are.equal("done", states.c1)
     assert.are.equal("done", states.c10000)
-    assert.truthy(dom:find("10000 calls: the graph is drawn up to", 1, true))
+    assert.truthy(dom:find("8000 more", 1, true), "the graph counts the calls it leaves out")
     os.remove(plan)
     os.remove(html)
   end)

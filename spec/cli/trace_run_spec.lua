@@ -39,8 +39,8 @@ local function run_data(j)
   assert.are.equal(0, r.code, r.err)
   local text = cli.slurp(html)
   os.remove(html)
-  local json = assert(text:match('<script type="application/json" id="run">(.-)</script>'))
-  return cjson.decode(json)
+  local json = assert(text:match('<script type="application/json" id="obelus%-run">(.-)</script>'))
+  return cjson.decode(json).run
 end
 
 local function by_key(calls)
