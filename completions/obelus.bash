@@ -22,7 +22,7 @@ _obelus() {
       return 0 ;;
     --format)
       case $cmd in
-        graph) opts="dot mermaid" ;;
+        graph) opts="dot mermaid svg" ;;
         tools) opts="json-schema openai anthropic mcp" ;;
         log) opts="text trace otlp" ;;
         *) opts="" ;;
