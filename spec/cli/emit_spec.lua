@@ -68,7 +68,7 @@ describe("obelus.emit", function()
     assert.are.equal(0, rep.code, rep.err)
     local page = assert(io.open(html)):read("a")
     os.remove(html)
-    local run = cjson.decode(page:match('<script type="application/json" id="run">(.-)</script>'))
+    local run = cjson.decode(page:match('<script type="application/json" id="obelus%-run">(.-)</script>')).run
     local sent
     for _, c in ipairs(run.calls) do if c.id == "s" then sent = c.progress end end
     assert.are.equal(2, #sent)

@@ -91,7 +91,7 @@ describe("after the attack list", function()
     r = cli.run { "report", j, "-o", html }
     assert.are.equal(0, r.code, r.err)
     local page = cli.slurp(html)
-    local data = page:match('<script type="application/json" id="run">(.-)</script>')
+    local data = page:match('<script type="application/json" id="obelus%-run">(.-)</script>')
     assert.is_truthy(data, "no data script")
     assert.is_nil(data:find("<", 1, true))
     assert.is_nil(page:find("<!--", 1, true))
