@@ -207,6 +207,9 @@ static int dispatch(struct lws *wsi, session *s) {
                       s->body.len, wsi};
   ob_httpd_res res = {0};
   ob_buf_init(&res.body);
+  /* the handler may take a while (a journal of 100,000 calls read): no timeout of the
+   * library's may close the connection meanwhile; the answer then has 2 minutes */
+  lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
   h->cfg.handler(h->cfg.ud, &req, &res);
   s->status = res.status ? res.status : 200;
   s->ctype = ob_xstrdup(res.content_type ? res.content_type : "application/json");
@@ -221,6 +224,7 @@ static int dispatch(struct lws *wsi, session *s) {
     lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* it may stay quiet a while */
   } else {
     s->out = res.body;
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, 120);
   }
   return respond(wsi, s);
 }
