@@ -4,7 +4,8 @@
 -- `lua5.4 run.lua threads` run --threads's (bench/threads.lua); `lua5.4 run.lua unfold`
 -- _each's and fork's (issue 28); `lua5.4 run.lua waiting`
 -- the waiting calls' (sleep 10000 and 100000, next to floor and chain); `lua5.4 run.lua
--- views` the views' (onekey and the cut-off).
+-- views` the views' (onekey and the cut-off); `lua5.4 run.lua ui` obelus ui's (viewers of
+-- a live run, the page of a 100,000-call journal: bench/ui.lua).
 local cjson = require "cjson"
 
 local function run(args, env)
@@ -248,6 +249,10 @@ if arg[1] == "threads" then
   dofile("threads.lua")
   return
 end
+if arg[1] == "ui" then
+  dofile("ui.lua")
+  return
+end
 if arg[1] == "peers" then
   dofile("peers.lua")
   return
@@ -338,3 +343,6 @@ dofile("fleet.lua")
 
 print("")
 dofile("threads.lua")
+
+print("")
+dofile("ui.lua")

@@ -10,6 +10,7 @@
 --              timed whole by curl, 5 times; the median. Goal: under 1 s. (The first
 --              paint in Chromium: bench/ui/page.mjs, when the browser driver is installed
 --              in spec/browser/node_modules.)
+-- OBELUS_UI_ROUNDS (5), OBELUS_UI_VIEWERS (50); OBELUS_UI_NO_PAGE=1: the viewers alone.
 package.path = "../spec/?.lua;" .. package.path
 local cjson = require "cjson"
 local measure = dofile("measure.lua")
@@ -125,6 +126,11 @@ end
 local big = {}
 for k = 1, 100000 do
   big[k] = { _id = "n" .. k, _tool = "echo", value = k, _outputPath = "†state.n" .. k }
+end
+if os.getenv("OBELUS_UI_NO_PAGE") then -- the viewers part alone
+  os.execute("kill -TERM " .. pid .. "; rm -rf " .. dir)
+  print(("ui: %d viewers, median of per-round ratios %.3f"):format(VIEWERS, median(ratios)))
+  os.exit(0)
 end
 local bigplan = measure.write(dir, "big.json", cjson.encode(big))
 assert(os.execute(("%s run %s --tools %s --journal %s/runs/big.jsonl >/dev/null"):format(

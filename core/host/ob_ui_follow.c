@@ -12,9 +12,11 @@
  * viewer's stream. A viewer's first event is a snapshot (the run as GET /api/runs/{id}
  * gives it), built after the follower has read up to the file's end, so nothing is
  * lost between the two: a record the snapshot holds may come again in the first batch,
- * and applying it again changes nothing. Viewers who come together (a page opened by
- * fifty people) share one snapshot: it is made again only once something new was read
- * (or the server's own knowledge of the run changed). The top-level end record ends the streams
+ * and applying it again changes nothing. Viewers share a snapshot (a page opened by
+ * fifty people: a run of 10,000 calls is read once, not fifty times, on the loop the
+ * run goes on): a viewer who comes later gets the snapshot made for an earlier one and
+ * the records sent since, until those pass 4 MB (or the server's own knowledge of the
+ * run changes: a call waits for approval); then a new snapshot is made. The top-level end record ends the streams
  * (`event: end`); a file cut shorter (a resume cuts a torn last line) is read on from
  * its new end.
  *
@@ -39,6 +41,7 @@
 #define FOLLOW_POLL_MS 100  /* and without one, how often the file is looked at (a
                                journal written through a mapping tells inotify nothing) */
 #define FOLLOW_PING_MS 15000
+#define FOLLOW_TAIL_MAX ((size_t)4 << 20) /* records past a shared snapshot before a new one */
 
 typedef struct journal journal;
 
@@ -55,8 +58,8 @@ struct journal {
   long long off;      /* read up to here */
   ob_buf partial;     /* the start of a line not yet whole */
   ob_buf end;         /* once ended: the end event's data ({"exit": N}) */
-  ob_buf snap;        /* the last snapshot's event, while nothing new was read since */
-  long long snap_off; /* the offset it was made at */
+  ob_buf snap;        /* the last snapshot's event (empty: none to share) */
+  ob_buf tail;        /* the records events sent since it was made */
   uv_fs_event_t ev;
   uv_timer_t tick;
   int watching, soon, ended, closing, open_handles;
@@ -173,6 +176,11 @@ done:
   if (batch.len) {
     ob_buf_addc(&batch, ']');
     send_event(j, "records", batch.data, batch.len);
+    if (j->snap.len) { /* what a viewer given the shared snapshot gets after it */
+      ob_buf_addf(&j->tail, "event: records\ndata: ");
+      ob_buf_add(&j->tail, batch.data, batch.len);
+      ob_buf_add(&j->tail, "\n\n", 2);
+    }
   }
   if (end.len)
     end_all(j, end.data, end.len);
@@ -204,6 +212,7 @@ static void journal_free(journal *j) {
   ob_buf_free(&j->partial);
   ob_buf_free(&j->end);
   ob_buf_free(&j->snap);
+  ob_buf_free(&j->tail);
   free(j->path);
   free(j);
 }
@@ -301,6 +310,7 @@ static journal *journal_open(ob_ui_follow *f, const char *path) {
   ob_buf_init(&j->partial);
   ob_buf_init(&j->end);
   ob_buf_init(&j->snap);
+  ob_buf_init(&j->tail);
   uv_timer_init(f->loop, &j->tick);
   j->tick.data = j;
   uv_timer_start(&j->tick, on_tick, FOLLOW_POLL_MS, FOLLOW_POLL_MS);
@@ -344,7 +354,7 @@ int ob_ui_follow_attach(ob_ui_follow *f, const char *path, ob_httpd_res *res) {
     return -1;
   }
   catch_up(j); /* those who view it already are told all there is, first */
-  if (!j->snap.len || j->snap_off != j->off) { /* else: made for a viewer just before */
+  if (!j->snap.len || j->tail.len > FOLLOW_TAIL_MAX) { /* else: shared, with what came since */
     ob_value *snap = f->snapshot(f->ud, path);
     if (!snap) {
       if (fresh)
@@ -358,12 +368,13 @@ int ob_ui_follow_attach(ob_ui_follow *f, const char *path, ob_httpd_res *res) {
     ob_json_write(&j->snap, snap, OB_JSON_COMPACT);
     ob_buf_add(&j->snap, "\n\n", 2);
     ob_unref(snap);
-    j->snap_off = j->off;
+    j->tail.len = 0;
   }
   viewer *v = ob_xcalloc(1, sizeof *v);
   v->j = j;
   res->content_type = "text/event-stream";
   ob_buf_add(&res->body, j->snap.data, j->snap.len);
+  ob_buf_add(&res->body, j->tail.data ? j->tail.data : "", j->tail.len);
   if (j->ended) { /* the run had ended: the snapshot says all, and its end follows */
     ob_buf_addf(&res->body, "event: end\ndata: ");
     ob_buf_add(&res->body, j->end.data, j->end.len);
