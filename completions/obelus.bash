@@ -8,7 +8,7 @@ _obelus() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
     COMPREPLY=( $(compgen -W "run check loop graph resolve schema log resume fork ui tools init
-                                submit worker wait status --help --version" -- "$cur") )
+                                mcp report submit worker wait status --help --version" -- "$cur") )
     return 0
   fi
   cmd=${COMP_WORDS[1]}
