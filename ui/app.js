@@ -356,6 +356,8 @@
     // the run's state: the API's, or from the exit status (a report)
     runState() {
       const d = this.detail;
+      // its end read from the stream: ended, whatever a detail fetched before it says
+      if (this.ended && typeof this.run.exit === 'number') return this.run.exit === 0 ? 'done' : 'failed';
       if (d.state) return d.state;
       const e = this.run.exit;
       return e === 0 ? 'done' : typeof e === 'number' ? 'failed' : 'not ended';
@@ -625,9 +627,10 @@
     };
 
     async function refetch() {
+      const seq = page.fetches = (page.fetches || 0) + 1;
       try {
         const r = await api('GET', runPath(id));
-        if (page.gone) return;
+        if (page.gone || seq !== page.fetches) return; // a later one was asked for: it wins
         setDetail(r.json);
       } catch (e) { err.textContent = 'cannot read the run: ' + e.message; }
     }
@@ -668,9 +671,14 @@
         try { list = JSON.parse(ev.data); } catch (e) { return; }
         if (Array.isArray(list)) page.push(list);
       });
-      es.addEventListener('end', () => {
+      es.addEventListener('end', (ev) => {
         es.close();
         page.es = null;
+        if (page.frame) { cancelAnimationFrame(page.frame); page.flush(); } // its last records first
+        try {
+          const e = JSON.parse(ev.data);
+          if (page.m && typeof e.exit === 'number') { page.m.run.exit = e.exit; page.m.ended = true; }
+        } catch (x) { /* the run again below says it */ }
         if (page.m) page.m.live = false;
         refetch().then(() => states.load());
       });

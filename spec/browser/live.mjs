@@ -28,6 +28,7 @@ report(async (b) => {
     return p.$eval('.head .badge', (e) => e.textContent);
   };
   out.runState = await until(async () => { const s = await sample(); return s === 'done' || s === 'failed' ? s : null; }, 30000, 50);
+  await sample(); // the rows once more: the badge may have said the end between two reads
   out.exit = await exited;
   out.seen = seen;
   out.samePage = await p.evaluate(() => window.__same_page === true);

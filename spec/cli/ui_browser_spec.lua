@@ -19,25 +19,8 @@ local function have_chromium()
   return os.execute("test -x /usr/bin/chromium && command -v node >/dev/null 2>&1") == true
 end
 
--- a server on dir (extra: more arguments); its base URL (always 127.0.0.1) and pid
-local function serve(dir, extra)
-  local err = os.tmpname()
-  local pid = sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
-    q(cli.bin), q(dir), extra or "", q(err))):gsub("%s+$", "")
-  local port
-  for _ = 1, 250 do
-    port = cli.slurp(err):match("obelus ui: http://%S+:(%d+)/")
-    if port then break end
-    os.execute("sleep 0.02")
-  end
-  os.remove(err)
-  assert(port, "the server said no URL")
-  return "http://127.0.0.1:" .. port .. "/", pid
-end
-
-local function stop(pid)
-  os.execute("kill -TERM " .. pid .. " 2>/dev/null; wait " .. pid .. " 2>/dev/null")
-end
+local ui = require "support.ui"
+local serve, stop = ui.serve, ui.stop
 
 -- a browser script's report
 local function browse(script, args)
@@ -52,12 +35,7 @@ local function browse(script, args)
   return r
 end
 
--- status and body of a request; path sent as is (no .. folded by curl)
-local function get(url, args)
-  local out = sh(("curl -s --path-as-is -w '\\n%%{http_code}' %s %s"):format(args or "", q(url)))
-  local body, code = out:match("^(.*)\n(%d+)$")
-  return tonumber(code), body
-end
+local get = ui.req
 
 local function runs_of(url)
   local _, body = get(url .. "api/runs")
@@ -155,6 +133,7 @@ describe("obelus ui in a browser", function()
     assert.are.equal(0, r.exit)
     assert.are.equal("done", r.runState)
     assert.is_true(r.samePage)
+    assert.is_true(r.events, "the page followed the run through its events stream")
     -- the second call was seen waiting or running, then done, on the same page
     local second = r.seen.second
     assert.are.equal("done", second[#second])

@@ -10,26 +10,9 @@ local TOOLS = "spec/cli/tools"
 local q = cli.quote
 local sh = cli.sh
 
-local function serve(extra)
-  local err = os.tmpname()
-  local pid = sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
-    q(cli.bin), q(os.getenv("TMPDIR") or "/tmp"), extra or "", q(err))):gsub("%s+$", "")
-  local url
-  for _ = 1, 250 do
-    url = cli.slurp(err):match("obelus ui: (http://%S+/)")
-    if url then break end
-    os.execute("sleep 0.02")
-  end
-  os.remove(err)
-  assert(url, "the server said no URL")
-  return url, pid
-end
-
-local function get(url)
-  local out = sh(("curl -s -w '\\n%%{http_code}' %s"):format(q(url)))
-  local body, code = out:match("^(.*)\n(%d+)$")
-  return tonumber(code), body
-end
+local ui = require "support.ui"
+local get = ui.req
+local function serve(extra) return ui.serve(os.getenv("TMPDIR") or "/tmp", extra) end
 
 describe("obelus ui --redis", function()
   local redis

@@ -12,34 +12,8 @@ local TOOLS = "spec/cli/tools"
 local q = cli.quote
 local sh = cli.sh
 
-local function tmpdir()
-  return (sh("mktemp -d"):gsub("%s+$", ""))
-end
-
-local function serve(dir, extra)
-  local err = os.tmpname()
-  local pid = sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
-    q(cli.bin), q(dir), extra or "", q(err))):gsub("%s+$", "")
-  local url
-  for _ = 1, 250 do
-    url = cli.slurp(err):match("obelus ui: (http://%S+/)")
-    if url then break end
-    os.execute("sleep 0.02")
-  end
-  os.remove(err)
-  assert(url, "the server said no URL")
-  return url, pid
-end
-
-local function stop(pid)
-  return os.execute("kill -TERM " .. pid .. " 2>/dev/null; wait " .. pid .. " 2>/dev/null")
-end
-
-local function req(url, args)
-  local out = sh(("curl -s -w '\\n%%{http_code}' %s %s"):format(args or "", q(url)))
-  local body, code = out:match("^(.*)\n(%d+)$")
-  return tonumber(code), body
-end
+local ui = require "support.ui"
+local tmpdir, serve, stop, req = ui.tmpdir, ui.serve, ui.stop, ui.req
 
 local function post(url, body, extra)
   local f = cli.tmpfile(body, ".json")
@@ -218,7 +192,7 @@ describe("obelus ui, live", function()
     end)
     assert.are.equal(409, (post(url .. "api/runs/" .. made.id .. "/resume", "{}")))
     assert.are.equal(200, (post(url .. "api/runs/" .. made.id .. "/cancel", "")))
-    local r = wait_run(url, made.id, function(x) return x.state == "killed-resumable" end)
+    wait_run(url, made.id, function(x) return x.state == "killed-resumable" end)
     assert.are.equal(0, count(path, '"journal":"end"'))
     assert.are.equal(409, (post(url .. "api/runs/" .. made.id .. "/cancel", "")))
     -- a fork from b with b's input set: a new run, a kept, b and c run again
@@ -242,7 +216,7 @@ describe("obelus ui, live", function()
     assert.are.equal(1, count(dir .. "/" .. forked.source, '"journal":"start","id":"a"'))
     -- resume: b runs again (it never finished); a does not
     assert.are.equal(200, (post(url .. "api/runs/" .. made.id .. "/resume", "{}")))
-    r = wait_run(url, made.id, function(x) return x.state == "running" end)
+    wait_run(url, made.id, function(x) return x.state == "running" end)
     assert.are.equal(1, count(path, '"journal":"start","id":"a"'))
     assert.are.equal(200, (post(url .. "api/runs/" .. made.id .. "/cancel", "")))
     wait_run(url, made.id, function(x) return x.state == "killed-resumable" end)

@@ -12,36 +12,8 @@ local q = cli.quote
 
 local sh = cli.sh
 
-local function tmpdir()
-  return (sh("mktemp -d"):gsub("%s+$", ""))
-end
-
--- a server on dir (extra: more arguments); returns its base URL and its pid
-local function serve(dir, extra)
-  local err = os.tmpname()
-  local pid = sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
-    q(cli.bin), q(dir), extra or "", q(err))):gsub("%s+$", "")
-  local url
-  for _ = 1, 200 do
-    url = cli.slurp(err):match("obelus ui: (http://%S+/)")
-    if url then break end
-    os.execute("sleep 0.02")
-  end
-  os.remove(err)
-  assert(url, "the server said no URL")
-  return url, pid
-end
-
-local function stop(pid)
-  os.execute("kill -TERM " .. pid .. " 2>/dev/null; wait " .. pid .. " 2>/dev/null")
-end
-
--- status and body of a request (curl args after the URL)
-local function get(url, args)
-  local out = sh(("curl -s -w '\\n%%{http_code}' %s %s"):format(args or "", q(url)))
-  local body, code = out:match("^(.*)\n(%d+)$")
-  return tonumber(code), body
-end
+local ui = require "support.ui"
+local tmpdir, serve, stop, get = ui.tmpdir, ui.serve, ui.stop, ui.req
 
 local function plan(json) return cli.tmpfile(json, ".json") end
 

@@ -1,0 +1,43 @@
+-- spec/support/ui.lua -- an `obelus ui` server for the ui specs (ui_spec, ui_live_spec,
+-- ui_fleet_spec, ui_browser_spec): started on a port the system picks, its address read
+-- from the line it says on stderr, stopped with SIGTERM; and curl's answer to a request.
+local cli = require "support.cli"
+
+local M = {}
+local q = cli.quote
+
+-- A new empty folder (its path).
+function M.tmpdir()
+  return (cli.sh("mktemp -d"):gsub("%s+$", ""))
+end
+
+-- A server on dir (extra: more arguments, as shell text): its base URL
+-- (http://127.0.0.1:PORT/, whatever the address it listens on) and its pid.
+function M.serve(dir, extra)
+  local err = os.tmpname()
+  local pid = cli.sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
+    q(cli.bin), q(dir), extra or "", q(err))):gsub("%s+$", "")
+  local port
+  for _ = 1, 250 do
+    port = cli.slurp(err):match("obelus ui: http://%S+:(%d+)/")
+    if port then break end
+    os.execute("sleep 0.02")
+  end
+  os.remove(err)
+  assert(port, "the server said no URL")
+  return "http://127.0.0.1:" .. port .. "/", pid
+end
+
+function M.stop(pid)
+  os.execute("kill -TERM " .. pid .. " 2>/dev/null; wait " .. pid .. " 2>/dev/null")
+end
+
+-- Status and body of a request to url (args: more curl arguments; the path is sent as
+-- it is, no .. folded by curl).
+function M.req(url, args)
+  local out = cli.sh(("curl -s --path-as-is -w '\\n%%{http_code}' %s %s"):format(args or "", q(url)))
+  local body, code = out:match("^(.*)\n(%d+)$")
+  return tonumber(code), body
+end
+
+return M
