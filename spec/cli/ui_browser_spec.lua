@@ -22,18 +22,7 @@ end
 local ui = require "support.ui"
 local serve, stop = ui.serve, ui.stop
 
--- a browser script's report
-local function browse(script, args)
-  local errf = os.tmpname()
-  local out = sh(("timeout -s KILL 150 node spec/browser/%s %s 2>%s"):format(script, q(cjson.encode(args)), q(errf)))
-  local line = out:match("([^\n]+)\n*$") or ""
-  local ok, r = pcall(cjson.decode, line)
-  local err = cli.slurp(errf)
-  os.remove(errf)
-  assert(ok and type(r) == "table", script .. " printed no report: " .. out .. err)
-  assert(r.error == nil, script .. ": " .. tostring(r.error))
-  return r
-end
+local browse = ui.browse
 
 local get = ui.req
 

@@ -17,44 +17,8 @@ local function have_chromium()
   return os.execute("test -x /usr/bin/chromium && command -v node >/dev/null 2>&1") == true
 end
 
--- a server on dir (extra: more arguments); its base URL (always 127.0.0.1) and pid
-local function serve(dir, extra)
-  local err = os.tmpname()
-  local pid = sh(("%s ui --journals %s --port 0 %s 2>%s >/dev/null & echo $!"):format(
-    q(cli.bin), q(dir), extra or "", q(err))):gsub("%s+$", "")
-  local port
-  for _ = 1, 250 do
-    port = cli.slurp(err):match("obelus ui: http://%S+:(%d+)/")
-    if port then break end
-    os.execute("sleep 0.02")
-  end
-  os.remove(err)
-  assert(port, "the server said no URL")
-  return "http://127.0.0.1:" .. port .. "/", pid
-end
-
-local function stop(pid)
-  os.execute("kill -TERM " .. pid .. " 2>/dev/null; wait " .. pid .. " 2>/dev/null")
-end
-
--- a browser script's report
-local function browse(script, args)
-  local errf = os.tmpname()
-  local out = sh(("timeout -s KILL 150 node spec/browser/%s %s 2>%s"):format(script, q(cjson.encode(args)), q(errf)))
-  local line = out:match("([^\n]+)\n*$") or ""
-  local ok, r = pcall(cjson.decode, line)
-  local err = cli.slurp(errf)
-  os.remove(errf)
-  assert(ok and type(r) == "table", script .. " printed no report: " .. out .. err)
-  assert(r.error == nil, script .. ": " .. tostring(r.error))
-  return r
-end
-
-local function req(url, args)
-  local out = sh(("curl -s -w '\\n%%{http_code}' %s %s"):format(args or "", q(url)))
-  local body, code = out:match("^(.*)\n(%d+)$")
-  return tonumber(code), body
-end
+local ui = require "support.ui"
+local serve, stop, browse, req = ui.serve, ui.stop, ui.browse, ui.req
 
 local function post(url, body)
   local f = cli.tmpfile(body, ".json")

@@ -40,4 +40,20 @@ function M.req(url, args)
   return tonumber(code), body
 end
 
+-- The report of a browser script (spec/browser/SCRIPT, its arguments as JSON): the one
+-- JSON object it prints; fails when it prints none or says an error.
+function M.browse(script, args)
+  local cjson = require "cjson"
+  local errf = os.tmpname()
+  local out = cli.sh(("timeout -s KILL 150 node spec/browser/%s %s 2>%s"):format(
+    script, q(cjson.encode(args)), q(errf)))
+  local line = out:match("([^\n]+)\n*$") or ""
+  local ok, r = pcall(cjson.decode, line)
+  local err = cli.slurp(errf)
+  os.remove(errf)
+  assert(ok and type(r) == "table", script .. " printed no report: " .. out .. err)
+  assert(r.error == nil, script .. ": " .. tostring(r.error))
+  return r
+end
+
 return M
