@@ -100,12 +100,7 @@ int ob_cmd_ui(int argc, char **argv) {
     ob_engine_free(e);
     return rc;
   }
-  ob_run_options limits = {.concurrency = o.concurrency, /* as `obelus run` takes them */
-                           .max_depth = o.max_depth,
-                           .call_timeout_ms = (uint32_t)o.call_timeout_ms,
-                           .max_output = o.max_output_kb << 10,
-                           .max_slice_ms = (unsigned)o.max_slice_ms,
-                           .max_calls = o.max_calls};
+  ob_run_options limits = ob_cmd_run_limits(&o); /* as `obelus run` takes them */
   ob_ui_config cfg = {.journals = dirs, .njournals = ndirs, .bind = bind, .port = (int)port,
                       .token = token, .engine = o.ntools ? e : NULL, .redis = o.redis,
                       .queue = o.queue, .limits = &limits};

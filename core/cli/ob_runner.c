@@ -656,25 +656,30 @@ int ob_runner_run(ob_runner *rn, ob_drun *d) {
   return rc;
 }
 
+ob_run_options ob_cmd_run_limits(const ob_cmd_options *o) {
+  ob_run_options ro = {.concurrency = o->concurrency,
+                       .max_depth = o->max_depth,
+                       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
+                       .max_output = o->max_output_kb << 10,
+                       .max_slice_ms = (unsigned)o->max_slice_ms,
+                       .max_calls = o->max_calls};
+  return ro;
+}
+
 /* The options of a run started from the command line (log: a shared log, or NULL). */
 ob_run_options ob_runner_run_options(const ob_cmd_options *o, ob_runner *rn, ob_wal *journal,
                                      ob_log *log) {
   if (journal)
     rn->journal = journal; /* its failure stops the drive */
-  ob_run_options ro = {.concurrency = o->concurrency,
-                       .max_depth = o->max_depth,
-                       .approve = o->approve ? ob_cli_approve_tty : NULL,
-                       .call_timeout_ms = (uint32_t)o->call_timeout_ms,
-                       .max_output = o->max_output_kb << 10,
-                       .max_slice_ms = (unsigned)o->max_slice_ms,
-                       .max_calls = o->max_calls,
-                       .calls_used = &rn->calls_used,
-                       .journal = journal,
-                       .log = log,
-                       .plans_root = o->root,
-                       .on_event = on_event,
-                       .on_done = on_done,
-                       .ud = rn};
+  ob_run_options ro = ob_cmd_run_limits(o);
+  ro.approve = o->approve ? ob_cli_approve_tty : NULL;
+  ro.calls_used = &rn->calls_used;
+  ro.journal = journal;
+  ro.log = log;
+  ro.plans_root = o->root;
+  ro.on_event = on_event;
+  ro.on_done = on_done;
+  ro.ud = rn;
   return ro;
 }
 

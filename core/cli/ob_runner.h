@@ -60,6 +60,10 @@ typedef struct ob_cmd_options {
  * help was printed (exit 0), or OB_EXIT_USAGE said on stderr. */
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help);
 
+/* The run options' limits as o gives them (concurrency, max_depth, call_timeout_ms,
+ * max_output, max_slice_ms, max_calls), the rest zero: what every command's runs obey. */
+ob_run_options ob_cmd_run_limits(const ob_cmd_options *o);
+
 /* The plans root (--plans-root, or PLAN's folder) as a real path in o->root:
  * OB_EXIT_OK, or 2 said on stderr. */
 int ob_cmd_plans_root(ob_cmd_options *o);

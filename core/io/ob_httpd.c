@@ -231,6 +231,21 @@ static int dispatch(struct lws *wsi, session *s) {
 
 static int add_extra(struct lws *wsi, const char *extra, unsigned char **p, unsigned char *end);
 
+/* The response's headers written (len: the body's length, or LWS_ILLEGAL_HTTP_CONTENT_LEN
+ * for a stream's, which has none), into buf's room after LWS_PRE: 0, or -1. */
+static int write_headers(struct lws *wsi, session *s, lws_filepos_t len, unsigned char *start,
+                         unsigned char *end) {
+  unsigned char *p = start;
+  if (lws_add_http_common_headers(wsi, (unsigned int)s->status, s->ctype, len, &p, end) ||
+      add_extra(wsi, s->extra, &p, end) ||
+      lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
+                                  (const unsigned char *)"no-store", 8, &p, end) ||
+      lws_finalize_write_http_header(wsi, start, &p, end))
+    return -1;
+  s->headers_done = 1;
+  return 0;
+}
+
 /* A stream's turn to write: the headers, then what is queued, 64 KB at a time. */
 static int write_stream(struct lws *wsi, session *s) {
   ob_httpd_stream *st = s->stream;
@@ -238,17 +253,10 @@ static int write_stream(struct lws *wsi, session *s) {
     return -1;
   size_t size = LWS_PRE + HTTPD_STREAM_CHUNK + 1024;
   unsigned char *buf = ob_xmalloc(size);
-  unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + size - 1;
+  unsigned char *start = buf + LWS_PRE, *end = buf + size - 1;
   int rc = 0;
   if (!s->headers_done) {
-    if (lws_add_http_common_headers(wsi, (unsigned int)s->status, s->ctype,
-                                    LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
-        add_extra(wsi, s->extra, &p, end) ||
-        lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
-                                    (const unsigned char *)"no-store", 8, &p, end) ||
-        lws_finalize_write_http_header(wsi, start, &p, end))
-      rc = -1;
-    s->headers_done = 1;
+    rc = write_headers(wsi, s, LWS_ILLEGAL_HTTP_CONTENT_LEN, start, end);
   } else if (st->sent < st->out.len) {
     size_t n = st->out.len - st->sent > HTTPD_STREAM_CHUNK ? HTTPD_STREAM_CHUNK
                                                            : st->out.len - st->sent;
@@ -295,15 +303,10 @@ static int write_some(struct lws *wsi, session *s) {
   if (s->stream)
     return write_stream(wsi, s);
   unsigned char buf[LWS_PRE + HTTPD_CHUNK + 1024];
-  unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+  unsigned char *start = buf + LWS_PRE, *end = buf + sizeof buf - 1;
   if (!s->headers_done) {
-    if (lws_add_http_common_headers(wsi, (unsigned int)s->status, s->ctype, s->out.len, &p, end) ||
-        add_extra(wsi, s->extra, &p, end) ||
-        lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
-                                    (const unsigned char *)"no-store", 8, &p, end) ||
-        lws_finalize_write_http_header(wsi, start, &p, end))
+    if (write_headers(wsi, s, s->out.len, start, end))
       return 1;
-    s->headers_done = 1;
     if (s->out.len) {
       lws_callback_on_writable(wsi);
       return 0;

@@ -6,7 +6,6 @@
 -- from a call with a value set; and the fleet page with a real redis-server and two real
 -- workers, a job's row opening its run. Clicks in the page; the API only to set up and
 -- to check. Every wait is for a state the page or the server shows, capped.
-local cjson = require "cjson"
 local cli = require "support.cli"
 local servers = require "support.servers"
 
@@ -18,36 +17,15 @@ local function have_chromium()
 end
 
 local ui = require "support.ui"
-local serve, stop, browse, req = ui.serve, ui.stop, ui.browse, ui.req
+local serve, stop, browse = ui.serve, ui.stop, ui.browse
+local wait_run, count = ui.wait_run, ui.count
 
-local function post(url, body)
-  local f = cli.tmpfile(body, ".json")
-  local code, out = req(url, ("-X POST --data-binary @%s"):format(q(f)))
-  return code, out and out:match("^[%[{]") and cjson.decode(out) or out
-end
-
--- polls the run's detail until pred holds (at most ~20 s); returns it
-local function wait_run(url, id, pred)
-  local r
-  for _ = 1, 1000 do
-    local code, body = req(url .. "api/runs/" .. id)
-    r = code == 200 and cjson.decode(body) or nil
-    if r and pred(r) then return r end
-    os.execute("sleep 0.02")
-  end
-  error("the run never got there: " .. cjson.encode(r or {}))
-end
+local function post(url, body) return ui.json(ui.post(url, body)) end
 
 local function calls_of(r)
   local by = {}
   for _, c in ipairs(r.run.calls) do by[c.id] = c end
   return by
-end
-
-local function count(path, pat)
-  local n = 0
-  for l in io.lines(path) do if l:find(pat, 1, true) then n = n + 1 end end
-  return n
 end
 
 describe("obelus ui in a browser, steering", function()

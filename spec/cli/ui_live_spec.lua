@@ -14,27 +14,7 @@ local sh = cli.sh
 
 local ui = require "support.ui"
 local tmpdir, serve, stop, req = ui.tmpdir, ui.serve, ui.stop, ui.req
-
-local function post(url, body, extra)
-  local f = cli.tmpfile(body, ".json")
-  return req(url, ("-X POST --data-binary @%s %s"):format(q(f), extra or ""))
-end
-
-local function json(code, body)
-  return code, body and body:match("^[%[{]") and cjson.decode(body) or body
-end
-
--- polls the run's summary until pred holds (at most ~20 s); returns the last
-local function wait_run(url, id, pred)
-  local r
-  for _ = 1, 1000 do
-    local code, body = req(url .. "api/runs/" .. id)
-    r = code == 200 and cjson.decode(body) or nil
-    if r and pred(r) then return r end
-    os.execute("sleep 0.02")
-  end
-  error("the run never got there: " .. cjson.encode(r or {}))
-end
+local post, json, wait_run, count = ui.post, ui.json, ui.wait_run, ui.count
 
 -- the events of a run, read by curl in the background into a file
 local function follow(url, id)
@@ -60,12 +40,6 @@ end
 
 local SLOW = [=[[{"_id":"a","_tool":"sleepy","ms":300,"value":1,"_outputPath":"†state.a"},
   {"_id":"b","_tool":"sleepy","ms":300,"value":"†state.a","_outputPath":"†state.b"}]]=]
-
-local function count(path, pat)
-  local n = 0
-  for l in io.lines(path) do if l:find(pat, 1, true) then n = n + 1 end end
-  return n
-end
 
 describe("obelus ui, live", function()
   local dir, url, pid

@@ -40,6 +40,37 @@ function M.req(url, args)
   return tonumber(code), body
 end
 
+-- A POST of body (a JSON text) to url: status and body, as M.req.
+function M.post(url, body, extra)
+  local f = cli.tmpfile(body, ".json")
+  return M.req(url, ("-X POST --data-binary @%s %s"):format(q(f), extra or ""))
+end
+
+-- code and body, the body decoded when it is JSON.
+function M.json(code, body)
+  return code, body and body:match("^[%[{]") and require("cjson").decode(body) or body
+end
+
+-- Polls GET /api/runs/ID until pred(the run) holds (at most ~20 s): the run.
+function M.wait_run(url, id, pred)
+  local cjson = require "cjson"
+  local r
+  for _ = 1, 1000 do
+    local code, body = M.req(url .. "api/runs/" .. id)
+    r = code == 200 and cjson.decode(body) or nil
+    if r and pred(r) then return r end
+    os.execute("sleep 0.02")
+  end
+  error("the run never got there: " .. cjson.encode(r or {}))
+end
+
+-- The lines of the file at path that hold pat (plain text).
+function M.count(path, pat)
+  local n = 0
+  for l in io.lines(path) do if l:find(pat, 1, true) then n = n + 1 end end
+  return n
+end
+
 -- The report of a browser script (spec/browser/SCRIPT, its arguments as JSON): the one
 -- JSON object it prints; fails when it prints none or says an error.
 function M.browse(script, args)
