@@ -9,7 +9,7 @@ PKGS    := lua5.4 lua5.4-luv jansson libpcre2-8 libuv libcurl hiredis libwebsock
 BUILD_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
               libuv1-dev lua-luv lua-luv-dev libjansson-dev libpcre2-dev \
               libcurl4-openssl-dev libhiredis-dev libwebsockets-dev libwebsockets-evlib-uv \
-              graphviz
+              zlib1g-dev graphviz
 # and what the tests and benchmarks drive
 DEB_PKGS := $(BUILD_PKGS) lua-busted json-schema-test-suite valgrind lua-check man-db \
             nginx-light openssl curl nodejs time redis-server zsh bash-completion chromium

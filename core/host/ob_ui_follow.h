@@ -21,8 +21,10 @@ ob_ui_follow *ob_ui_follow_new(uv_loop_t *loop, ob_ui_snapshot_fn snapshot, void
  * --journals folder, checked by the caller): `event: snapshot` (the whole run), then
  * `event: records` (a JSON array of the journal's new records, as it holds them) as the
  * file grows, `event: end` ({"exit": N}) once its end record is read, after which the
- * stream ends. Returns 0, or -1 with res answered (the file cannot be read: 404). */
-int ob_ui_follow_attach(ob_ui_follow *f, const char *path, ob_httpd_res *res);
+ * stream ends. gzip: the client takes it (Accept-Encoding): the stream is then gzip,
+ * each event compressed once for all such viewers (ob_gzip.h). Returns 0, or -1 with
+ * res answered (the file cannot be read: 404). */
+int ob_ui_follow_attach(ob_ui_follow *f, const char *path, int gzip, ob_httpd_res *res);
 
 /* An event of the server's own (a call waiting for approval) to every viewer of path:
  * `event: NAME`, data the JSON text json. Nothing when nobody views it. */

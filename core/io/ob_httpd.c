@@ -32,8 +32,10 @@
 #include "io/ob_httpd.h"
 #include "io/ob_lws.h"
 
-#define HTTPD_CHUNK 4096   /* a response's bytes written at a writable callback */
-#define HTTPD_STREAM_CHUNK 65536 /* a stream's: the events of a busy run come in bulk */
+#define HTTPD_CHUNK 65536 /* a response's bytes written at a writable callback: each turn
+                             costs the loop a poll change (a run's detail may be 40 MB) */
+#define HTTPD_STREAM_CHUNK 262144 /* a stream's: the events of a busy run come in bulk, to
+                                     each of its viewers */
 #define HTTPD_MAX_BODY ((size_t)1 << 20)
 #define HTTPD_MAX_QUEUED ((size_t)16 << 20) /* a stream's client this far behind is cut off */
 
@@ -143,6 +145,7 @@ int ob_httpd_header(const ob_httpd_req *req, const char *name, char *buf, size_t
       {"origin:", WSI_TOKEN_ORIGIN},          {"authorization:", WSI_TOKEN_HTTP_AUTHORIZATION},
       {"cookie:", WSI_TOKEN_HTTP_COOKIE},     {"host:", WSI_TOKEN_HOST},
       {"user-agent:", WSI_TOKEN_HTTP_USER_AGENT}, {"referer:", WSI_TOKEN_HTTP_REFERER},
+      {"accept-encoding:", WSI_TOKEN_HTTP_ACCEPT_ENCODING},
   };
   for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
     if (strcmp(key, known[i].name) != 0)
@@ -302,26 +305,29 @@ static int add_extra(struct lws *wsi, const char *extra, unsigned char **p, unsi
 static int write_some(struct lws *wsi, session *s) {
   if (s->stream)
     return write_stream(wsi, s);
-  unsigned char buf[LWS_PRE + HTTPD_CHUNK + 1024];
-  unsigned char *start = buf + LWS_PRE, *end = buf + sizeof buf - 1;
+  size_t size = LWS_PRE + HTTPD_CHUNK + 1024;
+  unsigned char *buf = ob_xmalloc(size);
+  unsigned char *start = buf + LWS_PRE, *end = buf + size - 1;
+  int rc = 0, more = 0;
   if (!s->headers_done) {
     if (write_headers(wsi, s, s->out.len, start, end))
-      return 1;
-    if (s->out.len) {
-      lws_callback_on_writable(wsi);
-      return 0;
-    }
+      rc = 1;
+    more = s->out.len > 0;
   } else {
     size_t n = s->out.len - s->sent > HTTPD_CHUNK ? HTTPD_CHUNK : s->out.len - s->sent;
     memcpy(start, s->out.data + s->sent, n);
     int final = s->sent + n == s->out.len;
     if (lws_write(wsi, start, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
-      return 1;
+      rc = 1;
     s->sent += n;
-    if (!final) {
-      lws_callback_on_writable(wsi);
-      return 0;
-    }
+    more = !final;
+  }
+  free(buf);
+  if (rc)
+    return rc;
+  if (more) {
+    lws_callback_on_writable(wsi);
+    return 0;
   }
   int close = s->too_big; /* its body was not read: the connection cannot go on */
   session_clear(s);

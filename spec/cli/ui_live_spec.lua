@@ -103,6 +103,78 @@ describe("obelus ui, live", function()
     assert.are.same({ name = "end", data = { exit = 0 } }, after[2])
   end)
 
+  it("streams gzip to a client that takes it: each viewer a whole gzip stream, the same events", function()
+    -- a gate, then 400 calls at once: batches of records past 16 KB, compressed by the
+    -- loop's thread pool, with small events between them compressed on the loop
+    local calls = { { _id = "gate", _tool = "sleepy", ms = 700, value = 0, _outputPath = "†state.gate" } }
+    for k = 1, 400 do
+      calls[#calls + 1] = { _id = "e" .. k, _tool = "echo", value = "†state.gate", _outputPath = "†state.e" .. k }
+    end
+    local plan = cli.tmpfile(cjson.encode(calls), ".json")
+    local journal = dir .. "/gz.jsonl"
+    local rpid = sh(("%s run %s --tools %s --journal %s >/dev/null 2>&1 & echo $!"):format(
+      q(cli.bin), q(plan), TOOLS, q(journal))):gsub("%s+$", "")
+    local id
+    for _ = 1, 500 do
+      local _, body = req(url .. "api/runs")
+      for _, r in ipairs(cjson.decode(body).runs) do
+        if r.source == "gz.jsonl" then id = r.id end
+      end
+      if id then break end
+      os.execute("sleep 0.02")
+    end
+    assert.truthy(id)
+    local ev_url = q(url .. "api/runs/" .. id .. "/events")
+    local gz, hdr, plain = os.tmpname(), os.tmpname(), os.tmpname()
+    local gpid = sh(("timeout 30 curl -sN -H 'Accept-Encoding: gzip' -D %s %s >%s 2>/dev/null & echo $!"):format(
+      q(hdr), ev_url, q(gz))):gsub("%s+$", "")
+    local ppid = sh(("timeout 30 curl -sN %s >%s 2>/dev/null & echo $!"):format(ev_url, q(plain))):gsub("%s+$", "")
+    os.execute("wait " .. rpid .. " 2>/dev/null")
+    for _ = 1, 1000 do -- both streams end with the run (curl has gone)
+      if not cli.sh(("kill -0 %s %s 2>/dev/null && echo up"):format(gpid, ppid)):match("up") then break end
+      os.execute("sleep 0.02")
+    end
+    assert.truthy(cli.slurp(hdr):lower():match("content%-encoding: gzip"))
+    assert.is_nil(cli.slurp(plain):match("^\31\139")) -- not asked for: as it is
+    -- a whole gzip stream (its CRC and length checked by gzip -t), of the same events
+    assert.is_true(os.execute("gzip -t " .. q(gz) .. " 2>/dev/null"))
+    local text = cli.sh("gzip -dc " .. q(gz))
+    local function settled(list)
+      local ids, n = {}, 0
+      for _, e in ipairs(list) do
+        if e.name == "snapshot" then
+          for _, c in ipairs(e.data.run.calls) do
+            if c.state == "done" and not ids[c.id] then ids[c.id], n = true, n + 1 end
+          end
+        elseif e.name == "records" then
+          for _, r in ipairs(e.data) do
+            if r.journal == "settled" and not ids[r.id] then ids[r.id], n = true, n + 1 end
+          end
+        end
+      end
+      return n, list[#list]
+    end
+    local n1, last1 = settled(events(text))
+    local n2, last2 = settled(events(cli.slurp(plain)))
+    assert.are.equal(401, n1)
+    assert.are.equal(401, n2)
+    assert.are.same({ name = "end", data = { exit = 0 } }, last1)
+    assert.are.same(last1, last2)
+    assert.is_true(#cli.slurp(gz) * 4 < #text, "compressed to under a quarter")
+    -- one who comes after the end: its snapshot and end, a whole gzip stream too
+    local after = os.tmpname()
+    sh(("curl -sN --max-time 10 -H 'Accept-Encoding: gzip' %s >%s"):format(ev_url, q(after)))
+    assert.is_true(os.execute("gzip -t " .. q(after) .. " 2>/dev/null"))
+    local ev = events(cli.sh("gzip -dc " .. q(after)))
+    assert.are.equal(2, #ev)
+    assert.are.equal("done", ev[1].data.state)
+    assert.are.same({ name = "end", data = { exit = 0 } }, ev[2])
+    -- and q=0 is a no
+    local code, body = req(url .. "api/runs/" .. id .. "/events", "-N --max-time 10 -H 'Accept-Encoding: gzip;q=0, identity'")
+    assert.are.equal(200, code)
+    assert.truthy(body:match("^retry: 1000\nevent: snapshot"))
+  end)
+
   it("starts a run from a POST, journaled under the folder's ui/, and runs it", function()
     local code, made = json(post(url .. "api/runs",
       '{"plan": ' .. SLOW .. ', "name": "first <b>", "input": {"x": 1}}'))
