@@ -83,15 +83,21 @@
     d.cancel = () => clearTimeout(t);
     return d;
   }
-  async function api(method, path, body) {
+  // (wantText: the answer's text too, to tell a list that changed from one that did not)
+  async function api(method, path, body, wantText) {
     const opt = { method, credentials: 'same-origin', headers: {} };
     if (body !== undefined) {
       opt.headers['Content-Type'] = 'application/json';
       opt.body = JSON.stringify(body);
     }
     const r = await fetch(path, opt);
-    const text = await r.text();
     let j = null;
+    if (!wantText && r.ok && (r.headers.get('content-type') || '').startsWith('application/json')) {
+      // parsed from the bytes (no text made first: a light run of 100,000 calls is 11 MB)
+      try { j = await r.json(); } catch (e) { j = null; }
+      return { json: j };
+    }
+    const text = await r.text();
     try { j = text ? JSON.parse(text) : null; } catch (e) { j = null; }
     if (!r.ok) {
       const err = new Error((j && j.error) || `${r.status} ${r.statusText}`);
@@ -223,7 +229,7 @@
       if (gone) return;
       if (!document.hidden) {
         try {
-          const r = await api('GET', '/api/runs');
+          const r = await api('GET', '/api/runs', undefined, true);
           err.textContent = '';
           if (r.text !== last) { last = r.text; runs = (r.json && r.json.runs) || []; draw(); }
           drawn();
@@ -274,7 +280,18 @@
 
   // --- one run: its model ------------------------------------------------------------------
 
-  const keyOf = (scope, id) => scope + '\x1f' + id;
+  // calls by scope, then id: a Map per scope (no key string made per call: a run of
+  // 100,000 calls is read without 100,000 of them)
+  class Keys {
+    constructor() { this.scopes = new Map(); }
+    get(scope, id) { const m = this.scopes.get(scope); return m ? m.get(id) : undefined; }
+    set(scope, id, i) {
+      let m = this.scopes.get(scope);
+      if (!m) this.scopes.set(scope, m = new Map());
+      m.set(id, i);
+    }
+  }
+  const NONE = Object.freeze([]); // a call's progress until it has some (one list for all)
 
   // The run as the page holds it: the API's detail, and what is worked out of it (the
   // calls' order as a tree, each with its depth; the calls by scope and id).
@@ -285,20 +302,20 @@
       this.run = detail.run || { calls: [] };
       this.calls = this.run.calls || [];
       this.t0 = this.run.t0_us || 0;
-      this.byKey = new Map();
+      this.byKey = new Keys();
       this.calls.forEach((c, i) => {
         c.attempts = c.attempts || [];
-        c.progress = c.progress || [];
-        this.byKey.set(keyOf(c.scope || '', c.id), i);
+        c.progress = c.progress || NONE;
+        this.byKey.set(c.scope || '', c.id, i);
       });
       this.scopes = this.scopes || new Map(); // a journal's scope numbers, as its records define them
       this.markWaiting(detail.waiting);
       this.layout();
     }
     markWaiting(list) {
-      for (const c of this.calls) { c._waiting = null; }
+      for (const c of this.calls) if (c._waiting) c._waiting = null; // (no new field on each)
       for (const w of list || []) {
-        const i = this.byKey.get(keyOf(w.scope || '', w.call));
+        const i = this.byKey.get(w.scope || '', w.call);
         if (i !== undefined) this.calls[i]._waiting = w;
       }
     }
@@ -311,7 +328,7 @@
       const s = c.scope || '';
       if (!s) return -1;
       const k = s.lastIndexOf('/');
-      const p = k < 0 ? this.byKey.get(keyOf('', s)) : this.byKey.get(keyOf(s.slice(0, k), s.slice(k + 1)));
+      const p = k < 0 ? this.byKey.get('', s) : this.byKey.get(s.slice(0, k), s.slice(k + 1));
       return p === undefined || p === i ? -1 : p;
     }
     layout() {
@@ -364,12 +381,12 @@
     }
     // a call known by scope and id, made when a live record names one not seen yet
     call(scope, id, make) {
-      const i = this.byKey.get(keyOf(scope, id));
+      const i = this.byKey.get(scope, id);
       if (i !== undefined) return i;
       if (!make) return -1;
       this.calls.push({ id, scope, tool: '', instance: null, state: 'running', attempts: [], progress: [],
-        params: null, output: null, error: null, deps: [] });
-      this.byKey.set(keyOf(scope, id), this.calls.length - 1);
+        deps: [] }); // (its params and output: asked for when it is chosen)
+      this.byKey.set(scope, id, this.calls.length - 1);
       this.grown = true;
       return this.calls.length - 1;
     }
@@ -433,7 +450,9 @@
         }
         case 'progress': {
           i = this.call(scope, r.id, true);
-          this.calls[i].progress.push([r.attempt, rel, r.data]);
+          const c = this.calls[i];
+          if (c.progress === NONE) c.progress = [];
+          c.progress.push([r.attempt, rel, r.data]);
           break;
         }
         case 'end':
@@ -629,7 +648,7 @@
     async function refetch() {
       const seq = page.fetches = (page.fetches || 0) + 1;
       try {
-        const r = await api('GET', runPath(id));
+        const r = await api('GET', runPath(id) + '?calls=light');
         if (page.gone || seq !== page.fetches) return; // a later one was asked for: it wins
         setDetail(r.json);
       } catch (e) { err.textContent = 'cannot read the run: ' + e.message; }
@@ -711,8 +730,8 @@
         drawn();
         return;
       }
-      try {
-        const r = await api('GET', runPath(id));
+      try { // light: what the page draws; a call's params and output when it is chosen
+        const r = await api('GET', runPath(id) + '?calls=light');
         if (page.gone) return;
         setDetail(r.json);
       } catch (e) {
@@ -1121,8 +1140,28 @@
     }
   });
 
+  // A call of a light run (GET /api/runs/ID?calls=light) has no params, output or error
+  // until it is chosen: they are asked for then (GET /api/runs/ID/calls/I), and again
+  // when its state has changed since.
+  async function readCall(page, i) {
+    const m = page.m, c = m.calls[i], st = m.state(i);
+    if (c._reading) return;
+    c._reading = true;
+    try {
+      const r = await api('GET', runPath(page.id) + '/calls/' + i);
+      if (page.m !== m || m.calls[i] !== c) return; // the run was read again meanwhile
+      for (const k of ['params', 'resolved', 'output', 'error']) c[k] = r.json[k] ?? null;
+      c._got = st;
+    } catch (e) {
+      c._got = st; c.params = c.params ?? null; c.error = c.error ?? 'cannot read the call: ' + e.message;
+    } finally { c._reading = false; }
+    if (page.chosen === i && panel && panel.page === page) openPanel(page, i);
+  }
+
   function openPanel(page, i) {
     const m = page.m, c = m.calls[i], st = m.state(i);
+    const unread = !STATIC && (!('params' in c) || (c._got !== undefined && c._got !== st));
+    if (unread) readCall(page, i);
     const wasFocused = panel && panel.contains(document.activeElement);
     const box = panel || h('aside', { class: 'panel', id: 'panel', 'aria-label': 'the chosen call' });
     box.page = page;
@@ -1148,7 +1187,8 @@
     if (a.length) parts.push(...sec('attempts', h('ol', null, ...a.map((x) =>
       h('li', { class: x[2] ? 'failed' : null, text: `at ${fmtDur(x[0])}, ${x[1] === null ? 'running' : 'took ' + fmtDur(x[1] - x[0])}` +
         (x[2] ? ' — ' + x[2] : '') })))));
-    parts.push(...sec('params as written', h('pre', { id: 'panel-params', text: pretty(c.params) })));
+    if (unread && !('params' in c)) parts.push(h('p', { class: 'note', text: 'reading the call…' }));
+    else parts.push(...sec('params as written', h('pre', { id: 'panel-params', text: pretty(c.params) })));
     if (c.resolved !== undefined && c.resolved !== null)
       parts.push(...sec('params as the call read them', h('pre', { id: 'panel-resolved', text: pretty(c.resolved) })));
     if (c.output !== null && c.output !== undefined) parts.push(...sec('output', h('pre', { id: 'panel-output', text: pretty(c.output) })));
@@ -1269,7 +1309,7 @@
       if (gone) return;
       if (!document.hidden) {
         try {
-          const r = await api('GET', '/api/fleet');
+          const r = await api('GET', '/api/fleet', undefined, true);
           err.textContent = '';
           if (r.text !== last) { last = r.text; draw(r.json || {}); }
         } catch (e) {

@@ -10,7 +10,10 @@
  *   GET /api/runs/{id}   one run as `obelus report` draws it (ob_trace.h's OB_TRACE_RUN:
  *                        its plan file, exit, every call with its state, attempts and
  *                        times, params, output or error, progress; sub-plans' calls with
- *                        their scope), plus its summary above
+ *                        their scope), plus its summary above; ?calls=light: each call
+ *                        without params, resolved, output and error (ob_ui_store.h), what
+ *                        the page draws first
+ *   GET /api/runs/{id}/calls/{i}   the call at index i of the run's calls, whole
  *   GET /api/runs/{id}/state?at=N   the documents as of message N, as `obelus log --at N`
  *                        prints them ({"at", "documents", "instances"}), and "messages"
  *                        (how many the journal holds); without at, as it ends
@@ -34,9 +37,11 @@
  * from a web page is taken only from an origin of this machine (or of the address it
  * listens on), never from a name (DNS rebinding): 403.
  *
- * Costs: a journal is read (ob_trace_build) when it is asked for, and for the list
- * once per change of its size or time, its summary kept; the folders are walked at
- * every list. */
+ * Costs: a journal is read (ob_trace_build) once per change of its size or time, its
+ * summary kept, and its run as text for the newest asked (ob_ui_store.c: the page of a
+ * 100,000-call run kept is a copy of 11 MB); the log of the last journal asked for its
+ * documents is kept likewise (the slider asks one point after another); the folders
+ * are walked at every list. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,23 +61,25 @@
 #include "host/ob_ui_fleet.h"
 #include "host/ob_ui_follow.h"
 #include "host/ob_ui_runs.h"
+#include "host/ob_ui_store.h"
 #include "io/ob_httpd.h"
 #include "log/ob_journal.h"
 #include "log/ob_log.h"
 
 #define UI_MAX_DEPTH 32 /* folders below a --journals folder walked at most */
-
-typedef struct summary {
-  long long size, mtime_ns; /* the file as it was read */
-  ob_value *value;          /* its summary (without id, source, dir) */
-} summary;
+/* the runs kept read as text, the newest asked first, while their journals total this
+ * much (ob_ui_store.h: a 100,000-call run's journal is 43 MB, its text 50 MB) */
+#define UI_RUNS_KEPT_BYTES ((long long)256 << 20)
 
 struct ob_ui {
   ob_httpd *http;
   char **dirs;
   size_t ndirs;
   char *token;
-  ob_map cache;        /* absolute path -> summary */
+  ob_ui_store *store;  /* the journals read: summaries, and runs as text */
+  ob_log *log;         /* the log of the journal last asked for its documents (log_of) */
+  char *log_path;
+  long long log_size, log_mtime;
   ob_map index;        /* id -> absolute path (char *), as the last walk found them */
   ob_ui_follow *follow; /* the journals viewed live */
   ob_ui_runs *runs;    /* the runs this server drives (NULL: no --tools) */
@@ -94,76 +101,6 @@ static void run_id(size_t dir, const char *rel, char out[17]) {
   for (const char *s = rel; *s; s++)
     h = (h ^ (unsigned char)*s) * 1099511628211ULL;
   snprintf(out, 17, "%016llx", (unsigned long long)h);
-}
-
-/* --- summaries ------------------------------------------------------------------------ */
-
-/* 1 when another process holds the journal locked: its run is going on. */
-static int locked(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0)
-    return 0;
-  int held = flock(fd, LOCK_SH | LOCK_NB) != 0;
-  close(fd);
-  return held;
-}
-
-/* What the list says of a run, from its journal as the report reads it. */
-static ob_value *summarize(const char *path, const ob_value *run) {
-  ob_value *s = ob_object();
-  const ob_value *exit = ob_object_get(run, "exit", 4), *calls = ob_object_get(run, "calls", 5);
-  const ob_value *t0 = ob_object_get(run, "t0_us", 5), *dur = ob_object_get(run, "duration_us", 11);
-  const char *state = exit && ob_typeof(exit) == OB_INT
-                          ? (ob_int_value(exit) == 0 ? "done" : "failed")
-                      : locked(path) ? "running"
-                                     : "killed-resumable";
-  s = ob_object_set(s, "state", 5, ob_cstring(state));
-  long long start = t0 && ob_typeof(t0) == OB_INT ? ob_int_value(t0) / 1000 : 0;
-  s = ob_object_set(s, "started", 7, start ? ob_int(start) : ob_null());
-  s = ob_object_set(s, "ended", 5,
-                    start && exit && ob_typeof(exit) == OB_INT && dur && ob_typeof(dur) == OB_INT
-                        ? ob_int(start + ob_int_value(dur) / 1000)
-                        : ob_null());
-  size_t n = 0, failed = 0;
-  for (size_t i = 0; calls && i < ob_array_len(calls); i++) {
-    const ob_value *c = ob_array_get(calls, i), *scope = ob_object_get(c, "scope", 5);
-    const ob_value *st = ob_object_get(c, "state", 5);
-    if (scope && ob_typeof(scope) == OB_STRING && ob_string_len(scope))
-      continue; /* a delegated plan's call, or an _each call's copy: under its call */
-    n++;
-    failed += st && ob_typeof(st) == OB_STRING && !strcmp(ob_string_ptr(st), "failed");
-  }
-  s = ob_object_set(s, "calls", 5, ob_int((int64_t)n));
-  s = ob_object_set(s, "failed", 6, ob_int((int64_t)failed));
-  const ob_value *plan = ob_object_get(run, "plan", 4);
-  return ob_object_set(s, "plan", 4, plan ? ob_ref((ob_value *)plan) : ob_null());
-}
-
-/* The summary of the journal at path (cached while its size and time stay), or NULL when
- * it is not a journal. *run, when run is not NULL, gets the run as read (read again). */
-static const ob_value *summary_of(ob_ui *u, const char *path, const struct stat *st,
-                                  ob_value **run) {
-  summary *s = ob_map_get(&u->cache, path, strlen(path));
-  long long mt = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-  if (s && s->size == (long long)st->st_size && s->mtime_ns == mt && !run)
-    return s->value;
-  ob_error err;
-  ob_value *r = ob_trace_build(path, OB_TRACE_RUN, NULL, &err);
-  if (!r)
-    return NULL;
-  if (!s) {
-    s = ob_xcalloc(1, sizeof *s);
-    ob_map_put(&u->cache, path, strlen(path), s);
-  }
-  ob_unref(s->value);
-  s->value = summarize(path, r);
-  s->size = (long long)st->st_size;
-  s->mtime_ns = mt;
-  if (run)
-    *run = r;
-  else
-    ob_unref(r);
-  return s->value;
 }
 
 /* --- the folders ---------------------------------------------------------------------- */
@@ -238,7 +175,7 @@ static ob_value *with_live(ob_ui *u, const char *path, ob_value *o);
 static void add_listed(ob_ui *u, size_t dir, const char *rel, const char *path,
                        const struct stat *st, void *ud) {
   ob_value **list = ud;
-  const ob_value *sum = summary_of(u, path, st, NULL);
+  const ob_value *sum = ob_ui_store_summary(u->store, path, st);
   index_one(u, dir, rel, path, st, NULL);
   if (sum)
     *list = ob_array_push(*list, with_live(u, path, listed(dir, rel, sum)));
@@ -304,71 +241,30 @@ static ob_value *with_live(ob_ui *u, const char *path, ob_value *o) {
   return o;
 }
 
-/* The run whose journal is path, with its summary (GET /api/runs/{id}), or NULL. */
-static ob_value *detail(ob_ui *u, const char *path) {
+/* The run whose journal is path, with its summary, as JSON into out: whole (GET
+ * /api/runs/{id}), or light (?calls=light, and the snapshot a viewer of its events gets
+ * first: ob_ui_store.h). -1 when it is not a journal (out as it was). */
+static int detail(ob_ui *u, const char *path, int lite, ob_buf *out) {
   const char *rel;
   long dir = dir_of(u, path, &rel);
   struct stat st;
-  if (dir < 0 || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
-    return NULL;
-  ob_value *run = NULL;
-  const ob_value *sum = summary_of(u, path, &st, &run);
-  if (!sum || !run) {
-    ob_unref(run);
-    return NULL;
-  }
-  ob_value *o = listed((size_t)dir, rel, sum);
-  o = ob_object_set(o, "run", 3, run);
-  return with_live(u, path, o);
+  const ob_value *sum = NULL;
+  const ob_ui_run *run = NULL;
+  if (dir < 0 || lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+      !(run = ob_ui_store_run(u->store, path, &st, &sum)))
+    return -1;
+  ob_value *o = with_live(u, path, listed((size_t)dir, rel, sum));
+  ob_json_write(out, o, OB_JSON_COMPACT); /* {...}: the run goes in before its '}' */
+  ob_unref(o);
+  out->len--;
+  ob_buf_add(out, ",\"run\":", 7);
+  const ob_buf *text = lite ? &run->light : &run->full;
+  ob_buf_add(out, text->data, text->len);
+  ob_buf_addc(out, '}');
+  return 0;
 }
 
-/* A call's field the snapshot leaves out, the page taking its default: null, "" (the
- * top scope), an empty list, and the time a call settled while it has not. Half the
- * bytes of a 10,000-call snapshot, sent to each of its viewers. */
-static int unsaid(const char *key, const ob_value *v, const ob_value *call) {
-  switch (ob_typeof(v)) {
-  case OB_NULL:
-    return 1;
-  case OB_STRING:
-    return ob_string_len(v) == 0;
-  case OB_ARRAY:
-    return ob_array_len(v) == 0;
-  default:
-    break;
-  }
-  if (strcmp(key, "settled") != 0)
-    return 0;
-  const ob_value *st = ob_object_get(call, "state", 5);
-  const char *s = st && ob_typeof(st) == OB_STRING ? ob_string_ptr(st) : "";
-  return !strcmp(s, "never ran") || !strcmp(s, "running");
-}
-
-/* What a viewer of the run's events gets first: the run without what each call read
- * and wrote (params, output, error: GET /api/runs/{id} has them), which a page asks for
- * when it shows them; a live run of 10,000 calls watched by 50 is 50 snapshots. What
- * goes without saying is left out (unsaid). */
-static ob_value *snapshot(void *ud, const char *path) {
-  static const char *const keep[] = {"id",   "scope",   "tool", "instance", "state", "attempts",
-                                     "progress", "settled", "deps", "parent", "node"};
-  ob_value *o = detail(ud, path);
-  const ob_value *run = o ? ob_object_get(o, "run", 3) : NULL;
-  const ob_value *calls = run ? ob_object_get(run, "calls", 5) : NULL;
-  if (!calls || ob_typeof(calls) != OB_ARRAY)
-    return o;
-  ob_value *light = ob_array();
-  for (size_t i = 0; i < ob_array_len(calls); i++) {
-    const ob_value *c = ob_array_get(calls, i);
-    ob_value *l = ob_object();
-    for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
-      const ob_value *v = ob_object_get(c, keep[k], strlen(keep[k]));
-      if (v && !unsaid(keep[k], v, c))
-        l = ob_object_set(l, keep[k], strlen(keep[k]), ob_ref((ob_value *)v));
-    }
-    light = ob_array_push(light, l);
-  }
-  ob_value *r2 = ob_object_set(ob_ref((ob_value *)run), "calls", 5, light);
-  return ob_object_set(o, "run", 3, r2);
-}
+static int snapshot(void *ud, const char *path, ob_buf *out) { return detail(ud, path, 1, out); }
 
 /* --- requests ---------------------------------------------------------------------------- */
 
@@ -384,12 +280,58 @@ static void reply_value(ob_httpd_res *res, ob_value *v) {
   ob_unref(v);
 }
 
+/* GET /api/runs/{id}/calls/{i}: the call at index i of the run's calls, whole (as GET
+ * /api/runs/{id} has it): what the page's panel shows of a call of a light run. */
+static void one_call(ob_ui *u, const char *path, const char *index, ob_httpd_res *res) {
+  char *end;
+  unsigned long long i = strtoull(index, &end, 10);
+  struct stat st;
+  const ob_value *sum;
+  const ob_ui_run *run = *index >= '0' && *index <= '9' && !*end && lstat(path, &st) == 0 &&
+                                 S_ISREG(st.st_mode)
+                             ? ob_ui_store_run(u->store, path, &st, &sum)
+                             : NULL;
+  if (!run || i >= run->ncalls)
+    reply_error(res, 404, "no call of that index in the run");
+  else
+    ob_buf_add(&res->body, run->full.data + run->at[2 * i], run->at[2 * i + 1] - run->at[2 * i]);
+}
+
 /* GET /api/runs/{id}/state?at=N: the documents as of message N (`obelus log --at N`);
  * without at, as the journal ends. */
-static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_httpd_res *res) {
+/* The log of the journal at path, the last one read kept while the file stays as it
+ * was: the slider asks for one point after another (a 100,000-call journal is read in
+ * 3 s). NULL with err when it cannot be read. */
+static ob_log *log_of(ob_ui *u, const char *path, ob_error *err) {
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ob_error_set(err, OB_EIO, 0, "the journal cannot be read");
+    return NULL;
+  }
+  long long mt = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  if (u->log && !strcmp(u->log_path, path) && u->log_size == (long long)st.st_size &&
+      u->log_mtime == mt)
+    return u->log;
+  ob_log_free(u->log);
+  free(u->log_path);
+  u->log = NULL;
+  u->log_path = NULL;
   ob_log *log = ob_log_new();
+  if (ob_journal_load(log, path, NULL, err) != OB_OK) {
+    ob_log_free(log);
+    return NULL;
+  }
+  u->log = log;
+  u->log_path = ob_xstrdup(path);
+  u->log_size = (long long)st.st_size;
+  u->log_mtime = mt;
+  return log;
+}
+
+static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_httpd_res *res) {
   ob_error err;
-  if (ob_journal_load(log, path, NULL, &err) != OB_OK) {
+  ob_log *log = log_of(u, path, &err);
+  if (!log) {
     reply_error(res, 422, err.msg);
   } else {
     size_t len, at = ob_log_len(log);
@@ -416,7 +358,6 @@ static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_htt
       reply_value(res, docs);
     }
   }
-  ob_log_free(log);
 }
 
 static void list_runs(ob_ui *u, ob_httpd_res *res) {
@@ -469,7 +410,7 @@ static void steer(ob_ui *u, const char *path, const char *verb, const ob_httpd_r
     st = ob_ui_runs_approve(u->runs, path, req->body, req->body_len, &err);
   } else if (!strcmp(verb, "resume")) {
     struct stat sb;
-    const ob_value *sum = lstat(path, &sb) == 0 ? summary_of(u, path, &sb, NULL) : NULL;
+    const ob_value *sum = lstat(path, &sb) == 0 ? ob_ui_store_summary(u->store, path, &sb) : NULL;
     const ob_value *state = sum ? ob_object_get(sum, "state", 5) : NULL;
     if (!state || strcmp(ob_string_ptr(state), "killed-resumable")) {
       reply_error(res, 409, "only a run that was killed (no end in its journal, nobody "
@@ -682,11 +623,12 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
   if (post) {
     steer(u, path, what, req, res);
   } else if (!*what) {
-    ob_value *o = detail(u, path);
-    if (o)
-      reply_value(res, o);
-    else
+    size_t n;
+    const char *calls = ob_http_auth_find(req->query, "calls", '&', &n);
+    if (detail(u, path, calls && n == 5 && !strncmp(calls, "light", 5), &res->body) != 0)
       reply_error(res, 404, "no run of that id (its journal cannot be read)");
+  } else if (!strncmp(what, "calls/", 6)) {
+    one_call(u, path, what + 6, res);
   } else if (!strcmp(what, "state")) {
     state_at(u, path, req, res);
   } else if (!strcmp(what, "events")) {
@@ -709,7 +651,7 @@ static void tell_waiting(void *ud, const char *path, const char *json, size_t le
 ob_ui *ob_ui_new(uv_loop_t *loop, const ob_ui_config *cfg, ob_error *err) {
   const char *bind = cfg->bind ? cfg->bind : "127.0.0.1";
   ob_ui *u = ob_xcalloc(1, sizeof *u);
-  ob_map_init(&u->cache);
+  u->store = ob_ui_store_new(UI_RUNS_KEPT_BYTES);
   ob_map_init(&u->index);
   u->dirs = ob_xcalloc(cfg->njournals ? cfg->njournals : 1, sizeof *u->dirs);
   for (size_t i = 0; i < cfg->njournals; i++) {
@@ -781,13 +723,9 @@ void ob_ui_free(ob_ui *u) {
   free(u->bind);
   size_t i = 0;
   ob_map_entry *me;
-  while (ob_map_next(&u->cache, &i, &me)) {
-    summary *s = me->val;
-    ob_unref(s->value);
-    free(s);
-  }
-  ob_map_free(&u->cache);
-  i = 0;
+  ob_ui_store_free(u->store);
+  ob_log_free(u->log);
+  free(u->log_path);
   while (ob_map_next(&u->index, &i, &me))
     free(me->val);
   ob_map_free(&u->index);

@@ -418,19 +418,17 @@ int ob_ui_follow_attach(ob_ui_follow *f, const char *path, int gzip, ob_httpd_re
   }
   catch_up(j); /* those who view it already are told all there is, first */
   if (!j->snap.len || j->tail.len > FOLLOW_TAIL_MAX) { /* else: shared, with what came since */
-    ob_value *snap = f->snapshot(f->ud, path);
-    if (!snap) {
+    j->snap.len = j->snap_gz.len = 0;
+    ob_buf_addf(&j->snap, "retry: 1000\nevent: snapshot\ndata: ");
+    if (f->snapshot(f->ud, path, &j->snap) != 0) {
+      j->snap.len = 0;
       if (fresh)
         journal_drop(j);
       res->status = 404;
       ob_buf_addf(&res->body, "{\"error\":\"no run of that id\"}");
       return -1;
     }
-    j->snap.len = j->snap_gz.len = 0;
-    ob_buf_addf(&j->snap, "retry: 1000\nevent: snapshot\ndata: ");
-    ob_json_write(&j->snap, snap, OB_JSON_COMPACT);
     ob_buf_add(&j->snap, "\n\n", 2);
-    ob_unref(snap);
     j->tail.len = j->tail_gz.len = j->tail_gz_of = 0;
   }
   viewer *v = ob_xcalloc(1, sizeof *v);

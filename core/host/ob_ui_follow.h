@@ -12,8 +12,8 @@
 typedef struct ob_ui_follow ob_ui_follow;
 
 /* The snapshot of the run whose journal is path, as the viewer gets it first (the JSON
- * of GET /api/runs/{id}): a new reference, or NULL when there is none any more. */
-typedef ob_value *(*ob_ui_snapshot_fn)(void *ud, const char *path);
+ * of GET /api/runs/{id}?calls=light) into out: 0, or -1 when there is none any more. */
+typedef int (*ob_ui_snapshot_fn)(void *ud, const char *path, ob_buf *out);
 
 ob_ui_follow *ob_ui_follow_new(uv_loop_t *loop, ob_ui_snapshot_fn snapshot, void *ud);
 

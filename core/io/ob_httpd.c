@@ -32,7 +32,7 @@
 #include "io/ob_httpd.h"
 #include "io/ob_lws.h"
 
-#define HTTPD_CHUNK 65536 /* a response's bytes written at a writable callback: each turn
+#define HTTPD_CHUNK 1048576 /* a response's bytes written at a writable callback: each turn
                              costs the loop a poll change (a run's detail may be 40 MB) */
 #define HTTPD_STREAM_CHUNK 262144 /* a stream's: the events of a busy run come in bulk, to
                                      each of its viewers */

@@ -9,7 +9,8 @@ report(async (b) => {
   await p.goto(args.file ? 'file://' + args.file : args.url + '#/run/' + args.id, { waitUntil: 'load' });
   await ready(p);
   const out = { ms: Date.now() - t0, drawnMs: await p.evaluate(() => Math.round(performance.getEntriesByName('obelus-drawn')[0].startTime)),
-    loadedMs: await p.evaluate(() => Math.round(performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd)) };
+    loadedMs: await p.evaluate(() => Math.round(performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd)),
+    firstPaintMs: await p.evaluate(() => { const e = performance.getEntriesByName('first-contentful-paint')[0]; return e ? Math.round(e.startTime) : null; }) };
   out.timelineRows = await p.$eval('#timeline', (e) => +e.getAttribute('data-rows'));
   out.tableRows = await p.$$eval('tr.call', (l) => l.length);
   out.graph = await p.$eval('#graph', (e) => e.textContent.slice(0, 80));

@@ -124,6 +124,62 @@ describe("obelus ui", function()
     assert.are.equal(405, put)
   end)
 
+  it("gives a run light, one call whole, and reads a journal again once it changed", function()
+    local sub = dir .. "/again"
+    os.execute("mkdir -p " .. q(sub))
+    local three = plan([=[[{"_id":"a","_tool":"echo","value":1,"_outputPath":"†state.a"},
+      {"_id":"b","_tool":"echo","value":"†state.a","_outputPath":"†state.b"},
+      {"_id":"c","_tool":"echo","value":"†state.b","_outputPath":"†state.c"}]]=])
+    assert(cli.run({ "run", three, "--tools", TOOLS, "--journal", sub .. "/r.jsonl" }).code == 0)
+    local url, pid = serve(sub)
+    local _, body = get(url .. "api/runs")
+    local id = cjson.decode(body).runs[1].id
+    local _, whole = get(url .. "api/runs/" .. id)
+    local _, light = get(url .. "api/runs/" .. id .. "?calls=light")
+    local calls = {}
+    for i = 0, 2 do
+      local code, one = get(url .. "api/runs/" .. id .. "/calls/" .. i)
+      assert.are.equal(200, code)
+      calls[i + 1] = cjson.decode(one)
+    end
+    local past = get(url .. "api/runs/" .. id .. "/calls/3")
+    local nan = get(url .. "api/runs/" .. id .. "/calls/x")
+    local _, st1 = get(url .. "api/runs/" .. id .. "/state")
+    -- the same journal written again by another run: read again, whatever was kept
+    local two = plan([=[[{"_id":"z","_tool":"echo","value":7,"_outputPath":"†state.z"}]]=])
+    assert(cli.run({ "run", two, "--tools", TOOLS, "--journal", sub .. "/r.jsonl", "--overwrite" }).code == 0)
+    local _, again = get(url .. "api/runs/" .. id .. "?calls=light")
+    local _, st2 = get(url .. "api/runs/" .. id .. "/state")
+    local _, zero = get(url .. "api/runs/" .. id .. "/calls/0")
+    stop(pid)
+    whole, light = cjson.decode(whole), cjson.decode(light)
+    assert.are.same(whole.run.calls, calls) -- each call as the whole run has it
+    assert.are.equal(3, #light.run.calls)
+    assert.are.equal(whole.state, light.state)
+    for i, c in ipairs(light.run.calls) do
+      local w = whole.run.calls[i]
+      assert.are.equal(w.id, c.id)
+      assert.are.equal(w.state, c.state)
+      assert.are.same(w.attempts, c.attempts)
+      assert.are.same(w.deps, c.deps or {})
+      assert.are.equal(w.node, c.node)
+      -- what a call read and wrote is left out, and what goes without saying
+      assert.is_nil(c.params)
+      assert.is_nil(c.resolved)
+      assert.is_nil(c.output)
+      assert.is_nil(c.scope) -- "" at the top
+      assert.is_nil(c.instance) -- null
+    end
+    assert.are.equal(404, past)
+    assert.are.equal(404, nan)
+    assert.are.same({ a = 1, b = 1, c = 1 }, cjson.decode(st1).documents.state)
+    again = cjson.decode(again)
+    assert.are.equal(1, #again.run.calls)
+    assert.are.equal("z", again.run.calls[1].id)
+    assert.are.same({ z = 7 }, cjson.decode(st2).documents.state)
+    assert.are.equal("z", cjson.decode(zero).id)
+  end)
+
   it("wants its token when it has one: a header, ?token= (which sets a cookie), or 401", function()
     local url, pid = serve(dir, "--token s3cret")
     local none = get(url .. "api/runs")
