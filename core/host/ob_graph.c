@@ -603,6 +603,14 @@ ob_graph *ob_graph_from_journal(const char *path, size_t max_calls, ob_journal_i
   ob_log *log = load(path, info, err);
   if (!log)
     return NULL;
+  ob_graph *g = ob_graph_from_log(log, path, max_calls, err);
+  ob_log_free(log);
+  return g;
+}
+
+ob_graph *ob_graph_from_log(ob_log *log, const char *name, size_t max_calls,
+                            ob_error *err) {
+  const char *path = name;
   const ob_value *pm = NULL;
   for (size_t i = 0; i < ob_log_len(log) && !pm; i++) {
     const ob_msg *m = ob_log_at(log, i);
@@ -611,7 +619,6 @@ ob_graph *ob_graph_from_journal(const char *path, size_t max_calls, ob_journal_i
   }
   if (!pm) {
     ob_error_set(err, OB_EINVAL, 0, "%s: not a run's journal (no plan message)", path);
-    ob_log_free(log);
     return NULL;
   }
   const ob_value *f = ob_object_get(pm, "file", 4);
@@ -620,7 +627,6 @@ ob_graph *ob_graph_from_journal(const char *path, size_t max_calls, ob_journal_i
   ob_graph *g = ob_graph_new(p, max_calls);
   g->top.owned = p;
   color_from_log(g, log);
-  ob_log_free(log);
   return g;
 }
 

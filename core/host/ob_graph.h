@@ -94,6 +94,10 @@ void ob_graph_mermaid(const ob_graph *g, ob_buf *out);
  * holds no plan message. */
 ob_graph *ob_graph_from_journal(const char *path, size_t max_calls, ob_journal_info *info,
                                 ob_error *err);
+/* The same from a journal already read into log (ob_journal_load_text: a fleet job's
+ * journal): name stands for its file. */
+ob_graph *ob_graph_from_log(ob_log *log, const char *name, size_t max_calls,
+                            ob_error *err);
 /* The plan g draws. */
 const ob_plan *ob_graph_plan(const ob_graph *g);
 

@@ -328,36 +328,36 @@ static ob_log *log_of(ob_ui *u, const char *path, ob_error *err) {
   return log;
 }
 
+/* The documents of log as of message ?at=N (all of them without it). */
+static void reply_state(ob_log *log, const ob_httpd_req *req, ob_httpd_res *res) {
+  size_t len, at = ob_log_len(log);
+  const char *v = ob_http_auth_find(req->query, "at", '&', &len);
+  size_t n = 0;
+  int ok = !v || (len > 0 && len < 20);
+  for (size_t i = 0; ok && v && i < len; i++) {
+    ok = v[i] >= '0' && v[i] <= '9';
+    n = n * 10 + (size_t)(v[i] - '0');
+  }
+  if (v && ok)
+    at = n;
+  if (!ok || at > ob_log_len(log)) {
+    char why[96];
+    snprintf(why, sizeof why, "at is a number of messages, from 0 to %zu", ob_log_len(log));
+    reply_error(res, 400, why);
+  } else {
+    ob_value *docs = ob_log_documents(log, at);
+    docs = ob_object_set(docs, "messages", 8, ob_int((int64_t)ob_log_len(log)));
+    reply_value(res, docs);
+  }
+}
+
 static void state_at(ob_ui *u, const char *path, const ob_httpd_req *req, ob_httpd_res *res) {
   ob_error err;
   ob_log *log = log_of(u, path, &err);
-  if (!log) {
+  if (!log)
     reply_error(res, 422, err.msg);
-  } else {
-    size_t len, at = ob_log_len(log);
-    const char *v = ob_http_auth_find(req->query, "at", '&', &len);
-    char num[24];
-    size_t n = 0;
-    int ok = !v || (len > 0 && len < sizeof num);
-    for (size_t i = 0; ok && v && i < len; i++) {
-      ok = v[i] >= '0' && v[i] <= '9';
-      n = n * 10 + (size_t)(v[i] - '0');
-    }
-    if (v && ok)
-      at = n;
-    if (!ok || at > ob_log_len(log)) {
-      snprintf(num, sizeof num, "%zu", ob_log_len(log));
-      ob_buf why;
-      ob_buf_init(&why);
-      ob_buf_addf(&why, "at is a number of messages, from 0 to %s", num);
-      reply_error(res, 400, why.data);
-      ob_buf_free(&why);
-    } else {
-      ob_value *docs = ob_log_documents(log, at);
-      docs = ob_object_set(docs, "messages", 8, ob_int((int64_t)ob_log_len(log)));
-      reply_value(res, docs);
-    }
-  }
+  else
+    reply_state(log, req, res);
 }
 
 static void list_runs(ob_ui *u, ob_httpd_res *res) {
@@ -475,16 +475,65 @@ static void svg_done(void *ud, int ok, const char *svg, size_t len, const char *
   ob_httpd_stream_end(j->st); /* svg_gone frees j once it is written */
 }
 
-static void graph_svg(ob_ui *u, const char *path, ob_httpd_res *res) {
-  svg_job *j = ob_xcalloc(1, sizeof *j);
-  ob_error err;
-  if (ob_graph_journal_svg(u->loop, path, OB_GRAPH_MAX_CALLS, svg_done, j, &err) != 0) {
-    free(j);
-    reply_error(res, 422, err.msg);
+/* The drawing of a run as an image/svg+xml stream, laid out by dot on the loop from
+ * the DOT in dot (or, when it is NULL, with err's reason: 422). */
+static void reply_svg(ob_ui *u, const ob_buf *dot, const ob_error *err, ob_httpd_res *res) {
+  if (!dot) {
+    reply_error(res, 422, err->msg);
     return;
   }
+  svg_job *j = ob_xcalloc(1, sizeof *j);
   res->content_type = "image/svg+xml";
   j->st = ob_httpd_res_stream(res, svg_gone, j);
+  ob_graph_svg(u->loop, dot->data, dot->len, svg_done, j);
+}
+
+static void graph_svg(ob_ui *u, const char *path, ob_httpd_res *res) {
+  ob_buf dot;
+  ob_buf_init(&dot);
+  ob_error err;
+  int ok = ob_graph_journal_dot(path, OB_GRAPH_MAX_CALLS, &dot, NULL, &err) == OB_OK;
+  reply_svg(u, ok ? &dot : NULL, &err, res);
+  ob_buf_free(&dot);
+}
+
+static int job_status(const ob_error *err) {
+  return err->code == OB_ENOENT ? 404 : err->code == OB_EIO ? 503 : 422;
+}
+
+/* GET /api/runs/job-ID/state and /graph.svg: from the job's journal in Redis, read now. */
+static void job_more(ob_ui *u, const char *id, const char *what, const ob_httpd_req *req,
+                     ob_httpd_res *res) {
+  if (strcmp(what, "state") != 0 && strcmp(what, "graph.svg") != 0) {
+    reply_error(res, 404, "not found (a job's run has state and graph.svg)");
+    return;
+  }
+  ob_buf text;
+  ob_buf_init(&text);
+  char *name = NULL;
+  ob_error err;
+  if (ob_ui_fleet_journal(u->fleet, id, &text, &name, &err) != OB_OK) {
+    reply_error(res, job_status(&err), err.msg);
+  } else {
+    ob_log *log = ob_log_new();
+    if (ob_journal_load_text(log, name, text.data, text.len, NULL, &err) != OB_OK) {
+      reply_error(res, 422, err.msg);
+    } else if (!strcmp(what, "state")) {
+      reply_state(log, req, res);
+    } else {
+      ob_buf dot;
+      ob_buf_init(&dot);
+      ob_graph *g = ob_graph_from_log(log, name, OB_GRAPH_MAX_CALLS, &err);
+      if (g)
+        ob_graph_dot(g, &dot);
+      reply_svg(u, g ? &dot : NULL, &err, res);
+      ob_graph_free(g);
+      ob_buf_free(&dot);
+    }
+    ob_log_free(log);
+  }
+  free(name);
+  ob_buf_free(&text);
 }
 
 /* GET /api/runs/job-ID: a fleet job's run, from its journal in Redis. */
@@ -492,7 +541,7 @@ static void job_run(ob_ui *u, const char *id, ob_httpd_res *res) {
   ob_error err;
   ob_value *run = ob_ui_fleet_run(u->fleet, id, &err);
   if (!run) {
-    reply_error(res, err.code == OB_ENOENT ? 404 : err.code == OB_EIO ? 503 : 422, err.msg);
+    reply_error(res, job_status(&err), err.msg);
     return;
   }
   ob_value *o = NULL, *jobs = ob_ui_fleet_runs(u->fleet);
@@ -575,9 +624,14 @@ static void handle(void *ud, const ob_httpd_req *req, ob_httpd_res *res) {
     return;
   }
   if (!strncmp(req->path, "/api/runs/job-", 14) && get) {
-    const char *jid = req->path + 10;
+    char jid[80];
+    const char *slash = strchr(req->path + 10, '/');
+    size_t n = slash ? (size_t)(slash - (req->path + 10)) : strlen(req->path + 10);
+    snprintf(jid, sizeof jid, "%.*s", (int)(n < sizeof jid ? n : sizeof jid - 1), req->path + 10);
     if (!u->fleet)
       reply_error(res, 404, "this server watches no fleet: start obelus ui with --redis URL");
+    else if (slash)
+      job_more(u, jid, slash + 1, req, res);
     else
       job_run(u, jid, res);
     return;

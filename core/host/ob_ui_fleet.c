@@ -1048,11 +1048,14 @@ static int exchange(redisContext *c, const char *jk, const char *lk, redisReply 
   return ok ? OB_OK : OB_EIO;
 }
 
-/* The run from the exchange's replies, or NULL with err saying why there is none. */
-static ob_value *run_of(ob_ui_fleet *f, const char *id, const char *lk, const redisReply *hash,
-                        const redisReply *text, ob_error *err) {
-  if (text->type == REDIS_REPLY_STRING)
-    return ob_trace_build_text(lk, text->str, text->len, OB_TRACE_RUN, NULL, err);
+/* The journal's text from the exchange's replies into out: OB_OK, or an error code with
+ * err saying why there is none. */
+static int text_of(ob_ui_fleet *f, const char *id, const redisReply *hash,
+                   const redisReply *text, ob_buf *out, ob_error *err) {
+  if (text->type == REDIS_REPLY_STRING) {
+    ob_buf_add(out, text->str, text->len);
+    return OB_OK;
+  }
   const redisReply *st = hash->type == REDIS_REPLY_ARRAY && hash->elements == 2 ? hash->element[0]
                                                                                   : NULL;
   if (text->type == REDIS_REPLY_ERROR)
@@ -1064,24 +1067,33 @@ static ob_value *run_of(ob_ui_fleet *f, const char *id, const char *lk, const re
   else
     ob_error_set(err, OB_ENOENT, 0, "job %s has no journal (it is %s: not started, or it "
                  "failed before it ran)", id, st->str);
-  return NULL;
+  return err->code;
 }
 
 ob_value *ob_ui_fleet_run(ob_ui_fleet *f, const char *job_id, ob_error *err) {
+  ob_buf text;
+  ob_buf_init(&text);
+  char *name = NULL;
+  ob_value *run = NULL;
+  if (ob_ui_fleet_journal(f, job_id, &text, &name, err) == OB_OK)
+    run = ob_trace_build_text(name, text.data, text.len, OB_TRACE_RUN, NULL, err);
+  free(name);
+  ob_buf_free(&text);
+  return run;
+}
+
+int ob_ui_fleet_journal(ob_ui_fleet *f, const char *job_id, ob_buf *out, char **name,
+                        ob_error *err) {
+  *name = NULL;
   const char *id = job_id && !strncmp(job_id, "job-", 4) ? job_id + 4 : job_id;
   if (!id || !job_id_ok(id)) {
-    ob_error_set(err, OB_EINVAL, 0, "not a job id: 1 to 64 letters, digits, _ . -");
-    return NULL;
+    return ob_error_set(err, OB_EINVAL, 0, "not a job id: 1 to 64 letters, digits, _ . -");
   }
-  if (f->closing) {
-    ob_error_set(err, OB_EIO, 0, "closed");
-    return NULL;
-  }
-  if (!f->samples || strcmp(f->state, "ok")) {
-    ob_error_set(err, OB_EIO, 0, "Redis at %s is %s", f->url,
-                 strcmp(f->state, "ok") ? f->state : "not reached yet");
-    return NULL;
-  }
+  if (f->closing)
+    return ob_error_set(err, OB_EIO, 0, "closed");
+  if (!f->samples || strcmp(f->state, "ok"))
+    return ob_error_set(err, OB_EIO, 0, "Redis at %s is %s", f->url,
+                        strcmp(f->state, "ok") ? f->state : "not reached yet");
   /* a write to a Redis gone raises SIGPIPE (hiredis writes with write()), which the host
      may not ignore: held back meanwhile, and one raised taken before it is let through */
   sigset_t pipe_set, old;
@@ -1089,7 +1101,7 @@ ob_value *ob_ui_fleet_run(ob_ui_fleet *f, const char *job_id, ob_error *err) {
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
   char *jk = key(f, "job", id), *lk = key(f, "journal", id);
-  ob_value *run = NULL;
+  int rc = OB_EIO;
   for (int attempt = 0; attempt < 2; attempt++) {
     int reused = f->sync != NULL && !f->sync->err, stale = 0;
     redisContext *c = sync_conn(f, err);
@@ -1097,7 +1109,7 @@ ob_value *ob_ui_fleet_run(ob_ui_fleet *f, const char *job_id, ob_error *err) {
       break;
     redisReply *hash = NULL, *text = NULL;
     if (exchange(c, jk, lk, &hash, &text, &stale) == OB_OK) {
-      run = run_of(f, id, lk, hash, text, err);
+      rc = text_of(f, id, hash, text, out, err);
       attempt = 2;
     } else if (reused && stale && attempt == 0) {
       redisFree(f->sync); /* made before Redis went away: a new one, once */
@@ -1110,13 +1122,16 @@ ob_value *ob_ui_fleet_run(ob_ui_fleet *f, const char *job_id, ob_error *err) {
     freeReplyObject(text);
   }
   free(jk);
-  free(lk);
+  if (rc == OB_OK)
+    *name = lk; /* what errors about its lines name */
+  else
+    free(lk);
   sigset_t pending;
   struct timespec zero = {0, 0};
   if (!sigismember(&old, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
     sigtimedwait(&pipe_set, NULL, &zero);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return run;
+  return rc;
 }
 
 /* --- the end -------------------------------------------------------------------------------------- */

@@ -92,6 +92,10 @@ ob_value *ob_ui_fleet_runs(ob_ui_fleet *f);
  * runs); OB_EIO Redis unreachable; OB_EINVAL an id that cannot be one, or a journal that
  * is none. */
 ob_value *ob_ui_fleet_run(ob_ui_fleet *f, const char *job_id, ob_error *err);
+/* The journal itself, as above: its text appended to out and *name (malloc'd) its Redis
+ * key, what errors about its lines name; OB_OK or the error code, with err. */
+int ob_ui_fleet_journal(ob_ui_fleet *f, const char *job_id, ob_buf *out, char **name,
+                        ob_error *err);
 
 /* Samples that answered so far (tests wait for the next one). */
 uint64_t ob_ui_fleet_samples(const ob_ui_fleet *f);

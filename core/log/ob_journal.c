@@ -555,6 +555,23 @@ static int load_message(void *ud, const ob_journal_line *l, ob_error *err) {
   return rc;
 }
 
+/* What ob_journal_load does once it has the file's bytes in b (their length cut to
+ * the journal's: ob_journal_len). */
+static int load_bytes(ob_log *log, const char *name, ob_buf *b, ob_journal_info *info,
+                      ob_error *err) {
+  size_t i = 0;
+  b->len = ob_journal_len(b->data, b->len);
+  while (i < b->len && strchr(" \t\r\n", b->data[i]))
+    i++;
+  loading ld = {log, name, {{0}}};
+  ob_journal_subs_init(&ld.subs);
+  int rc = i < b->len && b->data[i] == '['
+               ? load_array(log, name, b, info, err)
+               : read_lines(name, b->data, b->len, load_message, &ld, info, err);
+  ob_journal_subs_free(&ld.subs);
+  return rc;
+}
+
 int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err) {
   ob_journal_info scratch;
   info = info ? info : &scratch;
@@ -562,17 +579,21 @@ int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_err
   ob_buf b;
   ob_buf_init(&b);
   int rc = ob_read_file(path, &b, err);
-  if (rc == OB_OK) {
-    size_t i = 0;
-    b.len = ob_journal_len(b.data, b.len);
-    while (i < b.len && strchr(" \t\r\n", b.data[i]))
-      i++;
-    loading ld = {log, path, {{0}}};
-    ob_journal_subs_init(&ld.subs);
-    rc = i < b.len && b.data[i] == '[' ? load_array(log, path, &b, info, err)
-                                       : read_lines(path, b.data, b.len, load_message, &ld, info, err);
-    ob_journal_subs_free(&ld.subs);
-  }
+  if (rc == OB_OK)
+    rc = load_bytes(log, path, &b, info, err);
+  ob_buf_free(&b);
+  return rc;
+}
+
+int ob_journal_load_text(ob_log *log, const char *name, const char *text, size_t len,
+                         ob_journal_info *info, ob_error *err) {
+  ob_journal_info scratch;
+  info = info ? info : &scratch;
+  memset(info, 0, sizeof *info);
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_add(&b, text, len); /* (a copy: the loaders read a NUL-terminated buffer) */
+  int rc = load_bytes(log, name, &b, info, err);
   ob_buf_free(&b);
   return rc;
 }

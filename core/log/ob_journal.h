@@ -199,6 +199,10 @@ int ob_journal_read_text(const char *name, const char *text, size_t len, ob_jour
  * negative code with err naming the file, the line (JSON Lines) or message index
  * (array), and the reason; the messages before the bad one stay appended. */
 int ob_journal_load(ob_log *log, const char *path, ob_journal_info *info, ob_error *err);
+/* The same from a journal's text in memory (len bytes; a fleet job's journal, from
+ * Redis): name stands for the file in what err says. */
+int ob_journal_load_text(ob_log *log, const char *name, const char *text, size_t len,
+                         ob_journal_info *info, ob_error *err);
 
 /* The messages of the delegated runs a journal holds, by scope, as its "msg" lines
  * ({"journal":"msg","scope":S,"msg":M}) give them: what a delegating call's message

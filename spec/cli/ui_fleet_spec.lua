@@ -47,6 +47,15 @@ describe("obelus ui --redis", function()
     end
     local code, one = get(url .. "api/runs/" .. (job and job.id or "job-none"))
     local missing = get(url .. "api/runs/job-999999")
+    -- its documents over the log and its graph, read from its journal in Redis too
+    local jid = job and job.id or "job-none"
+    local scode, state = get(url .. "api/runs/" .. jid .. "/state")
+    local _, all = get(url .. "api/runs/" .. jid .. "/state")
+    local before = (all:match('"messages":(%d+)') or 1) - 1
+    local s1code, first = get(url .. "api/runs/" .. jid .. "/state?at=" .. before)
+    local gcode, svg = get(url .. "api/runs/" .. jid .. "/graph.svg")
+    local other = get(url .. "api/runs/" .. jid .. "/nope")
+    local nostate = get(url .. "api/runs/job-999999/state")
     os.execute("kill -TERM " .. pid .. " " .. table.concat(workers, " ") .. " 2>/dev/null")
     assert.are.equal("ok", fleet.redis)
     assert.are.equal("uiq", fleet.queue)
@@ -67,6 +76,17 @@ describe("obelus ui --redis", function()
     for _, c in ipairs(run.run.calls) do ids[#ids + 1] = c.id .. ":" .. c.state end
     assert.are.same({ "a:done", "b:done" }, ids)
     assert.are.equal(404, missing)
+    assert.are.equal(200, scode)
+    state = cjson.decode(state)
+    local n = run.run.calls[1].output.a -- the job's input, echoed by a then b
+    assert.are.same({ a = n, b = n }, state.documents.state)
+    assert.are.equal(200, s1code)
+    assert.are.same({ a = n }, cjson.decode(first).documents.state) -- before b's output
+    assert.are.equal(200, gcode)
+    assert.truthy(svg:match("<svg"), svg)
+    assert.truthy(svg:find(">a<", 1, true) and svg:find(">b<", 1, true), svg)
+    assert.are.equal(404, other)
+    assert.are.equal(404, nostate)
   end)
 
   it("says how to watch a fleet when it has no --redis", function()
