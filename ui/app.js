@@ -1177,7 +1177,9 @@
     dd('instance', c.instance);
     dd('scope', c.scope);
     dd('started', a.length ? fmtDur(a[0][0]) + ' into the run' : 'never');
-    if (c.settled !== undefined && c.settled !== null && st !== 'running') dd('settled', fmtDur(c.settled) + ' into the run');
+    // (a light run leaves out a settled time that is its last attempt's end)
+    const settled = c.settled ?? (a.length && a[a.length - 1][1] !== null ? a[a.length - 1][1] : null);
+    if (settled !== null && st !== 'running' && st !== 'never ran') dd('settled', fmtDur(settled) + ' into the run');
     if (a.length && a[a.length - 1][1] !== null) dd('took', fmtDur(a[a.length - 1][1] - a[0][0]));
     dd('attempts', a.length);
     parts.push(dl);

@@ -117,8 +117,20 @@ static ob_value *summarize(const char *path, const ob_value *run) {
 
 /* --- the run as text ------------------------------------------------------------------ */
 
+/* The end of call's last attempt, or -1 when it has none or it is running. */
+static int64_t last_end(const ob_value *call) {
+  const ob_value *at = ob_object_get(call, "attempts", 8);
+  size_t n = at && ob_typeof(at) == OB_ARRAY ? ob_array_len(at) : 0;
+  const ob_value *last = n ? ob_array_get(at, n - 1) : NULL;
+  const ob_value *end = last && ob_typeof(last) == OB_ARRAY && ob_array_len(last) > 1
+                            ? ob_array_get(last, 1)
+                            : NULL;
+  return end && ob_typeof(end) == OB_INT ? ob_int_value(end) : -1;
+}
+
 /* A call's field the light form leaves out, the page taking its default: null, "" (the
- * top scope), an empty list, and the time a call settled while it has not. */
+ * top scope), an empty list, the time a call settled while it has not, or when it is
+ * its last attempt's end. */
 static int unsaid(const char *key, const ob_value *v, const ob_value *call) {
   switch (ob_typeof(v)) {
   case OB_NULL:
@@ -134,7 +146,33 @@ static int unsaid(const char *key, const ob_value *v, const ob_value *call) {
     return 0;
   const ob_value *st = ob_object_get(call, "state", 5);
   const char *s = st && ob_typeof(st) == OB_STRING ? ob_string_ptr(st) : "";
-  return !strcmp(s, "never ran") || !strcmp(s, "running");
+  return !strcmp(s, "never ran") || !strcmp(s, "running") ||
+         (ob_typeof(v) == OB_INT && ob_int_value(v) == last_end(call));
+}
+
+/* A call's attempts, light: [start, end] each, with the error only when there is one. */
+static void write_attempts(ob_buf *b, const ob_value *attempts) {
+  ob_buf_addc(b, '[');
+  for (size_t i = 0; i < ob_array_len(attempts); i++) {
+    const ob_value *a = ob_array_get(attempts, i);
+    if (i)
+      ob_buf_addc(b, ',');
+    if (ob_typeof(a) != OB_ARRAY) {
+      ob_json_write(b, a, OB_JSON_COMPACT);
+      continue;
+    }
+    size_t n = ob_array_len(a);
+    while (n > 2 && ob_typeof(ob_array_get(a, n - 1)) == OB_NULL)
+      n--;
+    ob_buf_addc(b, '[');
+    for (size_t k = 0; k < n; k++) {
+      if (k)
+        ob_buf_addc(b, ',');
+      ob_json_write(b, ob_array_get(a, k), OB_JSON_COMPACT);
+    }
+    ob_buf_addc(b, ']');
+  }
+  ob_buf_addc(b, ']');
 }
 
 /* Call c, light, as JSON into b. */
@@ -153,7 +191,10 @@ static void write_light(ob_buf *b, const ob_value *c) {
     first = 0;
     ob_json_write_string(b, keep[k], n);
     ob_buf_addc(b, ':');
-    ob_json_write(b, v, OB_JSON_COMPACT);
+    if (ob_typeof(v) == OB_ARRAY && !strcmp(keep[k], "attempts"))
+      write_attempts(b, v);
+    else
+      ob_json_write(b, v, OB_JSON_COMPACT);
   }
   ob_buf_addc(b, '}');
 }

@@ -14,8 +14,8 @@ typedef struct ob_ui_store ob_ui_store;
 
 /* A run read: the JSON of ob_trace.h's OB_TRACE_RUN, whole (full) and light (each call
  * without params, resolved, output and error, nor what goes without saying: null, "",
- * [], the time a call not settled settled); call i's JSON in full is at
- * [at[2i], at[2i+1]). */
+ * [], the time a call not settled settled, or when it is its last attempt's end; an
+ * attempt's error when it has none); call i's JSON in full is at [at[2i], at[2i+1]). */
 typedef struct ob_ui_run {
   ob_buf full, light;
   size_t *at, ncalls;
