@@ -45,6 +45,7 @@
 #include "base/ob_mem.h"
 #include "host/ob_ui_follow.h"
 #include "io/ob_fanout.h"
+#include "log/ob_journal.h"
 
 #define FOLLOW_BATCH_MS 50  /* after a change is told, when it is read */
 #define FOLLOW_POLL_MS 100  /* and without one, how often the file is looked at (a
@@ -124,11 +125,11 @@ static int end_record(const char *line, size_t len, ob_buf *out) {
     return 0;
   ob_error err;
   ob_value *v = ob_json_parse(line, len, &err);
-  int top = v && ob_typeof(v) == OB_OBJECT && !ob_object_get(v, "scope", 5);
-  if (top) {
-    const ob_value *x = ob_object_get(v, "exit", 4);
-    ob_buf_addf(out, "{\"exit\":%lld}", x && ob_typeof(x) == OB_INT ? (long long)ob_int_value(x) : 0LL);
-  }
+  ob_jrec r;
+  int top = v && ob_jrec_parse(v, &r, &err) == 1 && r.kind == OB_JREC_END && !r.scope &&
+            !r.scope_path;
+  if (top)
+    ob_buf_addf(out, "{\"exit\":%lld}", r.has_exit ? (long long)r.exit : 0LL);
   ob_unref(v);
   return top;
 }
