@@ -28,6 +28,21 @@ local function follow(url, id)
   return out, pid
 end
 
+-- `obelus run --journal journal` started in the background: its pid, and its run's id
+-- once the server lists it (its first record in the file) as source
+local function run_listed(url, plan, journal, source)
+  local rpid = sh(("%s run %s --tools %s --journal %s >/dev/null 2>&1 & echo $!"):format(
+    q(cli.bin), q(plan), TOOLS, q(journal))):gsub("%s+$", "")
+  for _ = 1, 500 do
+    local _, body = req(url .. "api/runs")
+    for _, r in ipairs(cjson.decode(body).runs) do
+      if r.source == source then return rpid, r.id end
+    end
+    os.execute("sleep 0.02")
+  end
+  error(source .. " was never listed")
+end
+
 -- the events in a stream's text, in order: { {name=, data=decoded}... }
 local function events(text)
   local list = {}
@@ -55,18 +70,7 @@ describe("obelus ui, live", function()
   it("streams a run's events as `obelus run --journal` writes it: a snapshot, its records, its end", function()
     local plan = cli.tmpfile(SLOW, ".json")
     local journal = dir .. "/ext.jsonl"
-    local rpid = sh(("%s run %s --tools %s --journal %s >/dev/null 2>&1 & echo $!"):format(
-      q(cli.bin), q(plan), TOOLS, q(journal))):gsub("%s+$", "")
-    local id
-    for _ = 1, 500 do -- listed once its first record is in the file
-      local _, body = req(url .. "api/runs")
-      for _, r in ipairs(cjson.decode(body).runs) do
-        if r.source == "ext.jsonl" then id = r.id end
-      end
-      if id then break end
-      os.execute("sleep 0.02")
-    end
-    assert.truthy(id)
+    local rpid, id = run_listed(url, plan, journal, "ext.jsonl")
     local out, cpid = follow(url, id)
     os.execute("wait " .. rpid .. " 2>/dev/null")
     for _ = 1, 500 do -- the stream ends with the run
@@ -112,18 +116,7 @@ describe("obelus ui, live", function()
     end
     local plan = cli.tmpfile(cjson.encode(calls), ".json")
     local journal = dir .. "/gz.jsonl"
-    local rpid = sh(("%s run %s --tools %s --journal %s >/dev/null 2>&1 & echo $!"):format(
-      q(cli.bin), q(plan), TOOLS, q(journal))):gsub("%s+$", "")
-    local id
-    for _ = 1, 500 do
-      local _, body = req(url .. "api/runs")
-      for _, r in ipairs(cjson.decode(body).runs) do
-        if r.source == "gz.jsonl" then id = r.id end
-      end
-      if id then break end
-      os.execute("sleep 0.02")
-    end
-    assert.truthy(id)
+    local rpid, id = run_listed(url, plan, journal, "gz.jsonl")
     local ev_url = q(url .. "api/runs/" .. id .. "/events")
     local gz, hdr, plain = os.tmpname(), os.tmpname(), os.tmpname()
     local gpid = sh(("timeout 30 curl -sN -H 'Accept-Encoding: gzip' -D %s %s >%s 2>/dev/null & echo $!"):format(
