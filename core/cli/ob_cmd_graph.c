@@ -37,7 +37,9 @@ static const char graph_help[] =
     "calls with no _outputPath (fire-and-forget) have an arrow-shaped node.\n"
     "Nothing runs and no tool is needed; with --tools the calls are also checked\n"
     "against the tools' schemas. Exit 0 when drawn, 2 when the plan is invalid\n"
-    "(every problem on stderr, stdout empty) or on usage errors.\n"
+    "(every problem on stderr, stdout empty; a plan whose only problems are\n"
+    "dependency cycles is drawn, the cycles' edges red, then refused) or on usage\n"
+    "errors.\n"
     "\n"
     "  --format dot|mermaid|svg  Graphviz dot (default), a Mermaid `flowchart TD`,\n"
     "                        or SVG laid out by Graphviz's dot (which must be\n"
@@ -229,11 +231,16 @@ int ob_cmd_graph(int argc, char **argv) {
   }
   check_more(p, e);
   int rc = OB_EXIT_OK;
+  /* a plan whose only problems are dependency cycles is drawn, its cycles marked, and
+   * is still refused (exit 2): the picture shows where the loop is */
+  int cyclic = p->nerrors && p->nerrors == p->ncycles;
   if (p->nerrors) {
     for (size_t i = 0; i < p->nerrors; i++)
       ob_eprintf("%s\n", p->errors[i]);
-    fprintf(stderr, "obelus graph: %zu problem%s, nothing drawn\n", p->nerrors,
-            p->nerrors == 1 ? "" : "s");
+    fprintf(stderr, "obelus graph: %zu problem%s, %s\n", p->nerrors, p->nerrors == 1 ? "" : "s",
+            cyclic ? "drawn with each cycle's edges in red" : "nothing drawn");
+  }
+  if (p->nerrors && !cyclic) {
     rc = OB_EXIT_USAGE;
   } else if (too_many_edges(file, p, max_edges)) {
     rc = OB_EXIT_USAGE;
@@ -259,6 +266,8 @@ int ob_cmd_graph(int argc, char **argv) {
     }
     if (rc == OB_EXIT_OK)
       rc = print_graph(g, format);
+    if (cyclic && rc == OB_EXIT_OK)
+      rc = OB_EXIT_USAGE;
     ob_graph_free(g);
   }
   ob_plan_free(p);

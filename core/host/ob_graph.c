@@ -192,11 +192,12 @@ static void label_links(ob_buf *label, const ob_alt *alt, const ob_call *reader)
 }
 
 static void emit(gdraw *d, const glevel *lv, const char *ind, size_t from, size_t to,
-                 ob_buf *label, int branch) {
+                 ob_buf *label, int branch, const size_t *scc) {
   if (d->max_edges && d->edges >= d->max_edges) {
     d->skipped++;
   } else {
-    gedge e = {from, to, label->data ? label->data : "", branch};
+    gedge e = {from, to, label->data ? label->data : "", branch,
+               scc && scc[from] == scc[to]};
     d->edge(d, lv, ind, &e);
     d->edges++;
   }
@@ -205,13 +206,81 @@ static void emit(gdraw *d, const glevel *lv, const char *ind, size_t from, size_
     label->data[0] = '\0';
 }
 
+/* The strongly connected components of the level's drawn calls, the edges being each
+ * call's users: scc[i] the component of call i, a number shared only by calls on one
+ * cycle (a call alone off any cycle has one of its own); NULL when the plan has no
+ * cycle (nothing to mark). Tarjan's algorithm, without recursion (a chain of 100,000
+ * calls): O(calls + edges). */
+static size_t *cycles_of(const ob_plan *p, size_t n) {
+  if (!p->ncycles || !n)
+    return NULL;
+  size_t *index = ob_xmalloc(n * sizeof *index), *low = ob_xmalloc(n * sizeof *low);
+  size_t *scc = ob_xmalloc(n * sizeof *scc), *stack = ob_xmalloc(n * sizeof *stack);
+  size_t *call_at = ob_xmalloc(n * sizeof *call_at), *next_user = ob_xmalloc(n * sizeof *next_user);
+  unsigned char *on = ob_xcalloc(n, 1);
+  const size_t unseen = (size_t)-1;
+  for (size_t i = 0; i < n; i++)
+    index[i] = unseen;
+  size_t counter = 0, sp = 0, comps = 0;
+  for (size_t root = 0; root < n; root++) {
+    if (index[root] != unseen)
+      continue;
+    size_t depth = 0;
+    call_at[depth++] = root;
+    index[root] = low[root] = counter++;
+    next_user[root] = 0;
+    stack[sp++] = root;
+    on[root] = 1;
+    while (depth) {
+      size_t v = call_at[depth - 1];
+      const ob_call *c = &p->calls[v];
+      if (next_user[v] < c->nusers) {
+        size_t w = c->users[next_user[v]++];
+        if (w >= n)
+          continue;
+        if (index[w] == unseen) { /* down to w */
+          index[w] = low[w] = counter++;
+          next_user[w] = 0;
+          stack[sp++] = w;
+          on[w] = 1;
+          call_at[depth++] = w;
+        } else if (on[w] && index[w] < low[v]) {
+          low[v] = index[w];
+        }
+        continue;
+      }
+      if (low[v] == index[v]) { /* v roots a component: off the stack down to it */
+        size_t w;
+        do {
+          w = stack[--sp];
+          on[w] = 0;
+          scc[w] = comps;
+        } while (w != v);
+        comps++;
+      }
+      depth--;
+      if (depth && low[v] < low[call_at[depth - 1]])
+        low[call_at[depth - 1]] = low[v];
+    }
+  }
+  free(index);
+  free(low);
+  free(stack);
+  free(call_at);
+  free(next_user);
+  free(on);
+  return scc;
+}
+
 /* Every edge between the level's drawn calls, writers in plan order, then their readers
  * in plan order (users ascend). An instance's copies of a call share its index: the
- * position in calls tells them apart. */
+ * position in calls tells them apart. An edge on a dependency cycle (its ends in one
+ * strongly connected component) is marked. */
 void ob_graph_each_edge(gdraw *d, const glevel *lv, const char *ind) {
   const ob_plan *p = lv->plan;
   if (!p)
     return;
+  size_t *scc = cycles_of(p, lv->shown);
   ob_buf label;
   ob_buf_init(&label);
   for (size_t a = 0; a < lv->shown; a++) {
@@ -224,22 +293,23 @@ void ob_graph_each_edge(gdraw *d, const glevel *lv, const char *ind) {
       if (w->output.n < 2) {
         for (size_t k = 0; k < w->output.n; k++)
           label_links(&label, &w->output.alts[k], r);
-        emit(d, lv, ind, a, to, &label, 0);
+        emit(d, lv, ind, a, to, &label, 0, scc);
         continue;
       }
       int any = 0;
       for (size_t k = 0; k < w->output.n; k++) {
         label_links(&label, &w->output.alts[k], r);
         if (label.len) {
-          emit(d, lv, ind, a, to, &label, 1);
+          emit(d, lv, ind, a, to, &label, 1, scc);
           any = 1;
         }
       }
       if (!any) /* cannot happen while deps follow the same rule */
-        emit(d, lv, ind, a, to, &label, 1);
+        emit(d, lv, ind, a, to, &label, 1, scc);
     }
   }
   ob_buf_free(&label);
+  free(scc);
 }
 
 /* --- outcomes from a journal ------------------------------------------------------ */

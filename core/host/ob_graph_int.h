@@ -41,6 +41,7 @@ typedef struct gedge {
   size_t from, to;   /* positions in its level */
   const char *label; /* lines joined by '\n', not escaped; "" for none */
   int branch;        /* through one `||` alternative of the writer: dashed */
+  int cycle;         /* both ends on one dependency cycle: drawn red */
 } gedge;
 
 typedef struct gdraw gdraw;

@@ -50,6 +50,8 @@ static void dot_string(ob_buf *out, const char *s) {
 static void dot_edge(gdraw *d, const glevel *lv, const char *ind, const gedge *e) {
   ob_buf_addf(d->out, "%s%s%zu -> %s%zu [label=", ind, lv->name, e->from, lv->name, e->to);
   dot_string(d->out, e->label);
+  if (e->cycle) /* on a dependency cycle */
+    ob_buf_addf(d->out, ", color=\"#c00000\", fontcolor=\"#c00000\", penwidth=2, class=\"cycle\"");
   ob_buf_addf(d->out, e->branch ? ", style=dashed];\n" : "];\n");
 }
 
@@ -179,7 +181,8 @@ static void mermaid_string(ob_buf *out, const char *s) {
 
 static void mermaid_edge(gdraw *d, const glevel *lv, const char *ind, const gedge *e) {
   (void)ind;
-  ob_buf_addf(d->out, "    %s%zu %s", lv->name, e->from, e->branch ? "-.->" : "-->");
+  ob_buf_addf(d->out, "    %s%zu %s", lv->name, e->from,
+              e->cycle ? "==>" : e->branch ? "-.->" : "-->"); /* a cycle's edges thick */
   if (e->label[0]) {
     ob_buf_addc(d->out, '|');
     mermaid_string(d->out, e->label);

@@ -826,6 +826,7 @@ static void find_cycles(ob_plan *p) {
         ob_buf_addf(&b, "%s (%s)", p->calls[at].id, p->calls[at].tool_name);
         ob_plan_error(p, &p->calls[at], "dependency cycle: %s (each reads what the next writes)",
                       b.data);
+        p->ncycles++;
         ob_buf_free(&b);
       }
       for (size_t k = 0; k < len; k++)

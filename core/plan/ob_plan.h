@@ -139,6 +139,8 @@ typedef struct ob_plan {
   /* every problem found, "file: call <id> (<tool>): <what>", in plan order */
   size_t nerrors;
   char **errors;
+  size_t ncycles; /* of those, the dependency cycles (`graph` draws a plan with only
+                     these, its cycles marked) */
 } ob_plan;
 
 /* Reads a plan file (either form of SPEC 5) and checks everything that needs

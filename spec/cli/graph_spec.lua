@@ -356,7 +356,7 @@ return {
     assert.matches("context[0]", r.err, 1, true)
   end)
 
-  it("exits 2 naming the calls on a cycle", function()
+  it("draws a plan whose only problems are cycles, each cycle's edges red, then exits 2 naming them", function()
     local file = cli.tmpfile([[
 [ {"_id": "a", "_tool": "t", "x": "†state.b", "_outputPath": "a"},
   {"_id": "b", "_tool": "t", "x": "†state.a", "_outputPath": "b"},
@@ -364,8 +364,28 @@ return {
 ]], ".json")
     local r = cli.run { "graph", file }
     assert.are.equal(2, r.code)
-    assert.are.equal("", r.out)
     assert.matches("dependency cycle: a (t) -> b (t) -> a (t)", r.err, 1, true)
+    assert.matches("drawn with each cycle's edges in red", r.err, 1, true)
+    -- every edge drawn; those on the cycle (a <-> b) red, a -> c not
+    local red = {}
+    for from, to, attrs in r.out:gmatch("  (n%d) %-> (n%d) %[([^\n]*)%];") do
+      red[#red + 1] = from .. to .. "=" .. (attrs:find('class="cycle"', 1, true) and "red" or "plain")
+    end
+    table.sort(red)
+    assert.are.same({ "n0n1=red", "n0n2=plain", "n1n0=red" }, red)
+    local m = cli.run { "graph", file, "--format", "mermaid" }
+    assert.are.equal(2, m.code)
+    assert.matches("n0 ==>", m.out, 1, true)
+    assert.matches("n0 -->|", m.out, 1, true) -- a -> c
+    -- another problem beside a cycle: nothing drawn
+    local both = cli.tmpfile([[
+[ {"_id": "a", "_tool": "t", "x": "†state.b", "_outputPath": "a"},
+  {"_id": "b", "_tool": "t", "x": "†state.a", "_outputPath": "b", "_bogus": 1} ]
+]], ".json")
+    r = cli.run { "graph", both }
+    assert.are.equal(2, r.code)
+    assert.are.equal("", r.out)
+    assert.matches("nothing drawn", r.err, 1, true)
   end)
 
   it("prints usage with examples on --help, and exits 2 on usage errors", function()
