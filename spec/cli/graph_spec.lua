@@ -254,6 +254,20 @@ describe("obelus graph", function()
         "fr -> fr2 [†state.x] solid" })
   end)
 
+  it("draws an instances plan's copies each with its own edges, none to another copy", function()
+    local plan = [[
+{"instances": ["x", "y"], "plan": [
+  {"_id": "a", "_tool": "t", "_outputPath": "†state.a"},
+  {"_id": "b", "_tool": "t", "v": "†state.a", "_outputPath": "†state.b"},
+  {"_id": "g", "_tool": "t", "_instance": "x", "v": "†state.b", "_outputPath": "†state.g"} ]}
+]]
+    expect(plan,
+      { "a@x|t|instance x|box", "a@y|t|instance y|box", "b@x|t|instance x|box",
+        "b@y|t|instance y|box", "g|t|instance x|box" },
+      { "a@x -> b@x [†state.a] solid", "a@y -> b@y [†state.a] solid",
+        "b@x -> g [†state.b] solid" })
+  end)
+
   it("names nodes n0, n1, ... and escapes ids, tools and paths in both syntaxes", function()
     local nodes = { "#0|src|box", 'say "hi"|t"q|box', "with space|t|box", "a<b>|c#d;&e`|t|box",
                     "back\\slash\\N|t|box", "end|t|box" }
