@@ -32,13 +32,19 @@ static const char log_help[] =
     "\n"
     "  position  time  call id  tool  path written  [method]  value\n"
     "\n"
-    "Times are counted from the first _date in the journal. A plan message is a\n"
-    "header line; an error message is marked \xE2\x9C\x97 (red on a terminal); a\n"
-    "delegated call's own messages are indented under it, numbered 3.0, 3.1, ...\n"
-    "(64 levels deep at most; deeper ones are counted on one line). A value a call\n"
-    "sent while it ran (obelus.emit) is a \"progress\" line after the message it\n"
-    "followed in its run's lines (a delegated or _each run's indented), without a\n"
-    "position.\n"
+    "A plan message is a header line; an error message is marked \xE2\x9C\x97 (red on a\n"
+    "terminal); a delegated call's own messages are indented under it, numbered\n"
+    "3.0, 3.1, ... (64 levels deep at most; deeper ones are counted on one line).\n"
+    "A value a call sent while it ran (obelus.emit) is a \"progress\" line after the\n"
+    "message it followed in its run's lines (a delegated or _each run's indented),\n"
+    "without a position. Times are seconds from the run's first start (from the\n"
+    "first _date when the journal has no records).\n"
+    "\n"
+    "Then, from the journal's records, one line a call: its start and end, how\n"
+    "long it took, its attempts when more than one, its state (done, failed,\n"
+    "handled, skipped, never ran) and \"fire-and-forget\" for a call that writes\n"
+    "nothing. The last line counts the messages.\n"
+    "\n"
     "Values are cut to the terminal's width (60 characters when piped). Colours\n"
     "only on a terminal, and never when NO_COLOR is set.\n"
     "\n"
@@ -718,6 +724,115 @@ static void print_summary(const view *v, ob_log *log) {
   fputc('\n', v->out);
 }
 
+/* --- the calls --------------------------------------------------------------------- */
+
+/* A number of microseconds as seconds, to the millisecond ("1.234s"). */
+static void add_secs(ob_buf *b, int64_t us) { ob_buf_addf(b, "%.3fs", (double)us / 1e6); }
+
+/* After the timeline (before its last line), one line a call, from the journal's records (ob_trace's
+ * OB_TRACE_RUN, whose times are microseconds from the run's first start): its id (under
+ * the call whose run it is in: "scope › id"), tool, start and end, how long, how many
+ * attempts when more than one, its state, and "fire-and-forget" for a call that writes
+ * nothing (no _outputPath): what messages alone do not show. Nothing when the journal
+ * has no records (a JSON array of messages). */
+static void print_calls(const view *v, const ob_value *run) {
+  const ob_value *calls = run ? ob_object_get(run, "calls", 5) : NULL;
+  size_t n = calls && ob_typeof(calls) == OB_ARRAY ? ob_array_len(calls) : 0;
+  if (!n)
+    return;
+  char **names = ob_xcalloc(n, sizeof *names), **tools = ob_xcalloc(n, sizeof *tools);
+  size_t wid = 2, wtool = 4;
+  for (size_t i = 0; i < n; i++) {
+    const ob_value *c = ob_array_get(calls, i);
+    const char *id = field_str(c, "id"), *scope = field_str(c, "scope"), *tool = field_str(c, "tool");
+    ob_buf b;
+    ob_buf_init(&b);
+    if (scope && *scope)
+      ob_buf_addf(&b, "%s \xE2\x80\xBA ", scope);
+    ob_buf_addf(&b, "%s", id ? id : "?");
+    names[i] = buf_take(&b);
+    escape_field(&names[i]); /* a plan's text: its controls shown, never sent */
+    tools[i] = ob_xstrdup(tool ? tool : "");
+    escape_field(&tools[i]);
+    size_t w = u8cols(names[i]);
+    if (w > wid)
+      wid = w;
+    if (u8cols(tools[i]) > wtool)
+      wtool = u8cols(tools[i]);
+  }
+  sgr(v, SGR_HEAD);
+  fprintf(v->out, "calls, from the run's first start:");
+  sgr_off(v);
+  fputc('\n', v->out);
+  ob_buf line;
+  ob_buf_init(&line);
+  for (size_t i = 0; i < n; i++) {
+    const ob_value *c = ob_array_get(calls, i);
+    const char *state = field_str(c, "state");
+    const ob_value *at = ob_object_get(c, "attempts", 8), *params = ob_object_get(c, "params", 6);
+    size_t na = at && ob_typeof(at) == OB_ARRAY ? ob_array_len(at) : 0;
+    line.len = 0;
+    if (na) {
+      const ob_value *first = ob_array_get(at, 0), *last = ob_array_get(at, na - 1);
+      int64_t start = ob_int_value(ob_array_get(first, 0));
+      const ob_value *end = ob_array_get(last, 1);
+      add_secs(&line, start);
+      if (ob_typeof(end) == OB_INT) {
+        ob_buf_add(&line, " \xE2\x86\x92 ", 5); /* → */
+        add_secs(&line, ob_int_value(end));
+        ob_buf_addf(&line, "  %.1f ms", (double)(ob_int_value(end) - start) / 1e3);
+      } else {
+        ob_buf_add(&line, " \xE2\x86\x92 ...", 7);
+      }
+      if (na > 1)
+        ob_buf_addf(&line, "  %zu attempts", na);
+    } else {
+      ob_buf_addf(&line, "-");
+    }
+    fputs("  ", v->out);
+    pad(v->out, names[i], wid);
+    fputs("  ", v->out);
+    sgr(v, SGR_TOOL);
+    pad(v->out, tools[i], wtool);
+    sgr_off(v);
+    fprintf(v->out, "  %s  ", line.data);
+    int bad = state && (!strcmp(state, "failed") || !strcmp(state, "handled"));
+    sgr(v, bad ? SGR_ERROR : SGR_DIM);
+    ob_fputs_escaped(v->out, state ? state : "?", strlen(state ? state : "?"), 0);
+    sgr_off(v);
+    if (params && ob_typeof(params) == OB_OBJECT && !ob_object_get(params, "_outputPath", 11) &&
+        !ob_object_get(params, "_delegate", 9))
+      fprintf(v->out, "  fire-and-forget");
+    fputc('\n', v->out);
+  }
+  ob_buf_free(&line);
+  for (size_t i = 0; i < n; i++) {
+    free(names[i]);
+    free(tools[i]);
+  }
+  free(names);
+  free(tools);
+}
+
+/* The run's first start (its records' "t", microseconds) as the timeline's zero, when
+ * it is before the first _date: messages are dated as they are written, after the
+ * calls that wrote them ran, so the first one is not the run's start. */
+static void start_at_first_call(view *v, const ob_value *run) {
+  const ob_value *t0 = run ? ob_object_get(run, "t0_us", 5) : NULL;
+  if (!t0 || ob_typeof(t0) != OB_INT || ob_int_value(t0) <= 0)
+    return;
+  double ms = (double)ob_int_value(t0) / 1000.0;
+  if (!v->have_t0 || ms < v->t0) {
+    v->have_t0 = 1;
+    v->t0 = ms;
+    time_t secs = (time_t)(ms / 1000.0);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t k = strftime(v->t0_text, sizeof v->t0_text, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(v->t0_text + k, sizeof v->t0_text - k, ".%03dZ", (int)((long long)ms % 1000));
+  }
+}
+
 /* --- --at N ---------------------------------------------------------------------- */
 
 
@@ -809,9 +924,14 @@ int ob_cmd_log(int argc, char **argv) {
       all = ob_array_push(all, ob_log_message(log, i));
     find_t0(&v, all, 0);
     ob_unref(all);
+    ob_error terr;
+    ob_value *run = ob_trace_build(file, OB_TRACE_RUN, NULL, &terr); /* NULL: no records */
+    start_at_first_call(&v, run);
     read_progress(&v, file);
     print_log(&v, log, "", 0, NULL);
+    print_calls(&v, run);
     print_summary(&v, log);
+    ob_unref(run);
     for (size_t k = 0; k < v.nprog; k++) {
       free(v.prog[k].id);
       free(v.prog[k].data);

@@ -162,7 +162,8 @@ describe("_each", function()
     local log = cli.run({ "log", r.journal })
     assert.are.equal(0, log.code, log.err)
     local lines = {}
-    for line in log.out:gmatch("[^\n]+") do
+    local timeline = log.out:match("^(.-)\ncalls, from the run's first start:") -- not the calls
+    for line in timeline:gmatch("[^\n]+") do
       if line:match("progress") or line:match("s%[%d%]  steps") then lines[#lines + 1] = line end
     end
     -- each copy's progress lines come before its output, indented under the call

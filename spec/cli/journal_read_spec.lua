@@ -38,6 +38,12 @@ local function with_records(tail)
   return cli.tmpfile(table.concat(out, "\n") .. "\n" .. (tail or ""), ".jsonl")
 end
 
+-- log's output without its calls (they come from the records, which these tests add
+-- and take away): the messages' lines and the last line
+local function messages_part(out)
+  return (out:gsub("\ncalls, from the run's first start:\n.-\n([^\n]*\n)$", "\n%1"))
+end
+
 local function torn_warning(cmd, file, line)
   return string.format("obelus %s: %s:%d: the last line is torn (the process died while writing it); ignored\n",
     cmd, file, line)
@@ -48,7 +54,7 @@ describe("reading a journal with records", function()
     local a, b = cli.run { "log", london() }, cli.run { "log", with_records() }
     assert.are.equal(0, b.code, b.err)
     assert.are.equal("", b.err)
-    assert.are.equal(a.out, b.out)
+    assert.are.equal(messages_part(a.out), messages_part(b.out))
     assert.matches("6 messages", b.out, 1, true)
   end)
 
@@ -87,7 +93,7 @@ describe("reading a journal with a torn last line", function()
     local r = cli.run { "log", j }
     assert.are.equal(0, r.code, r.err)
     assert.are.equal(torn_warning("log", j, #lines_of(j)), r.err)
-    assert.are.equal(cli.run({ "log", london() }).out, r.out)
+    assert.are.equal(messages_part(cli.run({ "log", london() }).out), messages_part(r.out))
   end)
 
   it("resolve ignores it even when it parses", function()

@@ -69,7 +69,49 @@ describe("obelus log: the timeline", function()
     assert.matches(DAGGER .. "input merge  {\"city\":\"London\"}", at["2"].text, 1, true) -- method when not set
     assert.matches('"rainy in London, 12°C: a film at the cinema"', r.out, 1, true) -- the value
     assert.matches("^6 messages · 3 outputs · 0 errors", lines[#lines])
-    assert.is_nil(r.out:find("park  ", 1, true)) -- a skipped call writes nothing
+    -- a skipped call writes nothing: no line of the timeline, a line of the calls
+    local timeline_part, calls_part = r.out:match("^(.-)\ncalls, from the run's first start:\n(.*)$")
+    assert.is_nil(timeline_part:find("park  ", 1, true))
+    assert.matches("\n?  park%s+park%s+%-  skipped\n", calls_part)
+  end)
+
+  it("lists every call from the journal's records: start, end, how long, attempts, state, fire-and-forget", function()
+    -- a call failing twice then handled (its error to †state.err), a fire-and-forget call,
+    -- a call that waits 60 ms, a call skipped (it reads what the handled one did not write)
+    local plan = cli.tmpfile([=[
+[ {"_id": "a", "_tool": "fail", "_outputPath": "†state.a || †state.err", "_retry": {"attempts": 3, "delay_ms": 10}},
+  {"_id": "n", "_tool": "echo", "value": "†state.err"},
+  {"_id": "s", "_tool": "sleepy", "ms": 60, "value": "†state.err", "_outputPath": "†state.s"},
+  {"_id": "k", "_tool": "echo", "value": "†state.a", "_outputPath": "†state.k"} ]
+]=], ".json")
+    local j = journal(plan, { "spec/cli/tools" })
+    local r = cli.run { "log", j }
+    assert.are.equal(0, r.code, r.err)
+    local calls_part = r.out:match("\ncalls, from the run's first start:\n(.*)$")
+    assert(calls_part, r.out)
+    local rows = {}
+    for line in calls_part:gmatch("([^\n]*)\n") do
+      local id, rest = line:match("^  (%S+)%s+%S+%s+(.*)$")
+      if id then rows[id] = rest end
+    end
+    local function times(id)
+      local s, e, ms = rows[id]:match("^([%d.]+)s → ([%d.]+)s  ([%d.]+) ms")
+      return tonumber(s), tonumber(e), tonumber(ms)
+    end
+    assert.matches("  3 attempts  handled$", rows.a)
+    assert.matches("  done  fire%-and%-forget$", rows.n)
+    assert.matches("^%-  skipped$", rows.k)
+    local as, ae = times("a")
+    local ss, se, sms = times("s")
+    assert.are.equal(0, as) -- the run's first start
+    assert.is_true(ae > 0, rows.a) -- three attempts, waits between them
+    assert.is_true(ss >= ae, "s starts once a has settled")
+    assert.is_true(sms >= 60 and math.abs((se - ss) * 1000 - sms) < 1.5, rows.s)
+    -- the messages' times count from the run's first start too: a's output is not at 0
+    local _, at = timeline(r.out)
+    local written = tonumber(at["1"].text:match("%+([%d.]+)s")) -- its _date: to the ms
+    assert.is_true(math.abs(written - ae) <= 0.002, at["1"].text .. " / " .. rows.a)
+    assert.matches("^3 messages · 2 outputs", r.out:match("([^\n]*)\n$"))
   end)
 
   it("marks error messages, and names calls without _id as the run did", function()
