@@ -38,12 +38,23 @@
  * collected. Measured: a tool schema of five properties with a pattern, an
  * enum and an array compiles in about 15 us and checks its params in 0.6 us.
  *
+ * Formats and strictness (issue 30). `format` is an assertion for the formats
+ * the "formats" section lists, each a small hand-written reader of bytes (no
+ * regex, no allocation; ipv6 by inet_pton, regex by compiling it with PCRE2,
+ * which allocates); a compiled node keeps a pointer to its checker. Compiling
+ * with OB_SCHEMA_STRICT (a tool's schema) also reads every key of every
+ * schema object against the list of keywords and refuses the first unknown
+ * one, and an unknown format, with the nearest known name (ob_suggest):
+ * a misspelt keyword would otherwise check nothing, silently. That costs one
+ * pass over the keys at compile time, nothing when validating.
+ *
  * Numbers. Comparisons between integers and reals are exact (no conversion of
  * a large int64 to double). multipleOf works on decimals: each double is read
  * back as the shortest decimal that round-trips (what the JSON text said), and
  * divisibility of A*10^p by B*10^q is decided exactly with modular arithmetic,
  * so 0.0075 is a multiple of 0.0001 and 1e308 one of 0.5, with no epsilon.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -57,6 +68,7 @@
 
 #include "base/ob_mem.h"
 #include "base/ob_schema.h"
+#include "base/ob_suggest.h"
 
 /* Nested validate() calls allowed in one validation, and stack bytes: whichever
  * is reached first makes the instance fail with keyword "depth". An instance
@@ -154,6 +166,7 @@ struct snode {
   size_t min_length, max_length, min_items, max_items, min_props, max_props;
   pcre2_code *pattern;
   const ob_value *pattern_src;
+  const struct format_def *format; /* a format that is checked, or NULL */
   named_schema *props; /* sorted by key bytes */
   size_t nprops;
   regex_schema *pattern_props;
@@ -609,6 +622,341 @@ static int is_multiple(const ob_value *v, const snode *n) {
   return dec_is_multiple(dec_of(v), n->multiple_dec);
 }
 
+/* --- formats ------------------------------------------------------------ */
+
+/* `format` is an assertion for the formats below: a string that is not one
+ * fails. Each check reads bytes (ASCII only: the idn- and iri- formats, which
+ * allow more, are known but not checked); a value that is not a string passes,
+ * as for every string keyword. The rules, short enough to state:
+ *   date-time, date, time  RFC 3339 (full-date, full-time, date "T" time; T and
+ *                          Z in either case; an offset is required; days per
+ *                          month and leap years; :60 only at 23:59 UTC)
+ *   email     local@domain: the local part a dot-atom of RFC 5322's atext (no
+ *             leading, trailing or double dot) or a quoted string, at most 64
+ *             bytes; the domain a hostname or an address literal, [1.2.3.4] or
+ *             [IPv6:...]; at most 254 bytes in all (RFC 5321)
+ *   hostname  RFC 1123: labels of letters, digits and hyphens, 1 to 63 bytes, no
+ *             hyphen first or last; at most 253 bytes
+ *   ipv4      a dotted quad, each part 0-255 in decimal, no leading zero
+ *   ipv6      what inet_pton(AF_INET6) reads (RFC 4291 text, no zone)
+ *   uri       scheme ":" then RFC 3986 characters only: unreserved, reserved,
+ *             %HH; one "#" at most; brackets only in the authority
+ *   uri-reference  the same, the scheme optional
+ *   uuid      8-4-4-4-12 hexadecimal digits, either case (any version)
+ *   regex     compiles as a `pattern` does (PCRE2, ECMA-262 options)
+ *   json-pointer, relative-json-pointer  RFC 6901 and its draft extension */
+
+typedef int (*format_fn)(const char *s, size_t n, ob_buf *why);
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+/* count ASCII digits at s[at..] as a number, or -1 */
+static int read_num(const char *s, size_t n, size_t at, size_t count) {
+  if (at + count > n)
+    return -1;
+  int v = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (!is_digit(s[at + i]))
+      return -1;
+    v = v * 10 + (s[at + i] - '0');
+  }
+  return v;
+}
+
+/* YYYY-MM-DD at s[0..10); 1 when a real date */
+static int full_date(const char *s, size_t n) {
+  int y = read_num(s, n, 0, 4), m = read_num(s, n, 5, 2), d = read_num(s, n, 8, 2);
+  if (y < 0 || m < 1 || m > 12 || d < 1 || s[4] != '-' || s[7] != '-')
+    return 0;
+  static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return d <= (m == 2 && !leap ? 28 : mdays[m - 1]);
+}
+
+/* HH:MM:SS[.frac](Z|+HH:MM|-HH:MM), all of s[0..n) */
+static int full_time(const char *s, size_t n) {
+  int h = read_num(s, n, 0, 2), m = read_num(s, n, 3, 2), sec = read_num(s, n, 6, 2);
+  if (h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 60 || s[2] != ':' || s[5] != ':')
+    return 0;
+  size_t i = 8;
+  if (i < n && s[i] == '.') {
+    size_t start = ++i;
+    while (i < n && is_digit(s[i]))
+      i++;
+    if (i == start)
+      return 0;
+  }
+  int offset = 0; /* minutes east of UTC */
+  if (i + 1 == n && (s[i] == 'Z' || s[i] == 'z')) {
+    offset = 0;
+  } else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
+    int oh = read_num(s, n, i + 1, 2), om = read_num(s, n, i + 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59)
+      return 0;
+    offset = (s[i] == '+' ? 1 : -1) * (oh * 60 + om);
+  } else {
+    return 0;
+  }
+  if (sec == 60) { /* a leap second is the last of a UTC day */
+    int utc = ((h * 60 + m - offset) % 1440 + 1440) % 1440;
+    if (utc != 23 * 60 + 59)
+      return 0;
+  }
+  return 1;
+}
+
+static int fmt_date(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return n == 10 && full_date(s, n);
+}
+
+static int fmt_time(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return full_time(s, n);
+}
+
+static int fmt_date_time(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return n > 11 && full_date(s, 10) && (s[10] == 'T' || s[10] == 't') &&
+         full_time(s + 11, n - 11);
+}
+
+static int hostname_ok(const char *s, size_t n) {
+  if (n == 0 || n > 253)
+    return 0;
+  size_t label = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i == n || s[i] == '.') {
+      if (label == 0 || label > 63 || s[i - label] == '-' || s[i - 1] == '-')
+        return 0;
+      label = 0;
+    } else if (is_alpha(s[i]) || is_digit(s[i]) || s[i] == '-') {
+      label++;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static int fmt_hostname(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return hostname_ok(s, n);
+}
+
+static int ipv4_ok(const char *s, size_t n) {
+  size_t i = 0;
+  for (int part = 0; part < 4; part++) {
+    if (part && (i >= n || s[i++] != '.'))
+      return 0;
+    size_t start = i;
+    int v = 0;
+    while (i < n && is_digit(s[i]) && i - start < 3)
+      v = v * 10 + (s[i++] - '0');
+    size_t len = i - start;
+    if (len == 0 || v > 255 || (len > 1 && s[start] == '0'))
+      return 0;
+  }
+  return i == n;
+}
+
+static int fmt_ipv4(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return ipv4_ok(s, n);
+}
+
+static int ipv6_ok(const char *s, size_t n) {
+  char text[INET6_ADDRSTRLEN + 1];
+  unsigned char addr[16];
+  if (n >= sizeof text || memchr(s, '\0', n))
+    return 0;
+  memcpy(text, s, n);
+  text[n] = '\0';
+  return inet_pton(AF_INET6, text, addr) == 1;
+}
+
+static int fmt_ipv6(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return ipv6_ok(s, n);
+}
+
+static int is_atext(char c) {
+  return is_alpha(c) || is_digit(c) || (c && strchr("!#$%&'*+-/=?^_`{|}~", c));
+}
+
+static int fmt_email(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  if (n > 254)
+    return 0;
+  size_t i = 0;
+  if (n && s[0] == '"') { /* quoted string: printable ASCII, \ escapes one */
+    for (i = 1; i < n && s[i] != '"'; i++) {
+      if (s[i] == '\\')
+        i++;
+      if (i >= n || s[i] < 32 || s[i] > 126)
+        return 0;
+    }
+    if (i >= n)
+      return 0;
+    i++;
+  } else { /* dot-atom */
+    for (; i < n && s[i] != '@'; i++)
+      if (!(is_atext(s[i]) || (s[i] == '.' && i > 0 && s[i - 1] != '.')))
+        return 0;
+    if (i == 0 || s[i - 1] == '.')
+      return 0;
+  }
+  if (i > 64 || i >= n || s[i] != '@')
+    return 0;
+  const char *d = s + i + 1;
+  size_t dn = n - i - 1;
+  if (dn >= 2 && d[0] == '[' && d[dn - 1] == ']') {
+    if (dn > 7 && memcmp(d + 1, "IPv6:", 5) == 0)
+      return ipv6_ok(d + 6, dn - 7);
+    return ipv4_ok(d + 1, dn - 2);
+  }
+  return hostname_ok(d, dn);
+}
+
+static int is_uri_char(char c) {
+  return is_alpha(c) || is_digit(c) || (c && strchr("-._~:/?#[]@!$&'()*+,;=", c));
+}
+
+/* The part of a URI after its scheme and colon (or a whole relative
+ * reference): RFC 3986's characters, %HH escapes, one fragment, brackets
+ * only in the authority. */
+static int uri_rest_ok(const char *s, size_t n) {
+  size_t auth_end = 0; /* brackets are allowed in s[2..auth_end) */
+  if (n >= 2 && s[0] == '/' && s[1] == '/') {
+    auth_end = 2;
+    while (auth_end < n && !strchr("/?#", s[auth_end]))
+      auth_end++;
+  }
+  int fragment = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '%') {
+      if (i + 2 >= n || !is_hex(s[i + 1]) || !is_hex(s[i + 2]))
+        return 0;
+      i += 2;
+    } else if (!is_uri_char(c)) {
+      return 0;
+    } else if ((c == '[' || c == ']') && i >= auth_end) {
+      return 0;
+    } else if (c == '#') {
+      if (fragment++)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+static size_t scheme_len(const char *s, size_t n) {
+  if (n == 0 || !is_alpha(s[0]))
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    if (s[i] == ':')
+      return i + 1;
+    if (!is_alpha(s[i]) && !is_digit(s[i]) && !strchr("+-.", s[i]))
+      return 0;
+  }
+  return 0;
+}
+
+static int fmt_uri(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  size_t k = scheme_len(s, n);
+  return k && uri_rest_ok(s + k, n - k);
+}
+
+static int fmt_uri_reference(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  size_t k = scheme_len(s, n);
+  return uri_rest_ok(s + k, n - k);
+}
+
+static int fmt_uuid(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  if (n != 36)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !is_hex(s[i]))
+      return 0;
+  return 1;
+}
+
+static int pointer_ok(const char *s, size_t n) {
+  if (n && s[0] != '/')
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '~' && (i + 1 >= n || (s[i + 1] != '0' && s[i + 1] != '1')))
+      return 0;
+  return 1;
+}
+
+static int fmt_json_pointer(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  return pointer_ok(s, n);
+}
+
+static int fmt_relative_json_pointer(const char *s, size_t n, ob_buf *why) {
+  (void)why;
+  size_t i = 0;
+  while (i < n && is_digit(s[i]))
+    i++;
+  if (i == 0 || (i > 1 && s[0] == '0'))
+    return 0;
+  return (i + 1 == n && s[i] == '#') || pointer_ok(s + i, n - i);
+}
+
+static pcre2_code *regex_build(const char *s, size_t n, int *code, PCRE2_SIZE *off);
+
+static int fmt_regex(const char *s, size_t n, ob_buf *why) {
+  int code;
+  PCRE2_SIZE off;
+  pcre2_code *re = regex_build(s, n, &code, &off);
+  if (re) {
+    pcre2_code_free(re);
+    return 1;
+  }
+  if (why) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(code, msg, sizeof msg);
+    ob_buf_addf(why, ": %s at offset %zu", (char *)msg, (size_t)off);
+  }
+  return 0;
+}
+
+typedef struct format_def {
+  const char *name;
+  format_fn check; /* NULL: known, not checked */
+  const char *what; /* "is not <what>" */
+} format_def;
+
+static const format_def formats[] = {
+    {"date-time", fmt_date_time, "a date-time (RFC 3339: 2024-05-01T12:00:00Z)"},
+    {"date", fmt_date, "a date (RFC 3339: 2024-05-01)"},
+    {"time", fmt_time, "a time (RFC 3339, with its offset: 12:00:00Z)"},
+    {"email", fmt_email, "an email address"},
+    {"hostname", fmt_hostname, "a hostname (RFC 1123)"},
+    {"ipv4", fmt_ipv4, "an IPv4 address"},
+    {"ipv6", fmt_ipv6, "an IPv6 address"},
+    {"uri", fmt_uri, "a URI (scheme:...)"},
+    {"uuid", fmt_uuid, "a UUID (8-4-4-4-12 hexadecimal digits)"},
+    {"regex", fmt_regex, "a regular expression"},
+    {"uri-reference", fmt_uri_reference, "a URI reference"},
+    {"json-pointer", fmt_json_pointer, "a JSON pointer"},
+    {"relative-json-pointer", fmt_relative_json_pointer, "a relative JSON pointer"},
+    /* draft-07's others: known, not checked */
+    {"idn-email", NULL, NULL},
+    {"idn-hostname", NULL, NULL},
+    {"iri", NULL, NULL},
+    {"iri-reference", NULL, NULL},
+    {"uri-template", NULL, NULL},
+};
+
 /* --- compiling --------------------------------------------------------- */
 
 typedef struct cctx {
@@ -618,6 +966,7 @@ typedef struct cctx {
   ob_buf ptr; /* pointer of the place being compiled */
   int doc;
   size_t depth;
+  unsigned flags; /* OB_SCHEMA_STRICT */
 } cctx;
 
 /* Records the first error: "<where>: <keyword>: <what>". */
@@ -775,16 +1124,19 @@ static NOINLINE const ob_value *string_array(cctx *cc, const char *name, const o
   return v;
 }
 
+/* ECMA-262 semantics, as far as PCRE2 goes: \uHHHH escapes (ALT_BSUX), $ only
+ * at the very end, code points rather than bytes; unanchored matching. An
+ * instance string that is not valid UTF-8 simply does not match. */
+static pcre2_code *regex_build(const char *s, size_t n, int *code, PCRE2_SIZE *off) {
+  return pcre2_compile((PCRE2_SPTR)s, n,
+                       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY,
+                       code, off, NULL);
+}
+
 static NOINLINE pcre2_code *regex_compile(cctx *cc, const char *keyword, const ob_value *pat) {
   int code;
   PCRE2_SIZE off;
-  /* ECMA-262 semantics, as far as PCRE2 goes: \uHHHH escapes (ALT_BSUX), $ only
-   * at the very end, code points rather than bytes; unanchored matching. An
-   * instance string that is not valid UTF-8 simply does not match. */
-  pcre2_code *re = pcre2_compile((PCRE2_SPTR)ob_string_ptr(pat), ob_string_len(pat),
-                                 PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ALT_BSUX |
-                                     PCRE2_DOLLAR_ENDONLY,
-                                 &code, &off, NULL);
+  pcre2_code *re = regex_build(ob_string_ptr(pat), ob_string_len(pat), &code, &off);
   if (!re) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(code, msg, sizeof msg);
@@ -865,6 +1217,116 @@ static NOINLINE void compile_type(cctx *cc, snode *n, const ob_value *v) {
     n->types |= bit;
   }
   n->has |= HAS_TYPE;
+}
+
+/* The keywords a schema may use: draft-07's, the annotations, and $defs and
+ * deprecated (the names later drafts gave definitions and a deprecation note). */
+static const char *const known_keywords[] = {
+    "$schema", "$id", "$ref", "$comment", "title", "description", "default", "examples",
+    "readOnly", "writeOnly", "deprecated", "definitions", "$defs", "type", "enum", "const",
+    "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
+    "minLength", "pattern", "format", "contentMediaType", "contentEncoding", "items",
+    "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxProperties",
+    "minProperties", "required", "properties", "patternProperties", "additionalProperties",
+    "dependencies", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf", "not",
+};
+
+/* Keywords of drafts after 07 that this validator does not apply, and what
+ * says the same in draft-07. */
+static const char *const later_keywords[][2] = {
+    {"dependentRequired", "\"dependencies\" with an array of names"},
+    {"dependentSchemas", "\"dependencies\" with a schema"},
+    {"prefixItems", "\"items\" with an array of schemas"},
+    {"unevaluatedProperties", "\"additionalProperties\""},
+    {"unevaluatedItems", "\"additionalItems\""},
+    {"minContains", NULL},
+    {"maxContains", NULL},
+    {"$anchor", "\"$id\": \"#name\""},
+    {"$dynamicRef", "\"$ref\""},
+    {"$dynamicAnchor", NULL},
+    {"$recursiveRef", "\"$ref\""},
+    {"$recursiveAnchor", NULL},
+    {"$vocabulary", NULL},
+    {"contentSchema", NULL},
+};
+
+/* The key as the message names it: bare when plain, else as JSON. */
+static void key_text(ob_buf *b, const ob_value *key) {
+  const char *s = ob_string_ptr(key);
+  size_t n = ob_string_len(key), i = 0;
+  while (i < n && s[i] > 32 && s[i] < 127 && s[i] != '"')
+    i++;
+  if (n && i == n)
+    ob_buf_add(b, s, n);
+  else
+    put_value(b, key);
+}
+
+/* Strict: every key of schema object o is a keyword, or starts with "x-". */
+static NOINLINE void check_keywords(cctx *cc, const ob_value *o) {
+  ob_object_iter it;
+  ob_value *k, *val;
+  ob_object_iter_init(&it, o);
+  while (!cc->failed && ob_object_iter_next(&it, &k, &val)) {
+    const char *name = ob_string_ptr(k);
+    size_t len = ob_string_len(k);
+    if (len >= 2 && name[0] == 'x' && name[1] == '-')
+      continue;
+    int known = strlen(name) == len; /* a key holding a NUL is no keyword */
+    size_t i = 0;
+    while (known && i < sizeof known_keywords / sizeof *known_keywords &&
+           strcmp(known_keywords[i], name))
+      i++;
+    if (known && i < sizeof known_keywords / sizeof *known_keywords)
+      continue;
+    ob_buf b;
+    ob_buf_init(&b);
+    key_text(&b, k);
+    const char *later = NULL, *instead = NULL;
+    for (size_t j = 0; j < sizeof later_keywords / sizeof *later_keywords; j++)
+      if (!strcmp(later_keywords[j][0], name))
+        later = later_keywords[j][0], instead = later_keywords[j][1];
+    if (later) {
+      cerr(cc, b.data, "a keyword of a later draft than 07, which obelus implements%s%s%s",
+           instead ? "; draft-07 says it with " : "", instead ? instead : "",
+           " (a keyword of your own must start with \"x-\")");
+    } else {
+      const char *near = ob_suggest(name, known_keywords,
+                                    sizeof known_keywords / sizeof *known_keywords);
+      cerr(cc, b.data, "unknown keyword%s%s%s (a keyword of your own must start with \"x-\")",
+           near ? "; did you mean \"" : "", near ? near : "", near ? "\"?" : "");
+    }
+    ob_buf_free(&b);
+  }
+}
+
+static NOINLINE void compile_format(cctx *cc, snode *n, const ob_value *v) {
+  if (ob_typeof(v) != OB_STRING) {
+    cerr(cc, "format", "must be a string, not %s", tname(v));
+    return;
+  }
+  const char *name = ob_string_ptr(v);
+  size_t len = ob_string_len(v);
+  for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+    if (strlen(formats[i].name) == len && !memcmp(formats[i].name, name, len)) {
+      n->format = formats[i].check ? &formats[i] : NULL;
+      return;
+    }
+  if (!(cc->flags & OB_SCHEMA_STRICT))
+    return; /* an annotation then, as draft-07 allows */
+  ob_suggester s;
+  ob_suggester_init(&s, name);
+  for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+    ob_suggester_add(&s, formats[i].name);
+  const char *near = ob_suggester_best(&s);
+  ob_buf b;
+  ob_buf_init(&b);
+  put_value(&b, v);
+  cerr(cc, "format", "unknown format %s%s%s%s (checked: date-time, date, time, email, "
+                     "hostname, ipv4, ipv6, uri, uri-reference, uuid, regex, json-pointer, "
+                     "relative-json-pointer)",
+       b.data, near ? "; did you mean \"" : "", near ? near : "", near ? "\"?" : "");
+  ob_buf_free(&b);
 }
 
 static NOINLINE void compile_object_keywords(cctx *cc, snode *n, const ob_value *o, const char *base) {
@@ -1034,7 +1496,9 @@ static void compile_keywords(cctx *cc, snode *n, const ob_value *o, const char *
       n->pattern_src = v;
     }
   }
-  if (n->has & (HAS_MIN_LENGTH | HAS_MAX_LENGTH) || n->pattern)
+  if ((v = kw(o, "format")) && !cc->failed)
+    compile_format(cc, n, v);
+  if (n->has & (HAS_MIN_LENGTH | HAS_MAX_LENGTH) || n->pattern || n->format)
     n->has |= HAS_STRING_KW;
   if (cc->failed)
     goto out;
@@ -1057,14 +1521,17 @@ static void compile_keywords(cctx *cc, snode *n, const ob_value *o, const char *
       n->const_value)
     n->has |= HAS_APPLICATOR_KW;
 
-  /* definitions hold schemas for $ref; compiled now so their errors show and
-   * their $ids are known before refs are resolved */
-  if ((v = object_kw(cc, o, "definitions"))) {
+  /* definitions (and $defs, their later name) hold schemas for $ref; compiled
+   * now so their errors show and their $ids are known before refs are resolved */
+  static const char *const defs[] = {"definitions", "$defs"};
+  for (int d = 0; d < 2; d++) {
+    if (!(v = object_kw(cc, o, defs[d])))
+      continue;
     ob_object_iter it;
     ob_value *k, *val;
     ob_object_iter_init(&it, v);
     while (!cc->failed && ob_object_iter_next(&it, &k, &val)) {
-      compile_sub(cc, val, base, "definitions", ob_string_ptr(k), ob_string_len(k));
+      compile_sub(cc, val, base, defs[d], ob_string_ptr(k), ob_string_len(k));
     }
   }
 out:
@@ -1087,6 +1554,8 @@ static snode *compile_node(cctx *cc, const ob_value *v, const char *base) {
   case OB_TRUE: n->kind = NODE_TRUE; break;
   case OB_FALSE: n->kind = NODE_FALSE; break;
   case OB_OBJECT: {
+    if ((cc->flags & OB_SCHEMA_STRICT) && cc->doc == 0)
+      check_keywords(cc, v);
     const ob_value *ref = kw(v, "$ref");
     if (ref) {
       /* draft-07: a $ref replaces its whole object, siblings included */
@@ -1362,13 +1831,17 @@ static void check_cycles(cctx *cc) {
 }
 
 ob_schema *ob_schema_compile(const ob_value *schema, ob_error *err) {
+  return ob_schema_compile_with(schema, 0, err);
+}
+
+ob_schema *ob_schema_compile_with(const ob_value *schema, unsigned flags, ob_error *err) {
   if (!schema) {
     ob_error_set(err, OB_EINVAL, 0, "(root): schema: no schema given");
     return NULL;
   }
   ob_schema *s = ob_xcalloc(1, sizeof *s);
   s->docs[s->ndocs++] = ob_ref((ob_value *)schema); /* refcounts are not the value's content */
-  cctx cc = {s, err, 0, {NULL, 0, 0}, 0, 0};
+  cctx cc = {s, err, 0, {NULL, 0, 0}, 0, 0, flags};
   ob_buf_init(&cc.ptr);
   id_add(s, "", 0, &cc.ptr, "");
   s->root = compile_node(&cc, schema, "");
@@ -1516,6 +1989,16 @@ static NOINLINE void fail_dependency(vctx *c, const snode *n, const ob_value *na
   emit(c, n, "dependencies", &m);
 }
 
+/* `"x" is not an email address (format: email)`, with the reason when there is one */
+static NOINLINE void fail_format(vctx *c, const snode *n, const ob_value *v) {
+  ob_buf m;
+  ob_buf_init(&m);
+  put_value(&m, v);
+  ob_buf_addf(&m, " is not %s (format: %s)", n->format->what, n->format->name);
+  n->format->check(ob_string_ptr(v), ob_string_len(v), &m);
+  emit(c, n, "format", &m);
+}
+
 static NOINLINE void fail_types(vctx *c, const snode *n, const ob_value *v) {
   ob_buf m;
   ob_buf_init(&m);
@@ -1647,6 +2130,8 @@ static NOINLINE int check_string(vctx *c, const snode *n, const ob_value *v) {
   }
   if (n->pattern && !regex_match(c, n->pattern, v))
     FAILED(fail_values(c, n, "pattern", v, "does not match", n->pattern_src));
+  if (n->format && !n->format->check(ob_string_ptr(v), ob_string_len(v), NULL))
+    FAILED(fail_format(c, n, v));
   return ok;
 }
 

@@ -17,8 +17,13 @@
  * "http://example.com/node" declared inside the schema), and the draft-07
  * meta-schema "http://json-schema.org/draft-07/schema#", which is built in.
  * Nothing is ever fetched: any other remote $ref makes the schema unusable.
- * `format` is an annotation (never checked); unknown keywords are ignored;
- * keywords next to a `$ref` are ignored, as draft-07 says.
+ * `format` is an assertion for date-time, date, time, email, hostname, ipv4,
+ * ipv6, uri, uri-reference, uuid, regex, json-pointer and relative-json-pointer
+ * (ob_schema.c states each rule), on strings only; draft-07's other formats
+ * (idn-email, idn-hostname, iri, iri-reference, uri-template) are known but not
+ * checked. Keywords next to a `$ref` are ignored, as draft-07 says. Unknown
+ * keywords and unknown formats are ignored, or refused when compiled with
+ * OB_SCHEMA_STRICT (what a tool's schema gets, unless --lenient-schemas).
  *
  * A compiled schema keeps a reference to the schema value and is read-only
  * while validating: validations of one schema may run one after the other
@@ -37,6 +42,17 @@ typedef struct ob_schema ob_schema;
  * names the place in the schema: `/properties/age: minimum: must be a number`.
  * Keeps a reference to `schema` (it must stay unchanged, as values do). */
 ob_schema *ob_schema_compile(const ob_value *schema, ob_error *err);
+
+/* Compiling flags. OB_SCHEMA_STRICT: a key of a schema object that is not a
+ * keyword (draft-07's, the annotations $comment, title, description, default,
+ * examples, readOnly, writeOnly, deprecated, contentMediaType, contentEncoding,
+ * and $defs) and does not start with "x-" is refused, as is a `format` no one
+ * knows, each with the nearest known name: `(root): requird: unknown keyword;
+ * did you mean "required"? ...`. Without it they are ignored (annotations). */
+enum { OB_SCHEMA_STRICT = 1 };
+
+/* ob_schema_compile with flags (0: what ob_schema_compile does). */
+ob_schema *ob_schema_compile_with(const ob_value *schema, unsigned flags, ob_error *err);
 
 /* Frees a compiled schema. NULL is allowed. */
 void ob_schema_free(ob_schema *s);

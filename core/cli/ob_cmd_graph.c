@@ -26,6 +26,7 @@
 static const char graph_help[] =
     "usage: obelus graph PLAN [--format dot|mermaid] [--tools PATH]... [--journal J]\n"
     "                    [--plans-root DIR] [--max-edges N] [--max-calls N]\n"
+    "                    [--lenient-schemas]\n"
     "       obelus graph --journal J [--format dot|mermaid|svg] [--max-edges N]\n"
     "                    [--max-calls N]\n"
     "\n"
@@ -48,6 +49,7 @@ static const char graph_help[] =
     "                        call-<i> (i: the call's position in the plan; below a\n"
     "                        call, call-<i>-<k>: the k-th call of the run it made)\n"
     "  --tools PATH          a tool file (.lua) or a folder of them; repeatable\n"
+    "  --lenient-schemas     let the tools' schemas use unknown keywords and formats\n"
     "  --journal J           colour each call by its outcome in the run journal J\n"
     "                        (`run --journal J`): done green, failed red, skipped\n"
     "                        grey, never ran white. A journal records outputs and\n"
@@ -151,7 +153,7 @@ int ob_cmd_graph(int argc, char **argv) {
   const char *file = NULL, *journal = NULL, *plans_root = NULL;
   size_t max_edges = OB_GRAPH_MAX_EDGES, max_calls = 0;
   const char *tools[64];
-  int ntools = 0, format = FORMAT_DOT;
+  int ntools = 0, format = FORMAT_DOT, lenient_schemas = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -188,6 +190,8 @@ int ob_cmd_graph(int argc, char **argv) {
       if (++i == argc)
         return ob_cli_usage_error("graph", "--plans-root needs a folder");
       plans_root = argv[i];
+    } else if (!strcmp(a, "--lenient-schemas")) {
+      lenient_schemas = 1;
     } else if (a[0] == '-' && a[1] == '-') {
       return ob_cli_usage_error("graph", "unknown option %s", a);
     } else if (!file) {
@@ -209,8 +213,10 @@ int ob_cmd_graph(int argc, char **argv) {
     ob_eprintf("obelus graph: %s\n", err.msg);
     return OB_EXIT_USAGE;
   }
-  if (e)
+  if (e) {
     ob_engine_set_note(e, ob_cli_note, NULL);
+    e->lenient_schemas = lenient_schemas;
+  }
   for (int i = 0; i < ntools; i++)
     if (ob_engine_load_tools(e, tools[i], &err) != OB_OK) {
       ob_eprintf("obelus graph: %s\n", err.msg);

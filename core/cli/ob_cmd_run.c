@@ -25,6 +25,7 @@ static const char run_help[] =
     "                  [--call-timeout MS] [--fsync never|batch|always] [--max-memory MB]\n"
     "                  [--max-output KB] [--max-calls N] [--max-slice MS] [--http-max N]\n"
     "                  [--http-max-bytes N] [--http-allow-private] [--threads N]\n"
+    "                  [--lenient-schemas]\n"
     "\n"
     "Validates PLAN (a file, or - for standard input) against the tools, then\n"
     "runs every call as soon as its inputs exist, concurrently, and prints the\n"
@@ -77,6 +78,9 @@ static const char run_help[] =
     "                      PLAN's folder; the current directory for -)\n"
     "  --approver FILE     a Lua file that sets an approver (obelus.set_approver)\n"
     "  --approve           ask on the terminal before each call starts: y, n or e (edit)\n"
+    "  --lenient-schemas   let a tool's schema use keywords and formats obelus does not\n"
+    "                      know (by default a load error, with a did-you-mean; a keyword\n"
+    "                      starting with x- is always allowed)\n"
     "\n"
     "examples:\n"
     "  obelus run plans/user-status/plan.json --tools plans/user-status/tools\n"
@@ -84,12 +88,15 @@ static const char run_help[] =
 
 static const char check_help[] =
     "usage: obelus check PLAN [--tools PATH]... [--latent FILE] [--plans-root DIR]\n"
+    "                    [--lenient-schemas]\n"
     "\n"
     "Validates PLAN without running anything: its shape, every call against its\n"
     "tool's schema, every reference and output path, the dependency graph\n"
     "(cycles are named), and every plan it delegates to, which must lie inside\n"
     "the plans root (--plans-root DIR; default: PLAN's folder). Prints every\n"
     "problem as `file: call <id> (<tool>): <what>`. Exit 0 when valid, 2 otherwise.\n"
+    "A tool's schema may use only the keywords and formats obelus knows, or keywords\n"
+    "starting with x-; --lenient-schemas lets any through.\n"
     "\n"
     "example:\n"
     "  obelus check plans/weather/plan.json --tools plans/weather/tools\n";

@@ -164,6 +164,8 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
         return ob_cli_usage_error(o->cmd, "--http-max-bytes needs a number of bytes, 1 or more");
     } else if (!strcmp(a, "--http-allow-private")) {
       o->http_allow_private = 1;
+    } else if (!strcmp(a, "--lenient-schemas")) {
+      o->lenient_schemas = 1;
     } else if (!strcmp(a, "--max-slice") && val) {
       if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
           o->max_slice_ms > 86400000)
@@ -253,6 +255,7 @@ int ob_cmd_load(const ob_cmd_options *o, ob_engine *e) {
   ob_error err;
   e->http_max_bytes = o->http_max_bytes; /* every command's engine comes through here */
   e->http_allow_private = o->http_allow_private;
+  e->lenient_schemas = o->lenient_schemas;
   for (int i = 0; i < o->ntools; i++)
     if (ob_engine_load_tools(e, o->tools[i], &err) != OB_OK) {
       ob_eprintf("obelus %s: %s\n", o->cmd, err.msg);
@@ -271,6 +274,7 @@ void ob_cmd_engine_limits(const ob_cmd_options *o, ob_engine *e) {
     ob_cli_engine_stdio(e, ob_progress_out(o->pg), ob_progress_err(o->pg));
   ob_engine_set_max_memory(e, o->max_memory_mb << 20);
   e->http_max = o->http_max;
+  e->lenient_schemas = o->lenient_schemas; /* resume loads its journal's tools after this */
 }
 
 int ob_cmd_engine_load(const ob_cmd_options *o, ob_engine *e) {

@@ -33,6 +33,7 @@ typedef struct ob_cmd_options {
   size_t http_max;     /* obelus.http's transfers at once (0: the default) */
   size_t http_max_bytes; /* --http-max-bytes: a body's limit (0: the default) */
   int http_allow_private; /* --http-allow-private */
+  int lenient_schemas;    /* --lenient-schemas: tools' schemas may hold unknown keywords */
   int max_depth;
   int approve, force;
   int overwrite;   /* run, loop --overwrite: an existing journal may be replaced */

@@ -522,7 +522,7 @@ void ob_shard_loads_clear(ob_shard_loads *l) {
 typedef struct loads_copy {
   ob_shard_loads l;
   size_t max_memory, http_max, http_max_bytes;
-  int http_allow_private;
+  int http_allow_private, lenient_schemas;
 } loads_copy;
 
 static loads_copy *loads_copy_of(const ob_shard_loads *l, const ob_engine *host) {
@@ -533,6 +533,7 @@ static loads_copy *loads_copy_of(const ob_shard_loads *l, const ob_engine *host)
   c->http_max = host->http_max;
   c->http_max_bytes = host->http_max_bytes;
   c->http_allow_private = host->http_allow_private;
+  c->lenient_schemas = host->lenient_schemas;
   return c;
 }
 
@@ -544,6 +545,7 @@ static int loads_setup(void *ud, ob_engine *e, ob_error *err) {
   e->http_max = c->http_max;
   e->http_max_bytes = c->http_max_bytes;
   e->http_allow_private = c->http_allow_private;
+  e->lenient_schemas = c->lenient_schemas;
   for (size_t i = 0; i < l->n; i++) {
     const char *path = l->items[i] + 1;
     int rc = l->items[i][0] == 't' ? ob_engine_load_tools(e, path, err)

@@ -547,6 +547,22 @@ static int tool_line(lua_State *L, int idx) {
   return line;
 }
 
+/* A tool's schema: strict (unknown keywords and formats refused, ob_schema.h) unless
+ * the engine is lenient. A schema refused only for being strict says how to let it
+ * through. */
+static ob_schema *tool_schema_compile(const ob_engine *e, const ob_value *schema, ob_error *err) {
+  ob_schema *s = ob_schema_compile_with(schema, e->lenient_schemas ? 0 : OB_SCHEMA_STRICT, err);
+  if (s || e->lenient_schemas)
+    return s;
+  ob_schema *lenient = ob_schema_compile(schema, NULL);
+  if (lenient && err) {
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, "; or --lenient-schemas lets it through");
+  }
+  ob_schema_free(lenient);
+  return NULL;
+}
+
 /* Registers the tool table at the top of the stack (which it pops). */
 static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err) {
   lua_State *L = e->L;
@@ -591,7 +607,7 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
     schema = ob_lua_to_value_named(L, idx + 4, "schema", &e2);
     if (!schema)
       rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): %s", file, where, name, e2.msg);
-    else if (!(compiled = ob_schema_compile(schema, &e2)))
+    else if (!(compiled = tool_schema_compile(e, schema, &e2)))
       rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): the schema is not usable: %s", file,
                         where, name, e2.msg);
   }
@@ -737,7 +753,7 @@ int ob_engine_add_tool(ob_engine *e, const char *name, const ob_value *schema, o
     return ob_error_set(err, OB_EINVAL, 0, "the tool \"%s\" is already defined in %s", name,
                         twin->file);
   ob_schema *compiled = NULL;
-  if (schema && !(compiled = ob_schema_compile(schema, err)))
+  if (schema && !(compiled = tool_schema_compile(e, schema, err)))
     return err ? err->code : OB_EINVAL;
   ob_tool *t = calloc(1, sizeof *t);
   if (!t)

@@ -66,6 +66,8 @@ typedef struct ob_engine {
   size_t http_max;        /* transfers at once (ob_http_set_max; 0: its default) */
   size_t http_max_bytes;  /* a body's limit when a request gives none (0: its default) */
   int http_allow_private; /* connect to link-local and metadata addresses too */
+  int lenient_schemas;    /* tools' schemas compiled without OB_SCHEMA_STRICT: unknown
+                             keywords and formats let through (--lenient-schemas) */
   struct ob_watch *watch; /* stops tools that do not yield (ob_watch.h); NULL: a count
                              hook on each coroutine does instead */
   struct ob_crun *resuming; /* the call whose coroutine is being resumed (ob_co.c) */
