@@ -11,7 +11,7 @@ BUILD_PKGS := gcc make pkg-config liblua5.4-dev lua5.4 lua-cjson lua-cjson-dev \
               libcurl4-openssl-dev libhiredis-dev libwebsockets-dev libwebsockets-evlib-uv \
               zlib1g-dev graphviz
 # and what the tests and benchmarks drive
-DEB_PKGS := $(BUILD_PKGS) lua-busted json-schema-test-suite valgrind lua-check man-db \
+DEB_PKGS := $(BUILD_PKGS) lua-busted json-schema-test-suite valgrind lua-check man-db dpkg-dev luarocks \
             nginx-light openssl curl nodejs time redis-server zsh bash-completion chromium
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -62,6 +62,28 @@ endif
 # -fvisibility=hidden: the shared library and core.so export only obelus.h's functions
 # and luaopen_obelus_core (make layers checks it with nm)
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) -Icore $(PKG_CFLAGS)
+
+# The version, said here alone (the rockspec's name, CHANGELOG.md's newest entry and the
+# .deb follow it: spec/cli/package_spec.lua checks they agree). It is compiled in as
+# OB_VERSION: `obelus --version`, obelus_version(), MCP's serverInfo, the trace's
+# metadata. `obelus --version` adds the git revision the program was built from
+# (OB_GIT_REV, main.c only), read at each make when this folder is a git checkout's top
+# (not in the tarball of `make dist`, even unpacked inside another repository). Each
+# lives in a file of build/gen rewritten only when it changes, so a new commit rebuilds
+# main.o and relinks the program, and a new version the four files that use it.
+VERSION := 0.1.0
+GIT_REV := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" -ef . ] && git rev-parse --short HEAD 2>/dev/null)
+BASE_CFLAGS += -DOB_VERSION='"$(VERSION)"'
+VERSION_USERS := cli/main host/obelus host/ob_mcp host/ob_trace
+$(foreach b,rel asan tsan pgo,$(VERSION_USERS:%=build/$(b)/%.o)): build/gen/version
+$(foreach b,rel asan tsan pgo,build/$(b)/cli/main.o): build/gen/git-rev
+$(foreach b,rel asan tsan pgo,build/$(b)/cli/main.o): BASE_CFLAGS += $(if $(GIT_REV),-DOB_GIT_REV='"$(GIT_REV)"')
+build/gen/version: FORCE
+	@mkdir -p build/gen; echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+build/gen/git-rev: FORCE
+	@mkdir -p build/gen; echo '$(GIT_REV)' | cmp -s - $@ || echo '$(GIT_REV)' > $@
+.PHONY: FORCE
+FORCE:
 ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
                -fno-sanitize-recover=undefined
 # ThreadSanitizer, for the C tests of code that runs threads (the journal writer's syncer).
@@ -338,7 +360,7 @@ install: all core/obelus.h obelus.pc.in doc/obelus.1
 	ln -sf libobelus.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libobelus.so
 	install -m 644 core/obelus.h $(DESTDIR)$(INCLUDEDIR)/obelus.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(SO_VERSION)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    obelus.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/obelus.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/obelus.pc
 	install -m 755 lib/obelus/core.so $(DESTDIR)$(LUA_CDIR)/obelus/core.so
@@ -362,6 +384,64 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/obelus \
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_obelus
 	rmdir $(DESTDIR)$(LUA_CDIR)/obelus $(DESTDIR)$(LUA_LDIR)/obelus 2>/dev/null || true
+
+# --- releases: the tarball (make dist) and the Debian package (make deb) ---
+# `make dist`: DIST_OUT/obelus-VERSION.tar.gz, the files git tracks (as they are in the
+# work tree) under obelus-VERSION/, with fixed owners, order and times (the last
+# commit's), so that the same tree gives the same bytes. It needs a git checkout.
+# spec/cli/package_spec.lua unpacks it and builds bin/obelus (unoptimised, for speed) and
+# runs a plan; `make dist-check` runs the full `make test` in the unpacked tarball.
+DIST_OUT  ?= build/dist
+DIST_NAME := obelus-$(VERSION)
+.PHONY: dist dist-check deb
+dist:
+	@[ "$$(git rev-parse --show-toplevel 2>/dev/null)" -ef . ] || \
+	  { echo "make dist: not a git checkout (the tarball holds the files git tracks)" >&2; exit 2; }
+	@mkdir -p $(DIST_OUT)
+	@git -c core.quotepath=off ls-files | while IFS= read -r f; do \
+	   { [ -e "$$f" ] || [ -L "$$f" ]; } && printf '%s\n' "$$f"; done | \
+	 tar -c --verbatim-files-from -T - --transform 's,^,$(DIST_NAME)/,S' --sort=name --format=gnu \
+	   --owner=0 --group=0 --numeric-owner --mtime=@$$(git log -1 --format=%ct) | \
+	 gzip -9n > $(DIST_OUT)/$(DIST_NAME).tar.gz
+	@echo "dist: $(DIST_OUT)/$(DIST_NAME).tar.gz"
+dist-check: dist
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/obelus-dist.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT INT TERM && \
+	 tar -xzf $(DIST_OUT)/$(DIST_NAME).tar.gz -C "$$tmp" && \
+	 echo "dist-check: make test in $$tmp/$(DIST_NAME)" && $(MAKE) -C "$$tmp/$(DIST_NAME)" test
+
+# `make deb`: DEB_OUT/obelus_VERSION-1_ARCH.deb, from the tree `make install` stages with
+# PREFIX=/usr (the build as it is: nothing is compiled again), with the man page and the
+# changelog compressed, the program and shared objects stripped (libobelus.a is kept
+# whole: its objects carry the LTO code a host's -flto build uses), the licence as the
+# copyright file, md5sums, the ldconfig trigger
+# of a package that ships a shared library, and DEBIAN/control from packaging/control.in
+# with the shared libraries' packages computed by dpkg-shlibdeps (dpkg-dev). dpkg-deb
+# --root-owner-group builds it as root's files without fakeroot.
+DEB_OUT  ?= build/deb
+DEB_ARCH  = $(shell dpkg --print-architecture)
+DEB_FILE  = $(DEB_OUT)/obelus_$(VERSION)-1_$(DEB_ARCH).deb
+deb: all
+	@rm -rf $(DEB_OUT)/debian && mkdir -p $(DEB_OUT)/debian
+	@$(MAKE) --no-print-directory install DESTDIR=$(abspath $(DEB_OUT))/debian/obelus PREFIX=/usr >/dev/null
+	@set -e; root=$(DEB_OUT)/debian/obelus; doc=$$root/usr/share/doc/obelus; \
+	 strip --strip-unneeded --remove-section=.comment --remove-section=.note $$root/usr/bin/obelus \
+	   $$root/usr/lib/libobelus.so.$(SO_VERSION) $$root/usr/lib/lua/5.4/obelus/core.so; \
+	 gzip -9n $$root/usr/share/man/man1/obelus.1; \
+	 install -d $$doc; install -m 644 LICENSE $$doc/copyright; \
+	 gzip -9n < CHANGELOG.md > $$doc/changelog.gz; chmod 644 $$doc/changelog.gz; \
+	 install -d $$root/DEBIAN; install -m 644 packaging/triggers $$root/DEBIAN/triggers; \
+	 printf 'Source: obelus\n\nPackage: obelus\nArchitecture: any\n' > $(DEB_OUT)/debian/control; \
+	 shlibs=$$(cd $(DEB_OUT) && dpkg-shlibdeps -O debian/obelus/usr/bin/obelus \
+	   debian/obelus/usr/lib/libobelus.so.$(SO_VERSION) debian/obelus/usr/lib/lua/5.4/obelus/core.so | \
+	   sed -n 's/^shlibs:Depends=//p'); \
+	 [ -n "$$shlibs" ] || { echo "make deb: dpkg-shlibdeps found no dependency" >&2; exit 1; }; \
+	 size=$$(du -sk --apparent-size $$root/usr | cut -f1); \
+	 sed -e '/^#/d' -e 's|@VERSION@|$(VERSION)|' -e 's|@ARCH@|$(DEB_ARCH)|' -e "s|@SIZE@|$$size|" \
+	   -e "s|@SHLIBS@|$$shlibs|" packaging/control.in > $$root/DEBIAN/control; \
+	 (cd $$root && find usr -type f | LC_ALL=C sort | xargs md5sum) > $$root/DEBIAN/md5sums; \
+	 chmod 644 $$root/DEBIAN/md5sums; \
+	 dpkg-deb --root-owner-group -Zgzip --build $$root $(DEB_FILE) >/dev/null
+	@echo "deb: $(DEB_FILE)"
 
 # --- example hosts (examples/*.c): built against the public header only ---
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))

@@ -48,7 +48,9 @@
  *     return 0;
  *   }
  *
- * Build: cc host.c $(pkg-config --cflags --libs obelus)
+ * Build: cc -std=c11 host.c $(pkg-config --cflags --libs obelus)
+ * (obelus.pc's Cflags carry -D_POSIX_C_SOURCE=200809L: uv.h needs POSIX's thread
+ * types, which a strict -std=c11 hides; a host that includes uv.h needs them anyway.)
  *
  * Nouns: an ENGINE (long-lived: a Lua state with the tools loaded, bound to
  * one libuv loop), a RUN (one execution of one plan on an engine), a CALL

@@ -8,8 +8,6 @@
 
 #include "cli/ob_cli.h"
 
-#define OBELUS_VERSION "0.1.0"
-
 static const char main_help[] =
     "usage: obelus COMMAND [ARGS]\n"
     "\n"
@@ -95,7 +93,11 @@ int main(int argc, char **argv) {
     return argc < 2 ? OB_EXIT_USAGE : OB_EXIT_OK;
   }
   if (!strcmp(argv[1], "--version")) {
-    puts("obelus " OBELUS_VERSION);
+#ifdef OB_GIT_REV /* OB_VERSION and OB_GIT_REV: the Makefile's (VERSION, GIT_REV) */
+    puts("obelus " OB_VERSION " (git " OB_GIT_REV ")");
+#else
+    puts("obelus " OB_VERSION);
+#endif
     return OB_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

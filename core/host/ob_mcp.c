@@ -404,7 +404,7 @@ static void initialize(ob_mcp *m, const ob_value *id, const ob_value *params) {
   ob_value *caps = ob_object_set(ob_object(), "tools", 5,
                                  ob_object_set(ob_object(), "listChanged", 11, ob_false()));
   ob_value *info = ob_object_set(ob_object(), "name", 4, ob_cstring("obelus"));
-  info = ob_object_set(info, "version", 7, ob_cstring("0.1.0"));
+  info = ob_object_set(info, "version", 7, ob_cstring(OB_VERSION));
   m->version = version;
   ob_value *r = ob_object_set(ob_object(), "protocolVersion", 15, ob_cstring(version));
   r = ob_object_set(r, "capabilities", 12, caps);

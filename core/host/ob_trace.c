@@ -802,7 +802,7 @@ static ob_value *otlp(trace *t) {
   ob_unref(trace_id);
   ob_unref(run_id);
   ob_value *scope = ob_object_set(ob_object_set(ob_object(), "name", 4, ob_cstring("obelus")),
-                                  "version", 7, ob_cstring("0.1.0"));
+                                  "version", 7, ob_cstring(OB_VERSION));
   ob_value *ss = ob_object_set(ob_object_set(ob_object(), "scope", 5, scope), "spans", 5, spans);
   ob_value *res = ob_object_set(ob_object(), "attributes", 10,
                                 attr(ob_array(), "service.name", sval("obelus")));

@@ -144,7 +144,7 @@ const char *obelus_strerror(int code) {
   }
 }
 
-const char *obelus_version(void) { return "0.1.0"; }
+const char *obelus_version(void) { return OB_VERSION; }
 
 static void clear_problems(obelus_engine *E) {
   for (size_t i = 0; i < E->nproblems; i++)

@@ -1,15 +1,18 @@
--- obelus-scm-1.rockspec -- the Lua module `obelus` (lua/obelus/*.lua) and its C half
+-- obelus-0.1.0-1.rockspec -- the Lua module `obelus` (lua/obelus/*.lua) and its C half
 -- `obelus.core` (lib/obelus/core.so: the whole engine, built by the Makefile).
---   luarocks --lua-version 5.4 make --local obelus-scm-1.rockspec
+--   luarocks --lua-version 5.4 make --local obelus-0.1.0-1.rockspec   (in a checkout)
+--   luarocks --lua-version 5.4 install obelus                          (the release)
+-- The version is the Makefile's VERSION (spec/cli/package_spec.lua checks they agree);
+-- the source is the release tag's tarball, as GitHub serves it (it unpacks to obelus-0.1.0/).
 -- luv comes from the system (Debian: lua-luv, lua-luv-dev) and is linked as a library,
 -- so it is an external dependency here rather than a rock.
 rockspec_format = "3.0"
 package = "obelus"
-version = "scm-1"
+version = "0.1.0-1"
 
 source = {
-  url = "git+file:///work/main",
-  branch = "main",
+  url = "https://github.com/obelus-engine/obelus/archive/refs/tags/v0.1.0.tar.gz",
+  dir = "obelus-0.1.0",
 }
 
 description = {
@@ -22,6 +25,8 @@ local engine = require("obelus").engine { tools = { "tools/" } }
 local run = engine:run("plan.json", { input = { city = "Lisbon" } })
 require("luv").run()
 ]],
+  homepage = "https://github.com/obelus-engine/obelus",
+  license = "MIT",
   labels = { "luv", "libuv", "json", "scheduler" },
 }
 
