@@ -173,7 +173,7 @@ ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_s
   ob_plan *p = ob_plan_read_within(v, src->name, probe, src->max_calls);
   p->root = src->root ? ob_xstrdup(src->root) : NULL;
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
-  check_given(p, src->inputs, src->input_label, src->numbered, 1);
+  check_given(p, src->inputs, src->input_label, src->numbered, src->known_refs);
   ob_run_options count = {.max_calls = src->max_calls};
   ob_error err;
   if (ob_run_count_calls(p, &count, &err) != OB_OK)

@@ -184,6 +184,10 @@ typedef struct ob_plan_source {
   const char *input_label; /* how a problem names an input ("--input"), */
   int numbered;            /* with its number ("--input #2") or without */
   size_t max_calls;        /* 0: no limit */
+  int known_refs;          /* 1: also refuse a reference nothing can provide
+                              (ob_plan_check_known): `obelus check`. A run does not: it
+                              meets such a reference as the contract says, a structural
+                              error of the call (exit 1) */
 } ob_plan_source;
 
 /* Plan v read and checked as a run of it is before it starts: its shape,

@@ -142,8 +142,7 @@ describe("obelus run: skips and errors", function()
   end)
 
   it("fails with a structural error when nothing writes a referenced path", function()
-    -- (an input, given at run time: check refuses the state path no call writes)
-    local r = run([=[[{"_id":"x","_tool":"echo","value":"†input.nowhere","_outputPath":"†state.out"}]]=])
+    local r = run([=[[{"_id":"x","_tool":"echo","value":"†state.nowhere","_outputPath":"†state.out"}]]=])
     assert.are.equal(1, r.code)
     assert.matches("no call in the plan writes it", r.err, 1, true)
     assert.are.same({}, r.output)
@@ -466,7 +465,7 @@ describe("obelus run: fire-and-forget and the final output", function()
 
   it("resolves the output template (absent is null) or prints the state document", function()
     local r = run([[{"plan":[{"_tool":"echo","value":7,"_outputPath":"†state.x"}],
-                     "output":{"x":"†state.x","missing":"†input.nope","lit":"††x","list":["†state.x"]}}]])
+                     "output":{"x":"†state.x","missing":"†state.nope","lit":"††x","list":["†state.x"]}}]])
     assert.are.equal(0, r.code)
     assert.are.same({ x = 7, missing = cjson.null, lit = "†x", list = { 7 } }, r.output)
     assert.are.same({}, run("[]").output)

@@ -92,16 +92,14 @@ describe("the run's data (report, ui)", function()
   end)
 
   it("gives each call's params as it read them, in its instance's view, and as written", function()
-    -- (the input in the context, no --input: d's absent input fails it as it runs)
     local j = journal([=[{"instances":["fr","de"],"context":[{"type":"state","data":{"x":0}},
-      {"type":"input","data":{"city":"Paris"}},
       {"type":"state","_instance":"fr","data":{"lang":"fr"}},
       {"type":"state","_instance":"de","data":{"lang":"de"}}],"plan":[
       {"_id":"a","_tool":"echo","value":1,"_outputPath":"†state.x","_instance":"fr"},
       {"_id":"b","_tool":"echo","value":{"x":"†state.x","city":"†input.city","lit":"††not a ref",
        "lang":"†state.lang","alt":"†state.none || †state.lang"},"_outputPath":"†state.b"},
-      {"_id":"d","_tool":"echo","value":"†input.nothing","_outputPath":"†state.d","_instance":"de"}]}]=],
-      { "--tools", TOOLS })
+      {"_id":"d","_tool":"echo","value":"†state.nothing","_outputPath":"†state.d","_instance":"de"}]}]=],
+      { "--tools", TOOLS, "--input", '{"city":"Paris"}' })
     local calls = by_key(run_data(j).calls)
     local fr, de = calls["b@fr"], calls["b@de"]
     assert.are.same({ x = 1, city = "Paris", lit = "†not a ref", lang = "fr", alt = "fr" }, fr.resolved.value)
@@ -142,7 +140,7 @@ describe("the run's data (report, ui)", function()
       {"_id":"list","_tool":"echo","value":[1,2,3],"_outputPath":"†state.items","_instance":"a"},
       {"_id":"each","_tool":"echo","_each":"†state.items","value":"†each.value","_outputPath":"†state.out",
        "_instance":"a"},
-      {"_id":"both","_tool":"echo","value":"†state.out || †input.none","_outputPath":"†state.z"}]}]=])
+      {"_id":"both","_tool":"echo","value":"†state.out || †state.none","_outputPath":"†state.z"}]}]=])
     local run = run_data(j)
     local r = cli.run { "graph", "--journal", j, "--format", "svg" }
     assert.are.equal(0, r.code, r.err)
