@@ -306,6 +306,7 @@ static int prepare(ob_cmd_options *o, ob_engine **ep, ob_drun **dp) {
                          .input_label = "--input",
                          .numbered = 1,
                          .max_calls = o->max_calls,
+                         .known_refs = !strcmp(o->cmd, "check"),
                          .may_thread = may_thread(o),
                          .threads = o->threads,
                          .concurrency = o->concurrency,

@@ -83,7 +83,8 @@ ob_drun *ob_drun_prepare(ob_engine *e, const ob_drive_source *src, ob_error *err
                        .inputs = inputs,
                        .input_label = src->input_label ? src->input_label : "input",
                        .numbered = src->numbered,
-                       .max_calls = src->max_calls};
+                       .max_calls = src->max_calls,
+                       .known_refs = src->known_refs};
   d->plan = src->may_thread ? ob_shard_read_plan(e, pv, &ps, src->threads, src->concurrency,
                                                   src->journal_fsync)
                              : ob_run_read_plan(e, pv, &ps, 0);

@@ -29,6 +29,7 @@ typedef struct ob_drive_source {
   const char *input_label; /* how a problem names an input ("--input", "input") */
   int numbered;            /* ... with its number ("--input #2") */
   size_t max_calls;        /* 0: no limit */
+  int known_refs;          /* as ob_plan_source's (`obelus check`) */
   int may_thread;          /* 1: the run may go on threads (its probe is read first:
                               ob_shard_read_plan); the host has ruled out what keeps a
                               run on one engine whatever the plan (a terminal, C tools) */

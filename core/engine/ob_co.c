@@ -336,6 +336,7 @@ void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
     ob_run_emit(r, OB_EV_STARTED, c->call, NULL);
   }
   c->serial = ++r->e->attempt_serial;
+  c->branched = 0;
   ob_record_start(c);
   if (ob_record_flush(r) != OB_OK) /* what it reads, and that it started, are in the file */
     return; /* first; if they cannot be, the tool never runs (the run is cancelled) */
@@ -374,6 +375,13 @@ void ob_crun_run_tool(ob_crun *c, const ob_call_args *args) {
 ob_crun *ob_crun_of(lua_State *co) {
   ob_crun *c = *(ob_crun **)lua_getextraspace(co);
   return c && c->co == co && c->state == OB_CALL_RUNNING ? c : NULL;
+}
+
+int ob_co_lua_branched(lua_State *L) {
+  ob_crun *c = ob_crun_of(L);
+  if (c)
+    c->branched = 1;
+  return 0;
 }
 
 int ob_co_lua_is_call(lua_State *L) {

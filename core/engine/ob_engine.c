@@ -29,6 +29,7 @@
 #include "engine/ob_engine.h"
 #include "engine/ob_exec.h"
 #include "base/ob_hash.h"
+#include "base/ob_suggest.h"
 #include "bridge/ob_lua.h"
 
 #include "engine/ob_runtime.h"
@@ -563,6 +564,39 @@ static ob_schema *tool_schema_compile(const ob_engine *e, const ob_value *schema
   return NULL;
 }
 
+/* The keys a tool table may have (SPEC 7); a key beginning with "x_" is the author's
+ * own (a latent handler gets the table). */
+static const char *const tool_keys[] = {"name", "description", "schema", "run"};
+
+/* The first key of the tool table at idx that is none of those, described in b (with
+ * the known key it is nearest: "shema" for "schema"); 0 when there is none. */
+static int unknown_tool_key(lua_State *L, int idx, ob_buf *b) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1); /* the value */
+    size_t n = 0;
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+    int known = 0;
+    for (size_t i = 0; k && i < sizeof tool_keys / sizeof *tool_keys; i++)
+      known |= !strcmp(k, tool_keys[i]);
+    if (known || (k && n > 2 && !strncmp(k, "x_", 2)))
+      continue;
+    const char *near = k && strlen(k) == n ? ob_suggest(k, tool_keys, 4) : NULL;
+    if (k)
+      ob_buf_addf(b, "unknown key \"%.*s\"", (int)(n > 60 ? 60 : n), k);
+    else
+      ob_buf_addf(b, "a key that is not a name (a %s)", luaL_typename(L, -1));
+    if (near)
+      ob_buf_addf(b, " (did you mean \"%s\"?)", near);
+    else
+      ob_buf_addf(b, " (a tool table has name, description, schema and run; keys of your "
+                     "own begin with x_)");
+    lua_pop(L, 1);
+    return 1;
+  }
+  return 0;
+}
+
 /* Registers the tool table at the top of the stack (which it pops). */
 static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err) {
   lua_State *L = e->L;
@@ -586,7 +620,14 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
   size_t name_n = 0;
   const char *name = lua_type(L, idx + 1) == LUA_TSTRING ? lua_tolstring(L, idx + 1, &name_n) : NULL;
   const char *bad_name = !name || !name_n ? "must be a non-empty string" : name_problem(name, name_n);
-  if (bad_name) {
+  ob_buf key; /* an unknown key first: "nmae" says more than a missing name */
+  ob_buf_init(&key);
+  if (unknown_tool_key(L, idx, &key)) {
+    if (bad_name)
+      rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: %s", file, where, key.data);
+    else
+      rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): %s", file, where, name, key.data);
+  } else if (bad_name) {
     rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: \"name\" %s", file, where, bad_name);
   } else if (!lua_isnil(L, idx + 2) && lua_type(L, idx + 2) != LUA_TSTRING) {
     rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s (%s): \"description\" must be a string", file,
@@ -600,6 +641,7 @@ static int register_tool(ob_engine *e, const char *file, int nth, ob_error *err)
       rc = ob_error_set(err, OB_EINVAL, 0, "%s:%s: the tool \"%s\" is already defined in %s",
                         file, where, name, twin->file);
   }
+  ob_buf_free(&key);
   ob_value *schema = NULL;
   ob_schema *compiled = NULL;
   if (rc == OB_OK && !lua_isnil(L, idx + 4)) {

@@ -129,8 +129,9 @@ static ob_value *input_message(const ob_value *data) {
   return ob_msg_data(ob_cstring("input"), ob_ref((ob_value *)data), NULL);
 }
 
-size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
-                             int numbered) {
+/* ob_run_check_messages, and (known) ob_plan_check_known on the messages read. */
+static size_t check_given(ob_plan *plan, const ob_value *inputs, const char *input_label,
+                          int numbered, int known) {
   size_t before = plan->nerrors;
   ob_log *scratch = ob_log_new();
   ob_error err;
@@ -156,8 +157,15 @@ size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *
     }
     ob_unref(m);
   }
+  if (known)
+    ob_plan_check_known(plan, scratch, inputs ? ob_array_len(inputs) : 0, input_label);
   ob_log_free(scratch);
   return plan->nerrors - before;
+}
+
+size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
+                             int numbered) {
+  return check_given(plan, inputs, input_label, numbered, 0);
 }
 
 ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
@@ -165,7 +173,7 @@ ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_s
   ob_plan *p = ob_plan_read_within(v, src->name, probe, src->max_calls);
   p->root = src->root ? ob_xstrdup(src->root) : NULL;
   ob_plan_check_tools(p, &e->tools, ob_engine_has_latent(e));
-  ob_run_check_messages(p, src->inputs, src->input_label, src->numbered);
+  check_given(p, src->inputs, src->input_label, src->numbered, src->known_refs);
   ob_run_options count = {.max_calls = src->max_calls};
   ob_error err;
   if (ob_run_count_calls(p, &count, &err) != OB_OK)

@@ -161,7 +161,9 @@ ob_run *ob_run_new(ob_engine *e, ob_plan *plan, const ob_value *plan_value,
 /* Tries the plan's context and `inputs` (as ob_run_new would append them) on
  * a scratch log and adds each refused one to the plan's problems, so a
  * prepared run cannot fail on them. An input is named "<input_label> #<n>"
- * when numbered, else "<input_label>". Returns the number of new problems. */
+ * when numbered, else "<input_label>". Returns the number of new problems.
+ * (ob_run_read_plan also refuses, on those messages, the references nothing can
+ * provide: ob_plan_check_known.) */
 size_t ob_run_check_messages(ob_plan *plan, const ob_value *inputs, const char *input_label,
                              int numbered);
 
@@ -182,12 +184,17 @@ typedef struct ob_plan_source {
   const char *input_label; /* how a problem names an input ("--input"), */
   int numbered;            /* with its number ("--input #2") or without */
   size_t max_calls;        /* 0: no limit */
+  int known_refs;          /* 1: also refuse a reference nothing can provide
+                              (ob_plan_check_known): `obelus check`. A run does not: it
+                              meets such a reference as the contract says, a structural
+                              error of the call (exit 1) */
 } ob_plan_source;
 
 /* Plan v read and checked as a run of it is before it starts: its shape,
  * references and graph (ob_plan_from_value, or ob_plan_probe when probe),
- * its calls against e's tools, its context and inputs as messages, and the
- * calls it would make against max_calls. Every problem is recorded in it. */
+ * its calls against e's tools, its context and inputs as messages, the
+ * references that neither a call nor those messages can provide
+ * (ob_plan_check_known), and the calls it would make against max_calls. Every problem is recorded in it. */
 ob_plan *ob_run_read_plan(const ob_engine *e, const ob_value *v, const ob_plan_source *src,
                           int probe);
 

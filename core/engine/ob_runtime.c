@@ -223,7 +223,7 @@ static const luaL_Reg plain_prims[] = {
     {"totable", ob_lua_totable},        {"is_view", ob_view_lua_is_view},
     {"next", ob_view_lua_next},         {"is_call", ob_co_lua_is_call},
     {"attempt", ob_co_lua_attempt},     {"owner", ob_co_lua_owner},
-    {"run_of", ob_co_lua_run_of},
+    {"run_of", ob_co_lua_run_of},       {"branched", ob_co_lua_branched},
     {"child_track", prim_child_track},
     {"child_untrack", prim_child_untrack}, {"child_kill", prim_child_kill},
     {"child_group", prim_child_group},

@@ -91,6 +91,7 @@ typedef struct ob_crun {
   uint8_t retry_wait;  /* between two attempts: waiting for the next (ob_retry.c) */
   uint8_t holds_slot;  /* counts against the --concurrency of its run's tree (ob_pump.c) */
   uint8_t awaiting;    /* its approval put off (OB_APPROVE_LATER): params holds its params */
+  uint8_t branched;    /* this attempt called obelus.branch (ob_co_lua_branched) */
   uint32_t attempt;    /* the attempt running or last run, from 1 (ctx.attempt) */
   uint32_t resumes, slice_resume; /* resumes so far; the one slice_start belongs to */
   uint64_t slice_start; /* when the slice hook first fired in this resume */
@@ -288,6 +289,9 @@ int ob_co_lua_owner(lua_State *L);
  * run, else the run of the libuv callback running (owner); false when that run
  * has ended, nil when neither (runtime.lua's spawn) */
 int ob_co_lua_run_of(lua_State *L);
+/* branched(): obelus.branch was called by the running call's own coroutine (the caller):
+ * its value must be what the attempt returns (ob_crun_complete) */
+int ob_co_lua_branched(lua_State *L);
 
 /* --- ob_ctx.c ---------------------------------------------------------------- */
 

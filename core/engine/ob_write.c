@@ -2,7 +2,9 @@
  *
  * What a tool returns becomes output messages: a plain value goes to every
  * path of the first alternative of its _outputPath (obelus.branch picks
- * another; an error goes to the last when there are two or more), and
+ * another, and must be what the tool returns once it was called: made and
+ * dropped, it fails the call rather than write the first; an error goes to
+ * the last when there are two or more), and
  * obelus.message values place themselves, each on a path the _outputPath
  * declares. A call's writes are all made or none: when there are several, or
  * a document has a schema, each is tried on a preview first. A call without
@@ -311,6 +313,12 @@ void ob_crun_complete(ob_crun *c, int nres) {
     msg_list = lua_istable(co, -1) && has_metatable(co, -1, r->e->message_mt_ref);
     lua_pop(co, 1);
   }
+  int is_branch = lua_istable(co, idx) && has_metatable(co, idx, r->e->branch_mt_ref);
+  if (c->branched && !is_branch) { /* made, then dropped: it would write the first */
+    ob_crun_fail(c, "runtime", "obelus.branch(...) was called but its value not returned: "
+                               "return obelus.branch(...)");
+    return;
+  }
   if (msg_one || msg_list) {
     size_t total = msg_one ? 1 : (size_t)luaL_len(co, idx);
     w = calloc(total, sizeof *w);
@@ -342,7 +350,7 @@ void ob_crun_complete(ob_crun *c, int nres) {
   }
   long alt = 0;
   int value_idx = idx;
-  if (lua_istable(co, idx) && has_metatable(co, idx, r->e->branch_mt_ref)) {
+  if (is_branch) {
     alt = pick_branch(c, co, idx, &why);
     lua_getfield(co, idx, "value");
     value_idx = lua_gettop(co);

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 
 #include "base/ob_mem.h"
+#include "base/ob_suggest.h"
 #include "plan/ob_plan.h"
 
 static void add_error(ob_plan *p, char *msg) {
@@ -123,11 +124,13 @@ typedef struct ref_like {
  * e is (NULL: e is new, this call's); its where and pointer are taken too when they name
  * the same place. Returns the record (until the call's next reference moves the list). */
 static const ob_param_ref *add_ref(walk *w, const ob_expr *e, const ref_like *like) {
-  ob_call *c = w->call;
-  c->refs = realloc(c->refs, (c->nrefs + 1) * sizeof *c->refs);
-  if (!c->refs)
+  ob_call *c = w->call; /* NULL: the output template's (ob_plan.out_refs) */
+  ob_param_ref **list = c ? &c->refs : &w->plan->out_refs;
+  uint32_t *n = c ? &c->nrefs : &w->plan->nout_refs;
+  *list = realloc(*list, (*n + 1) * sizeof **list);
+  if (!*list)
     abort();
-  ob_param_ref *r = &c->refs[c->nrefs++];
+  ob_param_ref *r = &(*list)[(*n)++];
   const char *where = w->where.data ? w->where.data : "";
   const char *pointer = w->pointer.data ? w->pointer.data : "";
   r->expr = *e;
@@ -222,10 +225,6 @@ static NOINLINE void find_ref_string(walk *w, const ob_value *v) {
                       w->where.len ? w->where.data : "", err.msg);
       return;
     }
-    if (!w->call) {
-      ob_expr_free(&e);
-      return;
-    }
     const ob_param_ref *r = add_ref(w, &e, NULL);
     if (memo) {
       memo->slot[at].text = s;
@@ -237,8 +236,8 @@ static NOINLINE void find_ref_string(walk *w, const ob_value *v) {
   }
 }
 
-/* Visits every string at any depth; references are parsed (and, in a call,
- * recorded). `where` and `pointer` name the place for messages. Recursive, with
+/* Visits every string at any depth; references are parsed and recorded (a call's,
+ * or the output template's). `where` and `pointer` name the place for messages. Recursive, with
  * a small frame, over a plan's nesting (bounded: OB_JOURNAL_MAX_DEPTH). */
 static void find_refs(walk *w, const ob_value *v) {
   size_t wl = w->where.len, pl = w->pointer.len;
@@ -713,6 +712,30 @@ static void link_read(linker *l, tnode *root, const ob_path *path) {
   link_subtree(l, t);
 }
 
+/* Does some writer in trie `root` write a path overlapping `path`? Every node lies on a
+ * writer's path, so a walk that reaches path's node has found one below or at it. */
+static int overlaps(const tnode *t, const ob_path *path) {
+  if (t->nw)
+    return 1;
+  for (size_t s = 0; s < path->n; s++) {
+    if (!(t = ob_map_get(&t->kids, path->segs[s].key, path->segs[s].keylen)))
+      return 0;
+    if (t->nw)
+      return 1;
+  }
+  return 1;
+}
+
+/* The same in any scope of kind: the tries' keys are the kind, a NUL, the scope. */
+static int overlaps_anywhere(const ob_map *tries, const char *kind, const ob_path *path) {
+  size_t nk = strlen(kind) + 1, i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(tries, &i, &e))
+    if (e->len >= nk && !memcmp(e->key, kind, nk) && overlaps(e->val, path))
+      return 1;
+  return 0;
+}
+
 static void build_graph(ob_plan *p) {
   ob_map tries;
   ob_map_init(&tries);
@@ -759,6 +782,15 @@ static void build_graph(ob_plan *p) {
     }
   }
   free(l.stamp);
+  for (size_t r = 0; r < p->nout_refs; r++) { /* the output template's: any scope */
+    ob_param_ref *ref = &p->out_refs[r];
+    size_t part = 0;
+    for (size_t a = 0; a < ref->expr.n; a++)
+      for (size_t k = 0; k < ref->expr.alts[a].n; k++, part++)
+        ob_param_ref_seen(ref)[part] = (unsigned char)overlaps_anywhere(
+            &tries, ref->expr.alts[a].refs[k].kind, &ref->expr.alts[a].refs[k].path);
+  }
+  p->graphed = 1;
   /* the reverse edges, all in one block in call order: settling calls one
    * after another reads them one after another */
   size_t nedges = 0;
@@ -1029,9 +1061,24 @@ ob_plan *ob_plan_load(const char *file, ob_error *err) {
   return p;
 }
 
+static void free_refs(ob_param_ref *refs, size_t n) {
+  for (size_t r = 0; r < n; r++) {
+    if (refs[r].owns_expr)
+      ob_expr_free(&refs[r].expr);
+    if (refs[r].owns_place) {
+      free(refs[r].where);
+      free(refs[r].pointer);
+    }
+    if (refs[r].nparts > sizeof refs[r].seen.in)
+      free(refs[r].seen.heap);
+  }
+  free(refs);
+}
+
 void ob_plan_free(ob_plan *p) {
   if (!p)
     return;
+  free_refs(p->out_refs, p->nout_refs);
   free(p->copies_of);
   for (size_t i = 0; i < p->ncalls; i++) {
     ob_call *c = &p->calls[i];
@@ -1054,17 +1101,7 @@ void ob_plan_free(ob_plan *p) {
     for (size_t k = 0; k < c->neach_at; k++)
       free(c->each_at[k]);
     free(c->each_at);
-    for (size_t r = 0; r < c->nrefs; r++) {
-      if (c->refs[r].owns_expr)
-        ob_expr_free(&c->refs[r].expr);
-      if (c->refs[r].owns_place) {
-        free(c->refs[r].where);
-        free(c->refs[r].pointer);
-      }
-      if (c->refs[r].nparts > sizeof c->refs[r].seen.in)
-        free(c->refs[r].seen.heap);
-    }
-    free(c->refs);
+    free_refs(c->refs, c->nrefs);
     free(c->deps);
   }
   free(p->user_block);
@@ -1340,6 +1377,34 @@ size_t ob_plan_check_tools(ob_plan *p, const ob_map *tools, int has_latent_handl
   return p->nerrors - before;
 }
 
+/* No tool has c's name: the nearest loaded one is offered, else the first few loaded,
+ * or, when none is, the option that loads them. */
+static void missing_tool(ob_plan *p, const ob_call *c, const ob_map *tools) {
+  if (!tools->n) {
+    ob_plan_error(p, c, "no tool named \"%s\" is loaded (use --tools PATH)", c->tool_name);
+    return;
+  }
+  ob_suggester s;
+  ob_suggester_init(&s, c->tool_name);
+  size_t i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(tools, &i, &e))
+    ob_suggester_add(&s, e->key);
+  const char *near = ob_suggester_best(&s);
+  if (near) {
+    ob_plan_error(p, c, "no tool named \"%s\" is loaded (did you mean \"%s\"?)", c->tool_name,
+                  near);
+    return;
+  }
+  ob_buf b; /* the first few loaded, in the order they were */
+  ob_buf_init(&b);
+  for (i = 0; ob_map_next(tools, &i, &e) && i <= 8;)
+    ob_buf_addf(&b, "%s%.60s", i > 1 ? ", " : "", e->key);
+  ob_plan_error(p, c, "no tool named \"%s\" is loaded (loaded: %s%s)", c->tool_name, b.data,
+                tools->n > 8 ? ", ..." : "");
+  ob_buf_free(&b);
+}
+
 static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler, ob_map *seen) {
   for (size_t i = 0; i < p->ncalls; i++) {
     ob_call *c = &p->calls[i];
@@ -1351,7 +1416,7 @@ static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler,
       continue;
     const ob_tool *t = ob_map_get(tools, c->tool_name, strlen(c->tool_name));
     if (!t) {
-      ob_plan_error(p, c, "no tool named \"%s\" is loaded (use --tools PATH)", c->tool_name);
+      missing_tool(p, c, tools);
       continue;
     }
     c->tool = t;

@@ -12,6 +12,7 @@
 #include "base/ob_path.h"
 #include "base/ob_schema.h"
 #include "base/ob_value.h"
+#include "log/ob_log.h"
 
 /* A call of a tool written in C, while it runs (ob_run.c): the handle its
  * function completes, now or later, with ob_call_complete. */
@@ -116,6 +117,10 @@ typedef struct ob_plan {
                           current directory. A delegated plan gets its caller's. */
   ob_value *context;   /* array of messages (never NULL) */
   ob_value *output;    /* the output template, or NULL */
+  ob_param_ref *out_refs; /* the references in it, in walk order; a part's seen flag: some
+                          call writes a path overlapping it, in any scope (the template is
+                          read in the global view or, with instances, in each one's) */
+  uint32_t nout_refs;
   size_t ncalls;
   ob_call *calls;
   ob_map ids;          /* id -> call (pointer into calls) */
@@ -131,6 +136,8 @@ typedef struct ob_plan {
   size_t ncalls_all;
   int over_limit;      /* ob_plan_read_within: more calls than its max_calls, none read
                           (ncalls 0; ncalls_all says how many) */
+  int graphed;         /* its calls were read and their graph built (ob_plan_check_known
+                          has something to judge by) */
   int quiet;           /* > 0: problems are not recorded (copies of one call) */
   char *copies_of;     /* the plan of an _each call's copies (its key "each", which the
                           engine writes): that call's id; the copies' ids ("<id>[i]") may
@@ -204,6 +211,17 @@ ob_value *ob_plan_read_delegate(const ob_call *c, const char *root, ob_error *er
 /* Its check alone, for a plan read elsewhere (resume's journal): OB_OK when the
  * path is inside root (the file may be missing), else an error with err. */
 int ob_plan_confine_delegate(const ob_call *c, const char *root, ob_error *err);
+
+/* Refuses every reference that can only be absent (ob_known.c): each of its ||
+ * alternatives has a part that no call writes (in a scope the reader sees) and that the
+ * messages given before the run -- `given`, a log of the plan's context and then its
+ * ninputs inputs, which messages call input_label ("--input") -- do not hold in the
+ * reader's view; in the params of calls and in the output template. Kind `input` is not
+ * judged when ninputs is 0 (the input comes at run time), nor kind `error`. Each problem names the part and
+ * the nearest path that exists ("did you mean †state.cities?"). Nothing when the plan's
+ * calls were not read (p->graphed). Returns the number of new problems. */
+size_t ob_plan_check_known(ob_plan *p, ob_log *given, size_t ninputs,
+                           const char *input_label);
 
 /* Adds "file: call <id> (<tool>): <what>" to the plan's problems. */
 void ob_plan_error(ob_plan *p, const ob_call *c, const char *fmt, ...)

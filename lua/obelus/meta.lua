@@ -143,7 +143,8 @@ function obelus.http.json(opts) end
 function obelus.http.download(url, path, opts) end
 
 ---A result that picks an `||` alternative of the call's `_outputPath`, by 1-based
----position or by the alternative as written (`"†state.failed"`). Return it from `run`.
+---position or by the alternative as written (`"†state.failed"`). Return it from `run`:
+---a call that makes one and returns something else fails.
 ---@param which integer|string
 ---@param value obelus.json
 ---@return obelus.branch
@@ -179,7 +180,8 @@ function obelus.set_approver(fn) end
 ---@field method obelus.method
 ---@field instance? string
 
----What a tool file returns: one tool table, or a list of them.
+---What a tool file returns: one tool table, or a list of them. Any other key is an
+---error at load, except keys of your own beginning with `x_` (a latent handler gets them).
 ---@class obelus.tool
 ---@field name string the name plans call it by (`_tool`)
 ---@field description? string

@@ -351,6 +351,7 @@ function obelus.branch(which, value)
   if kind ~= "integer" and type(which) ~= "string" then
     error("obelus.branch: the first argument is a 1-based position or an alternative as written", 2)
   end
+  prim.branched() -- its value must be what the call returns (ob_write.c)
   return setmetatable({ which = which, value = value }, branch_mt)
 end
 
