@@ -34,6 +34,7 @@
 
 #define HTTPD_CHUNK 1048576 /* a response's bytes written at a writable callback: each turn
                              costs the loop a poll change (a run's detail may be 40 MB) */
+#define HTTPD_HEADERS_ROOM 5120 /* a response's headers at most (its extra lines: 512) */
 #define HTTPD_STREAM_CHUNK 262144 /* a stream's: the events of a busy run come in bulk, to
                                      each of its viewers */
 #define HTTPD_MAX_BODY ((size_t)1 << 20)
@@ -249,26 +250,41 @@ static int write_headers(struct lws *wsi, session *s, lws_filepos_t len, unsigne
   return 0;
 }
 
-/* A stream's turn to write: the headers, then what is queued, 64 KB at a time. */
+/* One writable turn's headers, in a buffer as big as they may be (after the LWS_PRE
+ * bytes the library may use): 0, or -1. */
+static int write_turn_headers(struct lws *wsi, session *s, lws_filepos_t len) {
+  unsigned char *buf = ob_xmalloc(LWS_PRE + HTTPD_HEADERS_ROOM);
+  unsigned char *start = buf + LWS_PRE;
+  int rc = write_headers(wsi, s, len, start, start + HTTPD_HEADERS_ROOM - 1);
+  free(buf);
+  return rc;
+}
+
+/* One writable turn's n bytes of body, copied into a buffer of their size (after
+ * LWS_PRE): a small answer never costs a chunk's allocation. 0, or -1. */
+static int write_turn_body(struct lws *wsi, const char *data, size_t n,
+                           enum lws_write_protocol how) {
+  unsigned char *buf = ob_xmalloc(LWS_PRE + n);
+  memcpy(buf + LWS_PRE, data, n);
+  int rc = lws_write(wsi, buf + LWS_PRE, n, how) == (int)n ? 0 : -1;
+  free(buf);
+  return rc;
+}
+
+/* A stream's turn to write: the headers, then what is queued, a chunk at a time. */
 static int write_stream(struct lws *wsi, session *s) {
   ob_httpd_stream *st = s->stream;
   if (st->cut)
     return -1;
-  size_t size = LWS_PRE + HTTPD_STREAM_CHUNK + 1024;
-  unsigned char *buf = ob_xmalloc(size);
-  unsigned char *start = buf + LWS_PRE, *end = buf + size - 1;
   int rc = 0;
   if (!s->headers_done) {
-    rc = write_headers(wsi, s, LWS_ILLEGAL_HTTP_CONTENT_LEN, start, end);
+    rc = write_turn_headers(wsi, s, LWS_ILLEGAL_HTTP_CONTENT_LEN);
   } else if (st->sent < st->out.len) {
     size_t n = st->out.len - st->sent > HTTPD_STREAM_CHUNK ? HTTPD_STREAM_CHUNK
                                                            : st->out.len - st->sent;
-    memcpy(start, st->out.data + st->sent, n);
-    if (lws_write(wsi, start, n, LWS_WRITE_HTTP) != (int)n)
-      rc = -1;
+    rc = write_turn_body(wsi, st->out.data + st->sent, n, LWS_WRITE_HTTP);
     st->sent += n;
   }
-  free(buf);
   if (rc)
     return rc;
   if (st->sent < st->out.len)
@@ -305,24 +321,20 @@ static int add_extra(struct lws *wsi, const char *extra, unsigned char **p, unsi
 static int write_some(struct lws *wsi, session *s) {
   if (s->stream)
     return write_stream(wsi, s);
-  size_t size = LWS_PRE + HTTPD_CHUNK + 1024;
-  unsigned char *buf = ob_xmalloc(size);
-  unsigned char *start = buf + LWS_PRE, *end = buf + size - 1;
   int rc = 0, more = 0;
   if (!s->headers_done) {
-    if (write_headers(wsi, s, s->out.len, start, end))
+    if (write_turn_headers(wsi, s, s->out.len))
       rc = 1;
     more = s->out.len > 0;
   } else {
     size_t n = s->out.len - s->sent > HTTPD_CHUNK ? HTTPD_CHUNK : s->out.len - s->sent;
-    memcpy(start, s->out.data + s->sent, n);
     int final = s->sent + n == s->out.len;
-    if (lws_write(wsi, start, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
+    if (write_turn_body(wsi, s->out.data + s->sent, n,
+                        final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP))
       rc = 1;
     s->sent += n;
     more = !final;
   }
-  free(buf);
   if (rc)
     return rc;
   if (more) {
