@@ -3,15 +3,9 @@
 #include <unistd.h>
 
 #include "base/ob_schema.h"
+#include "cli/ob_cli.h"
 #include "test.h"
-
-static ob_value *json(const char *text) {
-  ob_error err;
-  ob_value *v = ob_json_parse(text, strlen(text), &err);
-  if (!v)
-    fprintf(stderr, "  bad JSON in the test: %s: %s\n", text, err.msg);
-  return v;
-}
+#include "test_json.h"
 
 /* Compiling `schema` must fail with OB_EINVAL and a message containing `want`. */
 static int refused(const char *schema, const char *want) {

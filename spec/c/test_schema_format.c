@@ -8,14 +8,7 @@
 #include "engine/ob_engine.h"
 #include "engine/ob_run.h"
 #include "test.h"
-
-static ob_value *json(const char *text) {
-  ob_error err;
-  ob_value *v = ob_json_parse(text, strlen(text), &err);
-  if (!v)
-    fprintf(stderr, "  bad JSON in the test: %s: %s\n", text, err.msg);
-  return v;
-}
+#include "test_json.h"
 
 /* Is the string s of format f? Both answers (yes/no and collected) must agree. */
 static int is_format(const char *f, const char *s) {

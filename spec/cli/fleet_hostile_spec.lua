@@ -20,11 +20,7 @@ local function sh(cmd)
   return ok == true or ok == 0
 end
 
-local function lines(text)
-  local t = {}
-  for l in (text or ""):gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
+local lines = cli.lines -- the non-empty lines of a text
 
 describe("hostile jobs (a real redis-server, hand-made stream entries)", function()
   local redis, dir, tools

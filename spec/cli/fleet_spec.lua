@@ -30,11 +30,7 @@ local function sh(cmd)
   return ok == true or ok == 0
 end
 
-local function lines(text)
-  local t = {}
-  for l in text:gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
+local lines = cli.lines -- the non-empty lines of a text
 
 local function count_lines(path)
   local s = fs.slurp(path)

@@ -17,12 +17,7 @@ local function go(cmd, plan, ...)
   return r
 end
 
--- the lines of stderr, each an exact problem
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
+local lines = cli.lines -- the non-empty lines of a text
 
 local CITIES = [=[[
   {"_id":"a","_tool":"echo","value":["Paris","Oslo"],"_outputPath":"†state.cities"},

@@ -32,6 +32,27 @@ local function sh(cmd)
   return ok == true, text
 end
 
+-- lua5.4, in dir, with the Lua module installed under prefix (share/lua/5.4 and
+-- lib/lua/5.4, before the system's): each of mods must load from there, then the
+-- module runs examples/daemon-plans/sum.json; sh's answer (what the output printed)
+local function lua_sum_from(dir, prefix, mods)
+  return sh(("cd %s && LUA_PATH=%s LUA_CPATH=%s OBELUS_ROOT=%s OBELUS_PREFIX=%s OBELUS_MODS=%s lua5.4 -e %s"):format(
+    cli.quote(dir), cli.quote(prefix .. "/share/lua/5.4/?.lua;" .. prefix .. "/share/lua/5.4/?/init.lua;;"),
+    cli.quote(prefix .. "/lib/lua/5.4/?.so;;"), cli.quote(ROOT), cli.quote(prefix),
+    cli.quote(table.concat(mods, " ")), cli.quote([[
+      local root, prefix = os.getenv("OBELUS_ROOT"), os.getenv("OBELUS_PREFIX")
+      local obelus, uv = require "obelus", require "luv"
+      for m in os.getenv("OBELUS_MODS"):gmatch("%S+") do
+        local from = package.searchpath(m, m == "obelus" and package.path or package.cpath)
+        assert(from:sub(1, #prefix) == prefix, m .. " from " .. from)
+      end
+      local engine = obelus.engine { tools = { root .. "/examples/daemon-tools" } }
+      local run = engine:run(root .. "/examples/daemon-plans/sum.json")
+      uv.run()
+      assert(run:status() == 0, "status " .. tostring(run:status()))
+      io.write(obelus.encode(run:output()))]])))
+end
+
 -- make in the checkout, free of the outer make's flags (its jobserver, -k): the PGO
 -- setting the tree was built with, so that nothing is built again
 local PGO = fs.exists("build/pgo/trained") and "1" or "0"
@@ -199,19 +220,7 @@ describe("make deb", function()
   end)
 
   it_rel("lua5.4 runs a plan with its Lua module", function()
-    local usr = deb().root .. "/usr"
-    local ok, out = sh(("cd %s && LUA_PATH=%s LUA_CPATH=%s OBELUS_ROOT=%s OBELUS_USR=%s lua5.4 -e %s"):format(
-      cli.quote(deb().dir), cli.quote(usr .. "/share/lua/5.4/?.lua;" .. usr .. "/share/lua/5.4/?/init.lua;;"),
-      cli.quote(usr .. "/lib/lua/5.4/?.so;;"), cli.quote(ROOT), cli.quote(usr), cli.quote([[
-        local root, usr = os.getenv("OBELUS_ROOT"), os.getenv("OBELUS_USR")
-        local obelus, uv = require "obelus", require "luv"
-        local cfrom = package.searchpath("obelus.core", package.cpath)
-        assert(cfrom:sub(1, #usr) == usr, "obelus.core from " .. cfrom)
-        local engine = obelus.engine { tools = { root .. "/examples/daemon-tools" } }
-        local run = engine:run(root .. "/examples/daemon-plans/sum.json")
-        uv.run()
-        assert(run:status() == 0, "status " .. tostring(run:status()))
-        io.write(obelus.encode(run:output()))]])))
+    local ok, out = lua_sum_from(deb().dir, deb().root .. "/usr", { "obelus.core" })
     assert.truthy(ok, out)
     assert.are.equal([[{"total":42}]], out)
   end)
@@ -252,20 +261,7 @@ describe("luarocks make", function()
       PGO, cli.quote(tree), V))
     assert.truthy(ok, out)
     assert.truthy(out:find("obelus " .. V .. "-1 is now installed", 1, true), out)
-    ok, out = sh(("cd %s && LUA_PATH=%s LUA_CPATH=%s OBELUS_ROOT=%s OBELUS_TREE=%s lua5.4 -e %s"):format(
-      cli.quote(tree), cli.quote(tree .. "/share/lua/5.4/?.lua;" .. tree .. "/share/lua/5.4/?/init.lua;;"),
-      cli.quote(tree .. "/lib/lua/5.4/?.so;;"), cli.quote(ROOT), cli.quote(tree), cli.quote([[
-        local root, tree = os.getenv("OBELUS_ROOT"), os.getenv("OBELUS_TREE")
-        local obelus, uv = require "obelus", require "luv"
-        for _, m in ipairs { { "obelus", package.path }, { "obelus.core", package.cpath } } do
-          local from = package.searchpath(m[1], m[2])
-          assert(from:sub(1, #tree) == tree, m[1] .. " from " .. from)
-        end
-        local engine = obelus.engine { tools = { root .. "/examples/daemon-tools" } }
-        local run = engine:run(root .. "/examples/daemon-plans/sum.json")
-        uv.run()
-        assert(run:status() == 0, "status " .. tostring(run:status()))
-        io.write(obelus.encode(run:output()))]])))
+    ok, out = lua_sum_from(tree, tree, { "obelus", "obelus.core" })
     assert.truthy(ok, out)
     assert.are.equal([[{"total":42}]], out)
     fs.rmtree(tree)

@@ -72,6 +72,13 @@ function M.sh(cmd)
   return out
 end
 
+-- The non-empty lines of a text (nil: none), in order.
+function M.lines(text)
+  local t = {}
+  for l in (text or ""):gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
 -- The JSON lines of a file (a journal, --events) as values, in order; a line that does
 -- not read (a SIGKILL's torn or zeroed tail) is not one.
 function M.jsonl(path)
