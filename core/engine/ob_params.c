@@ -37,6 +37,12 @@ static void absent(ob_resolver *rs, const ob_param_ref *ref) {
         rs->missing = 1;
         ob_buf_addf(&rs->why, "parameter \"%s\": %s is absent and no call in the plan writes it",
                     ref->where, x->text);
+        size_t at = rs->why.len;
+        ob_buf_add(&rs->why, " (did you mean ", 15);
+        if (ob_plan_suggest_ref(r->plan, r->log, x, &rs->why))
+          ob_buf_add(&rs->why, "?)", 2);
+        else
+          rs->why.len = at;
       }
     }
 }

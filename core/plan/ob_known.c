@@ -43,6 +43,8 @@ typedef struct known {
   ob_map names;            /* candidate text (no dagger) -> 1, for their dedupe */
   ob_map said;             /* a text matched -> its suggestion (or the map itself: none) */
   size_t nsaid;
+  char *made[MAX_SUGGESTED]; /* suggestions composed of a name and a tail (freed at the end) */
+  size_t nmade;
 } known;
 
 static const char *undaggered(const char *s) {
@@ -115,8 +117,22 @@ static void gather(known *k) {
   ob_unref(all);
 }
 
-/* The path nearest x (as written), dagger put back by the caller; or NULL. Nearer than
- * ob_suggest asks: some of its last name must stay (†state.x is no slip for †state.a). */
+/* The candidate nearest word, nearer than ob_suggest asks: some of its last name (of
+ * length last) must stay (†state.x is no slip for †state.a); or NULL. */
+static const char *nearest(known *k, const char *word, size_t last) {
+  ob_suggester s;
+  ob_suggester_init(&s, word);
+  size_t i = 0;
+  ob_map_entry *e;
+  while (ob_map_next(&k->names, &i, &e))
+    ob_suggester_add(&s, e->key);
+  return s.dist < last ? ob_suggester_best(&s) : NULL; /* names' key: k's */
+}
+
+/* The path nearest x (as written), dagger put back by the caller; or NULL. When the whole
+ * text has none, the slip is looked for where the path leaves every known one: the first
+ * prefix no candidate names (†state.greting of †state.greting.text), its nearest name
+ * given back with the rest of the path (†state.greeting.text). */
 static const char *suggest(known *k, const ob_reference *x) {
   const char *word = undaggered(x->text);
   void *was = ob_map_get(&k->said, word, strlen(word));
@@ -126,14 +142,30 @@ static const char *suggest(known *k, const ob_reference *x) {
     return NULL;
   if (!k->gathered)
     gather(k);
-  ob_suggester s;
-  ob_suggester_init(&s, word);
-  size_t i = 0;
-  ob_map_entry *e;
-  while (ob_map_next(&k->names, &i, &e))
-    ob_suggester_add(&s, e->key);
   size_t last = x->path.n ? x->path.segs[x->path.n - 1].keylen : strlen(x->kind);
-  const char *best = s.dist < last ? ob_suggester_best(&s) : NULL; /* names' key: k's */
+  const char *best = nearest(k, word, last);
+  for (size_t n = 1; !best && n < x->path.n && x->path.segs[n - 1].keylen; n++) {
+    ob_buf pre, whole;
+    ob_buf_init(&pre);
+    ob_buf_init(&whole);
+    ob_ref_format(&pre, x->kind, &(ob_path){n, x->path.segs});
+    ob_ref_format(&whole, x->kind, &x->path);
+    const char *p = undaggered(pre.data), *w = undaggered(whole.data);
+    size_t plen = strlen(p);
+    if (!ob_map_get(&k->names, p, plen)) {
+      const char *head = strncmp(w, p, plen) ? NULL : nearest(k, p, x->path.segs[n - 1].keylen);
+      if (head) {
+        size_t hlen = strlen(head), tlen = strlen(w + plen);
+        char *m = ob_xmalloc(hlen + tlen + 1);
+        memcpy(m, head, hlen);
+        memcpy(m + hlen, w + plen, tlen + 1);
+        best = k->made[k->nmade++] = m;
+      }
+      n = x->path.n; /* the first unknown prefix only */
+    }
+    ob_buf_free(&pre);
+    ob_buf_free(&whole);
+  }
   ob_map_put(&k->said, word, strlen(word), best ? (void *)best : (void *)&k->said);
   k->nsaid++;
   return best;
@@ -198,6 +230,13 @@ static size_t judge(known *k, const ob_call *c, const ob_param_ref *r) {
   return n;
 }
 
+static void known_free(known *k) {
+  ob_map_free(&k->names);
+  ob_map_free(&k->said);
+  for (size_t i = 0; i < k->nmade; i++)
+    free(k->made[i]);
+}
+
 size_t ob_plan_check_known(ob_plan *p, ob_log *given, size_t ninputs, const char *input_label) {
   if (!p->graphed || p->over_limit)
     return 0;
@@ -232,7 +271,19 @@ size_t ob_plan_check_known(ob_plan *p, ob_log *given, size_t ninputs, const char
   free(told);
   for (size_t r = 0; r < p->nout_refs; r++)
     judge(&k, NULL, &p->out_refs[r]);
-  ob_map_free(&k.names);
-  ob_map_free(&k.said);
+  known_free(&k);
   return p->nerrors - before;
+}
+
+int ob_plan_suggest_ref(ob_plan *p, ob_log *now, const ob_reference *x, ob_buf *out) {
+  known k = {.p = p, .given = now};
+  ob_map_init(&k.names);
+  ob_map_init(&k.said);
+  const char *best = suggest(&k, x);
+  if (best) {
+    ob_buf_add(out, OB_DAGGER, OB_DAGGER_LEN);
+    ob_buf_add(out, best, strlen(best));
+  }
+  known_free(&k);
+  return best != NULL;
 }

@@ -222,6 +222,11 @@ int ob_plan_confine_delegate(const ob_call *c, const char *root, ob_error *err);
  * calls were not read (p->graphed). Returns the number of new problems. */
 size_t ob_plan_check_known(ob_plan *p, ob_log *given, size_t ninputs,
                            const char *input_label);
+/* The path nearest reference x that p's calls write or log `now` holds, daggered, added
+ * to out (the run's structural error of a reference nothing writes says it too).
+ * Returns 0, out untouched, when nothing is near enough. Costs: every candidate path
+ * gathered and compared once; for an error, not a hot path. */
+int ob_plan_suggest_ref(ob_plan *p, ob_log *now, const ob_reference *x, ob_buf *out);
 
 /* Adds "file: call <id> (<tool>): <what>" to the plan's problems. */
 void ob_plan_error(ob_plan *p, const ob_call *c, const char *fmt, ...)

@@ -45,9 +45,31 @@ describe("a reference nothing provides", function()
       {"_id":"b","_tool":"echo","value":"†state.citeis","_outputPath":"†state.out"}
     ]]=]):format(marker))
     assert.are.equal(1, r.code)
-    assert.matches("no call in the plan writes it", r.err, 1, true)
+    assert.matches('parameter "value": †state.citeis is absent and no call in the plan writes it ' ..
+                   "(did you mean †state.cities?)", r.err, 1, true)
     assert.truthy(io.open(marker)) -- a ran
     os.remove(marker)
+  end)
+
+  it("misspelt before its end is named with the rest of its path kept", function()
+    local plan = [=[{"plan":[
+      {"_id":"a","_tool":"echo","value":{"text":"hi"},"_outputPath":"†state.greeting"},
+      {"_id":"b","_tool":"echo","value":"†state.greting.text","_outputPath":"†state.loud"}],
+      "output":{"loud":"†state.lod.text"}}]=]
+    local r = go("check", plan)
+    assert.are.equal(2, r.code)
+    assert.are.same({
+      r.plan .. ': call b (echo): parameter "value": †state.greting.text is written by no call ' ..
+        "(did you mean †state.greeting.text?)",
+      r.plan .. ": output loud: †state.lod.text is written by no call (did you mean †state.loud.text?)",
+      "obelus check: 2 problems, nothing ran",
+    }, lines(r.err))
+    -- a name right and one inside it wrong: nothing near enough to say
+    r = go("check", [=[[
+      {"_id":"a","_tool":"echo","value":{"text":"hi"},"_outputPath":"†state.greeting"},
+      {"_id":"b","_tool":"echo","value":"†state.other.text","_outputPath":"†state.loud"}]]=])
+    assert.are.equal(2, r.code)
+    assert.matches("†state.other.text is written by no call$", lines(r.err)[1])
   end)
 
   it("in the output template is refused too, named by its place", function()
