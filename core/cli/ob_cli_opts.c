@@ -364,7 +364,7 @@ int ob_cli_args_next(ob_cli_args *a) {
     a->val = a->argv[a->i++];
   } else {
     if (!a->quiet)
-      ob_cli_usage_error(a->cmdname, "%s needs a value: %s %s", o->name, o->name, o->value);
+      ob_cli_usage_error(a->cmdname, "%s needs a value: %s %s", w, w, o->value);
     return -1;
   }
   return 1;
