@@ -1,6 +1,8 @@
 /* main.c -- the `obelus` program: finds the command and hands it its arguments.
  * Each command lives in its own ob_cmd_*.c file; what it printed on stdout is
- * checked once it returns (a lost output is exit 4, OB_EXIT_WRITE). */
+ * checked once it returns (a lost output is exit 4, OB_EXIT_WRITE). The commands'
+ * names, their lines of `obelus --help` and their options are ob_cli_opts.c's table;
+ * an unknown command is refused there, with the nearest one (exit 2). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
