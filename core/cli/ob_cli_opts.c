@@ -290,22 +290,14 @@ static int unknown_option(const ob_cli_args *a, const char *word, size_t len) {
   snprintf(name, sizeof name, "%.*s", (int)(len < 200 ? len : 200), word);
   ob_buf b = {0};
   ob_buf_addf(&b, "obelus: unknown option %s for %s", name, a->cmdname);
-  if (find_opt(NULL, name, strlen(name))) { /* another command's */
-    size_t n = 0, k = 0;
-    for (size_t i = 0; i < K_COUNT; i++)
-      for (size_t j = 0; j < sizeof opts / sizeof *opts; j++)
-        if ((opts[j].cmds >> i & 1) && !strcmp(opts[j].name, name)) {
-          n++;
-          break;
-        }
+  size_t takers[K_COUNT], n = 0; /* the commands that take it, when it is another's */
+  for (size_t i = 0; i < K_COUNT; i++)
+    if (find_opt(&cmds[i], name, strlen(name)))
+      takers[n++] = i;
+  if (n) {
     ob_buf_addf(&b, " (");
-    for (size_t i = 0; i < K_COUNT; i++)
-      for (size_t j = 0; j < sizeof opts / sizeof *opts; j++)
-        if ((opts[j].cmds >> i & 1) && !strcmp(opts[j].name, name)) {
-          k++;
-          ob_buf_addf(&b, "%s%s", k == 1 ? "" : k == n ? " and " : ", ", cmds[i].name);
-          break;
-        }
+    for (size_t k = 0; k < n; k++)
+      ob_buf_addf(&b, "%s%s", !k ? "" : k + 1 == n ? " and " : ", ", cmds[takers[k]].name);
     ob_buf_addf(&b, " take%s it)", n == 1 ? "s" : "");
   } else {
     ob_suggester s;
