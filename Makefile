@@ -304,6 +304,15 @@ test-luacheck:
 	 p=$$(grep -c '^ok ' build/results/luacheck.txt); f=$$(grep -c '^not ok ' build/results/luacheck.txt); \
 	 echo "luacheck: $$p passed, $$f failed" | tee -a build/results/luacheck.txt; [ $$f = 0 ]
 
+# The completion scripts in completions/ are `obelus completion bash|zsh`'s output, made
+# from the CLI's table of commands and options (core/cli/ob_cli_opts.c): checked in, so
+# that install and the package need no built obelus; written again after the table
+# changes (spec/cli/cli_opts_spec.lua fails while they differ).
+.PHONY: completions
+completions: bin/obelus
+	bin/obelus completion bash > completions/obelus.bash.new && mv completions/obelus.bash.new completions/obelus.bash
+	bin/obelus completion zsh > completions/_obelus.new && mv completions/_obelus.new completions/_obelus
+
 # The include rule of core/: a file includes its own layer and those below it
 # (core/layers.awk: a file's layer is its folder; obelus.h is the public API, with host/).
 .PHONY: layers test-layers

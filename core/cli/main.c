@@ -1,52 +1,45 @@
 /* main.c -- the `obelus` program: finds the command and hands it its arguments.
  * Each command lives in its own ob_cmd_*.c file; what it printed on stdout is
- * checked once it returns (a lost output is exit 4, OB_EXIT_WRITE). */
+ * checked once it returns (a lost output is exit 4, OB_EXIT_WRITE). The commands'
+ * names, their lines of `obelus --help` and their options are ob_cli_opts.c's table;
+ * an unknown command is refused there, with the nearest one (exit 2). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ob_suggest.h"
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 
-static const char main_help[] =
+static const char main_intro[] =
     "usage: obelus COMMAND [ARGS]\n"
     "\n"
     "obelus runs plans: JSON lists of tool calls wired together through an\n"
     "append-only message log, every call starting as soon as its inputs exist.\n"
+    "\n";
+
+static const char main_outro[] =
     "\n"
-    "commands:\n"
-    "  run PLAN [--tools PATH]... [--input JSON]   run a plan, print its final output\n"
-    "  check PLAN [--tools PATH]...                validate a plan without running it\n"
-    "  loop PLAN --planner FILE.lua                plan, run, replan until an output\n"
-    "  resolve FILE EXPR [--at N] [--instance X]   what a reference reads over a log\n"
-    "  schema SCHEMA.json INSTANCE.json            validate JSON against a JSON Schema (draft-07)\n"
-    "  tools --tools PATH... [--format F]          the tools for LLM APIs and MCP, or --plan-schema\n"
-    "  init DIR                                    a new project: a plan, a tool and a test\n"
-    "  mcp --tools PATH...                         serve the tools and plans over MCP (stdio)\n"
-    "  report JOURNAL -o FILE.html                 a run to look at: graph, timeline, calls\n"
-    "  ui [--journals DIR]... [--port N]           serve runs and their journals over HTTP\n"
-    "  graph PLAN [--format dot|mermaid]           print the dependency graph (Graphviz, Mermaid)\n"
-    "  log JOURNAL [--at N]                        a run's journal as a timeline, or its documents at N\n"
-    "  resume JOURNAL [--tools PATH]...            take up a run killed midway from its journal\n"
-    "  fork JOURNAL --from ID --journal NEW        run again from a point of a run, with --set changes\n"
-    "\n"
-    "many machines (a job queue in Redis):\n"
-    "  submit PLAN --redis URL [--batch FILE]      queue a plan (or a batch of inputs) as jobs\n"
-    "  worker --redis URL --tools PATH...          take jobs from the queue and run them\n"
-    "  wait --redis URL JOB...                     block until jobs finish, print their outputs\n"
-    "  status --redis URL                          queued, running, done, failed; the workers\n"
-    "  log --redis URL JOB                         a job's journal, as log prints it\n"
-    "\n"
-    "`obelus COMMAND --help` tells more about each.\n";
+    "`obelus COMMAND --help` tells more about each. Options go after the command;\n"
+    "--opt=value is --opt value, and -- ends the options (a file named -x after it).\n";
+
+/* `obelus --help`: the intro, the commands' lines from the table, the outro. */
+static void main_help(FILE *f) {
+  fputs(main_intro, f);
+  ob_cli_commands_help(f);
+  fputs(main_outro, f);
+}
 
 /* `obelus log`: ob_cmd_log_redis with --redis, else ob_cmd_log. Here, the one place
  * that knows both, so that neither command's file calls the other's. */
 static int log_command(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--redis"))
-      return ob_cmd_log_redis(argc, argv);
-  return ob_cmd_log(argc, argv);
+  return ob_cli_args_has(argc, argv, "--redis") ? ob_cmd_log_redis(argc, argv)
+                                                : ob_cmd_log(argc, argv);
 }
+
+/* `obelus help [COMMAND]`: obelus's help, or COMMAND's (as `obelus COMMAND --help`). */
+static int help_command(int argc, char **argv);
 
 typedef struct command {
   const char *name;
@@ -72,6 +65,8 @@ static const command commands[] = {
     {"worker", ob_cmd_worker},
     {"wait", ob_cmd_wait},
     {"status", ob_cmd_status},
+    {"completion", ob_cmd_completion},
+    {"help", help_command},
 };
 
 /* What a command printed is its result: stdout that could not take it all (a full
@@ -87,10 +82,43 @@ static int finish(const char *cmd, int status) {
   return status;
 }
 
+static int dispatch(int argc, char **argv) {
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(argv[0], commands[i].name))
+      return finish(argv[0], commands[i].run(argc, argv));
+  return ob_cli_unknown_command(argv[0]);
+}
+
+static int help_command(int argc, char **argv) {
+  ob_cli_args a;
+  ob_cli_args_start(&a, argc, argv);
+  const char *cmd = NULL;
+  int k;
+  while ((k = ob_cli_args_next(&a)) > 0)
+    if (a.opt && !strcmp(a.opt, "--help"))
+      continue;
+    else if (!a.opt && !cmd)
+      cmd = a.val;
+    else
+      return ob_cli_usage_error("help", "unexpected argument \"%s\"", a.val);
+  if (k < 0)
+    return OB_EXIT_USAGE;
+  if (!cmd || !strcmp(cmd, "help")) {
+    main_help(stdout);
+    return OB_EXIT_OK;
+  }
+  char *args[] = {(char *)cmd, "--help", NULL};
+  return dispatch(2, args);
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-    fputs(main_help, argc < 2 ? stderr : stdout);
-    return argc < 2 ? OB_EXIT_USAGE : OB_EXIT_OK;
+  if (argc < 2) {
+    main_help(stderr);
+    return OB_EXIT_USAGE;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    main_help(stdout);
+    return OB_EXIT_OK;
   }
   if (!strcmp(argv[1], "--version")) {
 #ifdef OB_GIT_REV /* OB_VERSION and OB_GIT_REV: the Makefile's (VERSION, GIT_REV) */
@@ -100,9 +128,13 @@ int main(int argc, char **argv) {
 #endif
     return OB_EXIT_OK;
   }
-  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-    if (!strcmp(argv[1], commands[i].name))
-      return finish(argv[1], commands[i].run(argc - 1, argv + 1));
-  fprintf(stderr, "obelus: unknown command \"%s\"\n\n%s", argv[1], main_help);
-  return OB_EXIT_USAGE;
+  if (argv[1][0] == '-') { /* an option before the command */
+    static const char *const top[] = {"--help", "--version"};
+    const char *best = ob_suggest(argv[1], top, 2);
+    ob_eprintf("obelus: unknown option %s%s%s%s\n(options go after the command: `obelus "
+               "--help` lists the commands)\n",
+               argv[1], best ? "; did you mean " : "", best ? best : "", best ? "?" : "");
+    return OB_EXIT_USAGE;
+  }
+  return dispatch(argc - 1, argv + 1);
 }

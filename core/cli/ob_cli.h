@@ -39,6 +39,8 @@ int ob_cmd_submit(int argc, char **argv);
 int ob_cmd_worker(int argc, char **argv);
 int ob_cmd_wait(int argc, char **argv);
 int ob_cmd_status(int argc, char **argv);
+/* `obelus completion bash|zsh|json` (ob_cmd_completion.c). */
+int ob_cmd_completion(int argc, char **argv);
 /* `obelus log --redis URL JOB`: the job's journal fetched, then printed by ob_cmd_log. */
 int ob_cmd_log_redis(int argc, char **argv);
 /* An ob_watch_say_fn: "<ud>: <msg>\n" on standard error with write(2) (it runs on

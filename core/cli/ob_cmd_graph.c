@@ -17,6 +17,7 @@
 
 #include "base/ob_mem.h"
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 #include "engine/ob_engine.h"
 #include "engine/ob_run.h"
 #include "host/ob_graph.h"
@@ -154,52 +155,49 @@ int ob_cmd_graph(int argc, char **argv) {
   size_t max_edges = OB_GRAPH_MAX_EDGES, max_calls = 0;
   const char *tools[64];
   int ntools = 0, format = FORMAT_DOT, lenient_schemas = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int k;
+  while ((k = ob_cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *val = args.val;
+    if (!a) {
+      if (file)
+        return ob_cli_usage_error("graph", "unexpected argument \"%s\"", val);
+      file = val;
+    } else if (!strcmp(a, "--help")) {
       fputs(graph_help, stdout);
       return OB_EXIT_OK;
     } else if (!strcmp(a, "--format")) {
-      if (++i == argc)
-        return ob_cli_usage_error("graph", "--format needs dot, mermaid or svg");
-      if (!strcmp(argv[i], "dot"))
+      if (!strcmp(val, "dot"))
         format = FORMAT_DOT;
-      else if (!strcmp(argv[i], "mermaid"))
+      else if (!strcmp(val, "mermaid"))
         format = FORMAT_MERMAID;
-      else if (!strcmp(argv[i], "svg"))
+      else if (!strcmp(val, "svg"))
         format = FORMAT_SVG;
       else
-        return ob_cli_usage_error("graph", "unknown format \"%s\" (dot, mermaid or svg)", argv[i]);
+        return ob_cli_usage_error("graph", "unknown format \"%s\" (dot, mermaid or svg)", val);
     } else if (!strcmp(a, "--tools")) {
-      if (++i == argc)
-        return ob_cli_usage_error("graph", "--tools needs a file or folder");
       if (ntools == 64)
         return ob_cli_usage_error("graph", "too many --tools");
-      tools[ntools++] = argv[i];
+      tools[ntools++] = val;
     } else if (!strcmp(a, "--journal")) {
-      if (++i == argc)
-        return ob_cli_usage_error("graph", "--journal needs a journal file (run --journal)");
-      journal = argv[i];
+      journal = val;
     } else if (!strcmp(a, "--max-edges")) {
-      if (++i == argc || !ob_cli_parse_count(argv[i], &max_edges))
+      if (!ob_cli_parse_count(val, &max_edges))
         return ob_cli_usage_error("graph", "--max-edges needs a number of edges (0: no bound)");
     } else if (!strcmp(a, "--max-calls")) {
-      if (++i == argc || !ob_cli_parse_count(argv[i], &max_calls))
+      if (!ob_cli_parse_count(val, &max_calls))
         return ob_cli_usage_error("graph", "--max-calls needs a number of calls (0: no bound)");
     } else if (!strcmp(a, "--plans-root")) {
-      if (++i == argc)
-        return ob_cli_usage_error("graph", "--plans-root needs a folder");
-      plans_root = argv[i];
+      plans_root = val;
     } else if (!strcmp(a, "--lenient-schemas")) {
       lenient_schemas = 1;
-    } else if (a[0] == '-' && a[1] == '-') {
-      return ob_cli_usage_error("graph", "unknown option %s", a);
-    } else if (!file) {
-      file = a;
     } else {
-      return ob_cli_usage_error("graph", "unexpected argument \"%s\"", a);
+      return ob_cli_args_unhandled(&args);
     }
   }
+  if (k < 0)
+    return OB_EXIT_USAGE;
   if (!file && !journal)
     return ob_cli_usage_error("graph", "needs a PLAN file (or --journal J)");
   if (!file && (ntools || plans_root))

@@ -8,6 +8,7 @@
 #include <dirent.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 
 static const char init_help[] =
     "usage: obelus init DIR\n"
@@ -144,18 +145,23 @@ static int make_dir(const char *path) {
 
 int ob_cmd_init(int argc, char **argv) {
   const char *dir = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int k;
+  while ((k = ob_cli_args_next(&args)) > 0) {
+    if (args.opt && !strcmp(args.opt, "--help")) {
       fputs(init_help, stdout);
       return OB_EXIT_OK;
-    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-      return ob_cli_usage_error("init", "unknown option %s", argv[i]);
+    } else if (args.opt) {
+      return ob_cli_args_unhandled(&args);
     } else if (!dir) {
-      dir = argv[i];
+      dir = args.val;
     } else {
-      return ob_cli_usage_error("init", "unexpected argument \"%s\"", argv[i]);
+      return ob_cli_usage_error("init", "unexpected argument \"%s\"", args.val);
     }
   }
+  if (k < 0)
+    return OB_EXIT_USAGE;
   if (!dir)
     return ob_cli_usage_error("init", "needs a DIR to make the project in");
   DIR *d = opendir(dir);

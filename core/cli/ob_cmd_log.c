@@ -19,6 +19,7 @@
 
 #include "base/ob_mem.h"
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 #include "log/ob_journal.h"
 #include "base/ob_map.h"
 #include "plan/ob_plan.h"
@@ -850,27 +851,33 @@ static size_t terminal_width(int fd) {
 int ob_cmd_log(int argc, char **argv) {
   const char *file = NULL, *format = NULL;
   size_t at = OB_LOG_NOW;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int more;
+  while ((more = ob_cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *val = args.val;
+    if (!a) {
+      if (file)
+        return ob_cli_usage_error("log", "unexpected argument \"%s\"", val);
+      file = val;
+    } else if (!strcmp(a, "--help")) {
       fputs(log_help, stdout);
       return OB_EXIT_OK;
     } else if (!strcmp(a, "--format")) {
-      if (++i == argc || (strcmp(argv[i], "text") && strcmp(argv[i], "trace") &&
-                          strcmp(argv[i], "otlp")))
+      if (strcmp(val, "text") && strcmp(val, "trace") && strcmp(val, "otlp"))
         return ob_cli_usage_error("log", "--format is text, trace or otlp");
-      format = argv[i];
+      format = val;
     } else if (!strcmp(a, "--at")) {
-      if (++i == argc || !ob_cli_parse_count(argv[i], &at))
+      if (!ob_cli_parse_count(val, &at))
         return ob_cli_usage_error("log", "--at needs a message count (0 or more)");
-    } else if (a[0] == '-' && a[1] == '-') {
-      return ob_cli_usage_error("log", "unknown option %s", a);
-    } else if (!file) {
-      file = a;
+    } else if (!strcmp(a, "--queue")) {
+      return ob_cli_usage_error("log", "--queue goes with --redis URL JOB");
     } else {
-      return ob_cli_usage_error("log", "unexpected argument \"%s\"", a);
+      return ob_cli_args_unhandled(&args);
     }
   }
+  if (more < 0)
+    return OB_EXIT_USAGE;
   if (!file)
     return ob_cli_usage_error("log", "needs a JOURNAL file");
   if (format && strcmp(format, "text")) {

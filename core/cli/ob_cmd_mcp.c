@@ -11,8 +11,7 @@
  * (127.0.0.1) and --port (7891), --token wanted of every request: this file parses the
  * options, says where on stderr (one line; and a token it made, before), and runs the
  * loop until SIGINT or SIGTERM, then ends the sessions (their calls cancelled). These
- * options are this command's own: taken out of argv before the shared options are
- * parsed. */
+ * options are this command's own: the shared parse hands them to take_own. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,40 +117,30 @@ typedef struct mcp_own {
   int port_given;
 } mcp_own;
 
-/* 0, or OB_EXIT_USAGE (reported). */
-static int take_own(int *argc, char **argv, mcp_own *own) {
-  int n = 0;
-  own->port = 7891;
-  for (int i = 0; i < *argc; i++) {
-    const char *a = argv[i];
-    int val = i > 0 && i + 1 < *argc;
-    if (i > 0 && !strcmp(a, "--http")) {
-      own->http = 1;
-    } else if (val && !strcmp(a, "--max-line")) {
-      size_t v;
-      if (!ob_cli_parse_count(argv[i + 1], &v) || v < 2 || v > ((size_t)1 << 40))
-        return ob_cli_usage_error("mcp", "--max-line needs bytes, from 2 to 1099511627776");
-      own->max_line = (long long)v;
-      i++;
-    } else if (val && !strcmp(a, "--bind")) {
-      own->bind = argv[++i];
-    } else if (val && !strcmp(a, "--token")) {
-      own->token = argv[++i];
-      if (!*own->token)
-        return ob_cli_usage_error("mcp", "--token needs a value");
-    } else if (val && !strcmp(a, "--port")) {
-      if (!ob_cli_parse_count(argv[++i], &own->port) || own->port > 65535)
-        return ob_cli_usage_error("mcp", "--port needs a number from 0 to 65535");
-      own->port_given = 1;
-    } else {
-      argv[n++] = argv[i];
-    }
+/* An option of this command's own (ob_cmd_own_fn): 1 taken, 0 not, or OB_EXIT_USAGE. */
+static int take_own(void *ud, const char *a, const char *val) {
+  mcp_own *own = ud;
+  if (!strcmp(a, "--http")) {
+    own->http = 1;
+  } else if (!strcmp(a, "--max-line")) {
+    size_t v;
+    if (!ob_cli_parse_count(val, &v) || v < 2 || v > ((size_t)1 << 40))
+      return ob_cli_usage_error("mcp", "--max-line needs bytes, from 2 to 1099511627776");
+    own->max_line = (long long)v;
+  } else if (!strcmp(a, "--bind")) {
+    own->bind = val;
+  } else if (!strcmp(a, "--token")) {
+    own->token = val;
+    if (!*own->token)
+      return ob_cli_usage_error("mcp", "--token needs a value");
+  } else if (!strcmp(a, "--port")) {
+    if (!ob_cli_parse_count(val, &own->port) || own->port > 65535)
+      return ob_cli_usage_error("mcp", "--port needs a number from 0 to 65535");
+    own->port_given = 1;
+  } else {
+    return 0;
   }
-  *argc = n;
-  argv[n] = NULL;
-  if (!own->http && (own->bind || own->token || own->port_given))
-    return ob_cli_usage_error("mcp", "--bind, --port and --token go with --http");
-  return 0;
+  return 1;
 }
 
 /* `obelus mcp --http`: the server (ob_mcp_http.h) until SIGINT or SIGTERM. */
@@ -187,15 +176,15 @@ static int serve_http(ob_engine *e, const mcp_own *own, const ob_cmd_options *o)
 }
 
 int ob_cmd_mcp(int argc, char **argv) {
-  mcp_own own = {0};
-  if (take_own(&argc, argv, &own))
-    return OB_EXIT_USAGE;
-  long long max_line = own.max_line;
+  mcp_own own = {.port = 7891};
   ob_cmd_options o;
-  int rc = ob_cmd_options_parse(argc, argv, &o, mcp_help);
+  int rc = ob_cmd_options_parse_own(argc, argv, &o, mcp_help, take_own, &own);
   ob_unref(o.inputs);
   if (rc)
     return rc < 0 ? OB_EXIT_OK : rc;
+  if (!own.http && (own.bind || own.token || own.port_given))
+    return ob_cli_usage_error("mcp", "--bind, --port and --token go with --http");
+  long long max_line = own.max_line;
   if (!o.ntools)
     return ob_cli_usage_error("mcp", "needs --tools PATH");
   ob_error err;

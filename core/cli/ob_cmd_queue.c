@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 #include "base/ob_error.h"
 #include "cli/ob_cmd_redis.h"
 #include "base/ob_mem.h"
@@ -153,33 +154,40 @@ static int parse_queue_args(int argc, char **argv, queue_args *a, const char *he
                             int json, int at) {
   memset(a, 0, sizeof *a);
   a->queue = OB_QUEUE_DEFAULT;
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+  ob_cli_args it;
+  ob_cli_args_start(&it, argc, argv);
+  int k;
+  while ((k = ob_cli_args_next(&it)) > 0) {
+    const char *s = it.opt, *val = it.val;
+    if (!s) {
+      if (a->nargs == 4096)
+        return ob_cli_usage_error(argv[0], "too many arguments");
+      a->args[a->nargs++] = val;
+    } else if (!strcmp(s, "--help")) {
       fputs(help, stdout);
       return -1;
-    } else if (!strcmp(s, "--redis") && val) {
-      a->redis = argv[++i];
-    } else if (!strcmp(s, "--queue") && val) {
-      if (!ob_queue_name_ok(a->queue = argv[++i]))
+    } else if (!strcmp(s, "--redis")) {
+      a->redis = val;
+    } else if (!strcmp(s, "--queue")) {
+      if (!ob_queue_name_ok(a->queue = val))
         return ob_cli_usage_error(argv[0], "--queue: a name of 1 to 64 letters, digits, _ . -");
-    } else if (timeout && !strcmp(s, "--timeout") && val) {
-      if (!ob_cli_parse_count(argv[++i], &a->timeout_ms) || !a->timeout_ms)
+    } else if (timeout && !strcmp(s, "--timeout")) {
+      if (!ob_cli_parse_count(val, &a->timeout_ms) || !a->timeout_ms)
         return ob_cli_usage_error(argv[0], "--timeout needs milliseconds, 1 or more");
     } else if (json && !strcmp(s, "--json")) {
       a->json = 1;
-    } else if (at && !strcmp(s, "--at") && val) {
-      if (!ob_cli_parse_count(argv[++i], &a->at))
+    } else if (at && !strcmp(s, "--at")) {
+      if (!ob_cli_parse_count(val, &a->at))
         return ob_cli_usage_error(argv[0], "--at needs a message count (0 or more)");
       a->has_at = 1;
-    } else if (s[0] == '-' && s[1] == '-') {
-      return ob_cli_usage_error(argv[0], "unknown option %s, or it lacks its value", s);
+    } else if (!strcmp(s, "--format")) { /* log's, for a JOURNAL file */
+      return ob_cli_usage_error(argv[0], "--format goes with a JOURNAL file, not --redis");
     } else {
-      if (a->nargs == 4096)
-        return ob_cli_usage_error(argv[0], "too many arguments");
-      a->args[a->nargs++] = s;
+      return ob_cli_args_unhandled(&it);
     }
   }
+  if (k < 0)
+    return OB_EXIT_USAGE;
   if (!a->redis)
     return ob_cli_usage_error(argv[0], "needs --redis URL (redis://HOST:PORT)");
   return 0;

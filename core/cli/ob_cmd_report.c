@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 #include "drive/ob_files.h"
 #include "host/ob_graph.h"
 #include "host/ob_trace.h"
@@ -124,20 +125,25 @@ static const char report_help[] =
 
 int ob_cmd_report(int argc, char **argv) {
   const char *journal = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int k;
+  while ((k = ob_cli_args_next(&args)) > 0) {
+    if (args.opt && !strcmp(args.opt, "--help")) {
       fputs(report_help, stdout);
       return OB_EXIT_OK;
-    } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
-      out = argv[++i];
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return ob_cli_usage_error("report", "unknown option %s, or it lacks its value", argv[i]);
+    } else if (args.opt && !strcmp(args.opt, "--output")) {
+      out = args.val;
+    } else if (args.opt) {
+      return ob_cli_args_unhandled(&args);
     } else if (!journal) {
-      journal = argv[i];
+      journal = args.val;
     } else {
-      return ob_cli_usage_error("report", "unexpected argument \"%s\"", argv[i]);
+      return ob_cli_usage_error("report", "unexpected argument \"%s\"", args.val);
     }
   }
+  if (k < 0)
+    return OB_EXIT_USAGE;
   if (!journal || !out)
     return ob_cli_usage_error("report", "needs a JOURNAL and -o FILE.html");
   /* -o the journal itself (a link, another name) would replace the run by its page */

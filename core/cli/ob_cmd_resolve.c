@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 #include "log/ob_journal.h"
 
 static const char resolve_help[] =
@@ -37,28 +38,32 @@ static void show_position(const char *expr, size_t pos) {
 int ob_cmd_resolve(int argc, char **argv) {
   const char *file = NULL, *expr = NULL, *instance = NULL;
   size_t at = OB_LOG_NOW;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int more;
+  while ((more = ob_cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *val = args.val;
+    if (!a) {
+      if (!file)
+        file = val;
+      else if (!expr)
+        expr = val;
+      else
+        return ob_cli_usage_error("resolve", "unexpected argument \"%s\"", val);
+    } else if (!strcmp(a, "--help")) {
       fputs(resolve_help, stdout);
       return OB_EXIT_OK;
     } else if (!strcmp(a, "--at")) {
-      if (++i == argc || !ob_cli_parse_count(argv[i], &at))
+      if (!ob_cli_parse_count(val, &at))
         return ob_cli_usage_error("resolve", "--at needs a message count (0 or more)");
     } else if (!strcmp(a, "--instance")) {
-      if (++i == argc)
-        return ob_cli_usage_error("resolve", "--instance needs an instance id");
-      instance = argv[i];
-    } else if (a[0] == '-' && a[1] == '-') {
-      return ob_cli_usage_error("resolve", "unknown option %s", a);
-    } else if (!file) {
-      file = a;
-    } else if (!expr) {
-      expr = a;
+      instance = val;
     } else {
-      return ob_cli_usage_error("resolve", "unexpected argument \"%s\"", a);
+      return ob_cli_args_unhandled(&args);
     }
   }
+  if (more < 0)
+    return OB_EXIT_USAGE;
   if (!file || !expr)
     return ob_cli_usage_error("resolve", "needs FILE and EXPR");
 

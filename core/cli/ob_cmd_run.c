@@ -88,7 +88,8 @@ static const char run_help[] =
 
 static const char check_help[] =
     "usage: obelus check PLAN [--tools PATH]... [--latent FILE] [--plans-root DIR]\n"
-    "                    [--lenient-schemas]\n"
+    "                    [--input JSON|@FILE]... [--max-calls N] [--lenient-schemas]\n"
+    "                    [run options]\n"
     "\n"
     "Validates PLAN without running anything: its shape, every call against its\n"
     "tool's schema, every reference and output path, the dependency graph\n"
@@ -96,7 +97,9 @@ static const char check_help[] =
     "the plans root (--plans-root DIR; default: PLAN's folder). Prints every\n"
     "problem as `file: call <id> (<tool>): <what>`. Exit 0 when valid, 2 otherwise.\n"
     "A tool's schema may use only the keywords and formats obelus knows, or keywords\n"
-    "starting with x-; --lenient-schemas lets any through.\n"
+    "starting with x-; --lenient-schemas lets any through. check takes every option\n"
+    "run does, so that a run's command line is checked by changing its verb; those\n"
+    "that only matter to a running plan (--journal, --events, ...) change nothing.\n"
     "\n"
     "example:\n"
     "  obelus check plans/weather/plan.json --tools plans/weather/tools\n";

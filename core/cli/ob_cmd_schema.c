@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/ob_cli.h"
+#include "cli/ob_cli_opts.h"
 #include "base/ob_schema.h"
 
 static const char schema_help[] =
@@ -39,20 +40,22 @@ static void file_error(const char *file, const ob_error *err) {
 int ob_cmd_schema(int argc, char **argv) {
   const char *files[2] = {NULL, NULL};
   int nfiles = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int k;
+  while ((k = ob_cli_args_next(&args)) > 0) {
+    if (args.opt && !strcmp(args.opt, "--help")) {
       fputs(schema_help, stdout);
       return 0;
     }
-    if (a[0] == '-' && a[1] == '-' && a[2]) {
-      fprintf(stderr, "obelus schema: unknown option %s\n(try `obelus schema --help`)\n", a);
-      return 2;
-    }
+    if (args.opt)
+      return ob_cli_args_unhandled(&args);
     if (nfiles == 2)
       return usage_error("takes exactly two files: SCHEMA.json INSTANCE.json");
-    files[nfiles++] = a;
+    files[nfiles++] = args.val;
   }
+  if (k < 0)
+    return 2;
   if (nfiles < 2)
     return usage_error("needs SCHEMA.json and INSTANCE.json");
 

@@ -59,34 +59,40 @@ static void on_signal(uv_signal_t *s, int signum) {
   uv_stop(s->loop);
 }
 
-int ob_cmd_ui(int argc, char **argv) {
-  const char *dirs[64], *bind = NULL, *token = NULL;
-  size_t ndirs = 0, port = 7890;
-  int n = 0; /* ui's own options taken out; the rest are the engine's (--tools, limits) */
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (i > 0 && !strcmp(a, "--journals") && val) {
-      if (ndirs == 64)
-        return ob_cli_usage_error("ui", "too many --journals");
-      dirs[ndirs++] = argv[++i];
-    } else if (i > 0 && !strcmp(a, "--bind") && val) {
-      bind = argv[++i];
-    } else if (i > 0 && !strcmp(a, "--port") && val) {
-      if (!ob_cli_parse_count(argv[++i], &port) || port > 65535)
-        return ob_cli_usage_error("ui", "--port needs a number from 0 to 65535");
-    } else if (i > 0 && !strcmp(a, "--token") && val) {
-      token = argv[++i];
-    } else {
-      argv[n++] = argv[i];
-    }
+/* ui's own options (ob_cmd_own_fn); the rest are the engine's (--tools, limits). */
+typedef struct ui_own {
+  const char *dirs[64], *bind, *token;
+  size_t ndirs, port;
+} ui_own;
+
+static int take_own(void *ud, const char *a, const char *val) {
+  ui_own *u = ud;
+  if (!strcmp(a, "--journals")) {
+    if (u->ndirs == 64)
+      return ob_cli_usage_error("ui", "too many --journals");
+    u->dirs[u->ndirs++] = val;
+  } else if (!strcmp(a, "--bind")) {
+    u->bind = val;
+  } else if (!strcmp(a, "--port")) {
+    if (!ob_cli_parse_count(val, &u->port) || u->port > 65535)
+      return ob_cli_usage_error("ui", "--port needs a number from 0 to 65535");
+  } else if (!strcmp(a, "--token")) {
+    u->token = val;
+  } else {
+    return 0;
   }
-  argc = n;
-  argv[n] = NULL;
+  return 1;
+}
+
+int ob_cmd_ui(int argc, char **argv) {
+  ui_own own = {.port = 7890};
   ob_cmd_options o;
-  int rc = ob_cmd_options_parse(argc, argv, &o, ui_help);
+  int rc = ob_cmd_options_parse_own(argc, argv, &o, ui_help, take_own, &own);
   ob_unref(o.inputs);
   if (rc)
     return rc < 0 ? OB_EXIT_OK : rc;
+  const char **dirs = own.dirs, *bind = own.bind, *token = own.token;
+  size_t ndirs = own.ndirs, port = own.port;
   if (!ndirs)
     dirs[ndirs++] = ".";
   ob_error err;

@@ -56,12 +56,14 @@
 #include "drive/ob_files.h"
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
+#include "cli/ob_cli_opts.h"
 #include "cli/ob_runner.h"
 #include "drive/ob_shard.h"
 #include "bridge/ob_watch.h"
 #include "engine/ob_fork.h"
 
-int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
+int ob_cmd_options_parse_own(int argc, char **argv, ob_cmd_options *o, const char *help,
+                             ob_cmd_own_fn own, void *ud) {
   memset(o, 0, sizeof *o);
   o->cmd = argv[0];
   o->argc = argc;
@@ -79,153 +81,156 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   int fleet = submit || worker;
   int ui = !strcmp(o->cmd, "ui");
   int tools = !strcmp(o->cmd, "tools") || !strcmp(o->cmd, "mcp") || ui;
-  int fork = !strcmp(o->cmd, "fork");
   o->fork_at = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  ob_cli_args args;
+  ob_cli_args_start(&args, argc, argv);
+  int k;
+  while ((k = ob_cli_args_next(&args)) > 0) {
+    const char *a = args.opt, *val = args.val;
+    int mine;
+    if (!a) {
+      if (o->plan || worker || tools)
+        return ob_cli_usage_error(o->cmd, "unexpected argument \"%s\"", val);
+      o->plan = val;
+    } else if (own && (mine = own(ud, a, val)) != 0) {
+      if (mine != 1)
+        return OB_EXIT_USAGE;
+    } else if (!strcmp(a, "--help")) {
       fputs(help, stdout);
       return -1;
-    } else if (!strcmp(a, "--tools") && val) {
+    } else if (!strcmp(a, "--tools")) {
       if (o->ntools == 64)
         return ob_cli_usage_error(o->cmd, "too many --tools");
-      o->tools[o->ntools++] = argv[++i];
-    } else if (fork && !strcmp(a, "--at") && val) {
+      o->tools[o->ntools++] = val;
+    } else if (!strcmp(a, "--at")) {
       size_t n;
-      if (!ob_cli_parse_count(argv[++i], &n) || n > (size_t)1 << 62)
+      if (!ob_cli_parse_count(val, &n) || n > (size_t)1 << 62)
         return ob_cli_usage_error(o->cmd, "--at needs a number of messages");
       o->fork_at = (long long)n;
-    } else if (fork && !strcmp(a, "--from") && val) {
-      o->fork_from = argv[++i];
-    } else if (fork && !strcmp(a, "--set") && val) {
+    } else if (!strcmp(a, "--from")) {
+      o->fork_from = val;
+    } else if (!strcmp(a, "--set")) {
       ob_error err;
-      ob_value *pair = ob_fork_parse_set(argv[++i], &err);
+      ob_value *pair = ob_fork_parse_set(val, &err);
       if (!pair)
         return ob_cli_usage_error(o->cmd, "%s", err.msg);
       o->sets = ob_array_push(o->sets ? o->sets : ob_array(), pair);
-    } else if (!strcmp(a, "--force") && !strcmp(o->cmd, "resume")) {
+    } else if (!strcmp(a, "--force")) {
       o->force = 1;
-    } else if (!strcmp(a, "--overwrite") &&
-               (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "loop") || fork)) {
+    } else if (!strcmp(a, "--overwrite")) {
       o->overwrite = 1;
     } else if (!strcmp(a, "--approve")) {
       o->approve = 1;
-    } else if ((!strcmp(a, "--latent") || !strcmp(a, "--approver")) && val) {
+    } else if (!strcmp(a, "--latent") || !strcmp(a, "--approver")) {
       if (o->nlatent == 16)
         return ob_cli_usage_error(o->cmd, "too many --latent and --approver files");
-      o->latent[o->nlatent++] = argv[++i];
-    } else if (!strcmp(a, "--journal") && val) {
-      o->journal = argv[++i];
-    } else if (!strcmp(a, "--fsync") && val) {
-      if (ob_fsync_parse(argv[++i], &o->fsync) != OB_OK)
-        return ob_cli_usage_error(o->cmd, "--fsync is never, batch or always, not \"%s\"", argv[i]);
-    } else if (!strcmp(a, "--events") && val) {
-      o->events = argv[++i];
-    } else if (!strcmp(a, "--concurrency") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->concurrency) || !o->concurrency)
+      o->latent[o->nlatent++] = val;
+    } else if (!strcmp(a, "--journal")) {
+      o->journal = val;
+    } else if (!strcmp(a, "--fsync")) {
+      if (ob_fsync_parse(val, &o->fsync) != OB_OK)
+        return ob_cli_usage_error(o->cmd, "--fsync is never, batch or always, not \"%s\"", val);
+    } else if (!strcmp(a, "--events")) {
+      o->events = val;
+    } else if (!strcmp(a, "--concurrency")) {
+      if (!ob_cli_parse_count(val, &o->concurrency) || !o->concurrency)
         return ob_cli_usage_error(o->cmd, "--concurrency needs a number of calls, 1 or more");
-    } else if (!strcmp(a, "--threads") && val && !strcmp(o->cmd, "run")) {
-      if (!ob_cli_parse_count(argv[++i], &o->threads) || !o->threads || o->threads > 1024)
+    } else if (!strcmp(a, "--threads")) {
+      if (!ob_cli_parse_count(val, &o->threads) || !o->threads || o->threads > 1024)
         return ob_cli_usage_error(o->cmd, "--threads needs a number from 1 to 1024");
-    } else if (!strcmp(a, "--planner") && val && !strcmp(o->cmd, "loop")) {
-      o->planner = argv[++i];
-    } else if (!strcmp(a, "--max-steps") && val && !strcmp(o->cmd, "loop")) {
-      if (!ob_cli_parse_count(argv[++i], &o->max_steps) || !o->max_steps || o->max_steps > 100000)
+    } else if (!strcmp(a, "--planner")) {
+      o->planner = val;
+    } else if (!strcmp(a, "--max-steps")) {
+      if (!ob_cli_parse_count(val, &o->max_steps) || !o->max_steps || o->max_steps > 100000)
         return ob_cli_usage_error(o->cmd, "--max-steps needs a number from 1 to 100000");
-    } else if (!strcmp(a, "--max-depth") && val) {
+    } else if (!strcmp(a, "--max-depth")) {
       size_t d;
-      if (!ob_cli_parse_count(argv[++i], &d) || d < 1 || d > 10000)
+      if (!ob_cli_parse_count(val, &d) || d < 1 || d > 10000)
         return ob_cli_usage_error(o->cmd, "--max-depth needs a number from 1 to 10000");
       o->max_depth = (int)d;
-    } else if (!strcmp(a, "--plans-root") && val) {
-      o->plans_root = argv[++i];
-    } else if (!strcmp(a, "--call-timeout") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->call_timeout_ms) || !o->call_timeout_ms ||
+    } else if (!strcmp(a, "--plans-root")) {
+      o->plans_root = val;
+    } else if (!strcmp(a, "--call-timeout")) {
+      if (!ob_cli_parse_count(val, &o->call_timeout_ms) || !o->call_timeout_ms ||
           o->call_timeout_ms > 2147483647u)
         return ob_cli_usage_error(o->cmd, "--call-timeout needs milliseconds, 1 or more");
-    } else if (!strcmp(a, "--max-memory") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->max_memory_mb) || !o->max_memory_mb ||
+    } else if (!strcmp(a, "--max-memory")) {
+      if (!ob_cli_parse_count(val, &o->max_memory_mb) || !o->max_memory_mb ||
           o->max_memory_mb > 1048576)
         return ob_cli_usage_error(o->cmd, "--max-memory needs megabytes, from 1 to 1048576");
-    } else if (!strcmp(a, "--max-output") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->max_output_kb) || !o->max_output_kb ||
+    } else if (!strcmp(a, "--max-output")) {
+      if (!ob_cli_parse_count(val, &o->max_output_kb) || !o->max_output_kb ||
           o->max_output_kb > 1073741824)
         return ob_cli_usage_error(o->cmd, "--max-output needs kilobytes, from 1 to 1073741824");
-    } else if (!strcmp(a, "--max-calls") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->max_calls) || !o->max_calls)
+    } else if (!strcmp(a, "--max-calls")) {
+      if (!ob_cli_parse_count(val, &o->max_calls) || !o->max_calls)
         return ob_cli_usage_error(o->cmd, "--max-calls needs a number of calls, 1 or more");
-    } else if (!strcmp(a, "--http-max") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->http_max) || !o->http_max || o->http_max > 1000000)
+    } else if (!strcmp(a, "--http-max")) {
+      if (!ob_cli_parse_count(val, &o->http_max) || !o->http_max || o->http_max > 1000000)
         return ob_cli_usage_error(o->cmd, "--http-max needs a number of transfers, from 1 to "
                                           "1000000");
-    } else if (!strcmp(a, "--http-max-bytes") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->http_max_bytes) || !o->http_max_bytes)
+    } else if (!strcmp(a, "--http-max-bytes")) {
+      if (!ob_cli_parse_count(val, &o->http_max_bytes) || !o->http_max_bytes)
         return ob_cli_usage_error(o->cmd, "--http-max-bytes needs a number of bytes, 1 or more");
     } else if (!strcmp(a, "--http-allow-private")) {
       o->http_allow_private = 1;
     } else if (!strcmp(a, "--lenient-schemas")) {
       o->lenient_schemas = 1;
-    } else if (!strcmp(a, "--max-slice") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->max_slice_ms) || o->max_slice_ms < 10 ||
+    } else if (!strcmp(a, "--max-slice")) {
+      if (!ob_cli_parse_count(val, &o->max_slice_ms) || o->max_slice_ms < 10 ||
           o->max_slice_ms > 86400000)
         return ob_cli_usage_error(o->cmd, "--max-slice needs milliseconds, from 10 to 86400000");
-    } else if (!strcmp(a, "--drain-timeout") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->drain_ms))
+    } else if (!strcmp(a, "--drain-timeout")) {
+      if (!ob_cli_parse_count(val, &o->drain_ms))
         return ob_cli_usage_error(o->cmd, "--drain-timeout needs milliseconds");
-    } else if ((fleet || ui) && !strcmp(a, "--redis") && val) {
-      o->redis = argv[++i];
-    } else if ((fleet || ui) && !strcmp(a, "--queue") && val) {
-      if (!ob_queue_name_ok(o->queue = argv[++i]))
+    } else if (!strcmp(a, "--redis")) {
+      o->redis = val;
+    } else if (!strcmp(a, "--queue")) {
+      if (!ob_queue_name_ok(o->queue = val))
         return ob_cli_usage_error(o->cmd, "--queue: a name of 1 to 64 letters, digits, _ . -, "
                                           "not \"%s\"", o->queue);
-    } else if (submit && !strcmp(a, "--batch") && val) {
-      o->batch = argv[++i];
-    } else if (submit && !strcmp(a, "--shard") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->shard) || !o->shard)
+    } else if (!strcmp(a, "--batch")) {
+      o->batch = val;
+    } else if (!strcmp(a, "--shard")) {
+      if (!ob_cli_parse_count(val, &o->shard) || !o->shard)
         return ob_cli_usage_error(o->cmd, "--shard needs a number of instances, 1 or more");
-    } else if (worker && !strcmp(a, "--jobs") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->jobs) || !o->jobs || o->jobs > 100000)
+    } else if (!strcmp(a, "--jobs")) {
+      if (!ob_cli_parse_count(val, &o->jobs) || !o->jobs || o->jobs > 100000)
         return ob_cli_usage_error(o->cmd, "--jobs needs a number from 1 to 100000");
-    } else if (worker && !strcmp(a, "--claim-idle") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->claim_idle_ms) || o->claim_idle_ms < 10)
+    } else if (!strcmp(a, "--claim-idle")) {
+      if (!ob_cli_parse_count(val, &o->claim_idle_ms) || o->claim_idle_ms < 10)
         return ob_cli_usage_error(o->cmd, "--claim-idle needs milliseconds, 10 or more");
-    } else if (worker && !strcmp(a, "--max-deliveries") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->max_deliveries) || !o->max_deliveries ||
+    } else if (!strcmp(a, "--max-deliveries")) {
+      if (!ob_cli_parse_count(val, &o->max_deliveries) || !o->max_deliveries ||
           o->max_deliveries > 1000000)
         return ob_cli_usage_error(o->cmd, "--max-deliveries needs a number from 1 to 1000000");
-    } else if (worker && !strcmp(a, "--grace") && val) {
-      if (!ob_cli_parse_count(argv[++i], &o->grace_ms))
+    } else if (!strcmp(a, "--grace")) {
+      if (!ob_cli_parse_count(val, &o->grace_ms))
         return ob_cli_usage_error(o->cmd, "--grace needs milliseconds");
-    } else if (worker && !strcmp(a, "--drain")) {
+    } else if (!strcmp(a, "--drain")) {
       o->drain = 1;
-    } else if (worker && !strcmp(a, "--name") && val) {
-      o->name = argv[++i];
-    } else if (worker && !strcmp(a, "--dir") && val) {
-      o->dir = argv[++i];
-    } else if (tools && !strcmp(a, "--format") && val) {
-      o->format = argv[++i];
-    } else if (tools && !strcmp(a, "--plan-schema")) {
+    } else if (!strcmp(a, "--name")) {
+      o->name = val;
+    } else if (!strcmp(a, "--dir")) {
+      o->dir = val;
+    } else if (!strcmp(a, "--format")) {
+      o->format = val;
+    } else if (!strcmp(a, "--plan-schema")) {
       o->plan_schema = 1;
-    } else if (!strcmp(a, "--input") && val) {
+    } else if (!strcmp(a, "--input")) {
       ob_error err;
-      const char *in = argv[++i];
+      const char *in = val;
       ob_value *v = in[0] == '@' ? ob_json_parse_file(in + 1, &err)
                                  : ob_json_parse(in, strlen(in), &err);
       if (!v)
         return ob_cli_usage_error(o->cmd, "--input: %s", err.msg);
       o->inputs = ob_array_push(o->inputs, v);
-    } else if (a[0] == '-' && a[1] == '-') {
-      return ob_cli_usage_error(o->cmd, val || strcmp(a, "--help") ? "unknown option %s, or it "
-                                                                     "lacks its value"
-                                                                   : "%s",
-                                a);
-    } else if (!o->plan && !worker && !tools) {
-      o->plan = a;
     } else {
-      return ob_cli_usage_error(o->cmd, "unexpected argument \"%s\"", a);
+      return ob_cli_args_unhandled(&args);
     }
   }
+  if (k < 0)
+    return OB_EXIT_USAGE;
   if (!o->plan && !worker && !tools)
     return ob_cli_usage_error(o->cmd, "needs a PLAN file");
   if (fleet && !o->redis)
@@ -235,6 +240,10 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
   if (!strcmp(o->cmd, "loop") && !o->planner)
     return ob_cli_usage_error(o->cmd, "needs --planner FILE.lua");
   return 0;
+}
+
+int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help) {
+  return ob_cmd_options_parse_own(argc, argv, o, help, NULL, NULL);
 }
 
 /* The plans root (--plans-root, or PLAN's folder) as a real path in o->root:

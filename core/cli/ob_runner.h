@@ -55,11 +55,18 @@ typedef struct ob_cmd_options {
   ob_value *sets;    /* --set: an array of [reference, value] (to unref), or NULL */
 } ob_cmd_options;
 
-/* Parses argv (argv[0] the command: run, check, resume or loop; --force is
- * resume's, --planner and --max-steps loop's) into o, which then holds
- * o->inputs (to unref) whatever the outcome. Returns 0 to go on, -1 when the
- * help was printed (exit 0), or OB_EXIT_USAGE said on stderr. */
+/* Parses argv (argv[0] the command: run, check, resume, loop, fork, tools, mcp, ui,
+ * submit or worker) into o, which then holds o->inputs (to unref) whatever the
+ * outcome. Which options a command takes is the table's (ob_cli_opts.c): the walk
+ * (ob_cli_args_next) refuses the others. Returns 0 to go on, -1 when the help was
+ * printed (exit 0), or OB_EXIT_USAGE said on stderr. */
 int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *help);
+
+/* The same, each option first offered to own (a command's own options: mcp's, ui's),
+ * which returns 1 when it took it, 0 when not, or OB_EXIT_USAGE (said). */
+typedef int (*ob_cmd_own_fn)(void *ud, const char *opt, const char *val);
+int ob_cmd_options_parse_own(int argc, char **argv, ob_cmd_options *o, const char *help,
+                             ob_cmd_own_fn own, void *ud);
 
 /* The run options' limits as o gives them (concurrency, max_depth, call_timeout_ms,
  * max_output, max_slice_ms, max_calls), the rest zero: what every command's runs obey. */

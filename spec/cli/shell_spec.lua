@@ -1,6 +1,7 @@
 -- spec/cli/shell_spec.lua -- shell habits: bash and zsh completion (commands, each
--- command's options, option values, --tools paths), `obelus init DIR` (a project whose
--- plan runs and whose test passes), --version.
+-- command's options, option values, --tools paths; generated from the table of commands
+-- and options: spec/cli/cli_opts_spec.lua checks it whole), `obelus init DIR` (a project
+-- whose plan runs and whose test passes), --version.
 local cjson = require "cjson"
 local cli = require "support.cli"
 local fs = require "support.fs"
@@ -38,7 +39,8 @@ end
 local function zsh_complete(line)
   local script = cli.tmpfile(([==[
 PATH=%s:$PATH
-compadd() { if [[ $1 == -a ]]; then print -l -- ${(P)2}; else print -l -- "$@"; fi }
+compadd() { [[ $1 == -- ]] && shift; if [[ $1 == -a ]]; then print -l -- ${(P)2}; else print -l -- "$@"; fi }
+compset() { return 0 }
 _describe() { print -l -- ${${(P)2}%%%%:*} }
 _files() { print FILES "$@" }
 _alternative() { print ALTERNATIVE "$@" }
@@ -52,17 +54,23 @@ _obelus
   return out
 end
 
--- every command the CLI knows (its table in core/cli/main.c): the completions offer each
+-- every command the CLI knows: its dispatch table in core/cli/main.c, and the table of
+-- commands and options (`obelus completion json`) the completions are made from
 local function all_commands()
   local src = assert(io.open("core/cli/main.c")):read("a")
-  local list = {}
-  for name in src:gmatch('{"([%w]+)", [%w_]+}') do list[#list + 1] = name end
-  assert(#list >= 18, "the command table was not found in core/cli/main.c")
+  local list, seen = {}, {}
+  for name in src:gmatch('{"([%w]+)", [%w_]+}') do list[#list + 1] = name; seen[name] = true end
+  assert(#list >= 20, "the command table was not found in core/cli/main.c")
+  for _, c in ipairs(cjson.decode(cli.run({ "completion", "json" }).out).commands) do
+    assert(seen[c.name], c.name .. " is in the table of options, not in main.c's")
+    seen[c.name] = nil
+  end
+  assert(next(seen) == nil, "main.c has commands the table of options lacks")
   return list
 end
 
 describe("shell completion", function()
-  it("bash: commands, options from --help, option values, .lua files and folders for --tools", function()
+  it("bash: commands, each command's options, option values, .lua files and folders for --tools", function()
     local c = bash_complete("obelus ''")
     for _, cmd in ipairs(all_commands()) do assert.is_true(c[cmd], cmd) end
     local o = bash_complete("obelus run --j")
