@@ -207,6 +207,8 @@ int ob_cmd_options_parse(int argc, char **argv, ob_cmd_options *o, const char *h
       o->format = argv[++i];
     } else if (tools && !strcmp(a, "--plan-schema")) {
       o->plan_schema = 1;
+    } else if (tools && !strcmp(a, "--strict")) {
+      o->strict = 1;
     } else if (!strcmp(a, "--input") && val) {
       ob_error err;
       const char *in = argv[++i];

@@ -75,41 +75,6 @@ static void add_token(ob_buf *b, const char *key, size_t len) {
   }
 }
 
-/* The value at JSON pointer ptr (no '#', no percent escapes) in root, or NULL. */
-static const ob_value *at_pointer(const ob_value *root, const char *ptr) {
-  const ob_value *v = root;
-  while (v && *ptr == '/') {
-    const char *end = strchr(ptr + 1, '/');
-    size_t n = end ? (size_t)(end - ptr - 1) : strlen(ptr + 1);
-    char *tok = malloc(n + 1);
-    size_t m = 0;
-    if (!tok)
-      return NULL;
-    for (size_t i = 0; i < n; i++) {
-      char c = ptr[1 + i];
-      if (c == '~' && i + 1 < n && (ptr[2 + i] == '0' || ptr[2 + i] == '1')) {
-        tok[m++] = ptr[2 + i] == '0' ? '~' : '/';
-        i++;
-      } else {
-        tok[m++] = c;
-      }
-    }
-    tok[m] = '\0';
-    if (ob_typeof(v) == OB_OBJECT) {
-      v = ob_object_get(v, tok, m);
-    } else if (ob_typeof(v) == OB_ARRAY) {
-      char *e;
-      unsigned long i = strtoul(tok, &e, 10);
-      v = m && !*e && i < ob_array_len(v) ? ob_array_get(v, i) : NULL;
-    } else {
-      v = NULL;
-    }
-    free(tok);
-    ptr += 1 + n;
-  }
-  return *ptr ? NULL : v;
-}
-
 /* sub with its local $refs ("#/...", without percent escapes) followed; ptr becomes
  * the pointer of the schema reached. NULL when a $ref leads elsewhere. */
 static const ob_value *follow(const ob_value *root, const ob_value *sub, ob_buf *ptr) {
@@ -121,9 +86,8 @@ static const ob_value *follow(const ob_value *root, const ob_value *sub, ob_buf 
     if (r[0] != '#' || (r[1] && r[1] != '/') || strchr(r, '%'))
       return NULL;
     ptr->len = 0;
-    ob_buf_add(ptr, r + 1, strlen(r + 1));
-    ob_buf_add(ptr, "", 0); /* NUL-terminated, also when empty */
-    sub = at_pointer(root, r + 1);
+    ob_buf_add(ptr, r + 1, strlen(r + 1)); /* NUL-terminated, also when empty */
+    sub = ob_schema_ref_target(root, r);
   }
   return sub && ob_typeof(sub) == OB_OBJECT && !ob_object_get(sub, "$ref", 4) ? sub : NULL;
 }

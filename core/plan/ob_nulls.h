@@ -4,7 +4,8 @@
  *
  * The rule (the plan format's):
  *  - a meta-property (a key of a call beginning with "_") whose value is null is
- *    absent: {"_tool": "t", "_outputPath": null} is {"_tool": "t"};
+ *    absent: {"_tool": "t", "_outputPath": null} is {"_tool": "t"}; so is a key of
+ *    _retry's object ({"attempts": 2, "delay_ms": null}: the default wait);
  *  - a key of the plan object ("context", "output", "instances") whose value is null
  *    is absent (ob_plan.c reads them so);
  *  - a param whose value is a literal null, that its tool's schema does not list in

@@ -358,6 +358,8 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
   while (ob_object_iter_next(&it, &k, &x)) {
     const char *key = ob_string_ptr(k);
     int64_t n;
+    if (ob_typeof(x) == OB_NULL) /* absent, as a null meta-property is (ob_nulls.h) */
+      continue;
     if (!strcmp(key, "attempts")) {
       if ((n = whole_in(x, 1, OB_RETRY_MAX_ATTEMPTS)) < 0)
         ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 to %d (the first "
@@ -388,7 +390,8 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
                           "backoff, max_delay_ms, jitter)", key);
     }
   }
-  if (!field(v, "attempts"))
+  ob_value *attempts = field(v, "attempts");
+  if (!attempts || ob_typeof(attempts) == OB_NULL)
     ob_plan_error(p, c, "_retry.attempts is missing: the number of attempts in all");
 }
 
