@@ -7,8 +7,9 @@
  * validation judges them. Only objects and arrays that hold a dropped null are
  * rebuilt; the rest of the call is shared.
  *
- * Costs: a scan of the call for a null (no allocation) first; only a call holding one
- * is walked: O(size of its params) plus one validation of null per null found. */
+ * Costs: nothing for a tool whose schema describes no param; else a scan of the call
+ * for a null (no allocation) first; only a call holding one is walked: O(size of its
+ * params) plus one validation of null per null found. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,8 @@ static ob_value *drop(walk *w, const ob_value *sub, const ob_value *v, int top, 
 
 ob_value *ob_nulls_params(const ob_tool *t, const ob_value *raw) {
   if (!t->schema || ob_typeof(t->schema_value) != OB_OBJECT || ob_typeof(raw) != OB_OBJECT ||
+      (!ob_object_get(t->schema_value, "properties", 10) &&
+       !ob_object_get(t->schema_value, "$ref", 4)) || /* no param is described */
       !holds_null(raw, 1, 0))
     return NULL;
   walk w = {t->schema, t->schema_value, {0}};
