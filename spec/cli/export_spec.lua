@@ -272,6 +272,22 @@ describe("tools exported for models", function()
       r = cli.run { "check", json_file { { _tool = "weather_lookup_later", city = "x" } }, "--tools", NAMES }
       assert.are.equal(2, r.code)
       assert.matches('no tool named "weather_lookup_later"', r.err, 1, true)
+      -- events name the tool by its real name, an _each call's copies too
+      r = cli.run { "run", json_file {
+        context = { { type = "input", data = { xs = { 1, 2 } } } },
+        plan = { { _tool = "a_c", x = DAGGER .. "each.value", _each = DAGGER .. "input.xs",
+                   _outputPath = DAGGER .. "state.r" },
+                 { _tool = "weather_lookup_now", city = "x", _outputPath = DAGGER .. "state.w" } } },
+        "--tools", NAMES, "--events", "-" }
+      assert.are.equal(0, r.code, r.err)
+      local tools = {}
+      for line in r.out:gmatch("[^\n]+") do
+        local ev = cjson.decode(line)
+        if ev.tool then tools[ev.tool] = (tools[ev.tool] or 0) + 1 end
+      end
+      assert.is_true((tools["a/c"] or 0) >= 3 and (tools["weather.lookup now"] or 0) >= 1, r.out)
+      assert.is_nil(tools.a_c)
+      assert.is_nil(tools.weather_lookup_now)
       -- the sanitized name a shared one would have had is nobody's
       r = cli.run { "check", json_file { { _tool = "x_y" } }, "--tools", NAMES }
       assert.are.equal(2, r.code)
