@@ -197,3 +197,36 @@ ob_value *ob_nulls_params(const ob_tool *t, const ob_value *raw) {
   ob_buf_free(&w.ptr);
   return out;
 }
+
+int ob_nulls_same_call(const ob_value *written, const ob_value *ran) {
+  if (ob_typeof(written) != ob_typeof(ran))
+    return 0;
+  if (ob_typeof(written) == OB_ARRAY) {
+    if (ob_array_len(written) != ob_array_len(ran))
+      return 0;
+    for (size_t i = 0; i < ob_array_len(written); i++)
+      if (!ob_nulls_same_call(ob_array_get(written, i), ob_array_get(ran, i)))
+        return 0;
+    return 1;
+  }
+  if (ob_typeof(written) != OB_OBJECT)
+    return ob_equal(written, ran);
+  if (ob_equal(written, ran))
+    return 1;
+  size_t matched = 0;
+  ob_object_iter it;
+  ob_value *k, *v;
+  ob_object_iter_init(&it, written);
+  while (ob_object_iter_next(&it, &k, &v)) {
+    const ob_value *r = ob_object_get(ran, ob_string_ptr(k), ob_string_len(k));
+    if (!r) {
+      if (ob_typeof(v) != OB_NULL)
+        return 0;
+      continue;
+    }
+    if (!ob_nulls_same_call(v, r))
+      return 0;
+    matched++;
+  }
+  return matched == ob_object_len(ran);
+}

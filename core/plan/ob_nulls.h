@@ -28,4 +28,10 @@ ob_value *ob_nulls_meta(const ob_value *raw);
  * a new value, or NULL when there is none (or t has no schema). */
 ob_value *ob_nulls_params(const ob_tool *t, const ob_value *raw);
 
+/* Whether `ran` (a call as a run recorded it: an output or error message's _call) is
+ * `written` (the call as read from its plan, without the tools): equal, but for keys of
+ * written's objects, at any depth, whose null ran lacks (params its tool took as
+ * absent). What `obelus log` and `graph --journal` match calls by. */
+int ob_nulls_same_call(const ob_value *written, const ob_value *ran);
+
 #endif

@@ -479,6 +479,19 @@ describe("tools exported for models", function()
       assert.matches("opts/metric", r.err, 1, true)
     end)
 
+    it("obelus log still knows a call whose nulls were dropped, by its place", function()
+      local j = os.tmpname()
+      os.remove(j)
+      local r = run({ plan = { { _tool = "weather_lookup_now", city = "Oslo", days = cjson.null, _id = cjson.null,
+                                 opts = { metric = true, lang = cjson.null }, _outputPath = DAGGER .. "state.w" } } },
+                    "--journal", j)
+      assert.are.equal(0, r.code, r.err)
+      local log = ok_run { "log", j }.out
+      assert.matches("#0%s+weather_lookup_now%s+" .. DAGGER .. "state.w", log)
+      assert.is_nil(log:find("#?", 1, true))
+      os.remove(j)
+    end)
+
     it("a reference that resolves to null is a value, not absent", function()
       local r = run({ plan = { { _tool = "weather.lookup now", city = "Oslo", unit = DAGGER .. "input.u",
                                  _outputPath = DAGGER .. "state.w" } } }, "--input", '{"u": null}')
