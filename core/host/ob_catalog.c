@@ -8,7 +8,8 @@
  * param becomes {"anyOf": [S', {"$ref": "#/definitions/reference"}]}, S' being S
  * with its properties, items and additionalProperties treated the same way. A
  * call's keys that begin with "_" must be known meta-properties (propertyNames),
- * as validation demands. */
+ * as validation demands. Tools are named by their API names for the LLM APIs and
+ * keyed by them in the plan schema, whose _tool takes either name (ob_toolname.h). */
 #include <stdlib.h>
 #include <string.h>
 
