@@ -73,7 +73,7 @@ _obelus() {
         loop) w="--help --tools --input --latent --approver --plans-root --lenient-schemas --journal --overwrite --fsync --events --approve --concurrency --drain-timeout --call-timeout --max-depth --max-memory --max-output --max-calls --max-slice --http-max --http-max-bytes --http-allow-private --planner --max-steps" ;;
         resolve) w="--help --at --instance" ;;
         schema) w="--help" ;;
-        tools) w="--help --tools --latent --approver --lenient-schemas --format --plan-schema" ;;
+        tools) w="--help --tools --latent --approver --lenient-schemas --format --plan-schema --strict" ;;
         init) w="--help" ;;
         mcp) w="--help --tools --latent --approver --lenient-schemas --drain-timeout --max-slice --http-max-bytes --http-allow-private --http --max-line --bind --port --token" ;;
         report) w="--help --output" ;;

@@ -2463,3 +2463,38 @@ void ob_schema_failure_write(ob_buf *b, const ob_schema_failure *f) {
   const char *where = f->instance_path[0] ? f->instance_path : "(root)";
   ob_buf_addf(b, "%s: %s: %s", where, f->keyword, f->message);
 }
+
+const ob_value *ob_schema_ref_target(const ob_value *root, const char *ref) {
+  if (!ref || ref[0] != '#')
+    return NULL;
+  char *ptr = percent_decode(ref + 1);
+  if (!ptr)
+    return NULL;
+  const ob_value *v = root;
+  const char *p = ptr;
+  ob_buf tok;
+  ob_buf_init(&tok);
+  if (*p && *p != '/')
+    v = NULL; /* a plain-name fragment ("#foo") is an $id's, not a place */
+  while (v && *p == '/') {
+    const char *end = strchr(p + 1, '/');
+    size_t n = end ? (size_t)(end - p - 1) : strlen(p + 1);
+    if (!ptr_token_decode(p + 1, n, &tok)) {
+      v = NULL;
+      break;
+    }
+    if (ob_typeof(v) == OB_OBJECT) {
+      v = ob_object_get(v, tok.data, tok.len);
+    } else if (ob_typeof(v) == OB_ARRAY) {
+      char *e;
+      unsigned long i = strtoul(tok.data, &e, 10);
+      v = tok.len && !*e && i < ob_array_len(v) ? ob_array_get(v, i) : NULL;
+    } else {
+      v = NULL;
+    }
+    p += 1 + n;
+  }
+  ob_buf_free(&tok);
+  free(ptr);
+  return v;
+}

@@ -93,6 +93,11 @@ int ob_schema_validate(const ob_schema *s, const ob_value *instance, ob_schema_r
 int ob_schema_validate_at(const ob_schema *s, const char *pointer, const ob_value *instance,
                           ob_schema_result *res);
 
+/* The subschema a local $ref ("#", "#/definitions/x": a JSON pointer after '#', with
+ * ~0 ~1 and percent escapes) names inside the schema value root (borrowed), or NULL
+ * when it names no place there. Reads the value only: nothing is compiled. */
+const ob_value *ob_schema_ref_target(const ob_value *root, const char *ref);
+
 /* Frees the failures in r and leaves it empty. NULL is allowed. */
 void ob_schema_result_free(ob_schema_result *r);
 

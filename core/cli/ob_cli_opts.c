@@ -170,6 +170,8 @@ static const ob_cli_opt opts[] = {
     {"--format", NULL, "F", "json-schema openai anthropic mcp", "the shape the tools are printed in",
      TOOLS},
     {"--plan-schema", NULL, NULL, NULL, "a JSON Schema of a whole plan for these tools", TOOLS},
+    {"--strict", NULL, NULL, NULL, "with --plan-schema: the subset OpenAI's strict structured "
+     "outputs take", TOOLS},
     {"--format", NULL, "F", "dot mermaid svg", "dot (Graphviz), mermaid, or svg drawn by dot",
      GRAPH},
     {"--max-edges", NULL, "N", NULL, "refuse a plan with more dependencies (0: no bound)", GRAPH},

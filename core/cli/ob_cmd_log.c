@@ -22,6 +22,7 @@
 #include "cli/ob_cli_opts.h"
 #include "log/ob_journal.h"
 #include "base/ob_map.h"
+#include "plan/ob_nulls.h"
 #include "plan/ob_plan.h"
 #include "host/ob_trace.h"
 
@@ -265,7 +266,7 @@ static char *id_of(const ob_plan *plan, const ob_msg *m) {
   }
   for (size_t i = 0; plan && i < plan->ncalls; i++) {
     const ob_call *c = &plan->calls[i];
-    if ((c->instance ? inst && !strcmp(c->instance, inst) : !inst) && ob_equal(c->raw, m->call))
+    if ((c->instance ? inst && !strcmp(c->instance, inst) : !inst) && ob_nulls_same_call(c->raw, m->call))
       return ob_xstrdup(c->id);
   }
   return ob_xstrdup("#?");

@@ -217,6 +217,8 @@ int ob_cmd_options_parse_own(int argc, char **argv, ob_cmd_options *o, const cha
       o->format = val;
     } else if (!strcmp(a, "--plan-schema")) {
       o->plan_schema = 1;
+    } else if (!strcmp(a, "--strict")) {
+      o->strict = 1;
     } else if (!strcmp(a, "--input")) {
       ob_error err;
       const char *in = val;

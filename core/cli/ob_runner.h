@@ -48,6 +48,7 @@ typedef struct ob_cmd_options {
   /* tools (ob_cmd_tools.c) */
   const char *format;
   int plan_schema;
+  int strict; /* --strict: the plan schema in OpenAI's strict subset */
   ob_progress *pg; /* the progress line, or NULL (not a terminal, --events -, --approve) */
   /* fork (ob_cmd_resume.c) */
   long long fork_at; /* --at N (-1: not given) */

@@ -292,8 +292,11 @@ void ob_crun_each(ob_crun *c, ob_value *params, ob_value *list) {
     ob_buf_free(&why);
     return;
   }
-  for (size_t i = 0; i < d->plan->ncalls; i++) /* the call's tool (or plan) is theirs */
+  for (size_t i = 0; i < d->plan->ncalls; i++) { /* the call's tool (or plan) is theirs */
     d->plan->calls[i].tool = call->delegate ? NULL : call->tool;
+    if (!call->delegate) /* by its real name, also when the call gave its API name */
+      d->plan->calls[i].tool_name = call->tool_name;
+  }
   if (rs && !ob_cdel_charge(c, d->plan->over_limit ? 0 : d->plan->ncalls, scope.len)) {
     ob_buf_free(&scope);
     return;

@@ -8,13 +8,15 @@
  * param becomes {"anyOf": [S', {"$ref": "#/definitions/reference"}]}, S' being S
  * with its properties, items and additionalProperties treated the same way. A
  * call's keys that begin with "_" must be known meta-properties (propertyNames),
- * as validation demands. */
+ * as validation demands. Tools are named by their API names for the LLM APIs and
+ * keyed by them in the plan schema, whose _tool takes either name (ob_toolname.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "host/ob_catalog.h"
 #include "base/ob_mem.h"
 #include "plan/ob_plan.h"
+#include "plan/ob_toolname.h"
 
 static const char *const METHODS[] = {"set", "merge", "assign", "push", "concat"};
 static const char *const METAS[] = {"_tool",    "_outputPath", "_outputMethod",    "_instance",
@@ -87,10 +89,16 @@ static const ob_tool **sorted_tools(const ob_engine *e, size_t *n) {
 ob_value *ob_catalog_tools(const ob_engine *e, ob_catalog_format format) {
   size_t n;
   const ob_tool **ts = sorted_tools(e, &n);
+  ob_toolnames names;
+  ob_toolnames_init(&names, &e->tools);
   ob_value *list = ob_array();
   for (size_t i = 0; i < n; i++) {
     const ob_tool *t = ts[i];
-    ob_value *name = ob_cstring(t->name), *desc = ob_cstring(t->description ? t->description : "");
+    const char *api = ob_toolnames_api(&names, t->name);
+    /* the LLM APIs take API names; MCP and json-schema the real one (MCP allows it) */
+    int llm = format == OB_CATALOG_OPENAI || format == OB_CATALOG_ANTHROPIC;
+    ob_value *name = ob_cstring(llm ? api : t->name);
+    ob_value *desc = ob_cstring(t->description ? t->description : "");
     ob_value *params = ob_catalog_params(t);
     ob_value *o = ob_object();
     switch (format) {
@@ -118,6 +126,8 @@ ob_value *ob_catalog_tools(const ob_engine *e, ob_catalog_format format) {
       break;
     case OB_CATALOG_JSON_SCHEMA:
       o = ob_object_set(o, "name", 4, name);
+      if (strcmp(api, t->name))
+        o = ob_object_set(o, "api_name", 8, ob_cstring(api));
       o = ob_object_set(o, "description", 11, desc);
       o = ob_object_set(o, "parameters", 10, params);
       if (t->latent)
@@ -126,6 +136,7 @@ ob_value *ob_catalog_tools(const ob_engine *e, ob_catalog_format format) {
     }
     list = ob_array_push(list, o);
   }
+  ob_toolnames_free(&names);
   free(ts);
   if (format == OB_CATALOG_MCP)
     return ob_object_set(ob_object(), "tools", 5, list);
@@ -212,11 +223,19 @@ static ob_value *known_metas(const char *const *allowed, size_t n) {
   return ob_object_set(ob_object(), "anyOf", 5, any);
 }
 
-static ob_value *tool_call(const ob_tool *t) {
+/* _tool: the API name, or the real one, which the loader takes too (ob_toolname.h). */
+static ob_value *tool_names(const ob_tool *t, const char *api) {
+  if (!strcmp(api, t->name))
+    return ob_object_set(ob_object(), "const", 5, ob_cstring(t->name));
+  ob_value *both = ob_array_push(ob_array_push(ob_array(), ob_cstring(api)), ob_cstring(t->name));
+  return ob_object_set(ob_object(), "enum", 4, both);
+}
+
+static ob_value *tool_call(const ob_tool *t, const char *api) {
   const ob_value *s = t->schema_value && ob_typeof(t->schema_value) == OB_OBJECT ? t->schema_value
                                                                                 : NULL;
   ob_value *props = meta_properties();
-  props = ob_object_set(props, "_tool", 5, ob_object_set(ob_object(), "const", 5, ob_cstring(t->name)));
+  props = ob_object_set(props, "_tool", 5, tool_names(t, api));
   const ob_value *tp = s ? ob_object_get(s, "properties", 10) : NULL;
   ob_object_iter it;
   ob_value *k, *v;
@@ -290,14 +309,20 @@ static ob_value *retry_schema(void) {
 ob_value *ob_catalog_plan_schema(const ob_engine *e) {
   size_t n;
   const ob_tool **ts = sorted_tools(e, &n);
+  ob_toolnames names;
+  ob_toolnames_init(&names, &e->tools);
   ob_value *defs = ob_object();
   ob_value *calls = ob_array();
   for (size_t i = 0; i < n; i++) {
-    char key[300];
-    snprintf(key, sizeof key, "tool:%s", ts[i]->name);
-    defs = ob_object_set(defs, key, strlen(key), tool_call(ts[i]));
+    /* keyed by the API name: a real one could hold '/', '~' or a space, which a
+     * $ref's pointer would have to escape */
+    const char *api = ob_toolnames_api(&names, ts[i]->name);
+    char key[96];
+    snprintf(key, sizeof key, "tool:%s", api);
+    defs = ob_object_set(defs, key, strlen(key), tool_call(ts[i], api));
     calls = ob_array_push(calls, ref_to(key));
   }
+  ob_toolnames_free(&names);
   free(ts);
   defs = ob_object_set(defs, "delegate", 8, delegate_call());
   calls = ob_array_push(calls, ref_to("delegate"));

@@ -38,6 +38,7 @@
 #include "base/ob_mem.h"
 #include "host/ob_graph_int.h"
 #include "log/ob_log.h"
+#include "plan/ob_nulls.h"
 
 /* --- the model ------------------------------------------------------------------ */
 
@@ -351,7 +352,7 @@ static const ob_call *call_named(const ob_plan *p, const char *id, const ob_valu
     return c;
   }
   for (size_t i = 0; i < p->ncalls; i++)
-    if (in_scope(&p->calls[i], instance) && ob_equal(p->calls[i].raw, call))
+    if (in_scope(&p->calls[i], instance) && ob_nulls_same_call(p->calls[i].raw, call))
       return &p->calls[i];
   return NULL;
 }

@@ -27,6 +27,9 @@
  * default): past that the line's bytes are dropped as they come, the client gets one
  * -32600 with id null, and reading goes on after the line's newline.
  *
+ * tools/list names each tool by its real name (MCP takes any string: its 2025-11-25
+ * revision only advises ^[A-Za-z0-9_.-]{1,128}$); tools/call also takes the API name
+ * `obelus tools --format openai` gives (ob_toolname.h), the real name winning.
  * tools/call runs a plan: run_plan's own, or for a tool T the one-call plan
  * {"plan": [{"_tool": T, ...arguments, "_outputPath": "†state.result"}], "output":
  * "†state.result"}, whose strings beginning with † are escaped (††) so that they
@@ -45,6 +48,7 @@
 #include "host/ob_mcp.h"
 #include "base/ob_mem.h"
 #include "plan/ob_plan.h"
+#include "plan/ob_toolname.h"
 #include "drive/ob_drive.h"
 #include "engine/ob_run.h"
 
@@ -316,7 +320,11 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
     if (input)
       inputs = ob_array_push(ob_array(), ob_ref((ob_value *)input));
   } else {
-    const ob_tool *t = ob_map_get(&m->e->tools, tool, strlen(tool));
+    /* by its name, or the API name a client that sanitized names gives (ob_toolname.h) */
+    ob_toolname_resolver names;
+    ob_toolname_resolver_init(&names, &m->e->tools);
+    const ob_tool *t = ob_toolname_resolve(&names, tool, ob_string_len(name));
+    ob_toolname_resolver_free(&names);
     if (!t) {
       ob_buf msg;
       ob_buf_init(&msg);
@@ -341,7 +349,7 @@ static void tools_call(ob_mcp *m, const ob_value *id, const ob_value *params) {
              ob_typeof(ob_array_get(en, 0)) == OB_STRING)
       out = ob_string_ptr(ob_array_get(en, 0));
     ob_value *call = args ? ob_str_escape(args) : ob_object(); /* a tool's arguments are values */
-    call = ob_object_set(call, "_tool", 5, ob_cstring(tool));
+    call = ob_object_set(call, "_tool", 5, ob_cstring(t->name));
     call = ob_object_set(call, "_outputPath", 11, ob_cstring(out));
     ob_value *pv = ob_object_set(ob_object(), "plan", 4, ob_array_push(ob_array(), call));
     q->plan_value = ob_object_set(pv, "output", 6, ob_cstring(out));

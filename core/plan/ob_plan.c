@@ -38,7 +38,9 @@
 
 #include "base/ob_mem.h"
 #include "base/ob_suggest.h"
+#include "plan/ob_nulls.h"
 #include "plan/ob_plan.h"
+#include "plan/ob_toolname.h"
 
 static void add_error(ob_plan *p, char *msg) {
   p->errors = realloc(p->errors, (p->nerrors + 1) * sizeof *p->errors);
@@ -71,6 +73,12 @@ void ob_plan_error(ob_plan *p, const ob_call *c, const char *fmt, ...) {
 
 static ob_value *field(const ob_value *o, const char *name) {
   return ob_object_get(o, name, strlen(name));
+}
+
+/* A key of the plan object, null being absent (ob_nulls.h). */
+static ob_value *present(const ob_value *o, const char *name) {
+  ob_value *v = field(o, name);
+  return v && ob_typeof(v) != OB_NULL ? v : NULL;
 }
 
 /* Whether string v holds a NUL byte: a name, an id, a path or a file name with
@@ -350,6 +358,8 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
   while (ob_object_iter_next(&it, &k, &x)) {
     const char *key = ob_string_ptr(k);
     int64_t n;
+    if (ob_typeof(x) == OB_NULL) /* absent, as a null meta-property is (ob_nulls.h) */
+      continue;
     if (!strcmp(key, "attempts")) {
       if ((n = whole_in(x, 1, OB_RETRY_MAX_ATTEMPTS)) < 0)
         ob_plan_error(p, c, "_retry.attempts must be a whole number from 1 to %d (the first "
@@ -380,7 +390,8 @@ static void read_retry(ob_plan *p, ob_call *c, const ob_value *v) {
                           "backoff, max_delay_ms, jitter)", key);
     }
   }
-  if (!field(v, "attempts"))
+  ob_value *attempts = field(v, "attempts");
+  if (!attempts || ob_typeof(attempts) == OB_NULL)
     ob_plan_error(p, c, "_retry.attempts is missing: the number of attempts in all");
 }
 
@@ -426,7 +437,9 @@ static int read_each(ob_plan *p, ob_call *c, const ob_value *raw, ob_expr *e) {
 static void read_call(ob_plan *p, ob_call *c, const ob_value *raw, char *as_instance) {
   char idbuf[32];
   snprintf(idbuf, sizeof idbuf, "#%zu", c->index);
-  c->raw = ob_ref((ob_value *)raw);
+  ob_value *clean = ob_nulls_meta(raw); /* a null meta-property is absent (ob_nulls.h) */
+  c->raw = clean ? clean : ob_ref((ob_value *)raw);
+  raw = c->raw;
   c->method = OB_METHOD_SET;
   if (ob_typeof(raw) != OB_OBJECT) {
     c->id = ob_xstrdup(idbuf);
@@ -876,7 +889,8 @@ static void find_cycles(ob_plan *p) {
 
 /* A call the plan's instances replicate: an object without _instance. */
 static int copied(const ob_value *raw) {
-  return ob_typeof(raw) == OB_OBJECT && !field(raw, "_instance");
+  ob_value *inst = ob_typeof(raw) == OB_OBJECT ? field(raw, "_instance") : NULL;
+  return ob_typeof(raw) == OB_OBJECT && (!inst || ob_typeof(inst) == OB_NULL);
 }
 
 /* Adds instance s unless seen has it (a map: lists of thousands stay linear). */
@@ -977,13 +991,13 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe, size_t
         ob_plan_error(p, NULL, "unknown key \"%s\" in the plan object (allowed: context, plan, "
                                "output, instances)", key);
     }
-    ob_value *ctx = field(v, "context");
+    ob_value *ctx = present(v, "context");
     if (ctx && ob_typeof(ctx) != OB_ARRAY)
       ob_plan_error(p, NULL, "\"context\" must be an array of messages");
     else if (ctx)
       p->context = ob_ref(ctx);
     check_context_schemas(p);
-    if ((p->output = field(v, "output"))) {
+    if ((p->output = present(v, "output"))) {
       walk w = {p, NULL, {0}, {0}};
       ob_buf_init(&w.where);
       ob_buf_init(&w.pointer);
@@ -994,7 +1008,7 @@ static ob_plan *plan_read(const ob_value *v, const char *name, int probe, size_t
       ob_buf_free(&w.pointer);
       ob_ref(p->output);
     }
-    read_instances(p, field(v, "instances"));
+    read_instances(p, present(v, "instances"));
     calls = field(v, "plan");
     if (!calls) {
       ob_plan_error(p, NULL, "the plan object has no \"plan\" (the list of calls)");
@@ -1406,6 +1420,8 @@ static void missing_tool(ob_plan *p, const ob_call *c, const ob_map *tools) {
 }
 
 static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler, ob_map *seen) {
+  ob_toolname_resolver names; /* a model may name a tool by its API name (ob_toolname.h) */
+  ob_toolname_resolver_init(&names, tools);
   for (size_t i = 0; i < p->ncalls; i++) {
     ob_call *c = &p->calls[i];
     if (c->delegate && !p->quiet) {
@@ -1414,12 +1430,18 @@ static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler,
     }
     if (ob_typeof(c->raw) != OB_OBJECT || !strcmp(c->tool_name, "?") || c->delegate)
       continue;
-    const ob_tool *t = ob_map_get(tools, c->tool_name, strlen(c->tool_name));
+    const ob_tool *t = ob_toolname_resolve(&names, c->tool_name, strlen(c->tool_name));
     if (!t) {
       missing_tool(p, c, tools);
       continue;
     }
     c->tool = t;
+    c->tool_name = t->name; /* the tool's real name, whichever name the call gave */
+    ob_value *clean = ob_nulls_params(t, c->raw); /* null optional params are absent */
+    if (clean) {
+      ob_unref(c->raw);
+      c->raw = clean;
+    }
     if (t->latent && !has_latent_handler)
       ob_plan_error(p, c, "\"%s\" is a latent tool (it has no run function) and no latent "
                           "handler is set", t->name);
@@ -1444,6 +1466,7 @@ static void check_tools(ob_plan *p, const ob_map *tools, int has_latent_handler,
     ob_schema_result_free(&res);
     ob_unref(view);
   }
+  ob_toolname_resolver_free(&names);
 }
 
 char *ob_plan_part_text(const ob_value *v, const ob_plan *p, size_t from, size_t to, size_t *len,

@@ -86,7 +86,9 @@ typedef struct ob_call {
   uint32_t nliterals;  /* params strings beginning with †† (the first † is dropped at run time) */
   ob_expr output;      /* _outputPath parsed (output mode) */
   ob_value **output_text; /* per part (alternatives flattened): the path's canonical text */
-  const char *tool_name; /* _tool as written (in raw), or "?" when missing, "delegate" */
+  const char *tool_name; /* _tool as written (in raw), or "?" when missing, "delegate";
+                          once checked against the tools, the tool's real name (a call
+                          may give its API name, ob_toolname.h) */
   char *instance;      /* _instance, or NULL */
   char *delegate;      /* _delegate: the plan file to run, as a path from the cwd (the
                           calling plan's folder joined with the path written), or NULL;
@@ -152,7 +154,9 @@ typedef struct ob_plan {
 
 /* Reads a plan file (either form of SPEC 5) and checks everything that needs
  * no tool: the shape, meta-properties, ids, methods, references and output
- * paths, and the dependency graph (cycles are reported with their calls).
+ * paths, and the dependency graph (cycles are reported with their calls). A
+ * null meta-property, or a null key of the plan object, is absent (ob_nulls.h):
+ * a call's raw is then the call without it.
  * Returns the plan (free with ob_plan_free) with plan->nerrors problems
  * recorded, or NULL when the file cannot be read or parsed at all (err). */
 ob_plan *ob_plan_load(const char *file, ob_error *err);
@@ -183,8 +187,10 @@ char *ob_plan_part_text(const ob_value *v, const ob_plan *p, size_t from, size_t
                         ob_value **list);
 void ob_plan_free(ob_plan *p);
 
-/* Checks every call against the tools (name -> ob_tool*): the tool exists (a
- * latent one needs has_latent_handler), literal params satisfy its schema
+/* Checks every call against the tools (name -> ob_tool*): the tool exists, named by
+ * its name or its API name (ob_toolname.h; a latent one needs has_latent_handler), its
+ * literal null params that the schema takes as absent are dropped from raw
+ * (ob_nulls.h), literal params satisfy its schema
  * (SPEC 5: the schema sees the call without its meta-properties, except those
  * its "properties" names; params holding references are judged only where
  * literal), and _outputPath satisfies the schema's rule for it. Follows each
