@@ -111,7 +111,7 @@ local function script_of(b, o)
     cmds = b.text
   end
   local head = {}
-  if o.dry then head[#head + 1] = 'make() { command make -C "$OBELUS_REPO" -n "$@" >/dev/null; }' end
+  if o.dry then head[#head + 1] = 'make() { MAKEFLAGS= MAKELEVEL= command make -C "$OBELUS_REPO" -n "$@" >/dev/null; }' end
   if o.cd then head[#head + 1] = "cd " .. cli.quote(o.cd) end
   return table.concat(head, "\n") .. "\n" .. table.concat(cmds, "\n") .. "\n"
 end
