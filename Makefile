@@ -110,7 +110,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_% test_api_threads,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: pgo fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua test-lua-rel test-lua-rel-1 test-lua-rel-2 test-lua-asan test-lua-asan-1 test-lua-asan-2 test-lua-tsan bench bench-peers demo demo-run demo-cluster clean
+.PHONY: pgo fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua test-lua-rel test-lua-rel-1 test-lua-rel-2 test-lua-asan test-lua-asan-1 test-lua-asan-2 test-lua-tsan bench bench-peers demo demo-build demo-run demo-cluster clean
 .DELETE_ON_ERROR:
 
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
@@ -476,9 +476,6 @@ clean:
 
 -include $(wildcard build/rel/*/*.d)
 
-# The weather plan, once per branch: a branch taken, the other skipped, a join;
-# then the London run's journal as a timeline, and its graph coloured by outcome
-# as SVG when Graphviz's dot is there.
 # obelus against LangGraph.js and async.auto (npm-installed into bench/peers/node_modules).
 bench-peers: bin/obelus
 	@cd bench/peers && [ -d node_modules/@langchain/langgraph ] || npm install --no-audit --no-fund --silent
@@ -488,25 +485,52 @@ bench-peers: bin/obelus
 demo-cluster: bin/obelus
 	@sh plans/cluster/demo.sh
 
-# `make demo`: what building needs installed, then the weather plan (and plans/http)
+# `make demo`: what building needs installed, then what the README's next steps use
+# (the program, the libraries, the Lua module), then the weather plan (and plans/http).
+# The build says one line a step; the compiler's lines go to build/demo/build.log, whose
+# last lines are shown when a step fails. `make demo V=1` shows them as they come.
+# Without a -j of the caller's, the build uses every core.
 demo:
 	@$(MAKE) --no-print-directory deps-build
+	@$(MAKE) --no-print-directory demo-build
 	@$(MAKE) --no-print-directory demo-run
 
-demo-run: bin/obelus
-	@echo '$$ obelus check plans/weather/plan.json --tools plans/weather/tools'
+DEMO_LOG := build/demo/build.log
+demo-build:
+ifeq ($(V),1)
+	$(MAKE) --no-print-directory all
+else
+	@mkdir -p build/demo; : > $(DEMO_LOG); \
+	 case " $(MAKEFLAGS) " in *" -j"*|*jobserver*) jobs="";; *) jobs="-j$$(nproc 2>/dev/null || echo 1)";; esac; \
+	 step() { what=$$1; shift; printf 'demo: %s\n' "$$what"; \
+	   if ! $(MAKE) --no-print-directory $$jobs "$$@" >> $(DEMO_LOG) 2>&1; then \
+	     echo "demo: $$what failed; the last lines of $(DEMO_LOG) (make demo V=1 shows every line):" >&2; \
+	     grep -v '^make\[' $(DEMO_LOG) | tail -n 30 >&2; exit 1; fi; }; \
+	 if [ -n "$(PGO_STAMP)" ] && [ ! -e "$(PGO_STAMP)" ]; then \
+	   step "training the compiler's profile (build/pgo; once per clone, a minute or two)" $(PGO_STAMP); fi; \
+	 step "compiling the engine: lib/libobelus.a" lib/libobelus.a && \
+	 step "compiling the command line: bin/obelus" bin/obelus && \
+	 step "linking lib/libobelus.so and the Lua module lib/obelus/core.so" lib/libobelus.so lib/obelus/core.so && \
+	 echo "demo: built (the compiler's lines: $(DEMO_LOG))"
+endif
+
+# The weather plan, once per branch: a branch taken, the other skipped, a join;
+# then the London run's journal as a timeline, and its graph coloured by outcome
+# as SVG when Graphviz's dot is there; then plans/http against a server of its own.
+demo-run: all
+	@echo '$$ bin/obelus check plans/weather/plan.json --tools plans/weather/tools'
 	@bin/obelus check plans/weather/plan.json --tools plans/weather/tools
-	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"Lisbon"}'"'"
+	@echo '$$ bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"Lisbon"}'"'"
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"Lisbon"}'
-	@echo '$$ obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"London"}'"'"' --events stderr'
+	@echo '$$ bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '"'"'{"city":"London"}'"'"' --events stderr'
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' --events stderr
 	@mkdir -p build/demo
 	@bin/obelus run plans/weather/plan.json --tools plans/weather/tools --input '{"city":"London"}' \
 	  --journal build/demo/weather.jsonl --overwrite >/dev/null
-	@echo '$$ obelus log build/demo/weather.jsonl'
+	@echo '$$ bin/obelus log build/demo/weather.jsonl'
 	@bin/obelus log build/demo/weather.jsonl
 	@if command -v dot >/dev/null 2>&1; then \
-	  echo '$$ obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl | dot -Tsvg > build/demo/weather.svg'; \
+	  echo '$$ bin/obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl | dot -Tsvg > build/demo/weather.svg'; \
 	  bin/obelus graph plans/weather/plan.json --journal build/demo/weather.jsonl > build/demo/weather.dot && \
 	  dot -Tsvg build/demo/weather.dot -o build/demo/weather.svg && \
 	  echo "demo: build/demo/weather.svg (done green, skipped grey)"; \
@@ -515,7 +539,7 @@ demo-run: bin/obelus
 	 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
 	   [ -f build/demo/http.port ] && break; sleep 0.1; done; \
 	 base="http://127.0.0.1:$$(cat build/demo/http.port)"; \
-	 echo "\$$ obelus run plans/http/plan.json --tools plans/http/tools --input '{\"base\":\"$$base\"}'  # a weather API the demo serves"; \
+	 echo "\$$ bin/obelus run plans/http/plan.json --tools plans/http/tools --input '{\"base\":\"$$base\"}'  # a weather API the demo serves"; \
 	 bin/obelus run plans/http/plan.json --tools plans/http/tools --input "{\"base\":\"$$base\"}"; rc=$$?; \
 	 kill $$(cat build/demo/http.pid) 2>/dev/null; exit $$rc
 

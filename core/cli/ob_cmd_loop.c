@@ -1,5 +1,5 @@
 /* ob_cmd_loop.c -- `obelus loop PLAN --planner FILE.lua`: the planning loop
- * (docs/planning.md, section 3), and its resumption from a journal.
+ * (docs/plan-format.md, section 10), and its resumption from a journal.
  *
  * Design
  * ------

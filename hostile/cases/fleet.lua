@@ -14,7 +14,7 @@
 --   * the queue's other keys: a job's hash or journal of the wrong type, junk in the set
 --     of streams, the stats and the workers' hash, the jobs stream a string or deleted
 --     under a worker, fake entries in the stream of finished jobs, 1,000 bad entries.
---   * the commands as the README and --help describe them: submit (limits, a broken
+--   * the commands as docs/fleet.md and --help describe them: submit (limits, a broken
 --     counter, no Redis), worker (a bad --queue, no Redis), wait, status (--json, junk
 --     and escape sequences in what it prints), log --redis (why a job has no journal,
 --     a stored error with terminal controls), `obelus queue` (there is none), and the
@@ -943,7 +943,7 @@ obelus wait --redis "$REDIS" --queue "$Q" --timeout 1500 "$G1"
 }
 
 -- =====================================================================================
--- the commands: submit, status, log --redis, wait, and the Lua module, as the README
+-- the commands: submit, status, log --redis, wait, and the Lua module, as docs/fleet.md
 -- and --help describe them
 -- =====================================================================================
 add(among {

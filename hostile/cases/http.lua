@@ -265,7 +265,7 @@ local cases = {
        { url = "{base}/echo?hostile-http-hcolon", headers = { ["X-A:b"] = "1" } },
        "hostile-http-hcolon", fails "is not an HTTP token"),
 
-  -- URLs (What to build: "redirects only to http/https"; README: a URL with a space, a
+  -- URLs (What to build: "redirects only to http/https"; docs/tools.md: a URL with a space, a
   -- control byte or a NUL, or not http(s), fails before anything is sent)
   case("a URL with CRLF fails unsent",
        { url = "{base}/echo?hostile-http-ucrlf HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET /x" },
@@ -306,7 +306,7 @@ local cases = {
   case("a proxy at the metadata address (http_proxy) is refused: the proxy's address is checked",
        { url = "{base}/hello", timeout_ms = 5000 }, nil, fails { "169.254.169.254", "denied" },
        { run = "http_proxy=http://169.254.169.254:80 HTTP_PROXY=http://169.254.169.254:80 no_proxy= NO_PROXY= " .. RUN }),
-  -- loopback stays allowed (README: "Loopback and private networks ... stay allowed")
+  -- loopback stays allowed (docs/tools.md: "Loopback and private networks ... stay allowed")
   case("a redirect to 127.0.0.1 is followed (loopback is allowed)",
        { url = "{base}/redirect?to=http://127.0.0.1:{PORT}/hello" }, nil, answers(200, 5)),
   case("a redirect to localhost is followed (loopback is allowed)",
@@ -352,7 +352,7 @@ kill -TERM $pid; wait $pid 2>/dev/null; rc=$?; cat err >&2; exit $rc]],
       return false, "run --help says nothing of obelus.http's default timeout (300 s) and low-speed abort (1 byte/s for 60 s)"
     end } },
 
-  -- huge headers (README: more than 300 KB of header lines, or a line over 100 KB,
+  -- huge headers (docs/tools.md: more than 300 KB of header lines, or a line over 100 KB,
   -- libcurl's own limits, is a transport failure naming the limit)
   case("2 MB of header lines fail the call, naming the header limit",
        { url = "{base}/x" }, nil, fails "header limit: 300 KB in all",

@@ -7,8 +7,8 @@
 -- resolve and report make of the journal afterwards, `_retry`'s arithmetic and its bad
 -- values, and schemas that do not compile (tool files, context messages, `obelus schema`).
 -- Every case goes through the command a user would use (check, graph, run, resume, log,
--- resolve, report, tools, schema, mcp, loop, or the Lua module) and expects what the README
--- promises: exit 2 naming the file, call, key and line before anything runs, exit 1 naming
+-- resolve, report, tools, schema, mcp, loop, or the Lua module) and expects what the docs
+-- promise: exit 2 naming the file, call, key and line before anything runs, exit 1 naming
 -- the call when a value goes bad at run time, and a journal every reader can read.
 
 -- --- what the cases share ---------------------------------------------------------------
@@ -249,7 +249,7 @@ case { name = "resume of a journal whose line 4 has a 100,000-segment _path name
 
 -- =========================================================================================
 -- Item 6 (brief): very deep nesting of arrays and objects in a plan, in a tool's result,
--- in an --input. README: 2,047 levels of text; 2,040 for a plan and a result under its
+-- in an --input. docs/plan-format.md: 2,047 levels of text; 2,040 for a plan and a result under its
 -- path; "every journal line stays readable".
 -- =========================================================================================
 case { name = "a plan text nested 100,000 levels: a parse error naming the line, no crash", item = 6,
@@ -520,7 +520,7 @@ case { name = "resume of a journal whose tool file is \"t.lua\\u0000junk\": not 
   expect = { code = 2, err = { "j.jsonl", "NUL" }, check = nothing_ran } }
 
 -- =========================================================================================
--- Brief: non-UTF-8 bytes and lone surrogates (README: "invalid UTF-8, lone surrogates,
+-- Brief: non-UTF-8 bytes and lone surrogates (docs/plan-format.md: "invalid UTF-8, lone surrogates,
 -- integers beyond int64 ... are errors (never rounded, never a crash)").
 -- =========================================================================================
 case { name = "a byte 0xff in a plan's string", item = 6,
@@ -608,7 +608,7 @@ case { name = "a latent handler answering NaN and a NUL key fails the call; the 
 
 -- =========================================================================================
 -- Item 7: "_retry":{"attempts":1100,"delay_ms":0} waits 9223372036854775808 ms after attempt
--- 1025 (0 x 2^1024 is NaN). README: the wait is never NaN nor infinite; bad values
+-- 1025 (0 x 2^1024 is NaN). docs/plan-format.md: the wait is never NaN nor infinite; bad values
 -- (negative, zero attempts, more than 1,000,000, fractions, unknown keys, wrong types,
 -- backoff below 1) are validation errors naming the call and the key.
 -- =========================================================================================

@@ -196,7 +196,7 @@ function obelus.set_approver(fn) end
 ---@field _instance? string
 ---@field _id? string
 
----A userdata read like a table (see the README); a tool may set fields of its own on it.
+---A userdata read like a table (see docs/tools.md); a tool may set fields of its own on it.
 ---@class obelus.ctx
 ---@field id string the call's id: `_id`, or "#<index>"; "<id>@<instance>" for an instance's copy
 ---@field tool string the tool's name
@@ -305,7 +305,7 @@ function engine:resume(journal, opts) end
 function engine:fork(journal, opts) end
 function engine:close() end
 
----A job queue in Redis, run by `obelus worker`s (README "Many machines"). Connects in
+---A job queue in Redis, run by `obelus worker`s (docs/fleet.md). Connects in
 ---the background; submit and wait turn luv's loop until they have their answer (not
 ---from inside the loop), or, given on_done, return at once and call it from the loop.
 ---@param opts { redis: string, queue?: string } redis://[:PASSWORD@]HOST[:PORT][/DB]; queue default "obelus"

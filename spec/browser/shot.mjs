@@ -1,5 +1,5 @@
 // shot.mjs {url, id, call, out} -- a screenshot of a run's page, a call chosen (the
-// README's picture, docs/ui-run.png).
+// the picture in docs/operations.md, docs/ui-run.png).
 import { args, page, ready, report } from './lib.mjs';
 
 report(async (b) => {
