@@ -4,7 +4,7 @@
  * A plan is a JSON list of tool calls wired together by references
  * ("†state.profile"); obelus runs every call whose inputs are ready,
  * concurrently, on a libuv loop (the host's own or the engine's). Tools are
- * Lua files (SPEC 7) or C functions registered here.
+ * Lua files (plan-format §9) or C functions registered here.
  *
  * A complete host, on its own loop:
  *
@@ -120,7 +120,7 @@ extern "C" {
                                  0-based character position) */
 #define OBELUS_EJSON (-4)     /* JSON text that does not parse (the message gives line
                                  and column) */
-#define OBELUS_EWRITE (-5)    /* an output method cannot apply at a path (SPEC 4) */
+#define OBELUS_EWRITE (-5)    /* an output method cannot apply at a path (plan-format §4) */
 #define OBELUS_EDEPTH (-6)    /* a value nested deeper than 4,096 levels */
 #define OBELUS_EIO (-7)       /* a file could not be read or written */
 #define OBELUS_ETYPE (-8)     /* a JSON value of the wrong type */
@@ -205,7 +205,7 @@ void obelus_engine_set_http_allow_private(obelus_engine *e, int allow);
 /* The loop the engine runs on (the host's, or its own). */
 uv_loop_t *obelus_engine_loop(obelus_engine *e);
 
-/* Loads Lua tools (SPEC 7): from a .lua file, or from every *.lua file of a
+/* Loads Lua tools (plan-format §9): from a .lua file, or from every *.lua file of a
  * folder, in name order. A file returns one tool table or a list of them;
  * tools run in coroutines on the engine's loop (obelus.sleep, obelus.await,
  * obelus.uv). Returns OBELUS_OK, or a code with the message naming the file
@@ -287,7 +287,7 @@ int obelus_call_branch(obelus_call *call, size_t alt, const char *result_json);
 
 /* Completes the call with an error (message: any text). With two or more
  * || alternatives it is handled: {"error", "tool", "call"} is written to the
- * last one (SPEC 3); otherwise it is a runtime error of the call. Spends the
+ * last one (plan-format §3); otherwise it is a runtime error of the call. Spends the
  * handle. */
 void obelus_call_fail(obelus_call *call, const char *message);
 
@@ -378,7 +378,7 @@ int obelus_queue_new(obelus_queue **out, uv_loop_t *loop, const char *redis_url,
 typedef void (*obelus_submit_cb)(obelus_queue *q, const char *job, const char *error,
                                  void *data);
 
-/* Queues plan_json (either form of SPEC 5) as one job, with the input document
+/* Queues plan_json (either form of plan-format §5) as one job, with the input document
  * input_json (NULL: none). e (may be NULL): the plan is validated against e's
  * tools, and only workers with the same tool files take the job; without e, what
  * can be checked without tools is (the worker checks the rest: a job invalid
@@ -414,7 +414,7 @@ void obelus_queue_free(obelus_queue *q);
 
 typedef struct obelus_run obelus_run;
 
-/* What the scheduler reports, in the order it happens (SPEC 5). */
+/* What the scheduler reports, in the order it happens (plan-format §5). */
 typedef enum obelus_event_type {
   OBELUS_EVENT_READY,    /* every call it depends on has settled: it starts next */
   OBELUS_EVENT_STARTED,  /* params resolved and checked; the tool runs */
@@ -469,9 +469,9 @@ typedef struct obelus_event {
 typedef void (*obelus_event_cb)(obelus_run *run, const obelus_event *ev, void *data);
 
 /* Called once, from the loop, when every awaited call has settled. status
- * is the run's exit status as SPEC 8 defines it: 0 every awaited call done
+ * is the run's exit status as plan-format §12 defines it: 0 every awaited call done
  * or skipped, 1 some call failed (an error no || alternative handled).
- * output_json is the final output (SPEC 5: the plan's "output" template
+ * output_json is the final output (plan-format §5: the plan's "output" template
  * resolved, or the state document), valid during the callback. Fire-and-
  * forget calls may still be running (obelus_run_detached). You may free the
  * run from here. */
@@ -538,7 +538,7 @@ typedef struct obelus_run_options {
                                thread) and fail or give 0; obelus_run_detached is 0 */
 } obelus_run_options;
 
-/* Makes a run of the plan in plan_json (either form of SPEC 5: an array of
+/* Makes a run of the plan in plan_json (either form of plan-format §5: an array of
  * calls, or {"context", "plan", "output", "instances"}) and validates
  * everything before anything runs: the plan's shape, every call against its
  * tool and the tool's schema, every reference and output path, the
@@ -660,7 +660,7 @@ void obelus_run_cancel(obelus_run *run);
  * way). NULL is allowed. */
 void obelus_run_free(obelus_run *run);
 
-/* 0 or 1 once finished (the exit status of SPEC 8, as on_done gets it);
+/* 0 or 1 once finished (the exit status of plan-format §12, as on_done gets it);
  * OBELUS_EBUSY while not finished (or not started); OBELUS_ECANCELED when it
  * was cancelled before it finished. */
 int obelus_run_status(const obelus_run *run);
@@ -671,7 +671,7 @@ int obelus_run_status(const obelus_run *run);
  * freed. */
 size_t obelus_run_detached(const obelus_run *run);
 
-/* The final output (SPEC 5) as JSON text, malloc'ed (free() it): the plan's
+/* The final output (plan-format §5) as JSON text, malloc'ed (free() it): the plan's
  * "output" template resolved (absent references become null), or the
  * global state document ({} when none); for a plan with "instances", an
  * object from instance id to that instance's output. Before the run has
@@ -681,10 +681,10 @@ char *obelus_run_output(obelus_run *run);
 /* Position meaning "the log as it is now" for obelus_run_resolve. */
 #define OBELUS_NOW ((size_t)-1)
 
-/* Reads a reference expression on the run's log (SPEC 2-3): "†state.user",
+/* Reads a reference expression on the run's log (plan-format §2-3): "†state.user",
  * "†state.sunny || †state.rainy", "†input.a && †input.b". instance: NULL for
  * the global documents, or an instance id to read in that instance's view
- * (SPEC 6). at: OBELUS_NOW, or N to read the log as it was after its first N
+ * (plan-format §6). at: OBELUS_NOW, or N to read the log as it was after its first N
  * messages (the log starts with the plan message, then the plan's context
  * and input); N at or beyond the log's length reads it as it is. On success
  * *json_out is the value as JSON text, malloc'ed (free() it). Returns

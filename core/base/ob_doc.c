@@ -1,5 +1,5 @@
 /* ob_doc.c -- reading and writing a value at a path inside a document, with the
- * output methods of SPEC 4.
+ * output methods of plan-format §4.
  *
  * Writes are path copies: ob_doc_write rebuilds only the containers along the
  * path (each an O(log32 width) persistent update) and shares everything else

@@ -1,5 +1,5 @@
 /* ob_doc.h -- reading and writing a value at a path inside a document, with the
- * output methods of SPEC 4 (set, merge, assign, push, concat). */
+ * output methods of plan-format §4 (set, merge, assign, push, concat). */
 #ifndef OB_DOC_H
 #define OB_DOC_H
 
@@ -34,7 +34,7 @@ ob_value *ob_doc_apply(ob_method method, const ob_value *old, const ob_value *va
  * or NULL with err filled, doc unchanged. doc (borrowed) may be NULL (absent
  * document: written as if it were {} unless the path is empty). Only the
  * nodes along p are copied. Missing intermediates become objects. Errors
- * (SPEC 4): writing through a scalar, a non-index segment or an index past
+ * (plan-format §4): writing through a scalar, a non-index segment or an index past
  * the end of an array (the index equal to the length appends), the method's
  * own type errors, and a result nested deeper than OB_MAX_DEPTH. */
 ob_value *ob_doc_write(const ob_value *doc, const ob_path *p, ob_method method,
@@ -53,7 +53,7 @@ ob_value *ob_doc_write_from(const ob_value *doc, const ob_path *p, size_t from, 
 int ob_doc_write_take(ob_value **doc, const ob_path *p, size_t from, ob_method method,
                       const ob_value *value, ob_error *err);
 
-/* Deep merge (SPEC 4 `merge`): when both are objects, each key of over merges
+/* Deep merge (plan-format §4 `merge`): when both are objects, each key of over merges
  * into base's; otherwise over replaces. Borrowed arguments, new reference. */
 ob_value *ob_doc_merge(const ob_value *base, const ob_value *over);
 

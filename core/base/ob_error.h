@@ -12,7 +12,7 @@ enum {
   OB_EINVAL = -2,   /* invalid argument or malformed input */
   OB_ESYNTAX = -3,  /* malformed reference, expression or path (see ob_error.pos) */
   OB_EJSON = -4,    /* JSON text does not parse */
-  OB_EWRITE = -5,   /* an output method cannot apply at a path (SPEC 4) */
+  OB_EWRITE = -5,   /* an output method cannot apply at a path (plan-format §4) */
   OB_EDEPTH = -6,   /* value nested deeper than OB_MAX_DEPTH */
   OB_EIO = -7,      /* a file could not be read or written */
   OB_ETYPE = -8,    /* a value of the wrong JSON type */

@@ -1,5 +1,5 @@
 /* ob_path.c -- parsing and printing references (†kind.path), bare paths and the
- * || / && expressions of SPEC 2-3; comparing paths by key text. */
+ * || / && expressions of plan-format §2-3; comparing paths by key text. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

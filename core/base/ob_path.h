@@ -1,4 +1,4 @@
-/* ob_path.h -- references (†kind.path), paths and the || / && expressions of SPEC 2-3.
+/* ob_path.h -- references (†kind.path), paths and the || / && expressions of plan-format §2-3.
  * Parsing only: reading and writing values at a path live in ob_doc.h. */
 #ifndef OB_PATH_H
 #define OB_PATH_H
@@ -62,7 +62,7 @@ typedef struct ob_expr { /* alt || alt || ... */
 
 enum {
   OB_EXPR_INPUT = 0, /* every part must be a reference beginning with † */
-  OB_EXPR_OUTPUT = 1 /* a part without † is a path in kind "state" (SPEC 3) */
+  OB_EXPR_OUTPUT = 1 /* a part without † is a path in kind "state" (plan-format §3) */
 };
 
 /* Parses s[0..len) as an expression. The result (alternatives, references,
@@ -115,11 +115,11 @@ void ob_ref_format(ob_buf *b, const char *kind, const ob_path *p);
 
 /* 1 when a is a prefix of b (equal paths included), comparing key text. */
 int ob_path_is_prefix(const ob_path *a, const ob_path *b);
-/* 1 when one of a, b is a prefix of the other (SPEC 5 dependency rule). */
+/* 1 when one of a, b is a prefix of the other (plan-format §5 dependency rule). */
 int ob_path_overlaps(const ob_path *a, const ob_path *b);
 int ob_path_equal(const ob_path *a, const ob_path *b);
 
-/* Parameter strings (SPEC 2): a string beginning with "††" is a literal
+/* Parameter strings (plan-format §2): a string beginning with "††" is a literal
  * (drop the first †); one beginning with a single "†" is a reference
  * expression; anything else is plain text. "†each" followed by '.', '[' or
  * nothing is an _each call's element or index (OB_STR_EACH): the engine puts

@@ -20,7 +20,7 @@
  *   keys   - a persistent vector of key strings, in insertion order;
  *   vals   - a persistent vector of values, parallel to keys;
  *   index  - a hash array mapped trie (HAMT) from key to its position.
- * There is no delete (the log is append-only, SPEC 4), so a key's position
+ * There is no delete (the log is append-only, plan-format §4), so a key's position
  * never changes: overwriting a key touches only `vals` (one path copy), and a
  * new key pushes onto `keys` and `vals` and inserts into `index`. Lookup is a
  * HAMT walk (one 5-bit hash slice a level) then a vector get: O(log32 n).

@@ -1,4 +1,4 @@
-/* ob_lua.c -- the Lua bridge: ob_value <-> Lua value with exact fidelity (SPEC 7).
+/* ob_lua.c -- the Lua bridge: ob_value <-> Lua value with exact fidelity (plan-format §9).
  * Every tool call's params and results cross here, so both directions are tuned.
  *
  * Design

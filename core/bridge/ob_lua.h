@@ -1,4 +1,4 @@
-/* ob_lua.h -- the Lua bridge: ob_value <-> Lua value, exactly (SPEC 7).
+/* ob_lua.h -- the Lua bridge: ob_value <-> Lua value, exactly (plan-format §9).
  * Every tool call's params go in through ob_lua_push and its result comes back through ob_lua_to_value. */
 #ifndef OB_LUA_H
 #define OB_LUA_H

@@ -1,4 +1,4 @@
-/* ob_lua_scalar.h -- a JSON scalar pushed as the Lua value the bridge gives it (SPEC 7).
+/* ob_lua_scalar.h -- a JSON scalar pushed as the Lua value the bridge gives it (plan-format §9).
  * Shared by the bridge (ob_lua.c) and the views (ob_view.c), so that a scalar read
  * through a view is the very value ob_lua_push would have given, while ob_view.c need
  * not include ob_lua.h (ob_lua.c includes ob_view.h: the include graph between the two

@@ -1,5 +1,5 @@
 /* ob_view.c -- read-only views: a big JSON value handed to a tool without copying it.
- * A call's params that are big objects or arrays reach Lua as views (SPEC 7, docs/tools.md).
+ * A call's params that are big objects or arrays reach Lua as views (plan-format §9, docs/tools.md).
  *
  * Design
  * ------

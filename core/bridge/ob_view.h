@@ -1,5 +1,5 @@
 /* ob_view.h -- read-only views: a big JSON value handed to Lua without copying it (ob_view.c).
- * A call's params that are big objects or arrays reach the tool as views (SPEC 7, docs/tools.md). */
+ * A call's params that are big objects or arrays reach the tool as views (plan-format §9, docs/tools.md). */
 #ifndef OB_VIEW_H
 #define OB_VIEW_H
 

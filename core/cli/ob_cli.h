@@ -9,7 +9,7 @@
 
 #include "base/ob_error.h" /* OB_ESC_LINES */
 
-/* Exit statuses (SPEC 8). */
+/* Exit statuses (plan-format §12). */
 enum { OB_EXIT_OK = 0, OB_EXIT_FAIL = 1, OB_EXIT_USAGE = 2,
        OB_EXIT_UNAVAILABLE = 3, /* the queue's Redis cannot be reached */
        OB_EXIT_TIMEOUT = 4,     /* `wait --timeout` passed before every job finished */

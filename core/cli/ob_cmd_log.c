@@ -355,7 +355,7 @@ static void build_rows(const view *v, ob_log *log, rows *rs) {
         plan = ob_plan_from_value(pv, file ? file : "plan");
       }
     } else if (m->type == OB_MSG_CONTEXT && !strcmp(kind, "error") && field_str(data, "error")) {
-      /* an error message (SPEC 5), or a problem of a `loop` step's plan */
+      /* an error message (plan-format §5), or a problem of a `loop` step's plan */
       r->type = ROW_ERROR;
       const char *id = field_str(data, "id");
       const ob_value *call = field(data, "call");

@@ -130,7 +130,7 @@ int ob_drun_exit_status(const ob_drun *d);
  * end record, which the host writes (ob_drun_end_journal) when it wants one. */
 void ob_drun_cancel(ob_drun *d);
 int ob_drun_cancelled(const ob_drun *d);
-/* The run's output (SPEC 5) once finished: a new reference. */
+/* The run's output (plan-format §5) once finished: a new reference. */
 ob_value *ob_drun_output(ob_drun *d);
 
 /* The journal's end record with the exit status, written once, only for a run that

@@ -2,7 +2,7 @@
  *
  * Design
  * ------
- * Instances never depend on one another (SPEC 6: a copy reads the global
+ * Instances never depend on one another (plan-format §6: a copy reads the global
  * documents and its own scope, and writes its own scope only), so a plan with
  * instances splits into parts that share nothing: part k is the plan with
  * "instances" cut to the k-th of N equal runs of its list ("auto" already

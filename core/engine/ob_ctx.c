@@ -1,4 +1,4 @@
-/* ob_ctx.c -- ctx, the second argument of a tool's run (SPEC 7). */
+/* ob_ctx.c -- ctx, the second argument of a tool's run (plan-format §9). */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>

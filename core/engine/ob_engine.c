@@ -1,5 +1,5 @@
 /* ob_engine.c -- the engine: one Lua state with luv bound to the engine's loop, and
- * loading tool files (SPEC 7). The `obelus` module tools require is the runtime's
+ * loading tool files (plan-format §9). The `obelus` module tools require is the runtime's
  * (ob_runtime.c): the engine knows nothing of runs.
  *
  * Every entry from C into Lua that runs user code goes through a protected
@@ -564,7 +564,7 @@ static ob_schema *tool_schema_compile(const ob_engine *e, const ob_value *schema
   return NULL;
 }
 
-/* The keys a tool table may have (SPEC 7); a key beginning with "x_" is the author's
+/* The keys a tool table may have (plan-format §9); a key beginning with "x_" is the author's
  * own (a latent handler gets the table). */
 static const char *const tool_keys[] = {"name", "description", "schema", "run"};
 

@@ -138,7 +138,7 @@ size_t ob_engine_uv_pending(ob_engine *e, int close);
 void ob_engine_free_begin(ob_engine *e);
 
 /* Loads tools from a .lua file, or from every *.lua file of a folder (in
- * name order). A file returns one tool table or a list of them (SPEC 7).
+ * name order). A file returns one tool table or a list of them (plan-format §9).
  * Returns OB_OK, or a negative code with err naming the file (and line when
  * Lua knows it): syntax errors, errors raised while loading, bad tool
  * tables, schemas that are not usable, a name defined twice. */

@@ -23,7 +23,7 @@
  *     in flight or never started ones, whatever the point;
  *   - with --from I, call I;
  *   - every call with a reference (its params', or its _each list) to a path a
- *     --set overlaps (SPEC 5's rule), or to kind input when there are --input;
+ *     --set overlaps (plan-format §5's rule), or to kind input when there are --input;
  *   - and every call that depends on one of those, transitively (the plan's graph).
  * A call's messages are the top-level messages just before its settled record
  * (a call writes its outputs, or its error, and settles at once: nothing of

@@ -1,4 +1,4 @@
-/* ob_params.c -- resolving a call's params against the log (SPEC 2, 5).
+/* ob_params.c -- resolving a call's params against the log (plan-format §2, 5).
  *
  * A call's references were found and parsed when the plan was loaded, in the
  * order a walk of its params meets them; resolving walks the params again in

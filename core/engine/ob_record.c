@@ -1,6 +1,6 @@
 /* ob_record.c -- the journal as a run writes it: its log and its progress, JSON Lines.
  *
- * A journal (--journal FILE, SPEC 8) is the run's log, one message a line,
+ * A journal (--journal FILE, plan-format §12) is the run's log, one message a line,
  * first the plan message, and between the messages the records that let
  * `obelus resume` take the run up again. The format, and the writing of each
  * record, is ob_journal's (ob_journal.h draws it: ob_jrec_write); this file

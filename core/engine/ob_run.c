@@ -1,4 +1,4 @@
-/* ob_run.c -- the scheduler: one execution of a plan (SPEC 5, 7), its life.
+/* ob_run.c -- the scheduler: one execution of a plan (plan-format §5, 9), its life.
  *
  * Design
  * ------

@@ -1,4 +1,4 @@
-/* ob_run.h -- one execution of a plan on an engine: the scheduler (SPEC 5).
+/* ob_run.h -- one execution of a plan on an engine: the scheduler (plan-format §5).
  * Ready calls start at once, each tool call in its own Lua coroutine on the engine's loop. */
 #ifndef OB_RUN_H
 #define OB_RUN_H
@@ -230,7 +230,7 @@ void ob_run_detach_journal(ob_engine *e, struct ob_wal *w);
  * (the loop ran out of work while they waited). Returns how many. */
 size_t ob_run_fail_stalled(ob_run *r);
 
-/* The final output (SPEC 5): the template resolved (absent -> null), or the
+/* The final output (plan-format §5): the template resolved (absent -> null), or the
  * global state document ({} when none). New reference. */
 ob_value *ob_run_output(ob_run *r);
 

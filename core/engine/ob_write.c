@@ -373,7 +373,7 @@ void ob_crun_complete(ob_crun *c, int nres) {
 }
 
 /* A Lua error in the tool: handled by the last || alternative when there are
- * two or more (SPEC 3), else a runtime error of the call (its traceback said as a
+ * two or more (plan-format §3), else a runtime error of the call (its traceback said as a
  * note "traceback" of the run). */
 void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback) {
   ob_call *call = c->call;

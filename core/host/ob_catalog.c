@@ -2,7 +2,7 @@
  * (ob_catalog.h).
  *
  * A tool's own schema describes its params with the meta-properties included
- * (SPEC 7): for an LLM calling the tool, the meta-properties are taken out. For
+ * (plan-format §9): for an LLM calling the tool, the meta-properties are taken out. For
  * a plan, they are put back with their rules, and every param may hold a
  * reference string instead of a value, at any depth: each subschema S of a
  * param becomes {"anyOf": [S', {"$ref": "#/definitions/reference"}]}, S' being S
@@ -330,7 +330,7 @@ ob_value *ob_catalog_plan_schema(const ob_engine *e) {
   defs = ob_object_set(defs, "reference", 9,
                        ob_object_set(ob_object_set(typed("string"), "pattern", 7, ob_cstring("^\xE2\x80\xA0")),
                                      "description", 11,
-                                     ob_cstring("a reference expression (SPEC 2-3): \xE2\x80\xA0kind.path, "
+                                     ob_cstring("a reference expression (plan-format §2-3): \xE2\x80\xA0kind.path, "
                                                 "alternatives with ||, all of them with &&")));
   defs = ob_object_set(defs, "outputPath", 10,
                        ob_object_set(ob_object_set(typed("string"), "pattern", 7, ob_cstring("^\xE2\x80\xA0")),

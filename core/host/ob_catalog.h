@@ -32,7 +32,7 @@ ob_value *ob_catalog_params(const ob_tool *t);
  * New value. */
 ob_value *ob_catalog_tools(const ob_engine *e, ob_catalog_format format);
 
-/* A JSON Schema (draft-07) of a plan for the engine's tools: either form of SPEC 5;
+/* A JSON Schema (draft-07) of a plan for the engine's tools: either form of plan-format §5;
  * each call one of the tools (its params per the tool's schema, where any value may
  * instead be a reference string, "†..."), or a _delegate call; the meta-properties
  * with their rules; no unknown meta-property. New value. */

@@ -10,7 +10,7 @@
  *
  * Edge labels say what flows: for an edge A -> B, every reference part B reads
  * that overlaps a path A writes (same kind, one path a prefix of the other,
- * SPEC 5) gives a line "†kind.written", or "†kind.written → †kind.read" when
+ * plan-format §5) gives a line "†kind.written", or "†kind.written → †kind.read" when
  * B reads a different (shorter or longer) path. A writer with `||` branches
  * gets one dashed edge per alternative a reader depends on, labelled from
  * that alternative alone; fan-out (`&&`) and single paths are solid edges.
@@ -104,7 +104,7 @@ static void plan_nodes(glevel *lv, const ob_plan *p) {
     if (each && ob_typeof(each) == OB_STRING) /* a map: once per element of that list */
       ob_buf_addf(&b, "\neach %s", ob_string_ptr(each));
     lv->nodes[i].label = b.data;
-    /* SPEC 5: fire-and-forget needs a run function; without --tools we cannot
+    /* plan-format §5: fire-and-forget needs a run function; without --tools we cannot
      * tell, and a latent "thought" is the rarer case */
     lv->nodes[i].shape = !c->has_output && !(c->tool && c->tool->latent) ? SHAPE_DETACHED
                                                                          : SHAPE_CALL;

@@ -134,7 +134,7 @@ static int valid_kind(const char *s) {
 /* log:append_output{kind=, instance=, path=, method=, value=, call=}: the
  * output message of a call, as the engine writes it. kind defaults to
  * "state", method to "set"; path (required, "" for the whole document) uses
- * SPEC 2's path syntax without a kind. Returns the position. */
+ * plan-format §2's path syntax without a kind. Returns the position. */
 static int log_append_output(lua_State *L) {
   static const char fn[] = "append_output";
   ob_log *log = check_log(L);
@@ -1329,7 +1329,7 @@ static int run_wait(lua_State *L) {
   return push_status(L, r);
 }
 
-/* run:output(): the final output (SPEC 5) once every awaited call settled,
+/* run:output(): the final output (plan-format §5) once every awaited call settled,
  * else nil and why. */
 static int run_output(lua_State *L) {
   lua_run *r = to_run(L);

@@ -419,7 +419,7 @@ static void initialize(ob_mcp *m, const ob_value *id, const ob_value *params) {
   r = ob_object_set(r, "serverInfo", 10, info);
   r = ob_object_set(r, "instructions", 12,
                     ob_cstring("Each tool runs as a one-call obelus plan; run_plan runs a whole plan "
-                               "(SPEC: calls wired together through references like "
+                               "(the plan format: calls wired together through references like "
                                DAGGER "state.x) and returns its final output."));
   reply(m, id, r);
 }

@@ -292,7 +292,7 @@ static int load_array(ob_log *log, const char *path, const ob_buf *b, ob_journal
 }
 
 /* A record is an object with a string "journal" and no "type": every message a
- * run writes has a "type", so a message written in SPEC 1's dataless shorthand
+ * run writes has a "type", so a message written in plan-format §1's dataless shorthand
  * ({"type":"state","journal":"..."}) stays a message (ob_jrec_parse). */
 static int is_record(const ob_value *v) {
   ob_jrec r;

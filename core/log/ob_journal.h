@@ -3,7 +3,7 @@
  * array of messages, or a journal (JSON Lines, as `run --journal` writes it through
  * ob_wal).
  *
- * THE FORMAT. A journal (--journal FILE, SPEC 8) is the run's log, one message a
+ * THE FORMAT. A journal (--journal FILE, plan-format §12) is the run's log, one message a
  * line, first the plan message, and between the messages the RECORDS that let
  * `obelus resume` take the run up again: JSON objects with a "journal" member,
  * which the readers of logs skip, so `log`, `resolve --at N` and `graph --journal`
@@ -72,7 +72,7 @@
  *  - a record: a JSON object with a member "journal" whose value is a string (and
  *    no "type"; ob_jrec_parse). Records are not messages: ob_journal_load skips
  *    them, so `--at N` means after the first N messages, records not counted;
- *  - a message (SPEC 5): any other line; the first is the plan message.
+ *  - a message (plan-format §5): any other line; the first is the plan message.
  * Blank lines are skipped. Every line a writer finishes ends with '\n': a last line
  * without one (and not empty) is torn, what is left of a process that died while
  * writing it. It is ignored, whether or not it happens to parse, and reported

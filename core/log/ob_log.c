@@ -1,5 +1,5 @@
 /* ob_log.c -- the append-only message log and the documents it composes.
- * SPEC 1 (message forms), 2 (resolution), 4 (methods), 6 (instance views).
+ * plan-format §1 (message forms), 2 (resolution), 4 (methods), 6 (instance views).
  *
  * Design
  * ------
@@ -17,7 +17,7 @@
  *                  O(log M). Nothing ever scans the log.
  * Memory grows by about one path copy a message: the price of time travel.
  *
- * Instance scopes (SPEC 6): an instance reads its view, the global document
+ * Instance scopes (plan-format §6): an instance reads its view, the global document
  * deep-merged with its own, instance winning. The view is never built whole:
  * a read walks both documents side by side and merges only at the end, when
  * two objects meet at the path. An instance write stores, in the instance's
@@ -478,7 +478,7 @@ static int bad(ob_error *err, const char *fmt, const char *arg) {
   return ob_error_set(err, OB_EINVAL, 0, fmt, arg);
 }
 
-/* Fills m, and p with its path, from a message in any accepted form (SPEC 1). */
+/* Fills m, and p with its path, from a message in any accepted form (plan-format §1). */
 static int read_message(ob_value *msg, ob_msg *m, ob_path *p, ob_error *err) {
   memset(m, 0, sizeof *m);
   memset(p, 0, sizeof *p);

@@ -1,4 +1,4 @@
-/* ob_log.h -- the append-only message log and the documents it composes (SPEC 1, 2, 6).
+/* ob_log.h -- the append-only message log and the documents it composes (plan-format §1, 2, 6).
  * Appending updates a materialised document per (kind, scope); reading never scans the log. */
 #ifndef OB_LOG_H
 #define OB_LOG_H
@@ -10,7 +10,7 @@
 
 typedef struct ob_log ob_log;
 
-/* What a message is, once read (SPEC 1). */
+/* What a message is, once read (plan-format §1). */
 typedef enum ob_msg_type {
   OB_MSG_CONTEXT, /* a data message merged (or written with its _outputMethod) at the root */
   OB_MSG_OUTPUT,  /* a data message written by a call: value at _path with _outputMethod */
@@ -35,7 +35,7 @@ typedef struct ob_msg { /* 64 bytes: a run's log holds one a call */
   ob_value *sublog;   /* the messages of a delegated plan, printed as "_log" */
 } ob_msg;
 
-/* The "schema" a data message carries (SPEC 1), or NULL. */
+/* The "schema" a data message carries (plan-format §1), or NULL. */
 ob_value *ob_msg_schema(const ob_msg *m);
 
 /* Position meaning "the log as it is now" for every `at` argument. */
@@ -67,7 +67,7 @@ ob_value *ob_log_message(const ob_log *log, size_t i);
  * a journal's line is, written without building the object. */
 void ob_log_message_write(const ob_log *log, size_t i, ob_buf *b);
 
-/* Appends a message in any accepted form (SPEC 1): canonical
+/* Appends a message in any accepted form (plan-format §1): canonical
  * {"type":"data","kind":k,"data":d}, the `type` shorthand {"type":"state",
  * "data":d}, the data-less shorthand {"type":"input","customerId":"c1"},
  * no type at all (kind data), output messages (with _call, _path or
@@ -75,7 +75,7 @@ void ob_log_message_write(const ob_log *log, size_t i, ob_buf *b);
  * message is borrowed (a reference is kept). Returns the message's
  * position (>= 0), or a negative OB_E* code with err filled and nothing
  * appended: a malformed message, or a write its method cannot make
- * (SPEC 4) at that point of the log. */
+ * (plan-format §4) at that point of the log. */
 long ob_log_append(ob_log *log, ob_value *msg, ob_error *err);
 
 /* Appends the output message of a call, {"type":"data","kind":kind,
@@ -111,7 +111,7 @@ void ob_log_attach(ob_log *log, size_t pos, const ob_value *sublog);
 /* The value at path p of document `kind` read in scope `instance` (NULL:
  * global) as of the first `at` messages (OB_LOG_NOW: all of them). An
  * instance reads its view: the global document deep-merged with the
- * instance's own, the instance winning (SPEC 6). New reference, or NULL
+ * instance's own, the instance winning (plan-format §6). New reference, or NULL
  * when absent. Cost: O(depth) lookups plus, when a global and an instance
  * object meet at p, a merge of the instance's part. Never scans the log. */
 /* A cache hint before a write of (kind, instance, path): finds the object
@@ -122,7 +122,7 @@ void ob_log_prefetch_write(ob_log *log, const char *kind, const char *instance,
 ob_value *ob_log_read(ob_log *log, const char *kind, const char *instance, const ob_path *p,
                       size_t at);
 
-/* Evaluates a reference expression (SPEC 3, input rules): the value of the
+/* Evaluates a reference expression (plan-format §3, input rules): the value of the
  * first alternative that is present; an alternative of refs joined by &&
  * is present when all are, and is worth its last. New reference or NULL. */
 ob_value *ob_log_eval(ob_log *log, const ob_expr *e, const char *instance, size_t at);

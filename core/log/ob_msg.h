@@ -1,4 +1,4 @@
-/* ob_msg.h -- the messages obelus itself puts in a log (SPEC 5), built in one place:
+/* ob_msg.h -- the messages obelus itself puts in a log (plan-format §5), built in one place:
  * the plan message a run's log opens with, a data message (an input, a delegated
  * plan's scope, a log's entry given back as JSON), a call's error message and a
  * loop step's problem. Whoever appends them (ob_run.c, ob_delegate.c, ob_settle.c,
@@ -20,7 +20,7 @@ ob_value *ob_msg_plan(const ob_value *plan, const char *file);
  * _path, _date ...). */
 ob_value *ob_msg_data(ob_value *kind, ob_value *data, ob_value *instance);
 
-/* A call's error message (SPEC 5):
+/* A call's error message (plan-format §5):
  * {"type":"data","kind":"error"[,"_instance":I],
  *  "data":{"call":CALL,"id":ID,"error":MSG,"phase":PHASE[,"detached":true]}[,"_log":LOG]}
  * call_raw and sublog borrowed (sublog: a delegating call's run's messages, or NULL). */

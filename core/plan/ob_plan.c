@@ -1,4 +1,4 @@
-/* ob_plan.c -- loading and validating plans (SPEC 5) and deriving their dependency graph.
+/* ob_plan.c -- loading and validating plans (plan-format §5) and deriving their dependency graph.
  *
  * Validation collects every problem instead of stopping at the first, so a
  * planner (or a person) can fix them all in one go; nothing runs unless the

@@ -1,4 +1,4 @@
-/* ob_plan.h -- plans (SPEC 5): loading a plan file, validating every call, and the
+/* ob_plan.h -- plans (plan-format §5): loading a plan file, validating every call, and the
  * dependency graph derived from references and output paths. Nothing here runs. */
 #ifndef OB_PLAN_H
 #define OB_PLAN_H
@@ -127,7 +127,7 @@ typedef struct ob_plan {
   ob_call *calls;
   ob_map ids;          /* id -> call (pointer into calls) */
   size_t *user_block;  /* every call's users, one after another */
-  /* "instances" (SPEC 6): each call without _instance runs once per instance,
+  /* "instances" (plan-format §6): each call without _instance runs once per instance,
    * as "<id>@<instance>"; ninstances == 0 when the plan has no such key */
   size_t ninstances;
   char **instances;
@@ -152,7 +152,7 @@ typedef struct ob_plan {
                      these, its cycles marked) */
 } ob_plan;
 
-/* Reads a plan file (either form of SPEC 5) and checks everything that needs
+/* Reads a plan file (either form of plan-format §5) and checks everything that needs
  * no tool: the shape, meta-properties, ids, methods, references and output
  * paths, and the dependency graph (cycles are reported with their calls). A
  * null meta-property, or a null key of the plan object, is absent (ob_nulls.h):
@@ -191,7 +191,7 @@ void ob_plan_free(ob_plan *p);
  * its name or its API name (ob_toolname.h; a latent one needs has_latent_handler), its
  * literal null params that the schema takes as absent are dropped from raw
  * (ob_nulls.h), literal params satisfy its schema
- * (SPEC 5: the schema sees the call without its meta-properties, except those
+ * (plan-format §5: the schema sees the call without its meta-properties, except those
  * its "properties" names; params holding references are judged only where
  * literal), and _outputPath satisfies the schema's rule for it. Follows each
  * _delegate (confined to p->root, ob_plan_read_delegate) and checks that plan

@@ -814,7 +814,7 @@ case { name = "a good state schema still refuses 123 where it wants a string", i
              end } }
 
 -- =========================================================================================
--- Brief: a schema violation naming the call and the parameter (SPEC 5: validation reports
+-- Brief: a schema violation naming the call and the parameter (plan-format §5: validation reports
 -- `file: call <id> (<tool>): <what>`; a resolved value that breaks it is a structural error).
 -- =========================================================================================
 case { name = "a literal param that breaks the tool's schema: check names the call and the param", item = 8,

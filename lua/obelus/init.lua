@@ -17,7 +17,7 @@
 --                   http_max_bytes = n, http_allow_private = bool, on_note = fn}])
 --       -> engine
 --       An engine on luv's loop, with its own Lua state for the tools. `tools` are tool
---       files or folders of them (SPEC 7); `scripts` are Lua files that configure it
+--       files or folders of them (plan-format §9); `scripts` are Lua files that configure it
 --       (obelus.set_latent, obelus.set_approver); max_memory_mb caps the engine's
 --       memory: Lua heap, values, log (`obelus run --max-memory`: the call that
 --       would pass it fails; default half of `ulimit -v` when set); http_max
@@ -83,7 +83,7 @@
 --   run:wait() -> same as status()
 --       Turns luv's loop (uv.run("once")) until the run's awaited calls have settled.
 --       Not from inside the loop (a callback): use on_done there.
---   run:output() -> value | nil, why           the final output (SPEC 5), once settled
+--   run:output() -> value | nil, why           the final output (plan-format §5), once settled
 --   run:resolve(expr [, {at = n, instance = "X"}]) -> value | nil
 --   run:messages() -> list                     the run's log so far
 --   run:cancel()                               abandons the calls still running
@@ -105,7 +105,7 @@ local obelus = {
   encode = core.encode,     -- encode(value [, pretty]): Lua value -> JSON text
   totable = core.totable,   -- totable(v): a view's deep copy as tables; anything else as it is
   is_view = core.is_view,   -- is_view(v): "array" or "object" for a read-only view (a tool's
-                            -- big params, SPEC 7), else false
+                            -- big params, plan-format §9), else false
   next = core.next,         -- next(t, k): next for tables and views alike
   log = core.log,           -- log(): a new, empty message log
   engine = core.engine,     -- engine([opts]): a new engine on luv's loop (above)

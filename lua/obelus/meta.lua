@@ -4,7 +4,7 @@
 -- and `require "obelus"` in a tool completes and checks against what is below.
 --
 -- Inside the engine (tool files, --latent and --approver scripts), `require "obelus"` is
--- lua/obelus/runtime.lua (SPEC 7): the first part below. From stock Lua (a script or a
+-- lua/obelus/runtime.lua (plan-format §9): the first part below. From stock Lua (a script or a
 -- host), it is lua/obelus/init.lua: JSON helpers, the log and engines, the last part.
 
 ---JSON as Lua sees it: null is `obelus.null`, arrays carry `obelus.array_mt`, objects

@@ -1,4 +1,4 @@
--- runtime.lua -- the `obelus` module as tools see it inside the engine (SPEC 7).
+-- runtime.lua -- the `obelus` module as tools see it inside the engine (plan-format §9).
 -- Compiled into the engine; the engine calls it with its C primitives.
 --
 -- Every wait inside a tool goes through one door: coroutine.yield(TOKEN)

@@ -1,4 +1,4 @@
-/* test_log_instances.c -- instance views (SPEC 6): global deep-merged with the
+/* test_log_instances.c -- instance views (plan-format §6): global deep-merged with the
  * instance's own document, instance winning; writes stay in the instance and are
  * computed from its view (copy-on-write). */
 #include "testlog.h"

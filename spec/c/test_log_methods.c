@@ -1,4 +1,4 @@
-/* test_log_methods.c -- the output methods of SPEC 4 and each of their errors:
+/* test_log_methods.c -- the output methods of plan-format §4 and each of their errors:
  * an error appends nothing and leaves every document as it was. */
 #include "testlog.h"
 

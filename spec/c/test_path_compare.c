@@ -1,5 +1,5 @@
 /* test_path_compare.c -- prefix, overlap and equality of paths by key text (the
- * dependency rule of SPEC 5), and deep copies. */
+ * dependency rule of plan-format §5), and deep copies. */
 #include "base/ob_path.h"
 #include "test.h"
 

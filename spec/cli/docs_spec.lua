@@ -261,9 +261,11 @@ describe("the documentation", function()
     end
   end)
 
-  it("points nowhere outside the repository: no file mentions the old contract's file or folder", function()
+  it("points nowhere outside the repository: no file mentions the old contract, its folder or its section numbers", function()
     -- the strings are made here, so that this file does not hold them
     local words = { "SPEC" .. ".md", ".." .. "/shared" }
+    -- and the old contract's section numbers, now plan-format's ("plan-format §9")
+    local patterns = { "SPEC" .. " %d", "SPEC" .. " §%d", "%(" .. "SPEC:" }
     local files = sh("git ls-files 2>/dev/null")
     if files == "" then -- a tarball of `make dist`: no git, the same files
       files = sh("find . -type f -not -path './.git/*' -not -path './build/*' -not -path './bin/*'"
@@ -272,12 +274,17 @@ describe("the documentation", function()
     local bad = {}
     for f in files:gmatch("[^\n]+") do
       local text = cli.slurp(f)
+      local function note(at, what)
+        local line = select(2, text:sub(1, at):gsub("\n", "")) + 1
+        bad[#bad + 1] = ("%s:%d: %s"):format(f, line, what)
+      end
       for _, w in ipairs(words) do
         local at = text:find(w, 1, true)
-        if at then
-          local line = select(2, text:sub(1, at):gsub("\n", "")) + 1
-          bad[#bad + 1] = ("%s:%d: %s"):format(f, line, w)
-        end
+        if at then note(at, w) end
+      end
+      for _, p in ipairs(patterns) do
+        local at, to = text:find(p)
+        if at then note(at, text:sub(at, to)) end
       end
     end
     assert(#bad == 0, "files that point outside the repository:\n" .. table.concat(bad, "\n"))

@@ -1,4 +1,4 @@
--- graph_spec.lua -- `obelus graph PLAN [--format dot|mermaid] [--tools PATH]...` (SPEC 8):
+-- graph_spec.lua -- `obelus graph PLAN [--format dot|mermaid] [--tools PATH]...` (plan-format §12):
 -- the dependency DAG, read back from both syntaxes into exact node and edge sets.
 local cli = require "support.cli"
 

@@ -1,4 +1,4 @@
--- instances_spec.lua -- SPEC 6 in plans: "instances" copies every call without
+-- instances_spec.lua -- plan-format §6 in plans: "instances" copies every call without
 -- _instance per instance, each copy reads its view and writes its own scope.
 local cli = require "support.cli"
 local cjson = require "cjson"

@@ -1,4 +1,4 @@
--- latent_spec.lua -- tools without run are latent (SPEC 7): the latent handler set with
+-- latent_spec.lua -- tools without run are latent (plan-format §9): the latent handler set with
 -- obelus.set_latent answers them; a latent call without _outputPath is a thought.
 local cli = require "support.cli"
 local cjson = require "cjson"

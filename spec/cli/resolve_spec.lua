@@ -1,4 +1,4 @@
--- resolve_spec.lua -- `obelus resolve FILE EXPR [--at N] [--instance X]` (SPEC 8):
+-- resolve_spec.lua -- `obelus resolve FILE EXPR [--at N] [--instance X]` (plan-format §12):
 -- what a reference reads over a log, as JSON; exit 0 present, 1 absent, 2 malformed.
 local cli = require "support.cli"
 

@@ -1,4 +1,4 @@
--- retry_spec.lua -- per-call _timeout and _retry (issue 10, SPEC 5): a runtime error or a
+-- retry_spec.lua -- per-call _timeout and _retry (issue 10, plan-format §5): a runtime error or a
 -- timeout is retried after the delay, each attempt journaled, ctx.attempt counting from 1;
 -- a timeout abandons the attempt (its sleeps, luv handles and awaits never run later); the
 -- last attempt's error is the call's error, routed to a || alternative; structural errors

@@ -1,4 +1,4 @@
--- run_spec.lua -- `obelus run` and `obelus check` against SPEC 5, 7 and 8: dependency
+-- run_spec.lua -- `obelus run` and `obelus check` against plan-format §5, 9 and 12: dependency
 -- order, concurrency, skips, errors, output expressions, fire-and-forget, exit codes.
 local cli = require "support.cli"
 local cjson = require "cjson"

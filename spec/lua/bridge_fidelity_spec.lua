@@ -1,5 +1,5 @@
 -- bridge_fidelity_spec.lua -- JSON <-> Lua through obelus.core keeps every value exactly
--- (SPEC 7): null, integers vs floats, arrays vs objects, key order, bytes; and refuses what
+-- (plan-format §9): null, integers vs floats, arrays vs objects, key order, bytes; and refuses what
 -- JSON cannot hold with a message that names the place.
 local obelus = require "obelus"
 local core = require "obelus.core"

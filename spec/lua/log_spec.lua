@@ -1,6 +1,6 @@
 -- log_spec.lua -- the message log driven from Lua (obelus.core's log userdata): message
 -- forms, output methods and their errors, instance views, time travel, snapshots, and
--- expression errors with their character positions (SPEC 1-4, 6).
+-- expression errors with their character positions (plan-format §1-4, 6).
 local obelus = require "obelus"
 
 local encode, null = obelus.encode, obelus.null

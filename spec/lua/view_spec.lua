@@ -1,4 +1,4 @@
--- view_spec.lua -- a call's big params as read-only views (core/bridge/ob_view.c, SPEC 7): reading
+-- view_spec.lua -- a call's big params as read-only views (core/bridge/ob_view.c, plan-format §9): reading
 -- (index, #, pairs, ipairs, obelus.next), the error on writes, obelus.totable and
 -- obelus.is_view, values returned unchanged (the same JSON), cjson.encode, the cut-off
 -- between tables and views, latent handlers and retries, and the example tools on views.

@@ -1,4 +1,4 @@
--- notify.lua -- a fire-and-forget notification (SPEC 5): the call has no _outputPath,
+-- notify.lua -- a fire-and-forget notification (plan-format §5): the call has no _outputPath,
 -- so nothing waits for it and it writes nothing to the log. It sleeps (a slow mail
 -- gateway), then appends one line to the file named in its params through libuv's
 -- fs functions on the engine's loop. The run's result is ready long before; the

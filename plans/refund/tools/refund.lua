@@ -2,7 +2,7 @@
 -- Its _outputPath is "†state.receipt || †state.error": a normal return lands on the
 -- first alternative; a Lua error is routed by the engine to the LAST alternative as
 -- {"error": <message>, "tool": "refund", "call": <call id>} and counts as handled
--- (SPEC 3), so the run still exits 0 and the follower explains the failure.
+-- (plan-format §3), so the run still exits 0 and the follower explains the failure.
 local obelus = require "obelus"
 
 -- What each order was paid, in cents.

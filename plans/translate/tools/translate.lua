@@ -1,7 +1,7 @@
 -- translate.lua -- word-by-word translation from a small built-in dictionary (no
 -- network, no model). Unknown words are kept as they are. The plan's state schema,
 -- not this tool, bounds what may be written: a translation longer than
--- translations' maxLength is refused by the engine as a structural error (SPEC 1, 5).
+-- translations' maxLength is refused by the engine as a structural error (plan-format §1, 5).
 local obelus = require "obelus"
 
 local DICTIONARY = {

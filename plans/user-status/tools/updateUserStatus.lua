@@ -1,7 +1,7 @@
 -- updateUserStatus.lua -- the seeds' worked example (Output chapter): sets a user's
 -- status. The call writes only "inactive" to †data.user.status; the engine composes it
 -- with the context's {"name":"Alex","status":"active"}, so †data.user reads the whole
--- user with the new status (SPEC 2, "newest wins").
+-- user with the new status (plan-format §2, "newest wins").
 local obelus = require "obelus"
 
 local STATUSES = { "active", "inactive", "suspended" }

@@ -1,6 +1,6 @@
 -- checkWeather.lua -- looks a city up in a fixed table (no network) and branches:
 -- the report goes to †state.sunny or to †state.rainy, the tool choosing with
--- obelus.branch (SPEC 3, 7). Only the readers of the branch taken run; the other
+-- obelus.branch (plan-format §3, 9). Only the readers of the branch taken run; the other
 -- reader is skipped, as a branch not taken.
 local obelus = require "obelus"
 
