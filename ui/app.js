@@ -1162,7 +1162,7 @@
     const m = page.m, c = m.calls[i], st = m.state(i);
     const unread = !STATIC && (!('params' in c) || (c._got !== undefined && c._got !== st));
     if (unread) readCall(page, i);
-    const wasFocused = panel && panel.contains(document.activeElement);
+    const focused = panel && panel.contains(document.activeElement) ? document.activeElement : null;
     const box = panel || h('aside', { class: 'panel', id: 'panel', 'aria-label': 'the chosen call' });
     box.page = page;
     const sec = (title, ...kids) => [h('h3', { text: title }), ...kids];
@@ -1207,13 +1207,19 @@
     box.replaceChildren(...parts);
     if (!panel) { panel = box; document.body.append(box); }
     document.body.classList.add('with-panel');
-    if (wasFocused) box.querySelector('.close').focus();
+    if (focused) (box.contains(focused) ? focused : box.querySelector('.close')).focus();
   }
 
+  // The approve box on show, kept across the panel's redraws while its call waits with the
+  // same params: a redraw (news of another call) must not take away an edit in progress.
+  let approving = null;
   function approveBox(page, i) {
     const m = page.m, c = m.calls[i], w = c._waiting;
+    const text = JSON.stringify(w.params ?? c.resolved ?? c.params ?? {}, null, 2);
+    const key = page.id + '\n' + c.id + '\n' + text;
+    if (approving && approving.key === key) return approving.box;
     const ta = h('textarea', { rows: 6, 'aria-label': 'the params to approve', spellcheck: 'false' });
-    ta.value = JSON.stringify(w.params ?? c.resolved ?? c.params ?? {}, null, 2);
+    ta.value = text;
     const err = h('div', { class: 'error', role: 'alert' });
     const send = async (decision, edited) => {
       const body = { call: c.id, decision };
@@ -1222,17 +1228,21 @@
       }
       try {
         await api('POST', runPath(page.id) + '/approve', body);
-        c._waiting = null;
+        const now = page.m.calls[i]; // (the run may have been read again meanwhile)
+        if (now && now.id === c.id) now._waiting = null;
+        approving = null;
         page.push([]);
         err.textContent = '';
       } catch (e) { err.textContent = e.message; }
     };
-    return h('div', { class: 'approve' }, h('b', { text: 'Waiting for approval' }),
+    const box = h('div', { class: 'approve' }, h('b', { text: 'Waiting for approval' }),
       h('p', { class: 'note', text: 'the params as the call will read them:' }), ta,
       h('div', { class: 'actions' },
         h('button', { class: 'primary', text: 'Approve', onclick: () => send('yes', false) }),
         h('button', { text: 'Edit and approve', onclick: () => send('yes', true) }),
         h('button', { class: 'danger', text: 'Reject', onclick: () => send('no', false) })), err);
+    approving = { key, box };
+    return box;
   }
 
   // Fork: from call i (or, i null, at the slider's message), with "set" values
