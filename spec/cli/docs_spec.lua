@@ -29,12 +29,7 @@
 local cli = require "support.cli"
 local fs = require "support.fs"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = cli.sh -- what a shell command printed
 
 local REPO = sh("pwd"):gsub("\n$", "")
 local BIN = cli.bin:sub(1, 1) == "/" and cli.bin or REPO .. "/" .. cli.bin

@@ -12,12 +12,7 @@ local ESC = "\27"
 local DAG = "\xE2\x80\xA0"
 local TOOLS = "spec/cli/tools"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = cli.sh -- what a shell command printed
 
 
 

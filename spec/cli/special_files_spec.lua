@@ -5,12 +5,7 @@
 local cjson = require "cjson"
 local cli = require "support.cli"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = cli.sh -- what a shell command printed
 
 describe("special files", function()
   local dir

@@ -12,12 +12,7 @@ local exists, wait_for, plan_file, run, start = proc.exists, proc.wait_for, proc
 local TOOLS = "spec/cli/fixtures/stop/tools.lua"
 local q = cli.quote
 
-local function sh(cmd)
-  local p = io.popen(cmd)
-  local s = p:read("a")
-  p:close()
-  return s
-end
+local sh = cli.sh -- what a shell command printed
 
 
 
