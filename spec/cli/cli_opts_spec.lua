@@ -11,7 +11,6 @@ local fs = require "support.fs"
 local PLAN, TOOLS = "plans/weather/plan.json", "plans/weather/tools"
 local TESTTOOLS = "spec/cli/tools"
 local BIN = cli.bin:sub(1, 1) == "/" and cli.bin or os.getenv("PWD") .. "/" .. cli.bin
-local BINDIR = BIN:match("^(.*)/[^/]*$")
 
 local function set(list)
   local t = {}
@@ -308,21 +307,7 @@ describe("the table", function()
 end)
 
 -- bash: the completion function called as bash calls it, with obelus on PATH
-local function bash_complete(words)
-  local script = cli.tmpfile(([[
-PATH=%s:$PATH
-source completions/obelus.bash
-COMP_WORDS=(%s)
-COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-_obelus
-printf '%%s\n' "${COMPREPLY[@]}"
-]]):format(cli.quote(BINDIR), words))
-  local out = cli.sh("bash " .. script .. " 2>&1")
-  os.remove(script)
-  local t = {}
-  for w in out:gmatch("[^\n]+") do t[w] = true end
-  return t
-end
+local bash_complete = cli.bash_complete
 
 -- zsh: the function with zsh's own completers stood in for by printers
 local function zsh_complete(words)

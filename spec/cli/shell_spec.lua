@@ -16,19 +16,7 @@ end
 
 -- bash: the completion function called as bash would, with `obelus` on PATH
 local BINDIR = cli.bin:match("^(.*)/[^/]*$") or "."
-local function bash_complete(line)
-  local script = cli.tmpfile(([[
-PATH=%s:$PATH
-source completions/obelus.bash
-COMP_WORDS=(%s)
-COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-_obelus
-printf '%%s\n' "${COMPREPLY[@]}"
-]]):format(cli.quote(BINDIR), line))
-  local out = sh("bash " .. script .. " 2>&1")
-  os.remove(script)
-  return words(out)
-end
+local bash_complete = cli.bash_complete
 
 -- zsh: the completion function with zsh's own completers stood in for by printers
 local function zsh_complete(line)

@@ -72,6 +72,25 @@ function M.sh(cmd)
   return out
 end
 
+-- What bash's completion of obelus offers for a command line (COMP_WORDS given as shell
+-- words, the last the one completed), the obelus under test first on PATH: a set.
+function M.bash_complete(line)
+  local bin = M.bin:sub(1, 1) == "/" and M.bin or os.getenv("PWD") .. "/" .. M.bin
+  local script = M.tmpfile(([[
+PATH=%s:$PATH
+source completions/obelus.bash
+COMP_WORDS=(%s)
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_obelus
+printf '%%s\n' "${COMPREPLY[@]}"
+]]):format(shell_quote(bin:match("^(.*)/[^/]*$")), line))
+  local out = M.sh("bash " .. script .. " 2>&1")
+  os.remove(script)
+  local t = {}
+  for w in out:gmatch("[^\n]+") do t[w] = true end
+  return t
+end
+
 -- The non-empty lines of a text (nil: none), in order.
 function M.lines(text)
   local t = {}
