@@ -120,7 +120,12 @@ local function median(xs)
 end
 return {
   { name = "double", schema = { type = "object" }, run = function(call) return call.n * 2 end },
-  { name = "burn", schema = { type = "object" }, run = function(call) return burn(call.loops) end },
+  -- and what the burn took, so that the driver can tell the calibration held in the worker
+  { name = "burn", schema = { type = "object" }, run = function(call)
+      local x
+      local took = ms(function() x = burn(call.loops) end)
+      return { x = x, ms = took }
+    end },
   -- the loop count that takes call.ms of CPU, and what one burn of it then took (median of 21)
   { name = "calibrate", schema = { type = "object" }, run = function(call)
       local probe, t = 1000000, {}
@@ -254,19 +259,25 @@ local function run(case, side, workers, round)
   local ok, extra = 0, {}
   if side == "obelus" then
     local results = sh_out(("cat %s/out.chunk.*"):format(run_dir))
-    local i = 0
+    local i, burns = 0, {}
     for line in results:gmatch("[^\n]+") do
       i = i + 1
       local res = cjson.decode(line)
-      if res.exit == 0 and res.output == expected(case, i) then ok = ok + 1 end
+      local v = res.output
+      if case == "cpu" and type(v) == "table" then
+        burns[#burns + 1] = v.ms
+        v = v.x
+      end
+      if res.exit == 0 and v == expected(case, i) then ok = ok + 1 end
     end
+    extra.burn_ms = #burns > 0 and median(burns) or nil
     local submitted = tonumber(slurp("submitted"):match("%d+"))
     extra.submit_s = submitted and (submitted - tonumber(s0)) / 1e9
     extra.waits = math.ceil(n / WAIT_MAX)
   else
     local res = cjson.decode(slurp("client.json"))
     ok = res.ok
-    extra.submit_s, extra.missed_events = res.submit_s, res.missed_events
+    extra.submit_s, extra.missed_events, extra.burn_ms = res.submit_s, res.missed_events, res.burn_ms
   end
   if ok ~= n then
     error(("%s %s (%d workers): %d of %d jobs finished with the expected result"):format(case, side, workers,
@@ -286,6 +297,7 @@ local function run(case, side, workers, round)
     redis_cmds_per_job = total / n,
     aof_bytes_per_job = aof / n,
     submit_s = extra.submit_s, obelus_waits = extra.waits, missed_events = extra.missed_events,
+    burn_ms = extra.burn_ms,
   }
   print(cjson.encode(m))
   io.stdout:flush()
@@ -315,11 +327,23 @@ local function med(k, field)
   return #xs > 0 and median(xs) or nil
 end
 
+-- the burns' median time inside the workers (cpu runs), over all the runs of a side
+local function in_worker(side)
+  local xs = {}
+  for _, w in ipairs(WORKERS) do
+    for _, m in ipairs(results[key("cpu", side, tonumber(w))] or {}) do
+      if m.burn_ms then xs[#xs + 1] = m.burn_ms end
+    end
+  end
+  return #xs > 0 and ("%.2f"):format(median(xs)) or "-"
+end
+
 print("")
 print(("fleet vs BullMQ, end to end (submit + workers' start-up + a waiting client), fresh Redis " ..
        "(AOF everysec) each run, medians of %d rounds"):format(ROUNDS))
-print(("cpu: ~%g ms a job, Lua %d loops (%.2f ms), JavaScript %d loops (%.2f ms)"):format(CPU_MS,
-  lua_cal.loops, lua_cal.ms, js_cal.loops, js_cal.ms))
+print(("cpu: ~%g ms a job, Lua %d loops (%.2f ms), JavaScript %d loops (%.2f ms); in the workers " ..
+       "(median of the runs' medians): Lua %s ms, JavaScript %s ms"):format(CPU_MS,
+  lua_cal.loops, lua_cal.ms, js_cal.loops, js_cal.ms, in_worker("obelus"), in_worker("bullmq")))
 print(("%-8s %2s %7s | %9s %9s %7s | %8s %8s | %8s %8s | %7s %7s"):format("case", "w", "jobs",
   "obelus/s", "BullMQ/s", "ratio", "ob B/job", "bq B/job", "ob us/j", "bq us/j", "ob c/j", "bq c/j"))
 for _, case in ipairs(CASES) do
@@ -341,8 +365,11 @@ for _, case in ipairs(CASES) do
 end
 print("ratio: obelus jobs/s / BullMQ jobs/s; B/job: Redis used_memory per finished job; us/j: Redis CPU " ..
       "(user+sys) per job; c/j: commands Redis ran per job (those inside scripts too)")
-if #CASES > 0 and SIZE.flow then
-  print("flow: BullMQ's FlowProducer chain (4 jobs a workflow) against obelus's steps figures")
+for _, case in ipairs(CASES) do
+  if case == "flow" then
+    print("flow: BullMQ's FlowProducer chain (4 jobs a workflow) against obelus's steps figures " ..
+          "(obelus's columns are its steps runs)")
+  end
 end
 
 -- where the commands go: per job, each side, 1 worker (or the first count), the last round

@@ -10,10 +10,12 @@
 //       queues N jobs with one addBulk (FlowProducer.addBulk for the flow shape), waits
 //       until every one has finished, checks their results and prints one JSON line:
 //       {"jobs", "ok" (finished with the expected result), "sum" (of the results),
-//        "submit_s", "wait_s", "missed_events"}
+//        "submit_s", "wait_s", "missed_events", and for cpu "burn_ms": the median time of
+//        the burns in the workers}
 // The shapes (each job's input is {n: i}, i = 1..N):
 //   trivial  return n * 2
-//   cpu      burn(LOOPS) (a busy loop the driver calibrated to ~5 ms), return its result
+//   cpu      burn(LOOPS) (a busy loop the driver calibrated to ~5 ms), return its result and
+//            the time it took: {x, ms}
 //   steps    four steps, each doubling the one before's output, in one job, each step's
 //            output saved with job.updateData({step, v}) before the next: BullMQ's
 //            documented "process step jobs" pattern, so that a retried job resumes at its
@@ -72,8 +74,12 @@ function processor(shape, loops) {
   switch (shape) {
     case "trivial":
       return async (job) => job.data.n * 2;
-    case "cpu":
-      return async () => burn(loops);
+    case "cpu": // and what the burn took, so that the client can tell the calibration held
+      return async () => {
+        const t = process.hrtime.bigint();
+        const x = burn(loops);
+        return { x, ms: Number(process.hrtime.bigint() - t) / 1e6 };
+      };
     case "steps":
       return async (job) => {
         let { n, step = 0, v = n } = job.data;
@@ -112,9 +118,10 @@ async function worker(port, queue, shape, concurrency, loops) {
   process.on("SIGINT", stop);
 }
 
+let burned = null; // burn(loops), computed once (the check is inside the timed run)
 function expected(shape, n, loops) {
   if (shape === "trivial") return n * 2;
-  if (shape === "cpu") return burn(loops);
+  if (shape === "cpu") return burned ?? (burned = burn(loops));
   return n * 16;
 }
 
@@ -198,15 +205,22 @@ async function client(port, queue, shape, count, how = "events", loops = 0) {
   const t2 = process.hrtime.bigint();
   let ok = 0;
   let sum = 0;
+  const burns = [];
   for (const id of list) {
     const r = results.get(id);
     if (r && !("failed" in r)) {
-      sum += Number(r.value);
-      if (Number(r.value) === expected(shape, n_of.get(id), loops)) ok++;
+      let v = r.value;
+      if (shape === "cpu" && v) {
+        burns.push(v.ms);
+        v = v.x;
+      }
+      sum += Number(v);
+      if (Number(v) === expected(shape, n_of.get(id), loops)) ok++;
     }
   }
   console.log(JSON.stringify({ jobs: N, ok, sum, submit_s: Number(t1 - t0) / 1e9,
-                               wait_s: Number(t2 - t1) / 1e9, missed_events: missed }));
+                               wait_s: Number(t2 - t1) / 1e9, missed_events: missed,
+                               burn_ms: burns.length ? median(burns) : undefined }));
   if (qe) await qe.close();
   await q.close();
   process.exit(0);
