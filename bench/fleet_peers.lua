@@ -38,7 +38,10 @@
 -- used_memory after the run, workers stopped, minus before, / jobs), Redis's CPU per job
 -- (INFO used_cpu_sys + used_cpu_user, after - before, / jobs), the commands Redis ran per
 -- job (INFO commandstats after CONFIG RESETSTAT; commands run inside scripts count too,
--- INFO and CONFIG do not) and the AOF's bytes per job. Each result is checked (every job
+-- INFO and CONFIG do not), the AOF's bytes per job, and a timeline from t0: when the
+-- batch was queued (submitted_s), when a worker took the first job and when the last one
+-- finished (first_taken_s, last_finished_s: the jobs' own records in Redis), and the end
+-- (secs: the client has every result). Each result is checked (every job
 -- finished with the value expected of its input) and a run that fails the check raises.
 -- Rounds are interleaved (obelus then BullMQ, per case, per worker count, per round);
 -- medians of ROUNDS. No taskset: the machine has 2 cores for Redis, the client and the
@@ -48,10 +51,11 @@
 -- Environment (the defaults in brackets): OBELUS_FLEETP_ROUNDS [3], OBELUS_FLEETP_TRIVIAL
 -- [20000], OBELUS_FLEETP_CPU [2000], OBELUS_FLEETP_STEPS [2000], OBELUS_FLEETP_CPU_MS [5],
 -- OBELUS_FLEETP_CASES [trivial,cpu,steps,flow], OBELUS_FLEETP_WORKERS [1,2],
--- OBELUS_FLEETP_WAIT [seq|par], OBELUS_FLEETP_BULL_WAIT [events|poll],
+-- OBELUS_FLEETP_JOBS (J per case, e.g. "trivial=1,cpu=2"; [trivial=256,cpu=1,steps=256,
+-- flow=256]), OBELUS_FLEETP_WAIT [seq|par], OBELUS_FLEETP_BULL_WAIT [events|poll|until],
 -- OBELUS_FLEETP_TIMEOUT [600], OBELUS_FLEETP_VMEM_MB [4096].
--- Output: one JSON line per measurement, then a table of medians and ratios, then the
--- commands per job of each case (1 worker, the last round), both sides.
+-- Output: one JSON line per measurement, then a table of medians and ratios, the timeline's
+-- medians, and the commands per job of each case (1 worker, the last round), both sides.
 package.path = "../spec/?.lua;" .. package.path
 local cjson = require "cjson"
 local servers = require "support.servers"
@@ -76,6 +80,7 @@ local BULL_WAIT = env("BULL_WAIT", "events")
 local TIMEOUT = tonumber(env("TIMEOUT", "600"))
 local VMEM_KB = tonumber(env("VMEM_MB", "4096")) * 1024
 local CONCURRENCY = { trivial = 256, cpu = 1, steps = 256, flow = 256 }
+for case, j in env("JOBS", ""):gmatch("(%a+)=(%d+)") do CONCURRENCY[case] = tonumber(j) end
 local WAIT_MAX = 4096 -- ids per `obelus wait` today
 
 local here = io.popen("pwd"):read("l")
@@ -187,15 +192,35 @@ local function info(r, section)
   for k, v in r.cli("info " .. section):gmatch("([%w_|]+):([^\r\n]+)") do t[k] = tonumber(v) or v end
   return t
 end
+-- INFO commandstats: {name = {calls, usec}} and the total of calls
 local function commands(r)
   local t, total = {}, 0
-  for name, calls in r.cli("info commandstats"):gmatch("cmdstat_([%w_|]+):calls=(%d+)") do
+  for name, calls, usec in r.cli("info commandstats"):gmatch("cmdstat_([%w_|]+):calls=(%d+),usec=(%d+)") do
     if name ~= "info" and not name:match("^config") then
-      t[name] = tonumber(calls)
+      t[name] = { calls = tonumber(calls), usec = tonumber(usec) }
       total = total + tonumber(calls)
     end
   end
   return t, total
+end
+-- The smallest of field a and the largest of field b over the hashes whose keys match
+-- pattern (one script: a bench Redis of its own, KEYS is fine there); nil, nil when none.
+local SPAN = [[
+local lo, hi = nil, nil
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  if redis.call('TYPE', k).ok == 'hash' then
+    local v = redis.call('HMGET', k, ARGV[2], ARGV[3])
+    local a, b = tonumber(v[1]), tonumber(v[2])
+    if a and (not lo or a < lo) then lo = a end
+    if b and (not hi or b > hi) then hi = b end
+  end
+end
+return { tostring(lo or ''), tostring(hi or '') }
+]]
+local function span(r, pattern, a, b)
+  local out = r.cli(("eval %s 0 %s %s %s"):format(q(SPAN), q(pattern), a, b))
+  local lo, hi = out:match("^(%d*)\n(%d*)")
+  return tonumber(lo), tonumber(hi)
 end
 local function aof_bytes(r)
   return tonumber(sh_out(("du -sb %s/appendonlydir 2>/dev/null | cut -f1"):format(r.dir))) or 0
@@ -272,12 +297,13 @@ local function run(case, side, workers, round)
     end
     extra.burn_ms = #burns > 0 and median(burns) or nil
     local submitted = tonumber(slurp("submitted"):match("%d+"))
-    extra.submit_s = submitted and (submitted - tonumber(s0)) / 1e9
+    extra.submitted_s = submitted and (submitted - tonumber(s0)) / 1e9
     extra.waits = math.ceil(n / WAIT_MAX)
   else
     local res = cjson.decode(slurp("client.json"))
     ok = res.ok
-    extra.submit_s, extra.missed_events, extra.burn_ms = res.submit_s, res.missed_events, res.burn_ms
+    extra.submitted_s = (res.submitted_at_ms * 1e6 - tonumber(s0)) / 1e9
+    extra.missed_events, extra.burn_ms = res.missed_events, res.burn_ms
   end
   if ok ~= n then
     error(("%s %s (%d workers): %d of %d jobs finished with the expected result"):format(case, side, workers,
@@ -287,7 +313,12 @@ local function run(case, side, workers, round)
   local cpu1 = info(r, "cpu")
   local cmds, total = commands(r)
   local aof = aof_bytes(r)
+  -- the workers' timeline, from the jobs' own records: when the first job was taken, when
+  -- the last one finished (ms since 1970, the workers' clock, which is this machine's)
+  local first, last = span(r, side == "obelus" and ("ob:{%s}:job:*"):format(queue) or ("bull:%s:*"):format(queue),
+    side == "obelus" and "started" or "processedOn", side == "obelus" and "finished" or "finishedOn")
   r.stop()
+  local function since(ms_) return ms_ and (ms_ * 1e6 - tonumber(s0)) / 1e9 end
   local m = {
     bench = "fleet-peers", case = case, side = side, workers = workers, round = round, jobs = n,
     secs = secs, jobs_per_s = n / secs,
@@ -296,8 +327,8 @@ local function run(case, side, workers, round)
                            / n * 1e6,
     redis_cmds_per_job = total / n,
     aof_bytes_per_job = aof / n,
-    submit_s = extra.submit_s, obelus_waits = extra.waits, missed_events = extra.missed_events,
-    burn_ms = extra.burn_ms,
+    submitted_s = extra.submitted_s, first_taken_s = since(first), last_finished_s = since(last),
+    obelus_waits = extra.waits, missed_events = extra.missed_events, burn_ms = extra.burn_ms,
   }
   print(cjson.encode(m))
   io.stdout:flush()
@@ -323,7 +354,7 @@ os.execute("rm -rf " .. dir)
 
 local function med(k, field)
   local xs = {}
-  for i, m in ipairs(results[k] or {}) do xs[i] = m[field] end
+  for _, m in ipairs(results[k] or {}) do xs[#xs + 1] = m[field] end
   return #xs > 0 and median(xs) or nil
 end
 
@@ -372,9 +403,30 @@ for _, case in ipairs(CASES) do
   end
 end
 
+-- where the time goes: the timeline's medians
+print("")
+print("timeline, seconds from t0 (medians): the batch queued, the first job taken, the last one finished, " ..
+      "the client has every result")
+print(("%-8s %2s %-7s %8s %8s %8s %8s"):format("case", "w", "side", "queued", "first", "last", "end"))
+for _, case in ipairs(CASES) do
+  for _, w in ipairs(WORKERS) do
+    for _, side in ipairs(case == "flow" and { "bullmq" } or { "obelus", "bullmq" }) do
+      local k = key(case, side, tonumber(w))
+      local function f(field)
+        local v = med(k, field)
+        return v and ("%.2f"):format(v) or "-"
+      end
+      print(("%-8s %2d %-7s %8s %8s %8s %8s"):format(case, tonumber(w), side, f("submitted_s"), f("first_taken_s"),
+        f("last_finished_s"), f("secs")))
+    end
+  end
+end
+
 -- where the commands go: per job, each side, 1 worker (or the first count), the last round
 print("")
-print("Redis commands per job (INFO commandstats; 1 worker, last round; commands inside scripts count)")
+print("Redis commands per job: calls (and Redis's microseconds in them) a job, INFO commandstats, " ..
+      WORKERS[1] .. " worker(s), the last round;")
+print("commands run inside scripts count, and their time is also inside the EVAL/EVALSHA's")
 for _, case in ipairs(CASES) do
   for _, side in ipairs(case == "flow" and { "bullmq" } or { "obelus", "bullmq" }) do
     local runs = results[key(case, side, tonumber(WORKERS[1]))]
@@ -382,11 +434,14 @@ for _, case in ipairs(CASES) do
     if m then
       local names = {}
       for name in pairs(m.cmds) do names[#names + 1] = name end
-      table.sort(names, function(a, b) return m.cmds[a] > m.cmds[b] end)
+      table.sort(names, function(a, b) return m.cmds[a].calls > m.cmds[b].calls end)
       local parts = {}
       for i, name in ipairs(names) do
-        if m.cmds[name] / m.jobs >= 0.01 then parts[#parts + 1] = ("%s %.2f"):format(name, m.cmds[name] / m.jobs) end
-        if i >= 14 then break end
+        local c = m.cmds[name]
+        if c.calls / m.jobs >= 0.01 then
+          parts[#parts + 1] = ("%s %.2f (%.1f)"):format(name, c.calls / m.jobs, c.usec / m.jobs)
+        end
+        if i >= 16 then break end
       end
       print(("  %-8s %-7s %5.1f: %s"):format(case, side, m.redis_cmds_per_job, table.concat(parts, ", ")))
     end

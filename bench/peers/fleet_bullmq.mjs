@@ -10,8 +10,9 @@
 //       queues N jobs with one addBulk (FlowProducer.addBulk for the flow shape), waits
 //       until every one has finished, checks their results and prints one JSON line:
 //       {"jobs", "ok" (finished with the expected result), "sum" (of the results),
-//        "submit_s", "wait_s", "missed_events", and for cpu "burn_ms": the median time of
-//        the burns in the workers}
+//        "submitted_at_ms" (when addBulk answered, ms since 1970), "submit_s" (addBulk's
+//        time), "wait_s" (from then to the last result), "missed_events", and for cpu
+//        "burn_ms": the median time of the burns in the workers}
 // The shapes (each job's input is {n: i}, i = 1..N):
 //   trivial  return n * 2
 //   cpu      burn(LOOPS) (a busy loop the driver calibrated to ~5 ms), return its result and
@@ -172,6 +173,7 @@ async function client(port, queue, shape, count, how = "events", loops = 0) {
     list = added.map((j) => j.id);
   }
   const t1 = process.hrtime.bigint();
+  const submitted_at_ms = Date.now();
   ids = list;
   ids.set = new Set(list);
   for (const id of list) if (results.has(id)) got++;
@@ -218,7 +220,7 @@ async function client(port, queue, shape, count, how = "events", loops = 0) {
       if (Number(v) === expected(shape, n_of.get(id), loops)) ok++;
     }
   }
-  console.log(JSON.stringify({ jobs: N, ok, sum, submit_s: Number(t1 - t0) / 1e9,
+  console.log(JSON.stringify({ jobs: N, ok, sum, submitted_at_ms, submit_s: Number(t1 - t0) / 1e9,
                                wait_s: Number(t2 - t1) / 1e9, missed_events: missed,
                                burn_ms: burns.length ? median(burns) : undefined }));
   if (qe) await qe.close();
