@@ -20,7 +20,9 @@
 -- The workloads (job i's input is {"n": i}):
 --   trivial  N jobs (20,000) of one call doubling n; J = 256
 --   cpu      M jobs (2,000) of ~5 ms of CPU each: the same busy loop in Lua (the tool) and
---            in JavaScript, each calibrated here to CPU_MS in its own language (printed);
+--            in JavaScript, each calibrated here to CPU_MS of CPU time in its own language
+--            (os.clock; process.cpuUsage), printed, and each job returns the CPU time its
+--            loop took, so that the table says whether the calibration held in the workers;
 --            J = 1: "2 workers" is two processes computing side by side
 --   steps    M jobs (2,000) of four steps, each doubling the one before's output:
 --            obelus, a 4-call plan where each call reads the previous call's output, its
