@@ -229,9 +229,26 @@ local function aof_bytes(r)
 end
 
 -- One measurement: a fresh Redis, the workers and the client started together.
+local measure_on
 local function run(case, side, workers, round)
-  local n = SIZE[case]
   local r = assert(servers.redis { fsync = "everysec" })
+  -- the server is stopped and its folder removed whatever happens
+  local ok, m = pcall(measure_on, r, case, side, workers, round)
+  r.stop()
+  if not ok then
+    os.execute("rm -rf " .. dir)
+    error(m, 0)
+  end
+  local cmds = m._cmds
+  m._cmds = nil
+  print(cjson.encode(m))
+  io.stdout:flush()
+  m.cmds = cmds
+  return m
+end
+
+function measure_on(r, case, side, workers, round)
+  local n = SIZE[case]
   local url, port, queue = r.url, r.port, ("%s-%s-%d"):format(case, side, round)
   local run_dir = dir .. "/run"
   os.execute("rm -rf " .. run_dir .. " && mkdir -p " .. run_dir)
@@ -319,7 +336,6 @@ local function run(case, side, workers, round)
   -- the last one finished (ms since 1970, the workers' clock, which is this machine's)
   local first, last = span(r, side == "obelus" and ("ob:{%s}:job:*"):format(queue) or ("bull:%s:*"):format(queue),
     side == "obelus" and "started" or "processedOn", side == "obelus" and "finished" or "finishedOn")
-  r.stop()
   local function since(ms_) return ms_ and (ms_ * 1e6 - tonumber(s0)) / 1e9 end
   local m = {
     bench = "fleet-peers", case = case, side = side, workers = workers, round = round, jobs = n,
@@ -332,9 +348,7 @@ local function run(case, side, workers, round)
     submitted_s = extra.submitted_s, first_taken_s = since(first), last_finished_s = since(last),
     obelus_waits = extra.waits, missed_events = extra.missed_events, burn_ms = extra.burn_ms,
   }
-  print(cjson.encode(m))
-  io.stdout:flush()
-  m.cmds = cmds
+  m._cmds = cmds
   return m
 end
 
