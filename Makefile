@@ -110,7 +110,7 @@ CTESTS   := $(basename $(notdir $(wildcard spec/c/test_*.c)))
 TSAN_CTESTS := $(filter test_wal_% test_api_threads,$(CTESTS))
 BENCH_SRC := $(wildcard bench/*.c)
 
-.PHONY: pgo fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua test-lua-rel test-lua-rel-1 test-lua-rel-2 test-lua-asan test-lua-asan-1 test-lua-asan-2 test-lua-tsan bench bench-peers demo demo-build demo-run demo-cluster clean
+.PHONY: pgo fuzz torture all deps deps-build deps-quiet test test-run test-c test-lua test-lua-rel test-lua-rel-1 test-lua-rel-2 test-lua-asan test-lua-asan-1 test-lua-asan-2 test-lua-tsan bench bench-peers bench-fleet demo demo-build demo-run demo-cluster clean
 .DELETE_ON_ERROR:
 
 all: bin/obelus lib/libobelus.a lib/libobelus.so lib/obelus/core.so
@@ -480,6 +480,13 @@ clean:
 bench-peers: bin/obelus
 	@cd bench/peers && [ -d node_modules/@langchain/langgraph ] || npm install --no-audit --no-fund --silent
 	@cd bench && lua5.4 peers.lua
+
+# obelus's job queue against BullMQ (npm bullmq, also into bench/peers/node_modules), end to
+# end, each run on a redis-server of its own (bench/fleet_peers.lua says what and how;
+# OBELUS_FLEETP_* set the sizes and rounds).
+bench-fleet: bin/obelus
+	@cd bench/peers && [ -d node_modules/bullmq ] && [ -d node_modules/ioredis ] || npm install --no-audit --no-fund --silent
+	@cd bench && lua5.4 fleet_peers.lua
 
 # A batch on two workers and a redis-server of its own; one worker is killed halfway.
 demo-cluster: bin/obelus

@@ -1,6 +1,7 @@
 -- bench/run.lua -- drives obelus-bench: 3 runs per size (whole runs 5), medians, ratios.
 -- `lua5.4 run.lua journal` runs the journal section alone; `lua5.4 run.lua http` the
--- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua);
+-- HTTP one (bench/http.lua); `lua5.4 run.lua fleet` the fleet's (bench/fleet.lua); `lua5.4 run.lua
+-- fleet-peers` the fleet against BullMQ (bench/fleet_peers.lua, make bench-fleet);
 -- `lua5.4 run.lua threads` run --threads's (bench/threads.lua); `lua5.4 run.lua unfold`
 -- _each's and fork's (issue 28); `lua5.4 run.lua waiting`
 -- the waiting calls' (sleep 10000 and 100000, next to floor and chain); `lua5.4 run.lua
@@ -255,6 +256,10 @@ if arg[1] == "ui" then
 end
 if arg[1] == "peers" then
   dofile("peers.lua")
+  return
+end
+if arg[1] == "fleet-peers" then -- BullMQ installed first (make bench-fleet does)
+  dofile("fleet_peers.lua")
   return
 end
 
