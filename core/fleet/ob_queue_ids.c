@@ -132,7 +132,8 @@ size_t ob_queue_ids_seal(ob_queue_ids *s) {
     return ob_queue_ids_count(s);
   s->sealed = 1;
   /* the numbers added one by one, as spans of consecutive ones */
-  qsort(s->nums, s->nnums, sizeof *s->nums, by_number);
+  if (s->nnums) /* qsort's array is never NULL, even for none */
+    qsort(s->nums, s->nnums, sizeof *s->nums, by_number);
   for (size_t i = 0; i < s->nnums;) {
     size_t j = i;
     while (j + 1 < s->nnums && s->nums[j + 1] <= s->nums[j] + 1)
@@ -144,7 +145,8 @@ size_t ob_queue_ids_seal(ob_queue_ids *s) {
   s->nums = NULL;
   s->nnums = s->capnums = 0;
   /* every span, sorted, overlapping and touching ones made one run */
-  qsort(s->spans, s->nspans, sizeof *s->spans, by_first);
+  if (s->nspans)
+    qsort(s->spans, s->nspans, sizeof *s->spans, by_first);
   size_t m = 0;
   for (size_t i = 0; i < s->nspans; i++) {
     if (m && s->spans[i].first <= s->spans[m - 1].last + 1) {
@@ -169,7 +171,8 @@ size_t ob_queue_ids_seal(ob_queue_ids *s) {
   const char **ptrs = ob_xmalloc((s->ntexts ? s->ntexts : 1) * sizeof *ptrs);
   for (size_t i = 0; i < s->ntexts; i++)
     ptrs[i] = s->text + s->offs[i];
-  qsort(ptrs, s->ntexts, sizeof *ptrs, by_text);
+  if (s->ntexts)
+    qsort(ptrs, s->ntexts, sizeof *ptrs, by_text);
   size_t k = 0;
   for (size_t i = 0; i < s->ntexts; i++)
     if (!k || strcmp(ptrs[i], s->text + s->offs[k - 1]))

@@ -55,6 +55,7 @@
 #define SWEEP_INFLIGHT 4
 #define FETCH_MAX 1000
 #define SWEEP_DUTY 10
+#define DEADLINE_GRACE_MS 2000
 
 /* What is known of a job. */
 enum {
@@ -137,6 +138,7 @@ struct ob_queue_wait {
   uint64_t sw_started, next_sweep; /* ms since the epoch */
   uint64_t deadline;               /* 0: none */
   int ending;                      /* the deadline passed: report what is known, then end */
+  int graced;                      /* the deadline's timer gave the rounds their grace */
   char last[64];                   /* the done stream's last entry read */
   char read_from[64];              /* where the read under way began */
   int read_full;                   /* it came back with READ_COUNT entries */
@@ -322,7 +324,7 @@ static int shard_complete(ob_queue_wait *w, size_t idx) {
  * stored, or anyone with access to Redis (an exit of 0 to 2, the output JSON).
  * 0 when the job is not finished after all. The texts are the reply's. */
 static int stored_result(redisReply *rp, ob_queue_result *res) {
-  if (rp->type == REDIS_REPLY_ERROR) {
+  if (rp->type == REDIS_REPLY_ERROR) { /* WRONGTYPE: the others end the wait (on_reply) */
     res->exit = 2;
     res->state = "failed";
     res->output = "null";
@@ -621,7 +623,7 @@ static void sweep_start(ob_queue_wait *w) {
 }
 
 static void on_sweep(ob_queue_wait *w, wreq *q, redisReply *rp) {
-  if (rp->type != REDIS_REPLY_ARRAY) /* scripts refused (an error): the done stream still tells */
+  if (rp->type != REDIS_REPLY_ARRAY)
     return;
   for (size_t i = 0; i < q->ntargets && i < rp->elements && !w->ended; i++) {
     redisReply *e = rp->element[i];
@@ -823,6 +825,16 @@ static void on_reply(void *ud, redisReply *rp, const char *why) {
     maybe_free(w);
     return;
   }
+  /* an error where an answer was due (a script refused, LOADING, no permission) ends
+     the wait with it, as a read's does; a job's key of another type is its own
+     trouble (a broken job), and the stream's first entry is only a hint */
+  if (rp->type == REDIS_REPLY_ERROR && q->kind != R_FIRST && q->kind != R_CURSOR &&
+      !((q->kind == R_FETCH || q->kind == R_PART) && !strncmp(rp->str, "WRONGTYPE", 9))) {
+    free(q);
+    wait_end(w, rp->str);
+    maybe_free(w);
+    return;
+  }
   switch (q->kind) {
   case R_CURSOR: /* XREVRANGE done + - COUNT 1: [[id, fields]] or [] */
     if (rp->type == REDIS_REPLY_ARRAY && rp->elements == 1 &&
@@ -902,7 +914,18 @@ static void wait_end(ob_queue_wait *w, const char *why) {
   maybe_free(w);
 }
 
-static void on_deadline(uv_timer_t *t) { wait_end(t->data, "timeout"); }
+/* The deadline by the clock: while commands are answered, the rounds see it and end
+ * the wait once what is known is reported; DEADLINE_GRACE_MS later, or with the
+ * connection down, it ends here, what is not reported printed as it stands. */
+static void on_deadline(uv_timer_t *t) {
+  ob_queue_wait *w = t->data;
+  if (!w->graced && w->outstanding && ob_redis_is_up(w->r)) {
+    w->graced = w->ending = 1;
+    uv_timer_start(t, on_deadline, DEADLINE_GRACE_MS, 0);
+    return;
+  }
+  wait_end(w, "timeout");
+}
 
 ob_queue_wait *ob_queue_wait_start(ob_redis *r, const char *q, ob_queue_ids *ids,
                                    const size_t *order, size_t norder, uint64_t timeout_ms,
