@@ -139,6 +139,7 @@ struct ob_queue_wait {
   uint64_t deadline;               /* 0: none */
   int ending;                      /* the deadline passed: report what is known, then end */
   int graced;                      /* the deadline's timer gave the rounds their grace */
+  int stood;                       /* a job not finished was reported as it stood */
   char last[64];                   /* the done stream's last entry read */
   char read_from[64];              /* where the read under way began */
   int read_full;                   /* it came back with READ_COUNT entries */
@@ -499,6 +500,7 @@ static int pump(ob_queue_wait *w) {
     if (immediate(s) || stands) {
       if (w->sent != w->emitted)
         break;
+      w->stood |= stands && !immediate(s);
       char id[OB_QUEUE_IDS_TEXT_MAX + 1];
       ob_queue_result res;
       known_result(w, idx, id, &res);
@@ -775,8 +777,8 @@ static void step(ob_queue_wait *w) {
     w->ending = 1;
   if (pump(w) || w->ended)
     return;
-  if (all_reported(w)) {
-    wait_end(w, NULL);
+  if (all_reported(w)) { /* some, past the deadline, as they stood: it timed out */
+    wait_end(w, w->stood ? "timeout" : NULL);
     return;
   }
   if (w->ending) {

@@ -195,6 +195,11 @@ describe("batches of any size (a real redis-server)", function()
     local res = by_job(r.out)
     assert.are.same({ job = ids[2], exit = cjson.null, state = "running" }, res[ids[2]])
     assert.are.same({ job = ids[3], exit = 0, output = 6 }, res[ids[3]])
+    -- on the command line, in the order given: the one that runs first, then the finished one
+    local inorder = obelus { "wait", "--redis", redis.url, "--queue", "gated", ids[2], ids[3], "--timeout", "300" }
+    assert.are.equal(4, inorder.code, inorder.err)
+    assert.are.same({ { job = ids[2], exit = cjson.null, state = "running" }, { job = ids[3], exit = 0, output = 6 } },
+                    { cjson.decode(lines(inorder.out)[1]), cjson.decode(lines(inorder.out)[2]) })
     fs.write(gates[2], "")
     got = printed(3)
     assert.are.same({ job = ids[2], exit = 0, output = 4 }, cjson.decode(got[3]))
