@@ -8,8 +8,10 @@
  * or a name written by hand) are texts in one buffer, sorted, an offset each:
  * they are few.
  *
- * While ids are added, each number costs 8 bytes (a vector, sorted at the seal)
- * and a range 16; the seal turns them into runs and frees the vector.
+ * While ids are added, numbers that follow each other (a file of ids in the order
+ * submit printed them) extend the run under way at no cost; a number alone costs 8
+ * bytes (a vector, sorted at the seal), a run or a range 16; the seal turns them
+ * into runs and frees the rest.
  *
  * Costs: adding O(1) amortised; the seal O(n log n) over the numbers added one by
  * one; a look-up a binary search over the runs (or the texts); getting an id by
@@ -31,7 +33,10 @@ typedef struct span {
 } span;
 
 struct ob_queue_ids {
-  /* while adding */
+  /* while adding: the run of consecutive numbers under way, the numbers that were
+     alone, the spans */
+  int in_run;
+  uint64_t run_first, run_last;
   uint64_t *nums;
   size_t nnums, capnums;
   span *spans;
@@ -82,16 +87,34 @@ static void add_span(ob_queue_ids *s, uint64_t first, uint64_t last) {
   s->spans[s->nspans++] = (span){first, last};
 }
 
+/* The run of consecutive numbers being added: a span, or (one number) a number. */
+static void flush_run(ob_queue_ids *s) {
+  if (!s->in_run)
+    return;
+  s->in_run = 0;
+  if (s->run_first != s->run_last) {
+    add_span(s, s->run_first, s->run_last);
+    return;
+  }
+  if (s->nnums == s->capnums) {
+    s->capnums = s->capnums ? s->capnums * 2 : 64;
+    s->nums = ob_xrealloc(s->nums, s->capnums * sizeof *s->nums);
+  }
+  s->nums[s->nnums++] = s->run_first;
+}
+
 void ob_queue_ids_add(ob_queue_ids *s, const char *id, size_t len) {
   if (s->sealed || !len || len > OB_QUEUE_IDS_TEXT_MAX)
     return;
   uint64_t n;
   if (ob_queue_ids_number(id, len, &n)) {
-    if (s->nnums == s->capnums) {
-      s->capnums = s->capnums ? s->capnums * 2 : 64;
-      s->nums = ob_xrealloc(s->nums, s->capnums * sizeof *s->nums);
+    if (s->in_run && n == s->run_last + 1) { /* ids in order, as submit prints them */
+      s->run_last = n;
+      return;
     }
-    s->nums[s->nnums++] = n;
+    flush_run(s);
+    s->in_run = 1;
+    s->run_first = s->run_last = n;
     return;
   }
   if (s->ntexts == s->captexts) {
@@ -130,6 +153,7 @@ static int by_text(const void *a, const void *b) {
 size_t ob_queue_ids_seal(ob_queue_ids *s) {
   if (s->sealed)
     return ob_queue_ids_count(s);
+  flush_run(s);
   s->sealed = 1;
   /* the numbers added one by one, as spans of consecutive ones */
   if (s->nnums) /* qsort's array is never NULL, even for none */

@@ -758,7 +758,7 @@ static void wait_read(ob_queue_wait *w) {
             NULL))
     return;
   w->reading = 1;
-  wsend(w, new_req(w, R_FIRST, 0, 0), 5,
+  wsend(w, new_req(w, R_FIRST, 0, 0), 6,
        (const char *[]){"XRANGE", w->done_key, "-", "+", "COUNT", "1"}, NULL);
 }
 

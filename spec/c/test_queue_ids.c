@@ -32,6 +32,21 @@ TEST(a_range_of_a_million_is_one_run) {
   ob_queue_ids_free(s);
 }
 
+TEST(ids_added_in_order_cost_nothing_each) {
+  ob_queue_ids *s = ob_queue_ids_new();
+  char buf[32];
+  for (unsigned i = 1; i <= 1000000; i++) { /* what submit printed, read back: one run */
+    int n = snprintf(buf, sizeof buf, "%u", i == 500000 ? 7 : i);
+    ob_queue_ids_add(s, buf, (size_t)n);
+  }
+  CHECK(ob_queue_ids_bytes(s) < 1024); /* two runs and the 7 */
+  CHECK_INT(ob_queue_ids_seal(s), 999999);
+  CHECK(find(s, "500000") == OB_QUEUE_IDS_NONE);
+  CHECK_INT(find(s, "500001"), 499999);
+  CHECK(ob_queue_ids_bytes(s) < 256);
+  ob_queue_ids_free(s);
+}
+
 TEST(each_id_once_numbers_first_then_texts) {
   ob_queue_ids *s = ob_queue_ids_new();
   const char *add[] = {"7", "3", "b-x", "5", "4", "7", "12.1", "a", "007", "b-x", "6", "20"};
@@ -90,6 +105,7 @@ TEST(numbers_in_canonical_form_only) {
 
 int main(void) {
   RUN(a_range_of_a_million_is_one_run);
+  RUN(ids_added_in_order_cost_nothing_each);
   RUN(each_id_once_numbers_first_then_texts);
   RUN(scattered_numbers_cost_a_run_each);
   RUN(numbers_in_canonical_form_only);
