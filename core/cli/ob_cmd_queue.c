@@ -238,7 +238,11 @@ static const char wait_help[] =
     "  --ids FILE|-         the job ids to wait for, from a file or stdin\n"
     "  --batch ID           the jobs of a batch (submit --batch says its id)\n"
     "Exit 0: every job exited 0; 1: some job did not; 2: usage, a malformed id, or\n"
-    "no such job or batch; 3: Redis unreachable; 4: the timeout passed first.\n";
+    "no such job or batch; 3: Redis unreachable; 4: the timeout passed first.\n"
+    "\n"
+    "example:\n"
+    "  obelus submit plan.json --redis redis://127.0.0.1:6379 --batch in.jsonl > ids\n"
+    "  obelus wait --redis redis://127.0.0.1:6379 --ids ids | jq -c .output\n";
 
 typedef struct wait_cli {
   int worst, missing, done;
