@@ -31,11 +31,11 @@ _obelus() {
       COMPREPLY=( $(compgen -d -- "$cur") $(compgen -f -X '!*.lua' -- "$cur") )
       COMPREPLY=( "${COMPREPLY[@]/#/$pre}" )
       return 0 ;;
-    *' --input'|*' --concurrency'|*' --threads'|*' --drain-timeout'|*' --call-timeout'|*' --max-depth'|*' --max-memory'|*' --max-output'|*' --max-calls'|*' --max-slice'|*' --http-max'|*' --http-max-bytes'|*' --max-steps'|*' --at'|*' --from'|*' --set'|*' --instance'|*' --max-edges'|*' --max-line'|*' --bind'|*' --port'|*' --token'|*' --queue'|*' --shard'|*' --jobs'|*' --claim-idle'|*' --max-deliveries'|*' --grace'|*' --name'|*' --timeout')
+    *' --input'|*' --concurrency'|*' --threads'|*' --drain-timeout'|*' --call-timeout'|*' --max-depth'|*' --max-memory'|*' --max-output'|*' --max-calls'|*' --max-slice'|*' --http-max'|*' --http-max-bytes'|*' --max-steps'|*' --at'|*' --from'|*' --set'|*' --instance'|*' --max-edges'|*' --max-line'|*' --bind'|*' --port'|*' --token'|*' --queue'|*' --shard'|*' --jobs'|*' --claim-idle'|*' --max-deliveries'|*' --grace'|*' --name'|*' --timeout'|'wait --batch')
       COMPREPLY=()
       COMPREPLY=( "${COMPREPLY[@]/#/$pre}" )
       return 0 ;;
-    *' --latent'|*' --approver'|*' --journal'|*' --events'|*' --planner'|*' --output'|*' -o'|*' --batch')
+    *' --latent'|*' --approver'|*' --journal'|*' --events'|*' --planner'|*' --output'|*' -o'|'submit --batch'|*' --ids')
       compopt -o filenames 2>/dev/null
       COMPREPLY=( $(compgen -f -- "$cur") )
       COMPREPLY=( "${COMPREPLY[@]/#/$pre}" )
@@ -86,7 +86,7 @@ _obelus() {
         help) w="--help" ;;
         submit) w="--help --tools --input --latent --approver --lenient-schemas --redis --queue --batch --shard" ;;
         worker) w="--help --tools --latent --approver --plans-root --lenient-schemas --concurrency --call-timeout --max-depth --max-memory --max-output --max-calls --max-slice --http-max --http-max-bytes --http-allow-private --redis --queue --jobs --claim-idle --max-deliveries --drain --grace --name --dir" ;;
-        wait) w="--help --redis --queue --timeout" ;;
+        wait) w="--help --redis --queue --timeout --ids --batch" ;;
         status) w="--help --redis --queue --json" ;;
       esac
       COMPREPLY=( $(compgen -W "$w" -- "$cur") )

@@ -104,7 +104,8 @@ static const ob_cli_cmd cmds[K_COUNT] = {
                   "queue a plan (or a batch of inputs) as jobs", "file", 1, NULL, NULL},
     [K_WORKER] = {"worker", "--redis URL --tools PATH...", "take jobs from the queue and run them",
                   NULL, 1, NULL, NULL},
-    [K_WAIT] = {"wait", "--redis URL JOB...", "block until jobs finish, print their outputs", NULL,
+    [K_WAIT] = {"wait", "--redis URL JOB...|--ids FILE|--batch ID",
+                "block until jobs finish, print their outputs", NULL,
                 1, NULL, NULL},
     [K_STATUS] = {"status", "--redis URL", "queued, running, done, failed; the workers", NULL, 1,
                   NULL, NULL},
@@ -200,6 +201,8 @@ static const ob_cli_opt opts[] = {
     {"--name", NULL, "NAME", NULL, "the worker's name in the group (default HOST:PID)", WORKER},
     {"--dir", NULL, "DIR", "@dir", "where running jobs' journals are kept", WORKER},
     {"--timeout", NULL, "MS", NULL, "stop waiting after MS", WAIT},
+    {"--ids", NULL, "FILE|-", "@file", "the job ids to wait for, from a file or stdin (-)", WAIT},
+    {"--batch", NULL, "ID", NULL, "the jobs of a batch (submit --batch says its id)", WAIT},
     {"--json", NULL, NULL, NULL, "the whole status as one JSON object", STATUS},
 };
 

@@ -3,10 +3,13 @@
  * submit) share (ob_cmd_redis.h).
  *
  * wait is ob_queue_wait (blocking XREADs on the done stream) printing each job's
- * line as soon as it and the ones before it are known. status and log are a few
+ * line: in the order given for ids on the command line alone, as each finishes for
+ * --ids FILE and --batch ID (any number: the ids are an ob_queue_ids set, read
+ * from the file a line at a time; a batch is a range of ids read from Redis). status and log are a few
  * commands one after another: each is sent and the loop run until it answers,
  * the answer turned into an ob_value (reply_value) so that the code reads
  * straight down. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,9 @@
 #include "cli/ob_cmd_redis.h"
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
+#include "fleet/ob_queue_ids.h"
+#include "fleet/ob_queue_job.h"
+#include "fleet/ob_queue_wait.h"
 
 /* --- the connection ------------------------------------------------------------------------- */
 
@@ -144,24 +150,28 @@ static int is_error(const ob_value *v) {
 /* Options these commands share: --redis, --queue; the rest are each one's. */
 typedef struct queue_args {
   const char *redis, *queue;
-  const char *args[4096];
+  const char **args; /* the words that are not options (malloc'd; argv's strings) */
   int nargs;
   size_t timeout_ms, at;
   int json, has_at;
+  const char *ids, *batch; /* wait's --ids FILE, --batch ID */
 } queue_args;
 
-static int parse_queue_args(int argc, char **argv, queue_args *a, const char *help, int timeout,
-                            int json, int at) {
+/* wait: its --timeout, --ids and --batch */
+#define QA_WAIT 1
+#define QA_JSON 2
+#define QA_AT 4
+
+static int parse_queue_args(int argc, char **argv, queue_args *a, const char *help, int what) {
   memset(a, 0, sizeof *a);
   a->queue = OB_QUEUE_DEFAULT;
+  a->args = ob_xcalloc(argc > 0 ? (size_t)argc : 1, sizeof *a->args);
   ob_cli_args it;
   ob_cli_args_start(&it, argc, argv);
   int k;
   while ((k = ob_cli_args_next(&it)) > 0) {
     const char *s = it.opt, *val = it.val;
     if (!s) {
-      if (a->nargs == 4096)
-        return ob_cli_usage_error(argv[0], "too many arguments");
       a->args[a->nargs++] = val;
     } else if (!strcmp(s, "--help")) {
       fputs(help, stdout);
@@ -171,12 +181,24 @@ static int parse_queue_args(int argc, char **argv, queue_args *a, const char *he
     } else if (!strcmp(s, "--queue")) {
       if (!ob_queue_name_ok(a->queue = val))
         return ob_cli_usage_error(argv[0], "--queue: a name of 1 to 64 letters, digits, _ . -");
-    } else if (timeout && !strcmp(s, "--timeout")) {
+    } else if ((what & QA_WAIT) && !strcmp(s, "--timeout")) {
       if (!ob_cli_parse_count(val, &a->timeout_ms) || !a->timeout_ms)
         return ob_cli_usage_error(argv[0], "--timeout needs milliseconds, 1 or more");
-    } else if (json && !strcmp(s, "--json")) {
+    } else if ((what & QA_WAIT) && !strcmp(s, "--ids")) {
+      if (a->ids)
+        return ob_cli_usage_error(argv[0], "--ids is given once (one file, or - for stdin)");
+      a->ids = val;
+    } else if ((what & QA_WAIT) && !strcmp(s, "--batch")) {
+      uint64_t n;
+      if (a->batch)
+        return ob_cli_usage_error(argv[0], "--batch is given once");
+      if (!ob_queue_ids_number(val, strlen(val), &n) || !n)
+        return ob_cli_usage_error(argv[0], "--batch needs the batch id `obelus submit --batch` "
+                                           "said (a number)");
+      a->batch = val;
+    } else if ((what & QA_JSON) && !strcmp(s, "--json")) {
       a->json = 1;
-    } else if (at && !strcmp(s, "--at")) {
+    } else if ((what & QA_AT) && !strcmp(s, "--at")) {
       if (!ob_cli_parse_count(val, &a->at))
         return ob_cli_usage_error(argv[0], "--at needs a message count (0 or more)");
       a->has_at = 1;
@@ -197,16 +219,30 @@ static int parse_queue_args(int argc, char **argv, queue_args *a, const char *he
 
 static const char wait_help[] =
     "usage: obelus wait --redis URL JOB... [--timeout MS] [--queue NAME]\n"
+    "       obelus wait --redis URL --ids FILE|- [--batch ID] [JOB]... [--timeout MS]\n"
+    "       obelus wait --redis URL --batch ID [--timeout MS] [--queue NAME]\n"
     "\n"
-    "Blocks until each job has finished and prints one JSON line per job, in the\n"
-    "order given, each as soon as it and those before it are known:\n"
+    "Blocks until each job has finished and prints one JSON line per job:\n"
     "  {\"job\": ID, \"exit\": 0|1|2, \"output\": <the run's result>}\n"
-    "(and \"error\" for a job that ended without a result, such as poison). A sharded\n"
-    "job's output is its parts' outputs in one object. With --timeout, the jobs not\n"
-    "finished by then are printed with \"exit\": null and their \"state\". Reading\n"
-    "Redis blocks (no polling), and goes on through reconnections.\n"
-    "Exit 0: every job exited 0; 1: some job did not; 2: usage, or no such job;\n"
-    "3: Redis unreachable; 4: the timeout passed first.\n";
+    "(and \"error\" for a job that ended without a result, such as poison). JOB ids\n"
+    "on the command line alone are printed in the order given, each as soon as it\n"
+    "and those before it are known. With --ids FILE (ids separated by spaces or\n"
+    "lines, as submit prints them; - reads standard input) or --batch ID (the jobs\n"
+    "of `obelus submit --batch`), each job is printed once, as it finishes: those\n"
+    "finished already first, then in the order they finish. Any number of jobs:\n"
+    "memory is about a byte a job. A sharded job's output is its parts' outputs in\n"
+    "one object. With --timeout, the jobs not finished by then are printed with\n"
+    "\"exit\": null and their \"state\". Reading Redis blocks (no polling), and goes\n"
+    "on through reconnections.\n"
+    "\n"
+    "  --ids FILE|-         the job ids to wait for, from a file or stdin\n"
+    "  --batch ID           the jobs of a batch (submit --batch says its id)\n"
+    "Exit 0: every job exited 0; 1: some job did not; 2: usage, a malformed id, or\n"
+    "no such job or batch; 3: Redis unreachable; 4: the timeout passed first.\n"
+    "\n"
+    "example:\n"
+    "  obelus submit plan.json --redis redis://127.0.0.1:6379 --batch in.jsonl > ids\n"
+    "  obelus wait --redis redis://127.0.0.1:6379 --ids ids | jq -c .output\n";
 
 typedef struct wait_cli {
   int worst, missing, done;
@@ -237,9 +273,8 @@ static void on_result(void *ud, size_t i, const ob_queue_result *res) {
     if (res->exit > wc->worst)
       wc->worst = res->exit;
   }
-  fwrite(b.data, 1, b.len, stdout);
-  fputc('\n', stdout);
-  fflush(stdout);
+  ob_buf_addc(&b, '\n');
+  fwrite(b.data, 1, b.len, stdout); /* flushed before the loop waits (ob_cmd_wait) */
   ob_buf_free(&b);
 }
 
@@ -252,24 +287,133 @@ static void on_wait_done(void *ud, const char *why) {
 
 static void wait_again(void *ud) { ob_queue_wait_reconnected(ud); }
 
+static int not_an_id(const char *where, const char *word, size_t len) {
+  ob_eprintf("obelus wait: %s\"%.*s%s\" is not a job id (1 to %d letters, digits, _ . -)\n", where,
+             (int)(len > 70 ? 70 : len), word, len > 70 ? "..." : "", OB_QUEUE_ID_MAX);
+  return OB_EXIT_USAGE;
+}
+
+/* The ids of --ids (a file, or - for stdin), separated by white space, added to ids;
+ * a word that is not a job id is named with its line (exit 2). */
+static int read_ids(const char *path, ob_queue_ids *ids) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+  const char *name = strcmp(path, "-") ? path : "<stdin>";
+  if (!f) {
+    ob_eprintf("obelus wait: --ids %s: %s\n", path, strerror(errno));
+    return OB_EXIT_USAGE;
+  }
+  char *line = NULL;
+  size_t cap = 0, lineno = 0;
+  ssize_t len;
+  int rc = OB_EXIT_OK;
+  while (rc == OB_EXIT_OK && (len = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    for (size_t p = 0; p < (size_t)len;) {
+      while (p < (size_t)len && (line[p] == ' ' || line[p] == '\t' || line[p] == '\r' ||
+                                 line[p] == '\n' || line[p] == '\v' || line[p] == '\f'))
+        p++;
+      size_t w = p;
+      while (w < (size_t)len && !(line[w] == ' ' || line[w] == '\t' || line[w] == '\r' ||
+                                  line[w] == '\n' || line[w] == '\v' || line[w] == '\f'))
+        w++;
+      if (w == p)
+        break;
+      if (!ob_queue_id_ok(line + p, w - p)) {
+        char where[600];
+        snprintf(where, sizeof where, "--ids %s:%zu: ", name, lineno);
+        rc = not_an_id(where, line + p, w - p);
+        break;
+      }
+      ob_queue_ids_add(ids, line + p, w - p);
+      p = w;
+    }
+  }
+  if (rc == OB_EXIT_OK && ferror(f)) {
+    ob_eprintf("obelus wait: --ids %s: %s\n", name, strerror(errno));
+    rc = OB_EXIT_USAGE;
+  }
+  free(line);
+  if (f != stdin)
+    fclose(f);
+  return rc;
+}
+
+/* --batch ID: its ids (a range, ob_queue.h), added to ids. */
+static int batch_ids(ob_cmd_redis *c, uv_loop_t *loop, const queue_args *a, ob_queue_ids *ids) {
+  char *k = ob_queue_key(a->queue, "batch", a->batch);
+  ob_value *v = call(c, loop, 4, (const char *[]){"HMGET", k, "first", "last"});
+  free(k);
+  if (!v) {
+    fprintf(stderr, "obelus wait: %s: the connection was lost\n", a->redis);
+    return OB_EXIT_UNAVAILABLE;
+  }
+  int rc = OB_EXIT_OK;
+  const char *first = ob_typeof(v) == OB_ARRAY && ob_array_len(v) == 2 ? vstr(ob_array_get(v, 0)) : NULL;
+  const char *last = first ? vstr(ob_array_get(v, 1)) : NULL;
+  uint64_t from, to;
+  if (is_error(v) || (ob_typeof(v) == OB_ARRAY && ob_array_len(v) == 2 &&
+                      ob_typeof(ob_array_get(v, 0)) == OB_NULL)) {
+    ob_eprintf("obelus wait: --batch %s: no such batch in queue %s%s%s\n", a->batch, a->queue,
+               is_error(v) ? ": " : "", is_error(v) ? vstr(ob_object_get(v, "error", 5)) : "");
+    rc = OB_EXIT_USAGE;
+  } else if (!first || !last || !ob_queue_ids_number(first, strlen(first), &from) ||
+             !ob_queue_ids_number(last, strlen(last), &to) || from > to || !from) {
+    ob_eprintf("obelus wait: --batch %s: its record in Redis (ob:{%s}:batch:%s) is broken: "
+               "\"first\" and \"last\" are not job ids, first to last\n",
+               a->batch, a->queue, a->batch);
+    rc = OB_EXIT_USAGE;
+  } else {
+    ob_queue_ids_add_range(ids, from, to);
+  }
+  ob_unref(v);
+  return rc;
+}
+
 int ob_cmd_wait(int argc, char **argv) {
   queue_args a;
-  int rc = parse_queue_args(argc, argv, &a, wait_help, 1, 0, 0);
-  if (rc)
+  int rc = parse_queue_args(argc, argv, &a, wait_help, QA_WAIT);
+  if (!rc && !a.nargs && !a.ids && !a.batch)
+    rc = ob_cli_usage_error("wait", "needs the JOB ids that `obelus submit` printed, --ids FILE "
+                                    "or --batch ID");
+  for (int i = 0; !rc && i < a.nargs; i++)
+    if (!ob_queue_id_ok(a.args[i], strlen(a.args[i])))
+      rc = not_an_id("", a.args[i], strlen(a.args[i]));
+  ob_queue_ids *ids = ob_queue_ids_new();
+  for (int i = 0; !rc && i < a.nargs; i++)
+    ob_queue_ids_add(ids, a.args[i], strlen(a.args[i]));
+  if (!rc && a.ids)
+    rc = read_ids(a.ids, ids);
+  if (rc) {
+    ob_queue_ids_free(ids);
+    free(a.args);
     return rc < 0 ? OB_EXIT_OK : rc;
-  if (!a.nargs)
-    return ob_cli_usage_error("wait", "needs the JOB ids that `obelus submit` printed");
+  }
   uv_loop_t loop;
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "wait"};
   wait_cli wc = {0};
-  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis)) == OB_EXIT_OK) {
-    ob_queue_wait *w = ob_queue_wait_start(c.r, a.queue, a.args, (size_t)a.nargs, a.timeout_ms,
+  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis)) == OB_EXIT_OK && a.batch)
+    rc = batch_ids(&c, &loop, &a, ids);
+  if (rc == OB_EXIT_OK) {
+    /* the command line alone: in the order given; else each job once, as it finishes */
+    size_t *order = NULL, norder = 0;
+    ob_queue_ids_seal(ids);
+    if (!a.ids && !a.batch) {
+      order = ob_xmalloc((size_t)a.nargs * sizeof *order);
+      for (int i = 0; i < a.nargs; i++)
+        order[norder++] = ob_queue_ids_find(ids, a.args[i], strlen(a.args[i]));
+    }
+    ob_queue_wait *w = ob_queue_wait_start(c.r, a.queue, ids, order, norder, a.timeout_ms,
                                            on_result, on_wait_done, &wc);
+    ids = NULL; /* the wait's */
+    free(order);
     c.again = wait_again;
     c.ud = w;
-    while (!wc.done)
+    while (!wc.done) {
+      fflush(stdout); /* what is printed shows before the loop waits */
       uv_run(&loop, UV_RUN_ONCE);
+    }
+    fflush(stdout);
     ob_queue_wait_free(w);
     if (wc.missing)
       rc = OB_EXIT_USAGE;
@@ -281,8 +425,10 @@ int ob_cmd_wait(int argc, char **argv) {
     } else
       rc = wc.worst ? OB_EXIT_FAIL : OB_EXIT_OK;
   }
+  ob_queue_ids_free(ids);
   ob_cmd_redis_close(&c, &loop);
   uv_loop_close(&loop);
+  free(a.args);
   return rc;
 }
 
@@ -303,11 +449,12 @@ static int is_live(const ob_value *info, uint64_t now) { return ob_queue_worker_
 
 int ob_cmd_status(int argc, char **argv) {
   queue_args a;
-  int rc = parse_queue_args(argc, argv, &a, status_help, 0, 1, 0);
+  int rc = parse_queue_args(argc, argv, &a, status_help, QA_JSON);
+  if (!rc && a.nargs)
+    rc = ob_cli_usage_error("status", "unexpected argument \"%s\"", a.args[0]);
+  free(a.args);
   if (rc)
     return rc < 0 ? OB_EXIT_OK : rc;
-  if (a.nargs)
-    return ob_cli_usage_error("status", "unexpected argument \"%s\"", a.args[0]);
   uv_loop_t loop;
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "status"};
@@ -598,11 +745,13 @@ int ob_cmd_log_redis(int argc, char **argv) {
       "Prints a job's journal, kept in Redis by the worker that ran it, as `obelus\n"
       "log JOURNAL` does (a sharded job: each part's in turn).\n";
   queue_args a;
-  int rc = parse_queue_args(argc, argv, &a, help, 0, 0, 1);
-  if (rc)
+  int rc = parse_queue_args(argc, argv, &a, help, QA_AT);
+  if (!rc && a.nargs != 1)
+    rc = ob_cli_usage_error("log", "--redis needs one JOB id");
+  if (rc) {
+    free(a.args);
     return rc < 0 ? OB_EXIT_OK : rc;
-  if (a.nargs != 1)
-    return ob_cli_usage_error("log", "--redis needs one JOB id");
+  }
   uv_loop_t loop;
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "log"};
@@ -625,5 +774,6 @@ int ob_cmd_log_redis(int argc, char **argv) {
   }
   ob_cmd_redis_close(&c, &loop);
   uv_loop_close(&loop);
+  free(a.args);
   return rc;
 }

@@ -1,6 +1,8 @@
 /* ob_cmd_submit.c -- `obelus submit PLAN --redis URL`: validates a plan, then
  * queues it as one job, one job per line of --batch, or (--shard K) one job of
- * parts of K instances each, and prints the job ids, one a line, in order.
+ * parts of K instances each, and prints the job ids, one a line, in order. A
+ * --batch is also recorded as a batch (ob_queue.h), its id said on stderr
+ * ("obelus submit: batch B: ..."), so that standard output stays the ids alone.
  *
  * What is checked before anything is queued (exit 2, nothing queued): with
  * --tools, all that `check` checks, and the tool files' identity goes with the
@@ -25,7 +27,9 @@ static const char submit_help[] =
     "\n"
     "Queues PLAN as a job for `obelus worker`s and prints its id. --batch queues one\n"
     "job per line of FILE (each line a JSON input document added after the --input\n"
-    "ones) and prints one id per line, in order. --shard K splits a plan with\n"
+    "ones) and prints one id per line, in order; it also records them as a batch,\n"
+    "whose id it says on stderr: \"obelus submit: batch B: N jobs, FIRST to LAST\"\n"
+    "(`obelus wait --batch B` waits for them all). --shard K splits a plan with\n"
     "\"instances\" into parts of K instances each, run as separate jobs; `obelus\n"
     "wait` gives back their outputs as one object, as a run would.\n"
     "Nothing is queued unless PLAN is valid: against the tools with --tools (the\n"
@@ -45,12 +49,14 @@ typedef struct submit_cli {
   char **ids;
   size_t n;
   char why[600];
+  char batch[32];
   int finished;
 } submit_cli;
 
-static void on_submitted(void *ud, char **ids, size_t n, const char *why) {
+static void on_submitted(void *ud, char **ids, size_t n, const char *batch, const char *why) {
   submit_cli *s = ud;
   s->finished = 1;
+  snprintf(s->batch, sizeof s->batch, "%s", batch ? batch : "");
   if (why) {
     snprintf(s->why, sizeof s->why, "%s", why);
     return;
@@ -141,7 +147,8 @@ int ob_cmd_submit(int argc, char **argv) {
   ob_cmd_redis c = {.cmd = "submit"};
   if ((rc = ob_cmd_redis_connect(&c, &loop, o.redis)) == OB_EXIT_OK) {
     if (ob_queue_submit_start(c.r, o.queue ? o.queue : OB_QUEUE_DEFAULT, b->jobs, b->njobs,
-                              e ? b->tools_id : NULL, b->tools, on_submitted, &s) != OB_OK)
+                              e ? b->tools_id : NULL, b->tools, o.batch != NULL, on_submitted,
+                              &s) != OB_OK)
       snprintf(s.why, sizeof s.why, "the connection was lost"), s.finished = 1;
     while (!s.finished && !c.failed)
       uv_run(&loop, UV_RUN_ONCE);
@@ -150,9 +157,18 @@ int ob_cmd_submit(int argc, char **argv) {
               o.redis, s.why[0] ? s.why : "the connection was lost");
       rc = OB_EXIT_UNAVAILABLE;
     } else {
+      const char *first = NULL, *last = NULL;
       for (size_t i = 0; i < s.n; i++)
-        if (b->jobs[i].parent < 0)
+        if (b->jobs[i].parent < 0) {
           puts(s.ids[i]);
+          first = first ? first : s.ids[i];
+          last = s.ids[i];
+        }
+      fflush(stdout);
+      if (s.batch[0] && first) /* on stderr: stdout is the ids, one a line, for scripts */
+        fprintf(stderr, "obelus submit: batch %s: %zu job%s, %s to %s (obelus wait --batch %s%s%s)\n",
+                s.batch, b->nids, b->nids == 1 ? "" : "s", first, last, s.batch,
+                o.queue ? " --queue " : "", o.queue ? o.queue : "");
       rc = OB_EXIT_OK;
     }
   }

@@ -1,22 +1,14 @@
-/* ob_queue.c -- the client side of the job queue: names, submitting, waiting
- * (the data and its costs are described in ob_queue.h).
+/* ob_queue.c -- the client side of the job queue: names, submitting (the data and
+ * its costs are described in ob_queue.h; waiting is ob_queue_wait.c).
  *
  * Submitting is two round trips whatever the batch: INCRBY of the id counter
- * (with the stream's group created and the plan texts stored in the same
- * pipeline), then every job's HSET and XADD pipelined, and the callback once
- * the last has answered. A connection lost halfway fails the submission: the
- * jobs already queued stay queued (and will run), but no id is printed, so the
- * submitter knows to look (status) before submitting again.
- *
- * Waiting reads the stream of finished jobs with blocking XREADs from the entry
- * that was last when the wait began, so a job that finishes between the first
- * look at its state and the first read is not missed; each read that names one
- * of ours is followed by an HMGET of its result. A read that blocks for
- * REREAD_MS without news is followed by a look at every job still awaited (the
- * done stream is trimmed: an entry trimmed before it was read would otherwise
- * be missed), so a wait is never stuck, and costs one command a job every
- * REREAD_MS at worst. A sharded job's parts are awaited each, and its result
- * is their outputs merged, its exit the worst of theirs. */
+ * (with the stream's group created, the plan texts stored and, for a batch, the
+ * batch counter INCRed in the same pipeline), then every job's HSET and XADD
+ * pipelined (and the batch's record: its first and last ids, since one INCRBY
+ * gave them all), and the callback once the last has answered. A connection lost
+ * halfway fails the submission: the jobs already queued stay queued (and will
+ * run), but no id is printed, so the submitter knows to look (status) before
+ * submitting again. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,13 +134,17 @@ struct ob_queue_submit {
   size_t waiting; /* replies still to come in the current round */
   char *why;      /* the first failure */
   char **ids;
+  int batch;          /* record a batch */
+  long long batch_id; /* what INCR of batchseq gave */
 };
 
 static void submit_finish(ob_queue_submit *s) {
+  char batch[32];
+  snprintf(batch, sizeof batch, "%lld", s->batch_id);
   if (s->why)
-    s->cb(s->ud, NULL, s->n, s->why);
+    s->cb(s->ud, NULL, s->n, NULL, s->why);
   else
-    s->cb(s->ud, s->ids, s->n, NULL);
+    s->cb(s->ud, s->ids, s->n, s->batch ? batch : NULL, NULL);
   for (size_t i = 0; s->ids && i < s->n; i++)
     free(s->ids[i]);
   free(s->ids);
@@ -196,6 +192,19 @@ static void queue_jobs(ob_queue_submit *s, long long last) {
   }
   char now[32];
   snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
+  if (s->batch) { /* one record, whatever the batch's size: its ids are first..last */
+    char bid[32], from[32], to[32], count[32];
+    snprintf(bid, sizeof bid, "%lld", s->batch_id);
+    snprintf(from, sizeof from, "%lld", first);
+    snprintf(to, sizeof to, "%lld", next - 1);
+    snprintf(count, sizeof count, "%zu", s->nparents);
+    char *bk = ob_queue_key(s->q, "batch", bid);
+    const char *argv[] = {"HSET", bk, "first", from, "last", to, "count", count, "submitted", now,
+                          "name", s->n ? s->jobs[0].name : ""};
+    if (ob_redis_send(s->r, on_job_queued, s, 12, argv, NULL) == OB_OK)
+      s->waiting++;
+    free(bk);
+  }
   for (size_t i = 0; i < s->n; i++) {
     const ob_queue_job *j = &s->jobs[i];
     char *jk = ob_queue_key(s->q, "job", s->ids[i]);
@@ -257,6 +266,16 @@ static void on_ids(void *ud, redisReply *rp, const char *why) {
     submit_finish(s);
 }
 
+static void on_batch_id(void *ud, redisReply *rp, const char *why) {
+  ob_queue_submit *s = ud;
+  submit_note(s, rp, why, 0);
+  s->batch_id = ob_redis_int(rp, -1);
+  if (!s->why && s->batch_id < 1)
+    s->why = ob_xstrdup("the batch counter is not a number");
+  if (--s->waiting == 0)
+    submit_finish(s); /* INCRBY was never sent */
+}
+
 static void on_prepared(void *ud, redisReply *rp, const char *why) {
   ob_queue_submit *s = ud;
   submit_note(s, rp, why, 1);
@@ -265,8 +284,8 @@ static void on_prepared(void *ud, redisReply *rp, const char *why) {
 }
 
 int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
-                          const char *tools_id, const ob_value *tools, ob_queue_submit_cb cb,
-                          void *ud) {
+                          const char *tools_id, const ob_value *tools, int batch,
+                          ob_queue_submit_cb cb, void *ud) {
   if (!ob_redis_is_up(r))
     return OB_EIO;
   ob_queue_submit *s = ob_xcalloc(1, sizeof *s);
@@ -313,6 +332,13 @@ int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, 
       s->waiting++;
     free(pk);
   }
+  s->batch = batch && njobs > 0; /* no record of an empty batch */
+  if (s->batch) {
+    char *bseq = ob_queue_key(q, "batchseq", NULL);
+    if (ob_redis_send(r, on_batch_id, s, 2, (const char *[]){"INCR", bseq}, NULL) == OB_OK)
+      s->waiting++;
+    free(bseq);
+  }
   char count[32];
   s->nparents = njobs;
   snprintf(count, sizeof count, "%zu", njobs);
@@ -332,482 +358,4 @@ int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, 
     s->why = ob_xstrdup("the connection was lost");
   }
   return OB_OK;
-}
-
-/* --- waiting ------------------------------------------------------------------------------ */
-
-typedef struct part {
-  char *id;
-  int known, finished; /* its state read; finished */
-  int exit;
-  char *output, *error, *state;
-} part;
-
-typedef struct slot {
-  char *id;
-  part *parts; /* one for a plain job; a sharded job's parts */
-  size_t nparts;
-  int sharded; /* parts are the job's parts, not the job itself */
-  int resolved; /* a plain job, or a sharded one whose parts are known */
-  int missing;  /* no such job */
-} slot;
-
-struct ob_queue_wait {
-  ob_redis *r;
-  char *q, *done_key;
-  slot *slots;
-  size_t n, emitted;
-  uint64_t deadline; /* ms since the epoch; 0: none */
-  char last[64];     /* the done stream's last entry read */
-  ob_queue_result_cb on_result;
-  ob_queue_wait_done_cb on_done;
-  void *ud;
-  size_t outstanding; /* commands whose replies are awaited */
-  unsigned epoch;     /* bumped at each restart: replies of an older epoch are ignored */
-  int reading, ended, freed_in_cb, in_cb;
-  uv_timer_t *timer;  /* the deadline while the connection is down */
-};
-
-typedef struct wreq {
-  ob_queue_wait *w;
-  unsigned epoch;
-  size_t slot, part; /* which part an HMGET is for */
-} wreq;
-
-static void wait_read(ob_queue_wait *w);
-static void wait_end(ob_queue_wait *w, const char *why);
-
-static wreq *new_req(ob_queue_wait *w, size_t s, size_t p) {
-  wreq *q = ob_xmalloc(sizeof *q);
-  *q = (wreq){w, w->epoch, s, p};
-  return q;
-}
-
-/* Emits the finished prefix, in order. */
-static void emit_ready(ob_queue_wait *w, int all) {
-  while (w->emitted < w->n && !w->ended) {
-    slot *s = &w->slots[w->emitted];
-    int done = s->missing || (s->resolved && s->nparts > 0);
-    for (size_t k = 0; done && !s->missing && k < s->nparts; k++)
-      done = s->parts[k].finished;
-    if (!done && !all)
-      return;
-    ob_queue_result res = {.job = s->id, .exit = -1, .output = "null"};
-    char *merged = NULL;
-    if (s->missing) {
-      res.state = NULL;
-    } else if (!s->sharded) {
-      part *p = &s->parts[0];
-      res.state = p->state ? p->state : "queued";
-      if (p->finished) {
-        res.exit = p->exit;
-        res.output = p->output ? p->output : "null";
-        res.error = p->error;
-      }
-    } else {
-      /* the parts' outputs (objects: instance id -> output) merged into one */
-      ob_value *out = ob_object();
-      int worst = 0, finished = 1;
-      for (size_t k = 0; k < s->nparts; k++) {
-        part *p = &s->parts[k];
-        if (!p->finished) {
-          finished = 0;
-          continue;
-        }
-        if (p->exit > worst)
-          worst = p->exit;
-        if (p->error && !res.error)
-          res.error = p->error;
-        ob_value *o = p->output ? ob_json_parse(p->output, strlen(p->output), NULL) : NULL;
-        if (o && ob_typeof(o) == OB_OBJECT) {
-          ob_object_iter it;
-          ob_value *key, *val;
-          ob_object_iter_init(&it, o);
-          while (ob_object_iter_next(&it, &key, &val))
-            out = ob_object_setv(out, key, ob_ref(val));
-        }
-        ob_unref(o);
-      }
-      res.state = finished ? (worst ? "failed" : "done") : "running";
-      if (finished) {
-        res.exit = worst;
-        merged = ob_json_print(out, OB_JSON_COMPACT, NULL);
-        res.output = merged;
-      }
-      ob_unref(out);
-    }
-    w->emitted++;
-    w->in_cb++;
-    w->on_result(w->ud, w->emitted - 1, &res);
-    w->in_cb--;
-    free(merged);
-  }
-}
-
-static int all_finished(const ob_queue_wait *w) { return w->emitted == w->n; }
-
-static void free_part(part *p) {
-  free(p->id);
-  free(p->output);
-  free(p->error);
-  free(p->state);
-}
-
-static void take_state(part *p, redisReply *rp) {
-  /* HMGET state exit output error */
-  if (rp->type != REDIS_REPLY_ARRAY || rp->elements < 4)
-    return;
-  const char *state = ob_redis_str(rp->element[0]);
-  p->known = 1;
-  free(p->state);
-  p->state = state ? ob_xstrdup(state) : NULL;
-  if (state && (!strcmp(state, "done") || !strcmp(state, "failed"))) {
-    p->finished = 1;
-    /* what a worker stored, or anyone with access to Redis: checked before it is
-     * printed as a result (an exit of 0 to 2, the output JSON) */
-    long long ex = ob_redis_int(rp->element[1], 1);
-    p->exit = ex >= 0 && ex <= 2 ? (int)ex : 1;
-    const char *out = ob_redis_str(rp->element[2]), *err = ob_redis_str(rp->element[3]);
-    free(p->output);
-    free(p->error);
-    p->output = NULL;
-    p->error = err ? ob_xstrdup(err) : NULL;
-    ob_value *v = out ? ob_json_parse(out, rp->element[2]->len, NULL) : NULL;
-    if (v) {
-      p->output = ob_xstrdup(out);
-    } else if (out && !p->error) {
-      p->exit = p->exit ? p->exit : 1;
-      p->error = ob_xstrdup("the job's stored output is not JSON");
-    }
-    ob_unref(v);
-  }
-}
-
-/* A job whose hash cannot be right (a sharded job of no or too many parts): failed, with why. */
-static void broken(part *p, const char *why) {
-  p->known = p->finished = 1;
-  p->exit = 2;
-  free(p->state);
-  free(p->output);
-  free(p->error);
-  p->state = ob_xstrdup("failed");
-  p->output = NULL;
-  p->error = ob_xstrdup(why);
-}
-
-/* A reply of this wait: NULL when it is stale or the connection went (the
- * restart on reconnection takes over). */
-static ob_queue_wait *reply_of(wreq *q, redisReply *rp) {
-  ob_queue_wait *w = q->w;
-  w->outstanding--;
-  if (w->ended || q->epoch != w->epoch || !rp)
-    return NULL;
-  return w;
-}
-
-static void maybe_free(ob_queue_wait *w) {
-  if (w->ended && w->outstanding == 0 && w->freed_in_cb) {
-    for (size_t i = 0; i < w->n; i++) {
-      for (size_t k = 0; k < w->slots[i].nparts; k++)
-        free_part(&w->slots[i].parts[k]);
-      free(w->slots[i].parts);
-      free(w->slots[i].id);
-    }
-    free(w->slots);
-    free(w->q);
-    free(w->done_key);
-    free(w);
-  }
-}
-
-static void after_reply(ob_queue_wait *w) {
-  if (w->ended || w->outstanding)
-    return;
-  emit_ready(w, 0);
-  if (w->ended)
-    return;
-  if (all_finished(w)) {
-    wait_end(w, NULL);
-    return;
-  }
-  wait_read(w);
-}
-
-static void on_part_state(void *ud, redisReply *rp, const char *why) {
-  wreq *q = ud;
-  ob_queue_wait *w = reply_of(q, rp);
-  (void)why;
-  if (w && rp->type != REDIS_REPLY_ERROR)
-    take_state(&w->slots[q->slot].parts[q->part], rp);
-  else if (w) /* not a hash (WRONGTYPE): it will never finish */
-    broken(&w->slots[q->slot].parts[q->part], "the job's record in Redis is broken: it is not a hash");
-  ob_queue_wait *ow = q->w;
-  free(q);
-  if (w)
-    after_reply(w);
-  else
-    maybe_free(ow);
-}
-
-static void ask_part(ob_queue_wait *w, size_t s, size_t p) {
-  char *k = ob_queue_key(w->q, "job", w->slots[s].parts[p].id);
-  wreq *q = new_req(w, s, p);
-  if (ob_redis_send(w->r, on_part_state, q, 6,
-                    (const char *[]){"HMGET", k, "state", "exit", "output", "error"},
-                    NULL) == OB_OK)
-    w->outstanding++;
-  else
-    free(q);
-  free(k);
-}
-
-/* The job's own hash: its state, or that it is sharded (then its parts are asked). */
-static void on_job_state(void *ud, redisReply *rp, const char *why) {
-  wreq *q = ud;
-  ob_queue_wait *w = reply_of(q, rp);
-  (void)why;
-  if (w && rp->type == REDIS_REPLY_ERROR) { /* not a hash (WRONGTYPE): it will never finish */
-    w->slots[q->slot].resolved = 1;
-    broken(&w->slots[q->slot].parts[0], "the job's record in Redis is broken: it is not a hash");
-  } else if (w && rp->type == REDIS_REPLY_ARRAY && rp->elements == 5) {
-    slot *s = &w->slots[q->slot];
-    const char *state = ob_redis_str(rp->element[0]);
-    if (!state) {
-      s->missing = 1;
-    } else if (!strcmp(state, "sharded") &&
-               (ob_redis_int(rp->element[4], 0) < 1 ||
-                ob_redis_int(rp->element[4], 0) > OB_QUEUE_PARTS_MAX)) {
-      s->resolved = 1;
-      broken(&s->parts[0], "the job's record in Redis is broken: a sharded job whose \"parts\" "
-                           "is not a count of 1 to " OB_QUEUE_STR(OB_QUEUE_PARTS_MAX));
-    } else if (!strcmp(state, "sharded")) {
-      long long n = ob_redis_int(rp->element[4], 0);
-      s->sharded = 1;
-      s->resolved = 1;
-      free_part(&s->parts[0]);
-      free(s->parts);
-      s->nparts = n > 0 ? (size_t)n : 0;
-      s->parts = ob_xcalloc(s->nparts ? s->nparts : 1, sizeof *s->parts);
-      for (size_t k = 0; k < s->nparts; k++) {
-        char buf[96];
-        snprintf(buf, sizeof buf, "%s.%zu", s->id, k + 1);
-        s->parts[k].id = ob_xstrdup(buf);
-        ask_part(w, q->slot, k);
-      }
-    } else {
-      s->resolved = 1;
-      take_state(&s->parts[0], rp);
-    }
-  }
-  ob_queue_wait *ow = q->w;
-  free(q);
-  if (w)
-    after_reply(w);
-  else
-    maybe_free(ow);
-}
-
-/* Looks at every job not finished: its hash (or its parts'). */
-static void look_all(ob_queue_wait *w) {
-  for (size_t i = w->emitted; i < w->n; i++) {
-    slot *s = &w->slots[i];
-    if (s->missing)
-      continue;
-    if (!s->resolved) {
-      char *k = ob_queue_key(w->q, "job", s->id);
-      wreq *q = new_req(w, i, 0);
-      if (ob_redis_send(w->r, on_job_state, q, 7,
-                        (const char *[]){"HMGET", k, "state", "exit", "output", "error", "parts"},
-                        NULL) == OB_OK)
-        w->outstanding++;
-      else
-        free(q);
-      free(k);
-      continue;
-    }
-    for (size_t k = 0; k < s->nparts; k++)
-      if (!s->parts[k].finished)
-        ask_part(w, i, k);
-  }
-}
-
-/* The same for a reply that needs nothing of its request: the request freed, and the
- * wait too when it was freed meanwhile. */
-static ob_queue_wait *take_reply(wreq *q, redisReply *rp) {
-  ob_queue_wait *w = reply_of(q, rp), *ow = q->w;
-  free(q);
-  if (!w)
-    maybe_free(ow);
-  return w;
-}
-
-static void on_read(void *ud, redisReply *rp, const char *why) {
-  ob_queue_wait *w = take_reply(ud, rp);
-  (void)why;
-  if (!w)
-    return;
-  w->reading = 0;
-  if (rp->type == REDIS_REPLY_ERROR) {
-    wait_end(w, rp->str);
-    return;
-  }
-  if (rp->type == REDIS_REPLY_NIL) { /* blocked for REREAD_MS, or the deadline */
-    if (w->deadline && ob_queue_now_ms() >= w->deadline) {
-      wait_end(w, "timeout");
-      return;
-    }
-    look_all(w);
-    if (!w->outstanding)
-      after_reply(w);
-    return;
-  }
-  /* [[stream, [[id, [field, value, ...]], ...]]] */
-  if (rp->type == REDIS_REPLY_ARRAY && rp->elements && rp->element[0]->elements == 2) {
-    redisReply *entries = rp->element[0]->element[1];
-    for (size_t e = 0; e < entries->elements; e++) {
-      redisReply *en = entries->element[e];
-      if (en->elements != 2)
-        continue;
-      snprintf(w->last, sizeof w->last, "%s", en->element[0]->str);
-      redisReply *f = en->element[1];
-      for (size_t k = 0; k + 1 < f->elements; k += 2) {
-        if (strcmp(f->element[k]->str, "job"))
-          continue;
-        const char *job = f->element[k + 1]->str;
-        for (size_t i = w->emitted; i < w->n; i++)
-          for (size_t p = 0; p < w->slots[i].nparts; p++)
-            if (!w->slots[i].parts[p].finished && w->slots[i].resolved &&
-                !strcmp(w->slots[i].parts[p].id, job))
-              ask_part(w, i, p);
-      }
-    }
-  }
-  if (!w->outstanding)
-    after_reply(w);
-}
-
-static void wait_read(ob_queue_wait *w) {
-  if (w->reading || w->ended)
-    return;
-  uint64_t block = REREAD_MS;
-  if (w->deadline) {
-    uint64_t now = ob_queue_now_ms();
-    if (now >= w->deadline) {
-      wait_end(w, "timeout");
-      return;
-    }
-    if (w->deadline - now < block)
-      block = w->deadline - now;
-  }
-  char ms[32];
-  snprintf(ms, sizeof ms, "%" PRIu64, block ? block : 1);
-  wreq *q = new_req(w, 0, 0);
-  if (ob_redis_send(w->r, on_read, q, 8,
-                    (const char *[]){"XREAD", "COUNT", "1000", "BLOCK", ms, "STREAMS", w->done_key,
-                                     w->last},
-                    NULL) == OB_OK) {
-    w->outstanding++;
-    w->reading = 1;
-  } else {
-    free(q); /* down: the reconnection restarts the wait */
-  }
-}
-
-static void on_last(void *ud, redisReply *rp, const char *why) {
-  ob_queue_wait *w = take_reply(ud, rp);
-  (void)why;
-  if (!w)
-    return;
-  /* XREVRANGE done + - COUNT 1: [[id, fields]] or [] */
-  if (rp->type == REDIS_REPLY_ARRAY && rp->elements == 1 && rp->element[0]->elements == 2)
-    snprintf(w->last, sizeof w->last, "%s", rp->element[0]->element[0]->str);
-  look_all(w);
-  if (!w->outstanding)
-    after_reply(w);
-}
-
-static void wait_restart(ob_queue_wait *w) {
-  w->epoch++;
-  w->reading = 0;
-  wreq *q = new_req(w, 0, 0);
-  if (ob_redis_send(w->r, on_last, q, 6,
-                    (const char *[]){"XREVRANGE", w->done_key, "+", "-", "COUNT", "1"},
-                    NULL) == OB_OK)
-    w->outstanding++;
-  else
-    free(q);
-}
-
-static void on_deadline(uv_timer_t *t) {
-  ob_queue_wait *w = t->data;
-  wait_end(w, "timeout");
-}
-
-static void close_timer(uv_handle_t *h) { free(h); }
-
-static void wait_end(ob_queue_wait *w, const char *why) {
-  if (w->ended)
-    return;
-  if (why) /* what is known so far, in order, the rest as not finished */
-    emit_ready(w, 1);
-  w->ended = 1;
-  if (w->timer) {
-    uv_close((uv_handle_t *)w->timer, close_timer);
-    w->timer = NULL;
-  }
-  w->in_cb++;
-  w->on_done(w->ud, why);
-  w->in_cb--;
-  maybe_free(w);
-}
-
-ob_queue_wait *ob_queue_wait_start(ob_redis *r, const char *q, const char *const *ids, size_t n,
-                                   uint64_t timeout_ms, ob_queue_result_cb on_result,
-                                   ob_queue_wait_done_cb on_done, void *ud) {
-  ob_queue_wait *w = ob_xcalloc(1, sizeof *w);
-  w->r = r;
-  w->q = ob_xstrdup(q);
-  w->done_key = ob_queue_key(q, "done", NULL);
-  w->n = n;
-  w->slots = ob_xcalloc(n ? n : 1, sizeof *w->slots);
-  for (size_t i = 0; i < n; i++) {
-    w->slots[i].id = ob_xstrdup(ids[i]);
-    w->slots[i].nparts = 1;
-    w->slots[i].parts = ob_xcalloc(1, sizeof(part));
-    w->slots[i].parts[0].id = ob_xstrdup(ids[i]);
-  }
-  snprintf(w->last, sizeof w->last, "0-0");
-  w->on_result = on_result;
-  w->on_done = on_done;
-  w->ud = ud;
-  if (timeout_ms) {
-    w->deadline = ob_queue_now_ms() + timeout_ms;
-    /* the deadline also holds while the connection is down */
-    w->timer = ob_xmalloc(sizeof *w->timer);
-    uv_timer_init(ob_redis_loop(r), w->timer);
-    w->timer->data = w;
-    uv_timer_start(w->timer, on_deadline, timeout_ms + 50, 0);
-  }
-  if (ob_redis_is_up(r))
-    wait_restart(w);
-  return w;
-}
-
-void ob_queue_wait_reconnected(ob_queue_wait *w) {
-  if (w && !w->ended)
-    wait_restart(w);
-}
-
-void ob_queue_wait_free(ob_queue_wait *w) {
-  if (!w)
-    return;
-  if (!w->ended) {
-    w->ended = 1;
-    if (w->timer) {
-      uv_close((uv_handle_t *)w->timer, close_timer);
-      w->timer = NULL;
-    }
-  }
-  w->freed_in_cb = 1;
-  maybe_free(w);
 }

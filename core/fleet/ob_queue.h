@@ -8,7 +8,14 @@
  * its MULTI blocks stay legal there; queues spread over a cluster by name.
  *
  *   ob:{Q}:seq               INCRBY counter: job ids are "1", "2", ...; the parts
- *                            of a sharded job are "ID.1", "ID.2", ...
+ *                            of a sharded job are "ID.1", "ID.2", ... A submission
+ *                            takes its ids in one INCRBY: they are consecutive
+ *   ob:{Q}:batchseq          INCR counter: batch ids are "1", "2", ...
+ *   ob:{Q}:batch:B           HASH: first, last (batch B's job ids are first..last,
+ *                            every number between; not its parts), count, name (the
+ *                            plan's), submitted (ms since the epoch): what `submit
+ *                            --batch` records and `wait --batch B` reads, whatever
+ *                            the batch's size
  *   ob:{Q}:plan:H            a plan's JSON text (H: FNV-1a 64 of it, 16 hex digits),
  *                            written once (SET NX) and shared by every job of it
  *   ob:{Q}:jobs              the stream of jobs submitted without --tools (any
@@ -61,7 +68,7 @@
  * one INCRBY for the whole batch; the worker, one XREADGROUP per batch of jobs, an
  * EVAL (the claim, which also GETs the plan the first time it sees it), one APPEND
  * per journal flush, and one MULTI (an EVAL per job, XACK, INCRBY, EXPIRE) at the end;
- * wait, one XREAD per batch of finished jobs and one HMGET per job. */
+ * wait (ob_queue_wait.c), one XREAD per batch of finished jobs and one HMGET per job. */
 #ifndef OB_QUEUE_H
 #define OB_QUEUE_H
 
@@ -126,46 +133,17 @@ typedef struct ob_queue_job {
 } ob_queue_job;
 
 typedef struct ob_queue_submit ob_queue_submit;
-/* Called once: ids[i] the id given to jobs[i] (NULL on error), or why it failed. */
-typedef void (*ob_queue_submit_cb)(void *ud, char **ids, size_t n, const char *why);
+/* Called once: ids[i] the id given to jobs[i] (NULL on error), and the batch's id
+ * (NULL unless one was asked for), or why it failed. */
+typedef void (*ob_queue_submit_cb)(void *ud, char **ids, size_t n, const char *batch,
+                                   const char *why);
 
-/* Queues jobs (copied as needed before this returns? no: jobs and their texts
- * must live until cb) in queue q for tool identity tools_id (NULL: any worker),
- * with tools (ob_queue_tools_names' form, or NULL) recorded in each. r must be
- * up. OB_OK (cb will be called), or an error (it will not). */
+/* Queues jobs (they and their texts must live until cb) in queue q for tool
+ * identity tools_id (NULL: any worker), with tools (ob_queue_tools_names' form, or
+ * NULL) recorded in each; batch: also records them as a batch (ob:{Q}:batch:B).
+ * r must be up. OB_OK (cb will be called), or an error (it will not). */
 int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
-                          const char *tools_id, const ob_value *tools, ob_queue_submit_cb cb,
-                          void *ud);
-
-/* --- waiting ------------------------------------------------------------------------------ */
-
-/* A finished job as `wait` prints it. */
-typedef struct ob_queue_result {
-  const char *job;
-  int exit;             /* 0, 1, 2; -1: not finished (timed out) */
-  const char *output;   /* JSON text ("null" when none) */
-  const char *error;    /* why it failed without a result, or NULL */
-  const char *state;    /* queued, running, done, failed; NULL: no such job */
-} ob_queue_result;
-
-typedef struct ob_queue_wait ob_queue_wait;
-/* Called once per job, in the order given, as soon as it and the jobs before it
- * are known: finished, or (when the wait ends by its timeout or the connection
- * is given up) as they stand. */
-typedef void (*ob_queue_result_cb)(void *ud, size_t i, const ob_queue_result *res);
-/* Called once at the end: why (NULL when every job finished; "timeout", or the
- * connection's trouble). */
-typedef void (*ob_queue_wait_done_cb)(void *ud, const char *why);
-
-/* Waits on r (a connection of its own: it blocks on it) for jobs ids[0..n) of
- * queue q, reading ob:{q}:done with blocking XREADs. timeout_ms 0: none. The
- * wait keeps going through reconnections; r's on_up must call
- * ob_queue_wait_reconnected. */
-ob_queue_wait *ob_queue_wait_start(ob_redis *r, const char *q, const char *const *ids, size_t n,
-                                   uint64_t timeout_ms, ob_queue_result_cb on_result,
-                                   ob_queue_wait_done_cb on_done, void *ud);
-void ob_queue_wait_reconnected(ob_queue_wait *w);
-/* Stops a wait (no more callbacks) and frees it; also after its on_done. */
-void ob_queue_wait_free(ob_queue_wait *w);
+                          const char *tools_id, const ob_value *tools, int batch,
+                          ob_queue_submit_cb cb, void *ud);
 
 #endif

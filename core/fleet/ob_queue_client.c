@@ -12,6 +12,7 @@
 #include "base/ob_mem.h"
 #include "fleet/ob_queue_batch.h"
 #include "fleet/ob_queue_client.h"
+#include "fleet/ob_queue_wait.h"
 
 typedef struct sub {
   ob_qclient *c;
@@ -55,8 +56,9 @@ static void schedule_reap(ob_qclient *c) {
 
 /* --- submissions ---------------------------------------------------------------------------- */
 
-static void on_submitted(void *ud, char **ids, size_t n, const char *why) {
+static void on_submitted(void *ud, char **ids, size_t n, const char *batch, const char *why) {
   sub *s = ud;
+  (void)batch;
   s->over = 1;
   if (!s->dropped)
     s->cb(s->ud, ids && n ? ids[0] : NULL, why);
@@ -67,8 +69,8 @@ static void start(sub *s) {
   ob_qclient *c = s->c;
   s->started = 1;
   if (ob_queue_submit_start(c->r, c->queue, s->b->jobs, s->b->njobs,
-                            s->b->tools_id[0] ? s->b->tools_id : NULL, s->b->tools, on_submitted,
-                            s) != OB_OK) {
+                            s->b->tools_id[0] ? s->b->tools_id : NULL, s->b->tools, 0,
+                            on_submitted, s) != OB_OK) {
     s->over = 1;
     if (!s->dropped)
       s->cb(s->ud, NULL, "the connection to Redis was lost");
@@ -142,7 +144,7 @@ static void wait_done(void *ud, const char *why) {
     return;
   w->over = 1;
   ob_queue_result res = {.job = w->job, .exit = -1, .output = "null", .state = w->state};
-  w->cb(w->ud, &res, why);
+  w->cb(w->ud, &res, why ? why : "no such job"); /* no why: it awaited nothing */
   schedule_reap(w->c);
 }
 
@@ -179,8 +181,11 @@ ob_qwait *ob_qclient_wait(ob_qclient *c, const char *job, uint64_t timeout_ms,
     free(w);
     return NULL;
   }
-  const char *ids[] = {job};
-  w->qw = ob_queue_wait_start(w->r, c->queue, ids, 1, timeout_ms, wait_result, wait_done, w);
+  ob_queue_ids *ids = ob_queue_ids_new();
+  ob_queue_ids_add(ids, job, strlen(job));
+  /* an id the set cannot hold ("", or too long): none awaited, and wait_done says
+     there is no such job */
+  w->qw = ob_queue_wait_start(w->r, c->queue, ids, NULL, 0, timeout_ms, wait_result, wait_done, w);
   w->next = c->waits;
   c->waits = w;
   return w;

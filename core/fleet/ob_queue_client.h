@@ -18,6 +18,7 @@
 
 #include "engine/ob_engine.h"
 #include "fleet/ob_queue.h"
+#include "fleet/ob_queue_wait.h"
 
 typedef struct ob_qclient ob_qclient;
 typedef struct ob_qwait ob_qwait;
