@@ -235,9 +235,14 @@ int ob_cli_unknown_command(const char *word) {
   const char *best = ob_suggester_best(&s);
   ob_buf b = {0};
   ob_buf_addf(&b, "obelus: unknown command '%s'", word);
-  if (best)
+  if (best) {
     ob_buf_addf(&b, "; did you mean '%s'?", best);
-  ob_buf_addf(&b, "\n(`obelus --help` lists the commands)\n");
+  } else { /* nothing near: the names, which say more than a pointer to them */
+    ob_buf_addf(&b, "; the commands are");
+    for (size_t i = 0; i < K_COUNT; i++)
+      ob_buf_addf(&b, "%s %s", i ? (i + 1 == K_COUNT ? " and" : ",") : "", cmds[i].name);
+  }
+  ob_buf_addf(&b, "\n(`obelus --help` says what each does)\n");
   ob_fputs_escaped(stderr, b.data, b.len, OB_ESC_LINES);
   ob_buf_free(&b);
   return OB_EXIT_USAGE;

@@ -1064,7 +1064,7 @@ add {
   name = "obelus queue (no such command; status is): exit 2, saying so, with the commands",
   item = 2, files = files(),
   run = [[obelus queue --redis redis://127.0.0.1:1 --queue x]],
-  expect = { code = 2, err = { "queue", "status --redis" } },
+  expect = { code = 2, err = { "queue", "wait and status" } },
 }
 
 add {

@@ -155,12 +155,17 @@ describe("an unknown command", function()
       local r = cli.run { word, "x" }
       assert.are.equal(2, r.code, word)
       assert.are.equal("", r.out)
-      assert.are.equal(("obelus: unknown command '%s'; did you mean '%s'?\n(`obelus --help` lists the commands)\n")
+      assert.are.equal(("obelus: unknown command '%s'; did you mean '%s'?\n(`obelus --help` says what each does)\n")
                        :format(word, best), r.err)
     end
     local r = cli.run { "frobnicate" }
     assert.are.equal(2, r.code)
-    assert.are.equal("obelus: unknown command 'frobnicate'\n(`obelus --help` lists the commands)\n", r.err)
+    -- nothing near: the names of the commands, every one
+    local names = r.err:match("^obelus: unknown command 'frobnicate'; the commands are (.-)\n%(`obelus %-%-help` says what each does%)\n$")
+    assert.truthy(names, r.err)
+    for _, cmd in ipairs { "run", "check", "graph", "log", "submit", "worker", "wait", "status" } do
+      assert.truthy((" " .. names .. ","):find(" " .. cmd .. "[, ]"), cmd)
+    end
   end)
 
   it("an option before the command is said so; help names a command's help", function()
