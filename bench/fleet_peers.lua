@@ -8,11 +8,9 @@
 -- batch and waits for every result; the time ends when the client has them all. So the
 -- submission, the workers' start-up (as far as it is on the way) and the waiting client
 -- are all counted. The workers are then stopped (SIGTERM, not timed).
---   obelus  `obelus submit PLAN --batch FILE.jsonl` (prints the ids), then `obelus wait`
---           on them: 4,096 ids at most per wait today, so in chunks of 4,096, one after
---           the other (OBELUS_FLEETP_WAIT=par: side by side; measured slower, 10,400
---           jobs/s against 12,000-14,800 for 20,000 trivial jobs: each parallel wait
---           reads the whole stream of finished jobs); workers `obelus worker
+--   obelus  `obelus submit PLAN --batch FILE.jsonl` (prints the ids), then one `obelus
+--           wait --ids FILE` on them all, which prints each result as its job finishes
+--           (matched back to its input by the job's id); workers `obelus worker
 --           --jobs J` (not --drain: a worker started before the batch is queued would
 --           find the queue empty and leave)
 --   BullMQ  one node process: a QueueEvents reading the event stream, Queue.addBulk of
@@ -55,7 +53,7 @@
 -- [20000], OBELUS_FLEETP_CPU [2000], OBELUS_FLEETP_STEPS [2000], OBELUS_FLEETP_CPU_MS [5],
 -- OBELUS_FLEETP_CASES [trivial,cpu,steps,flow], OBELUS_FLEETP_WORKERS [1,2],
 -- OBELUS_FLEETP_JOBS (J per case, e.g. "trivial=1,cpu=2"; [trivial=256,cpu=1,steps=256,
--- flow=256]), OBELUS_FLEETP_WAIT [seq|par], OBELUS_FLEETP_BULL_WAIT [events|poll|until],
+-- flow=256]), OBELUS_FLEETP_BULL_WAIT [events|poll|until],
 -- OBELUS_FLEETP_TIMEOUT [600], OBELUS_FLEETP_VMEM_MB [4096].
 -- Output: one JSON line per measurement, then a table of medians and ratios, the timeline's
 -- medians, and the commands per job of each case (1 worker, the last round), both sides.
@@ -78,13 +76,11 @@ SIZE.flow = SIZE.steps
 local CPU_MS = tonumber(env("CPU_MS", "5"))
 local CASES = list(env("CASES", "trivial,cpu,steps,flow"))
 local WORKERS = list(env("WORKERS", "1,2"))
-local WAIT = env("WAIT", "seq")
 local BULL_WAIT = env("BULL_WAIT", "events")
 local TIMEOUT = tonumber(env("TIMEOUT", "600"))
 local VMEM_KB = tonumber(env("VMEM_MB", "4096")) * 1024
 local CONCURRENCY = { trivial = 256, cpu = 1, steps = 256, flow = 256 }
 for case, j in env("JOBS", ""):gmatch("(%a+)=(%d+)") do CONCURRENCY[case] = tonumber(j) end
-local WAIT_MAX = 4096 -- ids per `obelus wait` today
 
 local here = io.popen("pwd"):read("l")
 local BIN = here .. "/../bin/obelus"
@@ -261,17 +257,9 @@ function measure_on(r, case, side, workers, round)
   if side == "obelus" then
     worker_cmd = ("%s%s worker --redis %s --queue %s --tools %s --jobs %d"):format(T, BIN, url, queue,
       tools, CONCURRENCY[case])
-    local waits
-    local one_wait = ("%s%s wait --redis %s --queue %s $(cat $f)"):format(T, BIN, url, queue)
-    if WAIT == "par" then
-      waits = ("pids=; for f in chunk.*; do %s > out.$f & pids=\"$pids $!\"; done; rc=0; " ..
-               "for p in $pids; do wait $p || rc=1; done; [ $rc = 0 ]"):format(one_wait)
-    else
-      waits = ("for f in chunk.*; do %s > out.$f || exit 1; done"):format(one_wait)
-    end
     client_cmd = ("(%s%s submit %s --redis %s --queue %s --tools %s --batch %s > ids && " ..
-                  "date +%%s%%N > submitted && split -a 3 -l %d ids chunk. && %s)"):format(
-      T, BIN, plans[case == "flow" and "steps" or case], url, queue, tools, batch(n), WAIT_MAX, waits)
+                  "date +%%s%%N > submitted && %s%s wait --redis %s --queue %s --ids ids > out)"):format(
+      T, BIN, plans[case == "flow" and "steps" or case], url, queue, tools, batch(n), T, BIN, url, queue)
   else
     worker_cmd = ("%snode %s worker %d %s %s %d %d"):format(T, NODE_SIDE, port, queue, case,
       CONCURRENCY[case], js_cal.loops)
@@ -303,11 +291,15 @@ function measure_on(r, case, side, workers, round)
   -- the results, checked
   local ok, extra = 0, {}
   if side == "obelus" then
-    local results = sh_out(("cat %s/out.chunk.*"):format(run_dir))
-    local i, burns = 0, {}
-    for line in results:gmatch("[^\n]+") do
-      i = i + 1
+    local index, k = {}, 0 -- a job's id -> its line of the batch (its input)
+    for id in slurp("ids"):gmatch("[^\n]+") do
+      k = k + 1
+      index[id] = k
+    end
+    local burns = {}
+    for line in slurp("out"):gmatch("[^\n]+") do
       local res = cjson.decode(line)
+      local i = index[tostring(res.job)] or -1
       local v = res.output
       if case == "cpu" and type(v) == "table" then
         burns[#burns + 1] = v.ms
@@ -318,7 +310,6 @@ function measure_on(r, case, side, workers, round)
     extra.burn_ms = #burns > 0 and median(burns) or nil
     local submitted = tonumber(slurp("submitted"):match("%d+"))
     extra.submitted_s = submitted and (submitted - tonumber(s0)) / 1e9
-    extra.waits = math.ceil(n / WAIT_MAX)
   else
     local res = cjson.decode(slurp("client.json"))
     ok = res.ok
