@@ -257,7 +257,7 @@
       h('label', { for: 'start-input', text: 'Input (JSON)' }), input,
       h('label', { for: 'start-name', text: 'Name' }), name,
       h('div', { class: 'row' }, ask, h('label', { for: 'start-approve', class: 'inline',
-        text: 'ask before approvable calls (_approve)' })),
+        text: 'ask before each call starts (approve)' })),
       h('div', { class: 'row' }, go), err);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
@@ -711,7 +711,7 @@
       const watch = () => {
         const t = setTimeout(async () => {
           if (page.gone || !page.es) return;
-          if (!document.hidden && page.m && page.m.calls.some((c) => c.params && c.params._approve !== undefined))
+          if (!document.hidden && page.m && page.m.calls.some((c) => c._waiting))
             await refetch();
           watch();
         }, 2 * POLL_MS);
