@@ -49,10 +49,13 @@ static void cmd_down(void *ud, const char *why) {
           why);
 }
 
-int ob_cmd_redis_connect(ob_cmd_redis *c, uv_loop_t *loop, const char *url) {
+int ob_cmd_redis_connect(ob_cmd_redis *c, uv_loop_t *loop, const char *url, const char *q) {
   ob_error err;
-  ob_redis_handlers h = {cmd_up, cmd_down, c};
-  if (!(c->r = ob_redis_open(loop, url, &h, &err))) {
+  char *key = ob_queue_key(q, "seq", NULL);
+  ob_redis_handlers h = {cmd_up, cmd_down, c, key};
+  c->r = ob_redis_open(loop, url, &h, &err);
+  free(key);
+  if (!c->r) {
     fprintf(stderr, "obelus %s: --redis: %s\n", c->cmd, err.msg);
     return OB_EXIT_USAGE;
   }
@@ -392,7 +395,7 @@ int ob_cmd_wait(int argc, char **argv) {
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "wait"};
   wait_cli wc = {0};
-  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis)) == OB_EXIT_OK && a.batch)
+  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis, a.queue)) == OB_EXIT_OK && a.batch)
     rc = batch_ids(&c, &loop, &a, ids);
   if (rc == OB_EXIT_OK) {
     /* the command line alone: in the order given; else each job once, as it finishes */
@@ -458,7 +461,7 @@ int ob_cmd_status(int argc, char **argv) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "status"};
-  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis)) != OB_EXIT_OK) {
+  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis, a.queue)) != OB_EXIT_OK) {
     ob_cmd_redis_close(&c, &loop);
     uv_loop_close(&loop);
     return rc;
@@ -470,6 +473,7 @@ int ob_cmd_status(int argc, char **argv) {
   ob_value *report = ob_object(), *streams = NULL, *workers = NULL, *stats = NULL,
            *toolsets = NULL, *rates = NULL;
   rc = OB_EXIT_UNAVAILABLE;
+  int said = 0; /* the failure was said already */
   if (!(streams = call(&c, &loop, 2, (const char *[]){"SMEMBERS", k_streams})) ||
       !(workers = call(&c, &loop, 2, (const char *[]){"HGETALL", k_workers})) ||
       !(stats = call(&c, &loop, 2, (const char *[]){"HGETALL", k_stats})) ||
@@ -489,6 +493,15 @@ int ob_cmd_status(int argc, char **argv) {
     free(rkeys[s]);
   if (!rates)
     goto done;
+  /* an error reply (a key of another type, a cluster's refusal): said, not read as data */
+  const ob_value *bad = is_error(streams) ? streams : is_error(workers) ? workers
+                        : is_error(stats) ? stats : is_error(toolsets) ? toolsets
+                        : is_error(rates) ? rates : NULL;
+  if (bad) {
+    fprintf(stderr, "obelus status: %s: %s\n", a.redis, vstr(ob_object_get(bad, "error", 5)));
+    said = 1;
+    goto done;
+  }
   long long last_minute = 0;
   for (size_t i = 0; i < ob_array_len(rates); i++)
     last_minute += vint(ob_array_get(rates, i), 0);
@@ -658,7 +671,7 @@ int ob_cmd_status(int argc, char **argv) {
   }
   rc = OB_EXIT_OK;
 done:
-  if (rc != OB_EXIT_OK)
+  if (rc != OB_EXIT_OK && !said)
     fprintf(stderr, "obelus status: %s: the connection was lost\n", a.redis);
   ob_unref(report);
   ob_unref(streams);
@@ -755,7 +768,7 @@ int ob_cmd_log_redis(int argc, char **argv) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "log"};
-  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis)) == OB_EXIT_OK) {
+  if ((rc = ob_cmd_redis_connect(&c, &loop, a.redis, a.queue)) == OB_EXIT_OK) {
     char *k = ob_queue_key(a.queue, "job", a.args[0]);
     ob_value *parts = call(&c, &loop, 3, (const char *[]){"HGET", k, "parts"});
     free(k);

@@ -17,9 +17,10 @@ typedef struct ob_cmd_redis {
   void *ud;
 } ob_cmd_redis;
 
-/* Connects c->r to url on loop, running the loop until it is up: OB_EXIT_OK, or
- * OB_EXIT_USAGE (a bad URL) / OB_EXIT_UNAVAILABLE said on stderr. */
-int ob_cmd_redis_connect(ob_cmd_redis *c, uv_loop_t *loop, const char *url);
+/* Connects c->r to url on loop for queue q (on a Redis Cluster: to the node that
+ * owns q's slot), running the loop until it is up: OB_EXIT_OK, or OB_EXIT_USAGE
+ * (a bad URL) / OB_EXIT_UNAVAILABLE said on stderr. */
+int ob_cmd_redis_connect(ob_cmd_redis *c, uv_loop_t *loop, const char *url, const char *q);
 /* Closes the connection and lets the loop close its handles. */
 void ob_cmd_redis_close(ob_cmd_redis *c, uv_loop_t *loop);
 

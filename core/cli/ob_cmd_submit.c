@@ -145,7 +145,7 @@ int ob_cmd_submit(int argc, char **argv) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   ob_cmd_redis c = {.cmd = "submit"};
-  if ((rc = ob_cmd_redis_connect(&c, &loop, o.redis)) == OB_EXIT_OK) {
+  if ((rc = ob_cmd_redis_connect(&c, &loop, o.redis, o.queue ? o.queue : OB_QUEUE_DEFAULT)) == OB_EXIT_OK) {
     if (ob_queue_submit_start(c.r, o.queue ? o.queue : OB_QUEUE_DEFAULT, b->jobs, b->njobs,
                               e ? b->tools_id : NULL, b->tools, o.batch != NULL, on_submitted,
                               &s) != OB_OK)

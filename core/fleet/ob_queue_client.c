@@ -174,9 +174,12 @@ ob_qwait *ob_qclient_wait(ob_qclient *c, const char *job, uint64_t timeout_ms,
   w->job = ob_xstrdup(job);
   w->cb = cb;
   w->ud = ud;
-  ob_redis_handlers h = {wait_up, wait_down, w};
+  char *key = ob_queue_key(c->queue, "seq", NULL);
+  ob_redis_handlers h = {wait_up, wait_down, w, key};
   ob_error err;
-  if (!(w->r = ob_redis_open(c->loop, c->url, &h, &err))) { /* the URL was good for c */
+  w->r = ob_redis_open(c->loop, c->url, &h, &err);
+  free(key);
+  if (!w->r) { /* the URL was good for c */
     free(w->job);
     free(w);
     return NULL;
@@ -242,8 +245,11 @@ ob_qclient *ob_qclient_new(uv_loop_t *loop, const char *url, const char *queue, 
   c->loop = loop;
   c->url = ob_xstrdup(url);
   c->queue = ob_xstrdup(queue ? queue : OB_QUEUE_DEFAULT);
-  ob_redis_handlers h = {client_up, client_down, c};
-  if (!(c->r = ob_redis_open(loop, url, &h, err))) {
+  char *key = ob_queue_key(c->queue, "seq", NULL);
+  ob_redis_handlers h = {client_up, client_down, c, key};
+  c->r = ob_redis_open(loop, url, &h, err);
+  free(key);
+  if (!c->r) {
     free(c->url);
     free(c->queue);
     free(c);

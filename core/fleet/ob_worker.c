@@ -559,7 +559,9 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
   ob_unref(files);
   w->js.streams[w->js.nstreams++] = ob_queue_key(w->js.queue, "jobs", w->tools_id);
   w->js.streams[w->js.nstreams++] = ob_queue_key(w->js.queue, "jobs", NULL);
-  ob_redis_handlers hc = {cmd_up, cmd_down, w}, hr = {rd_up, rd_down, w};
+  /* a key of the queue: on a Redis Cluster, both connections go to its slot's node */
+  ob_redis_handlers hc = {cmd_up, cmd_down, w, w->js.streams[1]},
+                    hr = {rd_up, rd_down, w, w->js.streams[1]};
   if (!(w->js.cmd = ob_redis_open(w->js.loop, o->redis, &hc, err)) ||
       !(w->rd = ob_redis_open(w->js.loop, o->redis, &hr, err)))
     goto fail;

@@ -863,9 +863,11 @@ static void on_down(void *ud, const char *why) {
 }
 
 static void connect_redis(ob_ui_fleet *f) {
-  ob_redis_handlers h = {on_up, on_down, f};
+  char *k = key(f, "seq", NULL); /* on a Redis Cluster: to the node of the queue's slot */
+  ob_redis_handlers h = {on_up, on_down, f, k};
   ob_error err;
   f->r = ob_redis_open(f->loop, f->url, &h, &err); /* the URL was parsed already */
+  free(k);
 }
 
 static void on_tick(uv_timer_t *t) {

@@ -30,12 +30,19 @@
 
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS 2000
+#define MAX_HOPS 5 /* cluster redirects in a row at connect */
 
 struct ob_redis {
   uv_loop_t *loop;
   char *url;
   ob_redis_addr u;
   ob_redis_handlers h;
+  char *key;             /* the key whose slot's node we want (h.key, copied); NULL */
+  char host[256];        /* where the next attempt goes: the URL's, or a MOVED's */
+  int port;
+  int leaving;           /* the current socket is being dropped for a redirect */
+  int hop;               /* ...to go at once and silently to host:port */
+  int hops;              /* redirects in a row at connect */
   redisAsyncContext *ac;
   uv_timer_t timer; /* the next attempt */
   int up, closing, failures;
@@ -170,6 +177,7 @@ static void schedule(ob_redis *r) {
 
 static void went_down(ob_redis *r, const char *why) {
   r->up = 0;
+  r->hops = 0;
   if (why && why != r->why)
     snprintf(r->why, sizeof r->why, "%s", why);
   if (r->closing)
@@ -179,12 +187,49 @@ static void went_down(ob_redis *r, const char *why) {
     r->h.on_down(r->h.ud, r->why);
 }
 
+/* A cluster's redirect in reply rp ("MOVED 3999 127.0.0.1:6381", "ASK ...",
+ * "TRYAGAIN ..."): drops the socket (once its pending replies are in), retargeted
+ * to the node a MOVED names. 1 if rp was one. */
+static int redirected(ob_redis *r, redisAsyncContext *ac, const redisReply *rp) {
+  if (rp->type != REDIS_REPLY_ERROR || !rp->str)
+    return 0;
+  int moved = !strncmp(rp->str, "MOVED ", 6);
+  if (!moved && strncmp(rp->str, "ASK ", 4) && strncmp(rp->str, "TRYAGAIN", 8))
+    return 0;
+  if (r->leaving)
+    return 1;
+  r->leaving = 1;
+  snprintf(r->why, sizeof r->why, "%s", rp->str);
+  if (moved) {
+    const char *addr = strchr(rp->str + 6, ' '); /* after the slot */
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (addr && colon && end != colon + 1 && port > 0 && port <= 65535) {
+      size_t hlen = (size_t)(colon - addr - 1);
+      if (hlen && hlen < sizeof r->host && !(hlen == 1 && addr[1] == '?')) {
+        memcpy(r->host, addr + 1, hlen);
+        r->host[hlen] = '\0';
+      }
+      r->port = (int)port;
+      r->hop = !r->up && r->hops < MAX_HOPS; /* at connect: straight there */
+      snprintf(r->why, sizeof r->why, "the key's slot is on %.200s:%d (MOVED)", r->host, r->port);
+    }
+  }
+  redisAsyncDisconnect(ac);
+  return 1;
+}
+
 static void trampoline(redisAsyncContext *ac, void *reply, void *privdata) {
   pending *p = privdata;
   ob_redis *r = p->r;
   const char *why = NULL;
+  if (reply && !r->closing && (r->leaving || redirected(r, ac, reply)))
+    reply = NULL; /* this socket is being left: the command did not run here */
   if (!reply)
-    why = r->closing ? "closed" : (ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+    why = r->closing ? "closed"
+          : r->leaving ? r->why
+          : (ac->c.errstr[0] ? ac->c.errstr : "connection lost");
   p->cb(p->ud, reply, why);
   free(p);
 }
@@ -192,7 +237,15 @@ static void trampoline(redisAsyncContext *ac, void *reply, void *privdata) {
 static void on_disconnect(const redisAsyncContext *ac, int status) {
   ob_redis *r = ac->data;
   r->ac = NULL;
-  if (status == REDIS_OK && !r->closing)
+  if (r->leaving && r->hop && !r->closing) { /* a redirect at connect: go there now */
+    r->hops++;
+    r->hop = 0;
+    uv_timer_start(&r->timer, attempt, 0, 0);
+    return;
+  }
+  if (r->leaving)
+    ; /* r->why says where the slot went */
+  else if (status == REDIS_OK && !r->closing)
     snprintf(r->why, sizeof r->why, "the connection was closed");
   else if (status != REDIS_OK)
     snprintf(r->why, sizeof r->why, "%s", ac->c.errstr[0] ? ac->c.errstr : "connection lost");
@@ -224,6 +277,7 @@ static void handshake_done(void *ud, redisReply *rp, const char *why) {
   }
   r->up = 1;
   r->failures = 0;
+  r->hops = 0;
   r->connects++;
   if (r->h.on_up)
     r->h.on_up(r->h.ud);
@@ -253,8 +307,9 @@ static void on_connect(const redisAsyncContext *ac, int status) {
   }
 }
 
-/* AUTH, SELECT, PING: queued at once, sent when the socket connects (hiredis
- * watches a connecting socket only once it has something to write). */
+/* AUTH, SELECT, PING (or EXISTS key: see the opening comment): queued at once,
+ * sent when the socket connects (hiredis watches a connecting socket only once it
+ * has something to write). */
 static void handshake(ob_redis *r) {
   char db[16];
   snprintf(db, sizeof db, "%d", r->u.db);
@@ -267,14 +322,18 @@ static void handshake(ob_redis *r) {
   }
   if (r->u.db)
     send_raw(r, handshake_step, r, 2, (const char *[]){"SELECT", db}, NULL);
-  send_raw(r, handshake_done, r, 1, (const char *[]){"PING"}, NULL);
+  if (r->key)
+    send_raw(r, handshake_done, r, 2, (const char *[]){"EXISTS", r->key}, NULL);
+  else
+    send_raw(r, handshake_done, r, 1, (const char *[]){"PING"}, NULL);
 }
 
 static void attempt(uv_timer_t *t) {
   ob_redis *r = t->data;
   if (r->closing || r->ac)
     return;
-  redisAsyncContext *ac = redisAsyncConnect(r->u.host, r->u.port);
+  r->leaving = r->hop = 0;
+  redisAsyncContext *ac = redisAsyncConnect(r->host, r->port);
   if (!ac) {
     went_down(r, "out of memory");
     return;
@@ -313,6 +372,15 @@ ob_redis *ob_redis_open(uv_loop_t *loop, const char *url, const ob_redis_handler
   r->loop = loop;
   if (h)
     r->h = *h;
+  if (r->h.key && !(r->key = strdup(r->h.key))) {
+    free(r->url);
+    free(r);
+    ob_error_set(err, OB_ENOMEM, 0, "out of memory");
+    return NULL;
+  }
+  r->h.key = r->key;
+  snprintf(r->host, sizeof r->host, "%s", r->u.host);
+  r->port = r->u.port;
   uv_timer_init(loop, &r->timer);
   r->timer.data = r;
   uv_timer_start(&r->timer, attempt, 0, 0);
@@ -358,6 +426,7 @@ unsigned ob_redis_connects(const ob_redis *r) { return r->connects; }
 
 static void free_redis(uv_handle_t *h) {
   ob_redis *r = h->data;
+  free(r->key);
   free(r->url);
   free(r);
 }

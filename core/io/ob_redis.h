@@ -21,6 +21,9 @@
  * A blocking command (XREADGROUP BLOCK, XREAD BLOCK) holds the connection
  * until it answers: give such reads a connection of their own.
  *
+ * Redis Cluster: a connection opened with a key (ob_redis_handlers.key) is bound
+ * to the node that owns the key's slot, found by following MOVED (ob_redis.c).
+ *
  * Costs: one socket, one uv_poll_t (the adapter's) and one uv_timer_t; per
  * command, hiredis's formatted copy of it and a callback record (ours: a few
  * words). Replies are hiredis's redisReply trees, valid during the callback
@@ -47,6 +50,12 @@ typedef struct ob_redis_handlers {
   void (*on_up)(void *ud);                  /* connected (again), ready for commands */
   void (*on_down)(void *ud, const char *why); /* a connection or attempt failed */
   void *ud;
+  /* A key the connection's commands are about (copied), or NULL. With it, the URL
+   * may name any node of a Redis Cluster: the connection goes to the node that owns
+   * the key's slot and follows it when it moves (ob_redis.c), so every command sent
+   * on it must be about keys of that slot (one hash tag). Against a plain Redis it
+   * changes nothing. */
+  const char *key;
 } ob_redis_handlers;
 
 /* Parses url: redis://[[user]:password@]host[:port][/db] (port 6379, db 0), or
