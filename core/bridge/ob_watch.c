@@ -29,6 +29,8 @@ static ob_watch_say_fn stuck_say; /* ob_watch_exit_stuck's (NULL: never exit) */
 static void *stuck_ud;
 static int exit_at;           /* the signal that exits at once (0: none) */
 
+atomic_int ob_watch_interrupted;
+
 static unsigned long long now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -54,9 +56,14 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
 
 /* The sampling period: a quarter of the shortest limit in force, 5 ms at
  * least and 250 ms at most (deadlines and signals are seen within it); 0
- * when no watch has a limit (sleep until woken). */
+ * when no watch has a limit (sleep until woken). While a SIGINT or SIGTERM
+ * waits for the loop to take it, SIGNAL_RESEND_MS at most: the stop is sent
+ * again at every sample until the Lua it stops returns, as an overdue
+ * timeout's is (one stop that did not take, its hook gone by the time it
+ * came, left an approver spinning with nothing to send it another). */
+#define SIGNAL_RESEND_MS 50
 static unsigned long long period_ms(void) {
-  unsigned long long p = 0;
+  unsigned long long p = atomic_load(&ob_watch_interrupted) ? SIGNAL_RESEND_MS : 0;
   for (ob_watch *w = watches; w; w = w->next) {
     unsigned lim = atomic_load_explicit(&w->limit_ms, memory_order_relaxed);
     unsigned long long q = lim / 4 < 5 ? 5 : lim / 4 > 250 ? 250 : lim / 4;
@@ -65,8 +72,6 @@ static unsigned long long period_ms(void) {
   }
   return p;
 }
-
-atomic_int ob_watch_interrupted;
 
 /* Sends w's loop thread the stop of its resume n, for why. */
 static void send_stop(ob_watch *w, unsigned n, int why) {

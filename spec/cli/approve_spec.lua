@@ -108,9 +108,10 @@ describe("approval", function()
         return true
       end)]]):format(mark, mark), ".lua")
     local plan = cli.tmpfile('[{"_id":"a","_tool":"echo","value":7,"_outputPath":"†state.a"}]', ".json")
-    os.execute(([[timeout -s KILL 60 %s run %s --tools %s --approver %s --journal %s 2>%s & P=$!; i=0
+    os.execute(([[%s run %s --tools %s --approver %s --journal %s 2>%s >/dev/null & P=$!
+      (sleep 60; kill -KILL $P) >/dev/null 2>&1 & K=$!; i=0
       while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
-      kill -TERM $P; wait $P; echo $? >%s]]):format(cli.bin, plan, TOOLS, spin, j, err, mark, rcf))
+      kill -TERM $P; wait $P; echo $? >%s; kill $K 2>/dev/null]]):format(cli.bin, plan, TOOLS, spin, j, err, mark, rcf))
     assert.are.equal("143", cli.slurp(rcf):match("%d+")) -- not the cap's 137
     assert.matches("interrupted by SIGTERM", cli.slurp(err), 1, true)
     for line in io.lines(j) do assert.is_nil(line:find('"settled"', 1, true)) end

@@ -101,9 +101,10 @@ describe("obelus loop", function()
         return { output = ctx.step }
       end]]):format(mark, mark))
     local plan = cli.tmpfile('{"plan":[]}', ".json")
-    os.execute(([[timeout -s KILL 60 %s loop %s --planner %s --journal %s 2>%s & P=$!; i=0
+    os.execute(([[%s loop %s --planner %s --journal %s 2>%s >/dev/null & P=$!
+      (sleep 60; kill -KILL $P) >/dev/null 2>&1 & K=$!; i=0
       while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
-      kill -TERM $P; wait $P; echo $? >%s]]):format(cli.bin, plan, pl, j, err, mark, rcf))
+      kill -TERM $P; wait $P; echo $? >%s; kill $K 2>/dev/null]]):format(cli.bin, plan, pl, j, err, mark, rcf))
     assert.are.equal("143", cli.slurp(rcf):match("%d+")) -- not the cap's 137
     assert.matches("interrupted by SIGTERM; the planner was stopped at step 1", cli.slurp(err), 1, true)
     for line in io.lines(j) do assert.is_nil(line:find('"journal":"end"', 1, true)) end
