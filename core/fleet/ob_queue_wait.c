@@ -430,16 +430,33 @@ static void merge_part(ob_queue_wait *w, uint32_t k, redisReply *rp) {
   ob_unref(o);
 }
 
+/* A job read as finished was not after all: the round reads again (with an order,
+ * from the first job not reported; without, past it in the ready list). */
+static void read_again(ob_queue_wait *w) {
+  if (w->order)
+    w->sent = w->emitted;
+  else
+    w->rhead++;
+}
+
+/* A job's result, read: reported in its turn. */
+static void read_done(ob_queue_wait *w, size_t idx, const ob_queue_result *res) {
+  if (w->order) {
+    report(w, w->emitted, res);
+    return;
+  }
+  w->rhead++;
+  w->st[idx] = ST_SHOWN;
+  report(w, idx, res);
+}
+
 /* Every part answered: the job reported, or (a part not finished after all) left
  * to wait again. */
 static void merge_end(ob_queue_wait *w) {
   size_t idx = w->m.idx;
   if (w->m.stale) {
     merge_drop(w);
-    if (w->order)
-      w->sent = w->emitted;
-    else
-      w->rhead++;
+    read_again(w);
     return;
   }
   char id[OB_QUEUE_IDS_TEXT_MAX + 1];
@@ -450,13 +467,7 @@ static void merge_end(ob_queue_wait *w) {
   ob_queue_result res = {.job = id, .exit = w->m.worst, .output = text,
                          .error = error, .state = w->m.worst ? "failed" : "done"};
   merge_drop(w);
-  if (w->order) {
-    report(w, w->emitted, &res);
-  } else {
-    w->rhead++;
-    w->st[idx] = ST_SHOWN;
-    report(w, idx, &res);
-  }
+  read_done(w, idx, &res);
   free(text);
   free(error);
 }
@@ -531,21 +542,12 @@ static void on_fetch(ob_queue_wait *w, size_t item, redisReply *rp) {
   if (!stored_result(rp, &res)) { /* not finished after all (a hash edited by hand) */
     const char *state = rp->type == REDIS_REPLY_ARRAY && rp->elements ? ob_redis_str(rp->element[0]) : NULL;
     w->st[idx] = !state ? ST_QUEUED : !strcmp(state, "running") ? ST_RUNNING : ST_QUEUED;
-    if (w->order)
-      w->sent = w->emitted;
-    else
-      w->rhead++;
+    read_again(w);
     return;
   }
   ob_queue_ids_get(w->ids, idx, id);
   res.job = id;
-  if (w->order) {
-    report(w, w->emitted, &res);
-  } else {
-    w->rhead++;
-    w->st[idx] = ST_SHOWN;
-    report(w, idx, &res);
-  }
+  read_done(w, idx, &res);
 }
 
 /* --- sweeps ------------------------------------------------------------------------------------- */
