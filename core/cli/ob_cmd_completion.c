@@ -128,6 +128,45 @@ static void command_words(ob_buf *b) {
     ob_buf_addf(b, "%s%s", c ? " " : "", cmds[c].name);
 }
 
+/* Option i is the first row of its name that command c takes (a name with a row per
+ * meaning, --format, completes once). */
+static int first_of_name(const ob_cli_opt *opts, size_t i, const ob_cli_cmd *c) {
+  if (!ob_cli_opt_of(&opts[i], c))
+    return 0;
+  for (size_t j = 0; j < i; j++)
+    if (ob_cli_opt_of(&opts[j], c) && !strcmp(opts[j].name, opts[i].name))
+      return 0;
+  return 1;
+}
+
+/* What a shell does for a kind of value: a .lua file or folder, a file, a folder, one
+ * of the words (printf format, %s the words), nothing; then what ends each arm. */
+typedef struct shell_acts {
+  const char *tools, *file, *dir, *words, *none, *end;
+} shell_acts;
+
+/* The `case "$cmd $prev"` arms: for each kind of value, its options' patterns and the
+ * shell's action. */
+static void value_cases(ob_buf *b, const shell_acts *a) {
+  const char *kinds[32];
+  size_t nkinds = value_kinds(kinds, 32);
+  for (size_t k = 0; k < nkinds; k++) {
+    value_patterns(b, kinds[k]);
+    ob_buf_addf(b, ")\n      ");
+    if (is(kinds[k], "@tools"))
+      ob_buf_addf(b, "%s", a->tools);
+    else if (is(kinds[k], "@file"))
+      ob_buf_addf(b, "%s", a->file);
+    else if (is(kinds[k], "@dir"))
+      ob_buf_addf(b, "%s", a->dir);
+    else if (*kinds[k])
+      ob_buf_addf(b, a->words, kinds[k]);
+    else
+      ob_buf_addf(b, "%s", a->none);
+    ob_buf_addf(b, "%s", a->end);
+  }
+}
+
 static const char header[] =
     "# completions/%s -- %s completion for obelus, written by `obelus completion %s`\n"
     "# from the table of commands and options the command line parses with\n"
@@ -166,28 +205,14 @@ static void bash_script(ob_buf *b) {
                  "  done\n"
                  "  if [ -z \"$rest\" ]; then\n"
                  "    case \"$cmd $prev\" in\n");
-  const char *kinds[32];
-  size_t nkinds = value_kinds(kinds, 32);
-  for (size_t k = 0; k < nkinds; k++) {
-    value_patterns(b, kinds[k]);
-    ob_buf_addf(b, ")\n      ");
-    if (is(kinds[k], "@tools"))
-      ob_buf_addf(b, "compopt -o filenames 2>/dev/null\n"
-                     "      COMPREPLY=( $(compgen -d -- \"$cur\") $(compgen -f -X '!*.lua' -- "
-                     "\"$cur\") )");
-    else if (is(kinds[k], "@file"))
-      ob_buf_addf(b, "compopt -o filenames 2>/dev/null\n"
-                     "      COMPREPLY=( $(compgen -f -- \"$cur\") )");
-    else if (is(kinds[k], "@dir"))
-      ob_buf_addf(b, "compopt -o filenames 2>/dev/null\n"
-                     "      COMPREPLY=( $(compgen -d -- \"$cur\") )");
-    else if (*kinds[k])
-      ob_buf_addf(b, "COMPREPLY=( $(compgen -W \"%s\" -- \"$cur\") )", kinds[k]);
-    else
-      ob_buf_addf(b, "COMPREPLY=()");
-    ob_buf_addf(b, "\n      COMPREPLY=( \"${COMPREPLY[@]/#/$pre}\" )\n"
-                   "      return 0 ;;\n");
-  }
+  value_cases(b, &(shell_acts){
+    .tools = "compopt -o filenames 2>/dev/null\n"
+             "      COMPREPLY=( $(compgen -d -- \"$cur\") $(compgen -f -X '!*.lua' -- \"$cur\") )",
+    .file = "compopt -o filenames 2>/dev/null\n      COMPREPLY=( $(compgen -f -- \"$cur\") )",
+    .dir = "compopt -o filenames 2>/dev/null\n      COMPREPLY=( $(compgen -d -- \"$cur\") )",
+    .words = "COMPREPLY=( $(compgen -W \"%s\" -- \"$cur\") )",
+    .none = "COMPREPLY=()",
+    .end = "\n      COMPREPLY=( \"${COMPREPLY[@]/#/$pre}\" )\n      return 0 ;;\n"});
   ob_buf_addf(b, "    esac\n"
                  "    if [[ $cur == -* ]]; then\n"
                  "      case $cmd in\n");
@@ -195,13 +220,8 @@ static void bash_script(ob_buf *b) {
     ob_buf_addf(b, "        %s) w=\"", cmds[c].name);
     int first = 1;
     for (size_t i = 0; i < nopts; i++)
-      if (ob_cli_opt_of(&opts[i], &cmds[c])) {
-        int dup = 0; /* a name with a row per meaning: once */
-        for (size_t j = 0; j < i; j++)
-          dup |= ob_cli_opt_of(&opts[j], &cmds[c]) && !strcmp(opts[j].name, opts[i].name);
-        if (!dup)
-          ob_buf_addf(b, "%s%s", first ? "" : " ", opts[i].name), first = 0;
-      }
+      if (first_of_name(opts, i, &cmds[c]))
+        ob_buf_addf(b, "%s%s", first ? "" : " ", opts[i].name), first = 0;
     ob_buf_addf(b, "\" ;;\n");
   }
   ob_buf_addf(b, "      esac\n"
@@ -268,35 +288,20 @@ static void zsh_script(ob_buf *b) {
                  "  done\n"
                  "  if [[ -z $rest ]]; then\n"
                  "    case \"$cmd $prev\" in\n");
-  const char *kinds[32];
-  size_t nkinds = value_kinds(kinds, 32);
-  for (size_t k = 0; k < nkinds; k++) {
-    value_patterns(b, kinds[k]);
-    ob_buf_addf(b, ")\n      ");
-    if (is(kinds[k], "@tools"))
-      ob_buf_addf(b, "_alternative 'files:tool file:_files -g \"*.lua\"' 'dirs:folder:_files -/'");
-    else if (is(kinds[k], "@file"))
-      ob_buf_addf(b, "_files");
-    else if (is(kinds[k], "@dir"))
-      ob_buf_addf(b, "_files -/");
-    else if (*kinds[k])
-      ob_buf_addf(b, "compadd -- %s", kinds[k]);
-    else
-      ob_buf_addf(b, ":");
-    ob_buf_addf(b, "\n      return ;;\n");
-  }
+  value_cases(b, &(shell_acts){
+    .tools = "_alternative 'files:tool file:_files -g \"*.lua\"' 'dirs:folder:_files -/'",
+    .file = "_files",
+    .dir = "_files -/",
+    .words = "compadd -- %s",
+    .none = ":",
+    .end = "\n      return ;;\n"});
   ob_buf_addf(b, "    esac\n"
                  "    if [[ $cur == -* ]]; then\n"
                  "      case $cmd in\n");
   for (size_t c = 0; c < ncmds; c++) {
     ob_buf_addf(b, "        %s) opts=(\n", cmds[c].name);
     for (size_t i = 0; i < nopts; i++)
-      if (ob_cli_opt_of(&opts[i], &cmds[c])) {
-        int dup = 0;
-        for (size_t j = 0; j < i; j++)
-          dup |= ob_cli_opt_of(&opts[j], &cmds[c]) && !strcmp(opts[j].name, opts[i].name);
-        if (dup)
-          continue;
+      if (first_of_name(opts, i, &cmds[c])) {
         ob_buf tmp = {0};
         ob_buf_addf(&tmp, "%s:%s", opts[i].name, opts[i].help);
         ob_buf_addf(b, "          ");
