@@ -9,13 +9,20 @@
  * could. The output template of a plan goes through the same substitution.
  *
  * Costs: O(size of the params' objects and arrays that hold references) per
- * call, plus each reference's read (ob_log.h). */
+ * call, plus each reference's read (ob_log.h). A structural error that names the
+ * nearest path gathers the plan's and the log's paths (ob_plan_suggest_ref): at most
+ * MAX_SUGGESTED a run. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/ob_sched.h"
+
+/* A run's structural errors that name the nearest path: each gathers every path the
+ * plan writes and the log holds, so a plan of many copies failing alike would pay that
+ * per copy; past these, the errors say what is absent only. */
+#define MAX_SUGGESTED 256
 
 static void absent(ob_resolver *rs, const ob_param_ref *ref) {
   ob_run *r = rs->run;
@@ -37,12 +44,15 @@ static void absent(ob_resolver *rs, const ob_param_ref *ref) {
         rs->missing = 1;
         ob_buf_addf(&rs->why, "parameter \"%s\": %s is absent and no call in the plan writes it",
                     ref->where, x->text);
-        size_t at = rs->why.len;
-        ob_buf_add(&rs->why, " (did you mean ", 15);
-        if (ob_plan_suggest_ref(r->plan, r->log, x, &rs->why))
-          ob_buf_add(&rs->why, "?)", 2);
-        else
-          rs->why.len = at;
+        if (r->suggested < MAX_SUGGESTED) {
+          size_t at = rs->why.len;
+          r->suggested++;
+          ob_buf_add(&rs->why, " (did you mean ", 15);
+          if (ob_plan_suggest_ref(r->plan, r->log, x, &rs->why))
+            ob_buf_add(&rs->why, "?)", 2);
+          else
+            rs->why.len = at;
+        }
       }
     }
 }

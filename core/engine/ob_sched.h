@@ -130,6 +130,7 @@ struct ob_run {
   uint64_t t0;
   const ob_value *written; /* while a call settles done: the value it wrote (its event's) */
   int handled;      /* ... and whether that was an error a || alternative received */
+  unsigned suggested; /* structural errors given a nearest path (ob_params.c: a bound) */
   ob_map schemas;   /* schema value (by address) -> compiled */
   ob_crun *parent;  /* the call that delegated to this run, or NULL */
   ob_run *next, **prevp;

@@ -144,24 +144,30 @@ static const char *suggest(known *k, const ob_reference *x) {
     gather(k);
   size_t last = x->path.n ? x->path.segs[x->path.n - 1].keylen : strlen(x->kind);
   const char *best = nearest(k, word, last);
-  for (size_t n = 1; !best && n < x->path.n && x->path.segs[n - 1].keylen; n++) {
-    ob_buf pre, whole;
-    ob_buf_init(&pre);
+  if (!best && x->path.n > 1) {
+    ob_buf whole, pre;
     ob_buf_init(&whole);
-    ob_ref_format(&pre, x->kind, &(ob_path){n, x->path.segs});
+    ob_buf_init(&pre);
     ob_ref_format(&whole, x->kind, &x->path);
-    const char *p = undaggered(pre.data), *w = undaggered(whole.data);
-    size_t plen = strlen(p);
-    if (!ob_map_get(&k->names, p, plen)) {
-      const char *head = strncmp(w, p, plen) ? NULL : nearest(k, p, x->path.segs[n - 1].keylen);
-      if (head) {
-        size_t hlen = strlen(head), tlen = strlen(w + plen);
-        char *m = ob_xmalloc(hlen + tlen + 1);
-        memcpy(m, head, hlen);
-        memcpy(m + hlen, w + plen, tlen + 1);
-        best = k->made[k->nmade++] = m;
-      }
-      n = x->path.n; /* the first unknown prefix only */
+    const char *w = undaggered(whole.data), *p = NULL;
+    size_t n, plen = 0;
+    for (n = 1; n < x->path.n && x->path.segs[n - 1].keylen; n++) { /* the first unknown prefix */
+      pre.len = 0;
+      ob_ref_format(&pre, x->kind, &(ob_path){n, x->path.segs});
+      p = undaggered(pre.data);
+      plen = strlen(p);
+      if (!ob_map_get(&k->names, p, plen))
+        break;
+    }
+    const char *head = n < x->path.n && x->path.segs[n - 1].keylen && !strncmp(w, p, plen)
+                           ? nearest(k, p, x->path.segs[n - 1].keylen)
+                           : NULL;
+    if (head) {
+      size_t hlen = strlen(head), tlen = strlen(w + plen);
+      char *m = ob_xmalloc(hlen + tlen + 1);
+      memcpy(m, head, hlen);
+      memcpy(m + hlen, w + plen, tlen + 1);
+      best = k->made[k->nmade++] = m;
     }
     ob_buf_free(&pre);
     ob_buf_free(&whole);
