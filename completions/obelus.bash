@@ -31,7 +31,7 @@ _obelus() {
       COMPREPLY=( $(compgen -d -- "$cur") $(compgen -f -X '!*.lua' -- "$cur") )
       COMPREPLY=( "${COMPREPLY[@]/#/$pre}" )
       return 0 ;;
-    *' --input'|*' --concurrency'|*' --threads'|*' --drain-timeout'|*' --call-timeout'|*' --max-depth'|*' --max-memory'|*' --max-output'|*' --max-calls'|*' --max-slice'|*' --http-max'|*' --http-max-bytes'|*' --max-steps'|*' --at'|*' --from'|*' --set'|*' --instance'|*' --max-edges'|*' --max-line'|*' --bind'|*' --port'|*' --token'|*' --queue'|*' --shard'|*' --jobs'|*' --claim-idle'|*' --max-deliveries'|*' --grace'|*' --name'|*' --timeout'|'wait --batch')
+    *' --input'|*' --concurrency'|*' --threads'|*' --drain-timeout'|*' --call-timeout'|*' --max-depth'|*' --max-memory'|*' --max-output'|*' --max-calls'|*' --max-slice'|*' --http-max'|*' --http-max-bytes'|*' --max-steps'|*' --at'|*' --from'|*' --set'|*' --instance'|*' --max-edges'|*' --max-line'|*' --bind'|*' --port'|*' --token'|*' --queue'|*' --shard'|*' --jobs'|*' --claim-idle'|*' --max-deliveries'|*' --keep-journals'|*' --keep-results'|*' --grace'|*' --name'|*' --timeout'|'wait --batch')
       COMPREPLY=()
       COMPREPLY=( "${COMPREPLY[@]/#/$pre}" )
       return 0 ;;
@@ -85,7 +85,7 @@ _obelus() {
         completion) w="--help" ;;
         help) w="--help" ;;
         submit) w="--help --tools --input --latent --approver --lenient-schemas --redis --queue --batch --shard" ;;
-        worker) w="--help --tools --latent --approver --plans-root --lenient-schemas --concurrency --call-timeout --max-depth --max-memory --max-output --max-calls --max-slice --http-max --http-max-bytes --http-allow-private --redis --queue --jobs --claim-idle --max-deliveries --drain --grace --name --dir" ;;
+        worker) w="--help --tools --latent --approver --plans-root --lenient-schemas --concurrency --call-timeout --max-depth --max-memory --max-output --max-calls --max-slice --http-max --http-max-bytes --http-allow-private --redis --queue --jobs --claim-idle --max-deliveries --drain --keep-journals --keep-results --grace --name --dir" ;;
         wait) w="--help --redis --queue --timeout --ids --batch" ;;
         status) w="--help --redis --queue --json" ;;
       esac

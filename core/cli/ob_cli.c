@@ -35,6 +35,28 @@ int ob_cli_parse_count(const char *s, size_t *out) {
   return 1;
 }
 
+int ob_cli_parse_duration(const char *s, uint64_t *secs) {
+  if (!strcmp(s, "forever")) {
+    *secs = UINT64_MAX;
+    return 1;
+  }
+  size_t digits = strspn(s, "0123456789");
+  if (!digits || digits > 12)
+    return 0;
+  uint64_t n = strtoull(s, NULL, 10), unit = 1;
+  const char *u = s + digits;
+  if (!strcmp(u, "d"))
+    unit = 86400;
+  else if (!strcmp(u, "h"))
+    unit = 3600;
+  else if (!strcmp(u, "m"))
+    unit = 60;
+  else if (*u && strcmp(u, "s"))
+    return 0;
+  *secs = n * unit;
+  return 1;
+}
+
 void ob_cli_say_stuck(void *ud, const char *msg) {
   const char *who = ud ? ud : "obelus";
   (void)!write(2, who, strlen(who));

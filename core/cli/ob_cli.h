@@ -78,6 +78,9 @@ int ob_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 /* 1 when s is a whole non-negative decimal number that fits in size_t. */
 int ob_cli_parse_count(const char *s, size_t *out);
+/* 1 when s is a duration: a number of seconds, or one followed by s, m, h or d (90s,
+ * 30m, 1h, 7d), into *secs; "forever" is UINT64_MAX. */
+int ob_cli_parse_duration(const char *s, uint64_t *secs);
 
 /* SIGINT and SIGTERM taken on loop (sig[0], sig[1]; their data is data): cb for each.
  * Unreferenced when weak (they never keep the loop alive). A tool that never yields is

@@ -22,6 +22,7 @@
 #include "cli/ob_cmd_redis.h"
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
+#include "fleet/ob_queue_journal.h"
 #include "fleet/ob_queue_ids.h"
 #include "fleet/ob_queue_job.h"
 #include "fleet/ob_queue_wait.h"
@@ -690,17 +691,49 @@ done:
 
 /* --- log --redis ---------------------------------------------------------------------------- */
 
+/* A job's journal read (ob_queue_journal.h): what the reply said, made into text. */
+typedef struct journal_read {
+  const char *job;
+  int answered, kind;
+  ob_buf text;
+  char state[32];
+  ob_error err;
+} journal_read;
+
+static void on_journal(void *ud, redisReply *rp, const char *why) {
+  journal_read *jr = ud;
+  (void)why;
+  jr->answered = 1;
+  jr->kind = rp ? ob_queue_journal_reply(rp, jr->job, &jr->text, jr->state, sizeof jr->state,
+                                         &jr->err)
+                : -1;
+}
+
 /* Writes job's journal to a temporary file and prints it with ob_cmd_log. */
 static int log_one(ob_cmd_redis *c, uv_loop_t *loop, const queue_args *a, const char *job) {
-  char *k = ob_queue_key(a->queue, "journal", job);
-  ob_value *text = call(c, loop, 2, (const char *[]){"GET", k});
-  free(k);
-  if (!text) {
+  journal_read jr = {.job = job};
+  ob_queue_journal_args ja;
+  ob_queue_journal_args_make(&ja, a->queue, job);
+  int sent = ob_redis_send(c->r, on_journal, &jr, 9, ja.argv, NULL) == OB_OK;
+  ob_queue_journal_args_free(&ja);
+  while (sent && !jr.answered)
+    uv_run(loop, UV_RUN_ONCE);
+  if (!sent || jr.kind < 0) {
     fprintf(stderr, "obelus log: %s: the connection was lost\n", a->redis);
     return OB_EXIT_UNAVAILABLE;
   }
-  if (ob_typeof(text) != OB_STRING) {
-    ob_unref(text);
+  if (jr.kind == OB_QJ_BAD) {
+    ob_eprintf("obelus log: job %s in queue %s: %s\n", job, a->queue, jr.err.msg);
+    ob_buf_free(&jr.text);
+    return OB_EXIT_FAIL;
+  }
+  if (jr.kind == OB_QJ_GONE) {
+    ob_eprintf("obelus log: job %s in queue %s has %s, and its journal is no longer kept "
+               "(workers keep a finished job's journal for --keep-journals: an hour unless "
+               "told)\n", job, a->queue, !strcmp(jr.state, "failed") ? "failed" : "finished");
+    return OB_EXIT_FAIL;
+  }
+  if (jr.kind == OB_QJ_NONE) {
     /* a job that failed before it ran (a malformed entry, an invalid plan): why */
     char *jk = ob_queue_key(a->queue, "job", job);
     ob_value *st = call(c, loop, 5, (const char *[]){"HMGET", jk, "state", "error", "output"});
@@ -726,6 +759,8 @@ static int log_one(ob_cmd_redis *c, uv_loop_t *loop, const queue_args *a, const 
     ob_unref(st);
     return OB_EXIT_FAIL;
   }
+  ob_value *text = ob_string(jr.text.data ? jr.text.data : "", jr.text.len);
+  ob_buf_free(&jr.text);
   const char *tmp = getenv("TMPDIR");
   ob_buf path;
   ob_buf_init(&path);

@@ -26,6 +26,7 @@
 static const char worker_help[] =
     "usage: obelus worker --redis URL --tools PATH... [--queue NAME] [--jobs N]\n"
     "                     [--claim-idle MS] [--max-deliveries N] [--drain] [--grace MS]\n"
+    "                     [--keep-journals D] [--keep-results D]\n"
     "                     [--name NAME] [--dir DIR] [--plans-root DIR] [--latent FILE]\n"
     "                     [--call-timeout MS] [--max-memory MB] [--max-output KB]\n"
     "                     [--max-calls N] [--max-slice MS] [--http-max N] [--concurrency N]\n"
@@ -45,6 +46,9 @@ static const char worker_help[] =
     "  --max-deliveries N   a job delivered N times whose workers all died is failed as\n"
     "                       poison (default 5)\n"
     "  --drain              exit once the queue is empty and nothing is pending\n"
+    "  --keep-journals D    how long a finished job's journal is kept in Redis, as a\n"
+    "                       compact record (default 1h; 90s, 30m, 7d, forever; 0: none)\n"
+    "  --keep-results D     how long a finished job's result is kept (default 1d)\n"
     "  --grace MS           on SIGTERM, how long running jobs may finish before they are\n"
     "                       handed back (default 30000); a second signal: at once;\n"
     "                       a third exits at once (a tool that never yields is\n"
@@ -157,6 +161,10 @@ int ob_cmd_worker(int argc, char **argv) {
       .claim_idle_ms = o.claim_idle_ms,
       .max_deliveries = (unsigned)o.max_deliveries,
       .drain = o.drain,
+      .keep_journals_s = o.keep_journals_none ? OB_WORKER_KEEP_NONE
+                         : o.keep_journals_s == UINT64_MAX ? OB_WORKER_KEEP_FOREVER
+                                                           : o.keep_journals_s,
+      .keep_results_s = o.keep_results_s == UINT64_MAX ? OB_WORKER_KEEP_FOREVER : o.keep_results_s,
       .run = {.concurrency = o.concurrency,
               .max_depth = o.max_depth,
               .call_timeout_ms = (uint32_t)o.call_timeout_ms,

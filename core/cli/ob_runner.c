@@ -207,6 +207,17 @@ int ob_cmd_options_parse_own(int argc, char **argv, ob_cmd_options *o, const cha
     } else if (!strcmp(a, "--grace")) {
       if (!ob_cli_parse_count(val, &o->grace_ms))
         return ob_cli_usage_error(o->cmd, "--grace needs milliseconds");
+    } else if (!strcmp(a, "--keep-journals") || !strcmp(a, "--keep-results")) {
+      int journals = a[7] == 'j';
+      uint64_t secs;
+      if (!ob_cli_parse_duration(val, &secs) || (!journals && !secs))
+        return ob_cli_usage_error(o->cmd, "%s needs a duration: seconds, or a number and s, m, "
+                                          "h or d (90s, 30m, 1h, 7d), or forever%s", a,
+                                  journals ? " (0: none kept)" : "; 1s at least");
+      if (journals && !secs)
+        o->keep_journals_none = 1;
+      else
+        *(journals ? &o->keep_journals_s : &o->keep_results_s) = secs;
     } else if (!strcmp(a, "--drain")) {
       o->drain = 1;
     } else if (!strcmp(a, "--name")) {

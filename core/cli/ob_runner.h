@@ -44,6 +44,8 @@ typedef struct ob_cmd_options {
   const char *redis, *queue, *batch, *name, *dir;
   size_t threads; /* run --threads (0: the default) */
   size_t shard, jobs, claim_idle_ms, max_deliveries, grace_ms;
+  uint64_t keep_journals_s, keep_results_s; /* worker: 0 unless given (UINT64_MAX: forever) */
+  int keep_journals_none;                   /* worker --keep-journals 0 */
   int drain;
   /* tools (ob_cmd_tools.c) */
   const char *format;

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "base/ob_hash.h"
+#include "base/ob_map.h"
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
 
@@ -220,14 +221,9 @@ static void queue_jobs(ob_queue_submit *s, long long last) {
       free(jk);
       continue;
     }
-    const char *hargv[14] = {"HSET", jk, "state", "queued", "submitted", now, "stream", s->stream,
-                             "name", j->name, "plan", s->hashes[i]};
-    int hc = 12;
-    if (s->tools_json) {
-      hargv[hc++] = "tools";
-      hargv[hc++] = s->tools_json;
-    }
-    if (ob_redis_send(s->r, on_job_queued, s, hc, hargv, NULL) == OB_OK)
+    const char *hargv[] = {"HSET", jk, "state", "queued", "submitted", now, "stream", s->stream,
+                           "name", j->name, "plan", s->hashes[i]};
+    if (ob_redis_send(s->r, on_job_queued, s, 12, hargv, NULL) == OB_OK)
       s->waiting++;
     char *inputs = j->inputs ? ob_json_print(j->inputs, OB_JSON_COMPACT, NULL) : NULL;
     const char *xargv[12] = {"XADD", s->stream, "*", "job", s->ids[i], "plan", s->hashes[i],
@@ -314,24 +310,41 @@ int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, 
     free(sets);
   }
   size_t njobs = 0;
+  ob_map refs; /* plan hash -> how many of these jobs run it (as a pointer-sized count) */
+  ob_map_init(&refs);
   for (size_t i = 0; i < n; i++) {
     if (jobs[i].parent < 0)
       njobs++;
     if (jobs[i].nparts)
       continue;
     ob_queue_hash(jobs[i].plan_text, jobs[i].plan_len, s->hashes[i]);
-    int seen = 0;
-    for (size_t k = 0; k < i && !seen; k++)
-      seen = !jobs[k].nparts && !strcmp(s->hashes[k], s->hashes[i]);
-    if (seen)
-      continue;
+    uintptr_t had = (uintptr_t)ob_map_get(&refs, s->hashes[i], 16);
+    ob_map_put(&refs, s->hashes[i], 16, (void *)(had + 1));
+  }
+  /* each plan: its references counted first, then its text stored and kept (PERSIST undoes
+     the expiry that the last job of an earlier submission set); in that order a worker
+     that ends the plan's last earlier job between them cannot leave it expiring */
+  char *refs_key = ob_queue_key(q, "planrefs", NULL);
+  ob_map_entry *me;
+  for (size_t it = 0, i = 0; ob_map_next(&refs, &it, &me);) {
+    while (jobs[i].nparts || strcmp(s->hashes[i], me->key))
+      i++; /* the first job of this plan: its text */
+    char count[32];
+    snprintf(count, sizeof count, "%zu", (size_t)(uintptr_t)me->val);
     char *pk = ob_queue_key(q, "plan", s->hashes[i]);
     const char *argv[] = {"SET", pk, jobs[i].plan_text, "NX"};
     size_t lens[] = {3, strlen(pk), jobs[i].plan_len, 2};
+    if (ob_redis_send(r, on_prepared, s, 4, (const char *[]){"HINCRBY", refs_key, me->key, count},
+                      NULL) == OB_OK)
+      s->waiting++;
     if (ob_redis_send(r, on_prepared, s, 4, argv, lens) == OB_OK)
+      s->waiting++;
+    if (ob_redis_send(r, on_prepared, s, 2, (const char *[]){"PERSIST", pk}, NULL) == OB_OK)
       s->waiting++;
     free(pk);
   }
+  free(refs_key);
+  ob_map_free(&refs);
   s->batch = batch && njobs > 0; /* no record of an empty batch */
   if (s->batch) {
     char *bseq = ob_queue_key(q, "batchseq", NULL);

@@ -408,9 +408,8 @@ static void cmd_up(void *ud) {
   w->ever_up = 1;
   if (!w->groups_ready)
     create_groups(w);
-  for (wjob *j = w->js.jobs; j; j = j->next) /* those whose result is not stored yet too:
-                                             FINISH_SCRIPT checks the journal's length */
-    if (j->state != J_DONE && ((j->d && ob_drun_journal(j->d)) || j->jbuf.len))
+  for (wjob *j = w->js.jobs; j; j = j->next) /* a result to store carries its journal whole */
+    if (j->state != J_DONE && j->state != J_FINISH && ((j->d && ob_drun_journal(j->d)) || j->jbuf.len))
       ob_wjob_resync(j);
   ob_wjob_send_finishes(&w->js);
   announce(w);
@@ -518,6 +517,10 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
   w->js.host = (ob_wjob_host){host_say, host_schedule_reap, w};
   w->js.run = &w->o.run;
   w->js.max_deliveries = w->o.max_deliveries;
+  w->js.keep_journals_s = !o->keep_journals_s ? OB_WORKER_KEEP_JOURNALS_S
+                          : o->keep_journals_s == OB_WORKER_KEEP_NONE ? 0 : o->keep_journals_s;
+  w->js.keep_results_s = !o->keep_results_s || o->keep_results_s == OB_WORKER_KEEP_NONE
+                             ? OB_WORKER_KEEP_RESULTS_S : o->keep_results_s;
   w->js.queue = ob_xstrdup(o->queue ? o->queue : OB_QUEUE_DEFAULT);
   if (o->name) {
     w->js.me = ob_xstrdup(o->name);
@@ -616,8 +619,10 @@ void ob_worker_free(ob_worker *w) {
     uv_close((uv_handle_t *)&w->reread, NULL);
     uv_run(w->js.loop, UV_RUN_NOWAIT); /* the handles above live in w */
   }
-  for (size_t i = 0; i < PLAN_CACHE; i++)
+  for (size_t i = 0; i < PLAN_CACHE; i++) {
     ob_unref(w->js.cache[i].value);
+    ob_unref(w->js.cache[i].text);
+  }
   if (w->own_dir)
     rmdir(w->js.dir);
   free(w->js.dir);

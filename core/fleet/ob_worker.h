@@ -18,6 +18,11 @@
 
 typedef struct ob_worker ob_worker;
 
+#define OB_WORKER_KEEP_JOURNALS_S 3600
+#define OB_WORKER_KEEP_RESULTS_S 86400
+#define OB_WORKER_KEEP_FOREVER UINT64_MAX
+#define OB_WORKER_KEEP_NONE (UINT64_MAX - 1)
+
 /* What a live status line shows (ob_worker_options.on_status). */
 typedef struct ob_worker_status {
   const char *name;  /* the worker's name (its consumer in the group) */
@@ -37,6 +42,12 @@ typedef struct ob_worker_options {
   uint64_t claim_idle_ms; /* a job pending longer is taken over (0: the default) */
   unsigned max_deliveries; /* a job delivered this many times is poison (0: the default) */
   int drain;              /* end once the queue is empty and nothing is pending */
+  /* How long a finished job's journal (its compact record) and its result are kept
+   * in Redis, in seconds: 0, the defaults (OB_WORKER_KEEP_JOURNALS_S,
+   * OB_WORKER_KEEP_RESULTS_S); OB_WORKER_KEEP_FOREVER; for journals, OB_WORKER_KEEP_NONE
+   * keeps none. A job's plan is kept as long as the longer of the two after its last
+   * job ended. */
+  uint64_t keep_journals_s, keep_results_s;
   ob_run_options run;     /* every job's run options (limits); journal, on_done, ud,
                              plans_root are the worker's */
   /* Notes (what the worker does that its operator should know: a job taken over, a

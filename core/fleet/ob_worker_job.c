@@ -38,6 +38,7 @@
 #include "base/ob_mem.h"
 #include "plan/ob_plan.h"
 #include "fleet/ob_queue_job.h"
+#include "fleet/ob_queue_journal.h"
 #include "fleet/ob_worker_job.h"
 #include "drive/ob_drive.h"
 
@@ -58,18 +59,32 @@ static void schedule_reap(ob_wjobs *w) { w->host.schedule_reap(w->host.ud); }
 
 /* --- plans ---------------------------------------------------------------------------------- */
 
-static ob_value *cache_get(ob_wjobs *w, const char *hash) {
+static cached_plan *cache_get(ob_wjobs *w, const char *hash) {
   for (size_t i = 0; i < PLAN_CACHE; i++)
     if (w->cache[i].value && !strcmp(w->cache[i].hash, hash))
-      return w->cache[i].value;
+      return &w->cache[i];
   return NULL;
 }
 
-static void cache_put(ob_wjobs *w, const char *hash, ob_value *v) {
+static void cache_put(ob_wjobs *w, const char *hash, ob_value *v, ob_value *text) {
   cached_plan *c = &w->cache[w->cache_next++ % PLAN_CACHE];
   ob_unref(c->value);
+  ob_unref(c->text);
   snprintf(c->hash, sizeof c->hash, "%s", hash);
   c->value = ob_ref(v);
+  c->text = ob_ref(text);
+}
+
+/* j's plan from the cache (a reference to its value and text each): 1, or 0 when it is
+ * not kept. */
+static int plan_from_cache(wjob *j) {
+  cached_plan *c = j->plan_hash ? cache_get(j->w, j->plan_hash) : NULL;
+  if (!c)
+    return 0;
+  j->plan_value = ob_ref(c->value);
+  ob_unref(j->plan_text);
+  j->plan_text = ob_ref(c->text);
+  return 1;
 }
 
 /* --- jobs ----------------------------------------------------------------------------------- */
@@ -127,6 +142,7 @@ wjob *ob_wjob_new(ob_wjobs *w, const char *stream, redisReply *entry) {
 void ob_wjob_free(wjob *j) {
   ob_drun_free(j->d); /* its run, journal, plan and the journal it resumed */
   ob_unref(j->plan_value);
+  ob_unref(j->plan_text);
   ob_unref(j->inputs);
   unlink(j->path);
   free(j->id);
@@ -152,6 +168,8 @@ void ob_wjob_reap_all(ob_wjobs *w) {
     wjob *j = *pp;
     if (j->state == J_RAN)
       run_finish(j);
+    else if (j->state == J_RUN || j->state == J_RESUME)
+      ob_wjob_ship(j);
     if (j->state == J_DONE && !j->replies) {
       *pp = j->next;
       ob_wjob_free(j);
@@ -174,43 +192,81 @@ void ob_wjob_done(wjob *j) {
 #define FINISH_BATCH 256
 
 /* A job's result stored, its end added to the done stream and counted, unless it
- * already has one (a finished job's result is never replaced: the first result
- * stands) or another entry of its id holds it (that entry's run will store it).
- * A job that ran has its journal checked in the same step: when Redis's copy is
- * not the job's whole journal (an APPEND refused: the key turned into a hash, a
- * full memory; the key deleted), the job is stored failed, exit 4 (as `obelus run`
- * whose journal cannot be written), its error saying so, rather than done with its
- * journal lost. The count in the stats hash comes last and may fail (junk there):
- * the result is stored all the same.
- * KEYS: the job's hash, the done stream, the stats hash, the journal. ARGV: holder,
- * state, exit, output, finished, worker, done's MAXLEN, job id, the journal's length
- * ("-": no journal to check)[, error]. 1: stored, 2: stored failed (its journal is
- * lost), 0: not stored. */
+ * already has one (a finished job's result is never replaced: the first result stands)
+ * or another entry of its id holds it (that entry's run will store it). Its journal is
+ * in a record written before in the same MULTI (ob_queue_journal.h), which its hash
+ * names; when the record is not there (the bucket is a key of another type, the memory
+ * is full), the job is stored failed, exit 4's cause said as `obelus run` says a
+ * journal it cannot write, rather than done with its journal lost. The running
+ * journal's key goes. The job's hash lets go of its entry and stream and expires
+ * keep-results after now (a part's whole job too, from its last part's end); the plan's
+ * count of jobs to come is taken down, and at none its text expires after the plan's
+ * keep. The count in the stats hash comes last and may fail (junk there): the result is
+ * stored all the same.
+ * KEYS: the job's hash, the done stream, the stats hash, the running journal, the bucket,
+ * the plans' counts, the plan's text, the whole job's hash (or the job's again).
+ * ARGV: holder, state, exit, output, finished, worker, done's MAXLEN, job id, the record's
+ * field in the bucket ("": none), the result's keep (s; "": forever), the plan's keep
+ * (the same), the plan's hash ("": none)[, error].
+ * 1: stored, 2: stored failed (its journal is lost), 0: not stored. */
 static const char FINISH_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
     "if st == 'done' or st == 'failed' or st == 'sharded' then return 0 end\n"
     "local owner = redis.call('HGET', KEYS[1], 'entry')\n"
     "if owner and owner ~= ARGV[1] then return 0 end\n"
-    "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[10], 1\n"
-    "if ARGV[9] ~= '-' then\n"
-    "  local n = redis.pcall('STRLEN', KEYS[4])\n"
-    "  if type(n) ~= 'number' or n ~= tonumber(ARGV[9]) then\n"
-    "    local why = type(n) == 'number' and (n .. ' bytes of its ' .. ARGV[9] .. ' are there')\n"
-    "                or tostring(n.err)\n"
+    "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[13], 1\n"
+    "if ARGV[9] ~= '' then\n"
+    "  local ok = redis.pcall('HEXISTS', KEYS[5], ARGV[9])\n"
+    "  if ok ~= 1 then\n"
     "    state, exit, r = 'failed', '1', 2\n"
-    "    err = 'its journal could not be written to Redis (' .. KEYS[4] .. '): ' .. why\n"
+    "    err = 'its journal could not be written to Redis (' .. KEYS[5] .. '): ' ..\n"
+    "          (type(ok) == 'table' and tostring(ok.err) or 'its record is not there')\n"
     "  end\n"
     "end\n"
+    "redis.pcall('DEL', KEYS[4])\n"
     "redis.call('HSET', KEYS[1], 'state', state, 'exit', exit, 'output', ARGV[4],\n"
     "           'finished', ARGV[5], 'worker', ARGV[6])\n"
+    "redis.call('HDEL', KEYS[1], 'entry', 'stream')\n"
+    "if r == 1 and ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'journal', ARGV[9]) end\n"
     "if err then redis.call('HSET', KEYS[1], 'error', err) end\n"
+    "if ARGV[10] ~= '' then\n"
+    "  redis.call('EXPIRE', KEYS[1], ARGV[10])\n"
+    "  if KEYS[8] ~= KEYS[1] then redis.pcall('EXPIRE', KEYS[8], ARGV[10]) end\n"
+    "end\n"
+    "if ARGV[12] ~= '' then\n"
+    "  local n = redis.pcall('HINCRBY', KEYS[6], ARGV[12], -1)\n"
+    "  if type(n) ~= 'number' or n <= 0 then\n"
+    "    redis.pcall('HDEL', KEYS[6], ARGV[12])\n"
+    "    if ARGV[11] ~= '' then redis.pcall('EXPIRE', KEYS[7], ARGV[11]) end\n"
+    "  end\n"
+    "end\n"
     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'job', ARGV[8], 'exit', exit)\n"
     "redis.pcall('HINCRBY', KEYS[3], state, 1)\n"
     "return r\n";
 
+/* A stream's entries that no one needs any more let go: those before the first one
+ * pending (delivered, not acknowledged), or, with none pending, every one the group
+ * has read but the last. KEYS: the stream. ARGV: the group. */
+static const char TRIM_SCRIPT[] =
+    "local p = redis.call('XPENDING', KEYS[1], ARGV[1])\n"
+    "local min = p[2]\n"
+    "if not min then\n"
+    "  local last = false\n"
+    "  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do\n"
+    "    for i = 1, #g, 2 do\n"
+    "      if g[i] == 'name' and g[i + 1] ~= ARGV[1] then break end\n"
+    "      if g[i] == 'last-delivered-id' then last = g[i + 1] end\n"
+    "    end\n"
+    "  end\n"
+    "  if not last then return 0 end\n"
+    "  min = last\n"
+    "end\n"
+    "return redis.call('XTRIM', KEYS[1], 'MINID', min)\n";
+
 typedef struct finish_batch {
   ob_wjobs *w;
   size_t n;
+  size_t skip; /* EXEC's replies before the jobs' (their records') */
   wjob *jobs[FINISH_BATCH];
 } finish_batch;
 
@@ -224,13 +280,14 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
       continue;
     }
     /* EXEC's replies: the jobs' EVALs first, in order */
-    redisReply *r = rp->type == REDIS_REPLY_ARRAY && i < rp->elements ? rp->element[i] : NULL;
+    size_t at = fb->skip + i;
+    redisReply *r = rp->type == REDIS_REPLY_ARRAY && at < rp->elements ? rp->element[at] : NULL;
     if (r && r->type == REDIS_REPLY_ERROR) {
       ob_wjob_say(fb->w, j->id, "its result could not be stored: %s", r->str);
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
-      ob_wjob_say(fb->w, j->id, "its journal could not be written to Redis (%s); stored "
-                        "failed", j->jkey);
+      ob_wjob_say(fb->w, j->id, "its journal's record could not be written to Redis; stored "
+                        "failed (its error says why)");
       fb->w->stats.failed++;
     } else if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
       ob_wjob_say(fb->w, j->id, "it already has a result, which stands; this run's (exit %d) "
@@ -252,6 +309,115 @@ static int cmd(ob_wjobs *w, int argc, const char **argv) {
   return ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, argc, argv, NULL) == OB_OK;
 }
 
+/* A number of seconds as text, or "" for forever. */
+static void secs_text(char out[32], uint64_t s) {
+  if (s == OB_WORKER_KEEP_FOREVER)
+    out[0] = 0;
+  else
+    snprintf(out, 32, "%" PRIu64, s);
+}
+
+/* The key of the whole job whose part j is ("ID" of a part "ID.K"), or NULL. */
+static char *whole_key(const ob_wjobs *w, const char *id) {
+  const char *dot = strchr(id, '.');
+  if (!dot || dot == id || strspn(id, "0123456789") != (size_t)(dot - id) ||
+      !dot[1] || strspn(dot + 1, "0123456789") != strlen(dot + 1))
+    return NULL;
+  char whole[64];
+  snprintf(whole, sizeof whole, "%.*s", (int)(dot - id), id);
+  return ob_queue_key(w->queue, "job", whole);
+}
+
+/* j's FINISH_SCRIPT, inside the MULTI, its journal in record rec ("": none): 1, or 0
+ * when the connection went. */
+static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, const char *stats,
+                       const char *keep, const char *rec) {
+  char exit[8], nowms[32], keep_results[32], keep_plan[32];
+  snprintf(exit, sizeof exit, "%d", j->exit);
+  snprintf(nowms, sizeof nowms, "%" PRIu64, now);
+  secs_text(keep_results, w->keep_results_s);
+  /* the plan's text is a dictionary of its jobs' records: kept past the end of their
+     bucket's minute */
+  uint64_t kj = w->keep_journals_s, kp = w->keep_results_s;
+  if (kj == OB_WORKER_KEEP_FOREVER)
+    kp = kj;
+  else if (kp != OB_WORKER_KEEP_FOREVER && kj && kj + OB_QUEUE_JOURNAL_BUCKET_MS / 1000 > kp)
+    kp = kj + OB_QUEUE_JOURNAL_BUCKET_MS / 1000;
+  secs_text(keep_plan, kp);
+  char *jk = ob_queue_key(w->queue, "job", j->id);
+  char *bucket = ob_queue_journal_bucket(w->queue, now);
+  char *refs = ob_queue_key(w->queue, "planrefs", NULL);
+  char *pk = j->plan_hash ? ob_queue_key(w->queue, "plan", j->plan_hash) : ob_xstrdup(jk);
+  char *whole = whole_key(w, j->id);
+  const char *argv[24] = {"EVAL", FINISH_SCRIPT, "8", jk, done, stats, j->jkey, bucket, refs, pk,
+                          whole ? whole : jk, j->holder, j->exit ? "failed" : "done", exit,
+                          j->output ? j->output : "null", nowms, w->me, keep, j->id, rec,
+                          keep_results, keep_plan, j->plan_hash ? j->plan_hash : "", j->error};
+  int ok = ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, j->error ? 24 : 23, argv, NULL) ==
+           OB_OK;
+  free(jk);
+  free(bucket);
+  free(refs);
+  free(pk);
+  free(whole);
+  return ok;
+}
+
+/* The records of a batch's journals (ob_queue_journal.h), sent inside its MULTI: each job's
+ * record's field into names[i] ("" for none). Returns how many commands were sent (their
+ * replies come first in EXEC's), or -1 when the connection went. */
+static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (*names)[72]) {
+  int sent = 0;
+  char *bucket = ob_queue_journal_bucket(w->queue, now);
+  char expire_at[32] = "";
+  if (w->keep_journals_s != OB_WORKER_KEEP_FOREVER) /* the end of the minute, and then kj */
+    snprintf(expire_at, sizeof expire_at, "%" PRIu64,
+             (now / OB_QUEUE_JOURNAL_BUCKET_MS + 1) * (OB_QUEUE_JOURNAL_BUCKET_MS / 1000) +
+                 w->keep_journals_s);
+  ob_buf raw, rec;
+  ob_buf_init(&raw);
+  ob_buf_init(&rec);
+  for (size_t i = 0; i < n; i++)
+    names[i][0] = 0;
+  for (size_t i = 0; i < n && w->keep_journals_s;) {
+    size_t first = i;
+    while (i < n && !jobs[i]->jbuf.len)
+      i++, first++;
+    if (i == n)
+      break;
+    /* the record's jobs: from first, while the text stays under OB_QUEUE_JOURNAL_RECORD */
+    raw.len = 0;
+    for (; i < n && (!raw.len || raw.len + jobs[i]->jbuf.len <= OB_QUEUE_JOURNAL_RECORD); i++)
+      if (jobs[i]->jbuf.len) {
+        ob_queue_journal_add(&raw, jobs[i]->id, jobs[i]->jbuf.data, jobs[i]->jbuf.len);
+        snprintf(names[i], sizeof names[i], "%s", jobs[first]->id);
+      }
+    const ob_value *pt = jobs[first]->plan_text;
+    rec.len = 0;
+    ob_queue_journal_pack(pt ? jobs[first]->plan_hash : NULL, pt ? ob_string_ptr(pt) : NULL,
+                          pt ? ob_string_len(pt) : 0, raw.data, raw.len, &rec);
+    if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 4,
+                      (const char *[]){"HSET", bucket, jobs[first]->id, rec.data},
+                      (const size_t[]){4, strlen(bucket), strlen(jobs[first]->id), rec.len}) !=
+        OB_OK) {
+      sent = -1;
+      break;
+    }
+    sent++;
+  }
+  if (sent > 0 && expire_at[0]) {
+    if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 3,
+                      (const char *[]){"EXPIREAT", bucket, expire_at}, NULL) == OB_OK)
+      sent++;
+    else
+      sent = -1;
+  }
+  ob_buf_free(&raw);
+  ob_buf_free(&rec);
+  free(bucket);
+  return sent;
+}
+
 /* Sends the results of every job that has one and has not sent it. */
 void ob_wjob_send_finishes(ob_wjobs *w) {
   if (!ob_redis_is_up(w->cmd))
@@ -269,29 +435,18 @@ void ob_wjob_send_finishes(ob_wjobs *w) {
     }
     char *done = ob_queue_key(w->queue, "done", NULL), *stats = ob_queue_key(w->queue, "stats", NULL);
     uint64_t now = ob_queue_now_ms();
-    char nowms[32], sec[32], keep[32];
-    snprintf(nowms, sizeof nowms, "%" PRIu64, now);
+    char sec[32], keep[32];
     snprintf(sec, sizeof sec, "%" PRIu64, now / 1000);
     snprintf(keep, sizeof keep, "%d", OB_QUEUE_DONE_KEEP);
     char *rate = ob_queue_key(w->queue, "rate", sec);
     int ok = cmd(w, 1, (const char *[]){"MULTI"});
-    for (size_t i = 0; ok && i < fb->n; i++) {
-      wjob *j = fb->jobs[i];
-      char exit[8];
-      snprintf(exit, sizeof exit, "%d", j->exit);
-      char *jk = ob_queue_key(w->queue, "job", j->id);
-      char jlen[32] = "-"; /* a job that ran has a journal; its length as shipped */
-      if (j->jbuf.len)
-        snprintf(jlen, sizeof jlen, "%zu", j->jbuf.len);
-      const char *argv[18] = {"EVAL", FINISH_SCRIPT, "4", jk, done, stats, j->jkey, j->holder,
-                              j->exit ? "failed" : "done", exit, j->output ? j->output : "null",
-                              nowms, w->me, keep, j->id, jlen};
-      int argc = 16;
-      if (j->error)
-        argv[argc++] = j->error;
-      ok = cmd(w, argc, argv);
-      free(jk);
-    }
+    char (*names)[72] = ob_xmalloc(fb->n * sizeof *names);
+    int records = ok ? send_records(w, fb->jobs, fb->n, now, names) : -1;
+    ok = records >= 0;
+    fb->skip = ok ? (size_t)records : 0;
+    for (size_t i = 0; ok && i < fb->n; i++)
+      ok = send_finish(w, fb->jobs[i], now, done, stats, keep, names[i]);
+    free(names);
     for (int s = 0; ok && s < w->nstreams; s++) { /* one XACK per stream */
       const char **argv = ob_xmalloc((fb->n + 3) * sizeof *argv);
       int argc = 0;
@@ -301,8 +456,9 @@ void ob_wjob_send_finishes(ob_wjobs *w) {
       for (size_t i = 0; i < fb->n; i++)
         if (!strcmp(fb->jobs[i]->stream, w->streams[s]))
           argv[argc++] = fb->jobs[i]->entry;
-      if (argc > 3)
-        ok = cmd(w, argc, argv);
+      if (argc > 3) /* then what is acked, and before, let go */
+        ok = cmd(w, argc, argv) &&
+             cmd(w, 5, (const char *[]){"EVAL", TRIM_SCRIPT, "1", w->streams[s], OB_QUEUE_GROUP});
       free(argv);
     }
     char nall[32];
@@ -344,26 +500,38 @@ static void on_tee_reply(void *ud, redisReply *rp, const char *why) {
   (void)why; /* a lost APPEND: the reconnection SETs the journal whole */
 }
 
-/* A flush of the job's journal, to its copy and to Redis: the first one SET (what
- * the key held before is no journal of this run: junk, a key of another type), the
- * next ones APPENDed. A refused one is found when the result is stored
- * (FINISH_SCRIPT compares the lengths). */
+/* A flush of the job's journal: kept in its copy, shipped to Redis by the reaper
+ * (ob_wjob_ship) later in this turn of the loop, or with its result if the job ends
+ * first. */
 static void ship(void *ud, const char *bytes, size_t len) {
   wjob *j = ud;
-  ob_wjobs *w = j->w;
-  const char *verb = j->jbuf.len ? "APPEND" : "SET";
   ob_buf_add(&j->jbuf, bytes, len);
-  ob_redis_send(w->cmd, on_tee_reply, NULL, 3, (const char *[]){verb, j->jkey, bytes},
-                (const size_t[]){strlen(verb), strlen(j->jkey), len});
+  schedule_reap(j->w);
+}
+
+/* What the journal gained since it was last shipped: the first time SET (what the key
+ * held before is no journal of this run: junk, a key of another type), then
+ * APPENDed. A refused one leaves the key short of the journal; the job's result
+ * carries the whole journal all the same. */
+void ob_wjob_ship(wjob *j) {
+  if (j->jbuf.len <= j->shipped || !ob_redis_is_up(j->w->cmd))
+    return;
+  const char *verb = j->shipped ? "APPEND" : "SET";
+  if (ob_redis_send(j->w->cmd, on_tee_reply, NULL, 3,
+                    (const char *[]){verb, j->jkey, j->jbuf.data + j->shipped},
+                    (const size_t[]){strlen(verb), strlen(j->jkey), j->jbuf.len - j->shipped}) ==
+      OB_OK)
+    j->shipped = j->jbuf.len;
 }
 
 /* The journal SET whole in Redis, from the job's copy of it. */
 void ob_wjob_resync(wjob *j) {
   if (j->d && ob_drun_journal(j->d))
-    ob_wal_flush(ob_drun_journal(j->d)); /* ships what is buffered, to the copy too */
-  ob_redis_send(j->w->cmd, on_tee_reply, NULL, 3,
-                (const char *[]){"SET", j->jkey, j->jbuf.data ? j->jbuf.data : ""},
-                (const size_t[]){3, strlen(j->jkey), j->jbuf.len});
+    ob_wal_flush(ob_drun_journal(j->d)); /* what is buffered, to the copy too */
+  j->shipped = 0;
+  if (!j->jbuf.len) /* nothing yet: the key's old bytes (a run before a takeover) go */
+    ob_redis_send(j->w->cmd, on_tee_reply, NULL, 2, (const char *[]){"DEL", j->jkey}, NULL);
+  ob_wjob_ship(j);
 }
 
 /* The run has settled: its journal ended and closed, its result stored. From the
@@ -571,36 +739,39 @@ static void job_begin(wjob *j) {
   job_run(j);
 }
 
-/* A plan's text parsed and kept by hash (or the one kept): a new reference; NULL with
- * err when the text is gone or no JSON. */
-static ob_value *plan_of(ob_wjobs *w, const char *hash, redisReply *rp, ob_error *err) {
-  ob_value *v = cache_get(w, hash);
-  if (v)
-    return ob_ref(v);
+/* A plan's text parsed and kept by hash with its text (unless kept already): 0, or -1
+ * with err when the text is gone or no JSON. */
+static int plan_of(ob_wjobs *w, const char *hash, redisReply *rp, ob_error *err) {
+  if (cache_get(w, hash))
+    return 0;
   if (rp && rp->type == REDIS_REPLY_ERROR) { /* a key of another type: WRONGTYPE */
     char *pk = ob_queue_key(w->queue, "plan", hash);
     ob_error_set(err, OB_ETYPE, 0, "the job's plan key %s holds no text: %s", pk, rp->str);
     free(pk);
     ob_queue_text_clean(err->msg);
-    return NULL;
+    return -1;
   }
   if (!rp || rp->type != REDIS_REPLY_STRING) {
     ob_error_set(err, OB_ENOENT, 0, "the job's plan is gone from Redis");
-    return NULL;
+    return -1;
   }
   if (rp->len > OB_QUEUE_PLAN_MAX) {
     ob_error_set(err, OB_EINVAL, 0, "the job's plan is %zu bytes; at most %zu MB", (size_t)rp->len,
                  OB_QUEUE_PLAN_MAX >> 20);
-    return NULL;
+    return -1;
   }
   ob_error perr;
-  if (!(v = ob_json_parse(rp->str, rp->len, &perr))) {
+  ob_value *v = ob_json_parse(rp->str, rp->len, &perr);
+  if (!v) {
     ob_queue_text_clean(perr.msg);
     ob_error_set(err, OB_EJSON, 0, "the job's plan (its text in Redis) is not JSON: %s", perr.msg);
-    return NULL;
+    return -1;
   }
-  cache_put(w, hash, v);
-  return v;
+  ob_value *text = ob_string(rp->str, rp->len);
+  cache_put(w, hash, v, text);
+  ob_unref(text);
+  ob_unref(v);
+  return 0;
 }
 
 /* The plan's text for j and every job that waits for the same plan. */
@@ -610,8 +781,8 @@ static void plan_arrived(wjob *j, redisReply *rp) {
     ob_wjob_done(j);
     return;
   }
-  ob_error err;
-  if (!(j->plan_value = plan_of(j->w, j->plan_hash, rp, &err))) {
+  ob_error err = {0};
+  if (plan_of(j->w, j->plan_hash, rp, &err) != 0 || !plan_from_cache(j)) {
     job_invalid(j, NULL, err.msg);
     return;
   }
@@ -701,7 +872,8 @@ static const char CLAIM_SCRIPT[] =
     "  end\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'started', ARGV[2],\n"
-    "           'deliveries', ARGV[3], 'entry', ARGV[8])\n"
+    "           'entry', ARGV[8])\n"
+    "if ARGV[3] ~= '1' then redis.call('HSET', KEYS[1], 'deliveries', ARGV[3]) end\n"
     "if ARGV[4] == '1' or orphan then redis.call('HSET', KEYS[1], 'claimed', '1') end\n"
     "return {'ok', plan, orphan}\n";
 
@@ -730,7 +902,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
   redisReply *text = rp->element[1];
   ob_error err;
   if (asked) /* kept for the jobs of the same plan, whatever becomes of this one */
-    ob_unref(plan_of(w, j->plan_hash, text, &err));
+    plan_of(w, j->plan_hash, text, &err);
   if (strcmp(st, "ok")) { /* acknowledged by the script */
     if (!strcmp(st, "busy"))
       ob_wjob_say(w, j->id, "entry %s runs it already; entry %s of it is acked and ignored",
@@ -769,7 +941,7 @@ static void on_claim(void *ud, redisReply *rp, const char *why) {
     job_result(j, 2, NULL, j->bad);
     return;
   }
-  if ((j->plan_value = ob_ref(cache_get(w, j->plan_hash)))) {
+  if (plan_from_cache(j)) {
     job_begin(j);
     return;
   }

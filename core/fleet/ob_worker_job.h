@@ -31,7 +31,8 @@ typedef enum { J_FETCH, J_RESUME, J_RUN, J_RAN, J_FINISH, J_DONE } jstate;
 
 typedef struct cached_plan {
   char hash[17];
-  ob_value *value;
+  ob_value *value; /* parsed */
+  ob_value *text;  /* as Redis holds it (a string): the dictionary of its jobs' records */
 } cached_plan;
 
 typedef struct wjob wjob;
@@ -45,6 +46,9 @@ typedef struct ob_wjobs {
   ob_redis *cmd;        /* the connection that carries everything but the reads */
   const ob_run_options *run; /* every job's run options (the worker's o.run) */
   unsigned max_deliveries;
+  /* how long a finished job's journal record and its result are kept (s; UINT64_MAX:
+     forever; keep_journals 0: no record) */
+  uint64_t keep_journals_s, keep_results_s;
   char *queue, *me, *dir, *plans_root, *root; /* root: plans_root as a real path */
   char *streams[2];
   int nstreams;
@@ -71,8 +75,10 @@ struct wjob {
                           is not freed before (a job handed back meanwhile ignores them) */
   long long deliveries;
   ob_value *plan_value; /* the plan fetched, until its run is prepared */
+  ob_value *plan_text;  /* its text (a string), for the journal's record; or NULL */
   ob_drun *d;          /* its run (ob_drive.h: plan, journal, run), once prepared */
-  ob_buf jbuf;         /* the journal as Redis holds it (what was shipped) */
+  ob_buf jbuf;         /* the journal: what was shipped to Redis, then what is to be */
+  size_t shipped;      /* how much of jbuf was sent (SET, then APPENDs) */
   int exit;            /* the result */
   char *output, *error;
   int finish_sent;     /* the MULTI is out; 0 again when it was lost */
@@ -100,6 +106,10 @@ void ob_wjob_free(wjob *j);
 void ob_wjob_done(wjob *j);
 /* Its journal SET whole in Redis from the job's copy (after a reconnection). */
 void ob_wjob_resync(wjob *j);
+/* What its journal gained since it was last shipped, sent (the first time SET, then
+ * APPENDed). The reaper does it for every job still running, once a turn of the loop:
+ * a job that ends in the same turn ships nothing but its record (ob_queue_journal.h). */
+void ob_wjob_ship(wjob *j);
 /* The reaper's work on jobs: runs that settled get their results, ended jobs are
  * freed, results not sent are sent in batches. */
 void ob_wjob_reap_all(ob_wjobs *w);

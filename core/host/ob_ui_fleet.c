@@ -60,6 +60,7 @@
 #include "base/ob_map.h"
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
+#include "fleet/ob_queue_journal.h"
 #include "host/ob_trace.h"
 #include "host/ob_ui_fleet.h"
 #include "io/ob_redis.h"
@@ -429,27 +430,32 @@ static void on_journal(void *ud, redisReply *rp, const char *why) {
   jread *jr = ud;
   (void)why;
   fjob *j = jr->f->closing ? NULL : find_job(jr->f, jr->id);
+  ob_buf text;
+  ob_buf_init(&text);
+  ob_error err;
+  int kind = rp ? ob_queue_journal_reply(rp, jr->id, &text, NULL, 0, &err) : OB_QJ_BAD;
   if (j) {
     j->reading = 0;
-    if (rp && (rp->type == REDIS_REPLY_STRING || rp->type == REDIS_REPLY_NIL)) {
+    if (rp && kind != OB_QJ_BAD) {
       j->read_at = ob_queue_now_ms();
-      j->jlen = rp->type == REDIS_REPLY_STRING ? (long long)rp->len : 0;
+      j->jlen = (long long)text.len;
       j->read_final = jr->final;
       ob_value *run = NULL;
-      if (rp->type == REDIS_REPLY_STRING && rp->len) {
+      if (text.len) {
         char *name = key(jr->f, "journal", jr->id);
-        run = ob_trace_build_text(name, rp->str, rp->len, OB_TRACE_RUN, NULL, NULL);
+        run = ob_trace_build_text(name, text.data, text.len, OB_TRACE_RUN, NULL, NULL);
         free(name);
       }
       if (run) {
         summarize(j, run);
         ob_unref(run);
-      } else { /* none yet, or not a journal (what a run writes first is its plan) */
+      } else { /* none yet, none kept, or not a journal (a run writes its plan first) */
         j->calls = j->failed_calls = 0;
         j->t0 = j->t1 = -1;
       }
     }
   }
+  ob_buf_free(&text);
   free(jr->id);
   free(jr);
 }
@@ -457,14 +463,15 @@ static void on_journal(void *ud, redisReply *rp, const char *why) {
 static void read_journal(ob_ui_fleet *f, fjob *j) {
   jread *jr = ob_xmalloc(sizeof *jr);
   *jr = (jread){f, ob_xstrdup(j->id), j->final};
-  char *k = key(f, "journal", j->id);
-  if (ob_redis_send(f->r, on_journal, jr, 2, (const char *[]){"GET", k}, NULL) == OB_OK) {
+  ob_queue_journal_args ja;
+  ob_queue_journal_args_make(&ja, f->queue, j->id);
+  if (ob_redis_send(f->r, on_journal, jr, 9, ja.argv, NULL) == OB_OK) {
     j->reading = 1;
   } else {
     free(jr->id);
     free(jr);
   }
-  free(k);
+  ob_queue_journal_args_free(&ja);
 }
 
 /* STRLEN of a journal to read: read when its job ended, or (running) when it grew and is
@@ -1034,13 +1041,17 @@ static void sync_lost(ob_ui_fleet *f, ob_error *err) {
   ob_error_set(err, OB_EIO, 0, "Redis at %s is unreachable: %s", f->url, f->sync_why);
 }
 
-/* One exchange on the blocking connection: the job hash's state and the journal, pipelined.
- * OB_OK with both replies; or the connection failed (*stale when it was made before and
- * failed otherwise than by the timeout: a Redis restarted since, worth a new one). */
-static int exchange(redisContext *c, const char *jk, const char *lk, redisReply **hash,
-                    redisReply **text, int *stale) {
+/* One exchange on the blocking connection: the job hash's state and the journal (read as
+ * ob_queue_journal.h says), pipelined. OB_OK with both replies; or the connection failed
+ * (*stale when it was made before and failed otherwise than by the timeout: a Redis
+ * restarted since, worth a new one). */
+static int exchange(redisContext *c, const char *queue, const char *id, const char *jk,
+                    redisReply **hash, redisReply **text, int *stale) {
   redisAppendCommandArgv(c, 4, (const char *[]){"HMGET", jk, "state", "parts"}, NULL);
-  redisAppendCommandArgv(c, 2, (const char *[]){"GET", lk}, NULL);
+  ob_queue_journal_args ja;
+  ob_queue_journal_args_make(&ja, queue, id);
+  redisAppendCommandArgv(c, 9, ja.argv, NULL);
+  ob_queue_journal_args_free(&ja);
   void *r1 = NULL, *r2 = NULL;
   int ok = redisGetReply(c, &r1) == REDIS_OK && redisGetReply(c, &r2) == REDIS_OK;
   int e = errno;
@@ -1054,14 +1065,17 @@ static int exchange(redisContext *c, const char *jk, const char *lk, redisReply 
  * err saying why there is none. */
 static int text_of(ob_ui_fleet *f, const char *id, const redisReply *hash,
                    const redisReply *text, ob_buf *out, ob_error *err) {
-  if (text->type == REDIS_REPLY_STRING) {
-    ob_buf_add(out, text->str, text->len);
+  ob_error jerr;
+  int kind = ob_queue_journal_reply(text, id, out, NULL, 0, &jerr);
+  if (kind == OB_QJ_TEXT)
     return OB_OK;
-  }
   const redisReply *st = hash->type == REDIS_REPLY_ARRAY && hash->elements == 2 ? hash->element[0]
                                                                                   : NULL;
-  if (text->type == REDIS_REPLY_ERROR)
-    ob_error_set(err, OB_EINVAL, 0, "job %s's journal cannot be read: %s", id, text->str);
+  if (kind == OB_QJ_BAD)
+    ob_error_set(err, OB_EINVAL, 0, "job %s's journal cannot be read: %s", id, jerr.msg);
+  else if (kind == OB_QJ_GONE)
+    ob_error_set(err, OB_ENOENT, 0, "job %s has ended and its journal is no longer kept "
+                 "(workers keep it --keep-journals: an hour unless told)", id);
   else if (!is_str(st))
     ob_error_set(err, OB_ENOENT, 0, "no job %s in queue %s", id, f->queue);
   else if (!strcmp(st->str, "sharded"))
@@ -1110,7 +1124,7 @@ int ob_ui_fleet_journal(ob_ui_fleet *f, const char *job_id, ob_buf *out, char **
     if (!c)
       break;
     redisReply *hash = NULL, *text = NULL;
-    if (exchange(c, jk, lk, &hash, &text, &stale) == OB_OK) {
+    if (exchange(c, f->queue, id, jk, &hash, &text, &stale) == OB_OK) {
       rc = text_of(f, id, hash, text, out, err);
       attempt = 2;
     } else if (reused && stale && attempt == 0) {
