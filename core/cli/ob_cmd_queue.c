@@ -23,6 +23,7 @@
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
 #include "fleet/ob_queue_journal.h"
+#include "fleet/ob_queue_memory.h"
 #include "fleet/ob_queue_ids.h"
 #include "fleet/ob_queue_job.h"
 #include "fleet/ob_queue_wait.h"
@@ -451,6 +452,51 @@ static const char status_help[] =
  * (ob_queue_worker_live). */
 static int is_live(const ob_value *info, uint64_t now) { return ob_queue_worker_live(info, now); }
 
+/* The queue's memory: Redis's whole (INFO memory's used_memory) and a finished job's, as
+ * ob_queue_memory.h measures it. 0, or -1 when the connection went. */
+typedef struct memory_read {
+  int answered, ok;
+  ob_queue_memory m;
+} memory_read;
+
+static void on_memory(void *ud, redisReply *rp, const char *why) {
+  memory_read *mr = ud;
+  (void)why;
+  mr->answered = 1;
+  mr->ok = rp && ob_queue_memory_reply(rp, &mr->m) == 0;
+}
+
+static ob_value *status_memory(ob_cmd_redis *c, uv_loop_t *loop, const char *q) {
+  ob_value *info = call(c, loop, 2, (const char *[]){"INFO", "memory"});
+  if (!info)
+    return NULL;
+  long long used = -1;
+  const char *t = vstr(info), *u = t ? strstr(t, "used_memory:") : NULL;
+  if (u)
+    used = strtoll(u + 12, NULL, 10);
+  ob_unref(info);
+  memory_read mr = {0};
+  ob_queue_memory_args ma;
+  ob_queue_memory_args_make(&ma, q);
+  int sent = ob_redis_send(c->r, on_memory, &mr, 9, ma.argv, NULL) == OB_OK;
+  ob_queue_memory_args_free(&ma);
+  while (sent && !mr.answered)
+    uv_run(loop, UV_RUN_ONCE);
+  if (!sent)
+    return NULL;
+  ob_value *o = ob_object();
+  o = ob_object_set(o, "used_bytes", 10, used >= 0 ? ob_int(used) : ob_null());
+  long long n = mr.ok ? mr.m.jobs : 0;
+  o = ob_object_set(o, "sampled_jobs", 12, ob_int(n));
+  if (n > 0) {
+    o = ob_object_set(o, "job_hash_bytes", 14, ob_int((long long)(mr.m.hash_bytes / n + 0.5)));
+    o = ob_object_set(o, "journal_bytes", 13, ob_int((long long)(mr.m.journal_bytes / n + 0.5)));
+    o = ob_object_set(o, "per_job_bytes", 13,
+                      ob_int((long long)((mr.m.hash_bytes + mr.m.journal_bytes) / n + 0.5)));
+  }
+  return o;
+}
+
 int ob_cmd_status(int argc, char **argv) {
   queue_args a;
   int rc = parse_queue_args(argc, argv, &a, status_help, QA_JSON);
@@ -614,6 +660,10 @@ int ob_cmd_status(int argc, char **argv) {
   report = ob_object_set(report, "per_second", 10, ob_real((double)last_minute / 60.0));
   report = ob_object_set(report, "workers", 7, wlist);
   report = ob_object_set(report, "waiting_for_tools", 17, waiting);
+  ob_value *memory = status_memory(&c, &loop, q);
+  if (!memory)
+    goto done;
+  report = ob_object_set(report, "memory", 6, memory);
   ob_unref(per_worker);
   ob_unref(infos);
   ob_unref(live_tools);
@@ -638,6 +688,17 @@ int ob_cmd_status(int argc, char **argv) {
            vint(field(stats, "claimed"), 0), vint(field(stats, "poisoned"), 0));
     fprintf(o, "  finished in the last minute: %lld (%.1f a second)\n", last_minute,
            (double)last_minute / 60.0);
+    long long used = vint(ob_object_get(memory, "used_bytes", 10), -1),
+              sampled = vint(ob_object_get(memory, "sampled_jobs", 12), 0);
+    if (used >= 0)
+      fprintf(o, "  memory: Redis uses %.1f MB", (double)used / 1048576.0);
+    if (used >= 0 && sampled > 0)
+      fprintf(o, "; a finished job about %lld B (its hash %lld, its journal %lld; the last %lld "
+                 "finished)", vint(ob_object_get(memory, "per_job_bytes", 13), 0),
+              vint(ob_object_get(memory, "job_hash_bytes", 14), 0),
+              vint(ob_object_get(memory, "journal_bytes", 13), 0), sampled);
+    if (used >= 0)
+      fputc('\n', o);
     fprintf(o, "  workers: %zu\n", ob_array_len(wlist));
     for (size_t k = 0; k < ob_array_len(wlist); k++) {
       const ob_value *wi = ob_array_get(wlist, k);

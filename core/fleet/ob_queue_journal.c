@@ -62,23 +62,24 @@ static void dictionary(ob_buf *d, const char *plan, size_t plen) {
     ob_buf_add(d, plan, plen);
 }
 
-#define HEAD_LEN (MAGIC_LEN + 16)
+#define HEAD_LEN (MAGIC_LEN + 16 + 8) /* the magic, the plan's hash, the count */
 
 void ob_queue_journal_add(ob_buf *raw, const char *id, const char *text, size_t len) {
   ob_buf_addf(raw, "%s\n%zu\n", id, len);
   ob_buf_add(raw, text, len);
 }
 
-void ob_queue_journal_pack(const char *plan_hash, const char *plan, size_t plen, const char *raw,
-                           size_t len, ob_buf *out) {
+void ob_queue_journal_pack(const char *plan_hash, const char *plan, size_t plen, size_t count,
+                           const char *raw, size_t len, ob_buf *out) {
   size_t was = out->len;
   ob_buf_add(out, OB_QUEUE_JOURNAL_MAGIC, MAGIC_LEN);
-  char h[16];
+  char h[16 + 8 + 1];
   if (plan_hash && strlen(plan_hash) == 16)
     memcpy(h, plan_hash, 16);
   else
     memset(h, '-', 16), plan_hash = NULL;
-  ob_buf_add(out, h, 16);
+  snprintf(h + 16, 9, "%08zx", count > 0xffffffff ? (size_t)0xffffffff : count);
+  ob_buf_add(out, h, 24);
   ob_buf d;
   ob_buf_init(&d);
   dictionary(&d, plan_hash ? plan : NULL, plen);
@@ -87,7 +88,7 @@ void ob_queue_journal_pack(const char *plan_hash, const char *plan, size_t plen,
                        &err) != OB_OK) { /* no zlib: the journals as they are */
     out->len = was;
     ob_buf_add(out, "\0J0", MAGIC_LEN);
-    ob_buf_add(out, h, 16);
+    ob_buf_add(out, h, 24);
     ob_buf_add(out, raw, len);
   }
   ob_buf_free(&d);
@@ -167,8 +168,9 @@ char *ob_queue_journal_bucket(const char *q, uint64_t finished_ms) {
 /* KEYS: the job's hash, its journal key. ARGV: the buckets' key without the minute, the
  * plans' key without the hash, the job's id, OB_QUEUE_JOURNAL_BUCKET_MS.
  * {"text", the text} (running, or a journal kept as text); {"record", record, its plan's
- * text or false}; {"gone", state} (finished; its record no longer kept); {"none", state
- * or false}. The keys the job's fields name are in its queue's slot ({Q}), as the
+ * text or false}; {"gone", state} (it ran and finished; its record no longer kept, or
+ * never: --keep-journals 0; or its plan's text, which reads it, has expired: a bucket
+ * may outlive its first records' keep); {"none", state or false}. The keys the job's fields name are in its queue's slot ({Q}), as the
  * declared ones. */
 static const char READ_SCRIPT[] =
     "local t = redis.pcall('GET', KEYS[2])\n"
@@ -176,6 +178,7 @@ static const char READ_SCRIPT[] =
     "local h = redis.pcall('HMGET', KEYS[1], 'finished', 'journal', 'state')\n"
     "if type(h) ~= 'table' or h.err then return {'none', false} end\n"
     "local f = tonumber(h[1])\n"
+    "if h[2] == '-' then return {'gone', h[3] or false} end\n"
     "if not f or not h[2] then return {'none', h[3] or false} end\n"
     "local b = ARGV[1] .. string.format('%d', math.floor(f / tonumber(ARGV[4])))\n"
     "local rec = redis.pcall('HGET', b, h[2])\n"
@@ -183,7 +186,7 @@ static const char READ_SCRIPT[] =
     "local plan, ph = false, string.sub(rec, 4, 19)\n"
     "if string.sub(rec, 1, 3) == '\\0J1' and string.match(ph, '^%x+$') then\n"
     "  plan = redis.pcall('GET', ARGV[2] .. ph)\n"
-    "  if type(plan) ~= 'string' then plan = false end\n"
+    "  if type(plan) ~= 'string' then return {'gone', h[3] or false} end\n"
     "end\n"
     "return {'record', rec, plan}\n";
 

@@ -2,13 +2,16 @@
  * while the job runs (ob:{Q}:journal:ID, the worker's flushes APPENDed), and, once it has
  * finished, inside a compact record in the bucket of the minute it finished in
  * (ob:{Q}:journals:M, M = finished ms / OB_QUEUE_JOURNAL_BUCKET_MS), which expires as a
- * whole --keep-journals after its minute ends. The job's hash names its record
- * ("journal": the record's field in the bucket).
+ * whole --keep-journals after its last record was written: each record lives at least
+ * that long after its jobs ended, at most a minute more. The job's hash names its record
+ * ("journal": the record's field in the bucket; "-" when its journal was not kept:
+ * --keep-journals 0).
  *
  * A record holds the journals of the jobs whose results one worker stored together (up
  * to OB_QUEUE_JOURNAL_RECORD of text; a longer journal has a record of its own), each as
  * "ID\nLENGTH\n" and its text. It is OB_QUEUE_JOURNAL_MAGIC, the hash of the plan whose
- * text is part of its dictionary (16 characters; "-" 16 times for none), and those
+ * text is part of its dictionary (16 characters; "-" 16 times for none), how many
+ * journals it holds (8 hex digits: what `obelus status` divides its size by), and those
  * journals deflated with a dictionary of what journals say (version 1 of it) followed by
  * that plan's text as submitted (ob:{Q}:plan:H, kept as long as the journals of its
  * jobs). Deflated together, each journal after the first points back into the one before
@@ -36,11 +39,11 @@
 /* Adds job id's journal text (len) to the journals of a record to be (raw). */
 void ob_queue_journal_add(ob_buf *raw, const char *id, const char *text, size_t len);
 
-/* Appends to out the record of the journals in raw (len): its dictionary's plan has the
- * hash plan_hash (NULL: none) and the text plan (plen). Never fails: without zlib, the
+/* Appends to out the record of the count journals in raw (len): its dictionary's plan has
+ * the hash plan_hash (NULL: none) and the text plan (plen). Never fails: without zlib, the
  * journals go in as they are. */
-void ob_queue_journal_pack(const char *plan_hash, const char *plan, size_t plen, const char *raw,
-                           size_t len, ob_buf *out);
+void ob_queue_journal_pack(const char *plan_hash, const char *plan, size_t plen, size_t count,
+                           const char *raw, size_t len, ob_buf *out);
 
 /* Appends to out job id's journal from record rec (len), inflated with its plan's text
  * (plan, plen; NULL when it is gone). OB_OK, or an error saying what is wrong with it (out

@@ -206,7 +206,7 @@ void ob_wjob_done(wjob *j) {
  * KEYS: the job's hash, the done stream, the stats hash, the running journal, the bucket,
  * the plans' counts, the plan's text, the whole job's hash (or the job's again).
  * ARGV: holder, state, exit, output, finished, worker, done's MAXLEN, job id, the record's
- * field in the bucket ("": none), the result's keep (s; "": forever), the plan's keep
+ * field in the bucket ("": no journal; "-": one not kept), the result's keep (s; "": forever), the plan's keep
  * (the same), the plan's hash ("": none)[, error].
  * 1: stored, 2: stored failed (its journal is lost), 0: not stored. */
 static const char FINISH_SCRIPT[] =
@@ -215,7 +215,7 @@ static const char FINISH_SCRIPT[] =
     "local owner = redis.call('HGET', KEYS[1], 'entry')\n"
     "if owner and owner ~= ARGV[1] then return 0 end\n"
     "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[13], 1\n"
-    "if ARGV[9] ~= '' then\n"
+    "if ARGV[9] ~= '' and ARGV[9] ~= '-' then\n"
     "  local ok = redis.pcall('HEXISTS', KEYS[5], ARGV[9])\n"
     "  if ok ~= 1 then\n"
     "    state, exit, r = 'failed', '1', 2\n"
@@ -336,14 +336,10 @@ static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, con
   snprintf(exit, sizeof exit, "%d", j->exit);
   snprintf(nowms, sizeof nowms, "%" PRIu64, now);
   secs_text(keep_results, w->keep_results_s);
-  /* the plan's text is a dictionary of its jobs' records: kept past the end of their
-     bucket's minute */
-  uint64_t kj = w->keep_journals_s, kp = w->keep_results_s;
-  if (kj == OB_WORKER_KEEP_FOREVER)
-    kp = kj;
-  else if (kp != OB_WORKER_KEEP_FOREVER && kj && kj + OB_QUEUE_JOURNAL_BUCKET_MS / 1000 > kp)
-    kp = kj + OB_QUEUE_JOURNAL_BUCKET_MS / 1000;
-  secs_text(keep_plan, kp);
+  /* the plan's text is a dictionary of its jobs' records, and what their results were
+     of: kept as long as the longer */
+  uint64_t kj = w->keep_journals_s, kr = w->keep_results_s;
+  secs_text(keep_plan, kj == OB_WORKER_KEEP_FOREVER || kj > kr ? kj : kr);
   char *jk = ob_queue_key(w->queue, "job", j->id);
   char *bucket = ob_queue_journal_bucket(w->queue, now);
   char *refs = ob_queue_key(w->queue, "planrefs", NULL);
@@ -369,16 +365,14 @@ static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, con
 static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (*names)[72]) {
   int sent = 0;
   char *bucket = ob_queue_journal_bucket(w->queue, now);
-  char expire_at[32] = "";
-  if (w->keep_journals_s != OB_WORKER_KEEP_FOREVER) /* the end of the minute, and then kj */
-    snprintf(expire_at, sizeof expire_at, "%" PRIu64,
-             (now / OB_QUEUE_JOURNAL_BUCKET_MS + 1) * (OB_QUEUE_JOURNAL_BUCKET_MS / 1000) +
-                 w->keep_journals_s);
+  char expire[32] = ""; /* kj from its last record: each record is kept kj after its end */
+  if (w->keep_journals_s != OB_WORKER_KEEP_FOREVER)
+    snprintf(expire, sizeof expire, "%" PRIu64, w->keep_journals_s);
   ob_buf raw, rec;
   ob_buf_init(&raw);
   ob_buf_init(&rec);
-  for (size_t i = 0; i < n; i++)
-    names[i][0] = 0;
+  for (size_t i = 0; i < n; i++) /* a journal not kept: "-" */
+    snprintf(names[i], sizeof names[i], "%s", jobs[i]->jbuf.len && !w->keep_journals_s ? "-" : "");
   for (size_t i = 0; i < n && w->keep_journals_s;) {
     size_t first = i;
     while (i < n && !jobs[i]->jbuf.len)
@@ -387,15 +381,17 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
       break;
     /* the record's jobs: from first, while the text stays under OB_QUEUE_JOURNAL_RECORD */
     raw.len = 0;
+    size_t count = 0;
     for (; i < n && (!raw.len || raw.len + jobs[i]->jbuf.len <= OB_QUEUE_JOURNAL_RECORD); i++)
       if (jobs[i]->jbuf.len) {
         ob_queue_journal_add(&raw, jobs[i]->id, jobs[i]->jbuf.data, jobs[i]->jbuf.len);
         snprintf(names[i], sizeof names[i], "%s", jobs[first]->id);
+        count++;
       }
     const ob_value *pt = jobs[first]->plan_text;
     rec.len = 0;
     ob_queue_journal_pack(pt ? jobs[first]->plan_hash : NULL, pt ? ob_string_ptr(pt) : NULL,
-                          pt ? ob_string_len(pt) : 0, raw.data, raw.len, &rec);
+                          pt ? ob_string_len(pt) : 0, count, raw.data, raw.len, &rec);
     if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 4,
                       (const char *[]){"HSET", bucket, jobs[first]->id, rec.data},
                       (const size_t[]){4, strlen(bucket), strlen(jobs[first]->id), rec.len}) !=
@@ -405,9 +401,9 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
     }
     sent++;
   }
-  if (sent > 0 && expire_at[0]) {
+  if (sent > 0 && expire[0]) {
     if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 3,
-                      (const char *[]){"EXPIREAT", bucket, expire_at}, NULL) == OB_OK)
+                      (const char *[]){"EXPIRE", bucket, expire}, NULL) == OB_OK)
       sent++;
     else
       sent = -1;

@@ -95,24 +95,51 @@ describe("the queue's keys left as junk (a real redis-server)", function()
     assert.truthy(l.out:find("step", 1, true), l.out)
   end)
 
-  it("a job's journal turned into a hash while it runs: the job fails, exit 1, naming its journal", function()
-    local gate = dir .. "/gate4"
-    local id = submit("j4", cjson.encode { n = 5, gate = gate }, gated)
-    local jk = "ob:{j4}:journal:" .. id
+  it("a job's journal turned into a hash while it runs: its record still holds it whole", function()
+    local gate = dir .. "/gate4a"
+    local id = submit("j4a", cjson.encode { n = 5, gate = gate }, gated)
+    local jk = "ob:{j4a}:journal:" .. id
     local wout = os.tmpname()
-    local p = assert(io.popen(("%s worker --redis %s --queue j4 --tools %s --drain >%s 2>&1 & echo $!"):format(
+    local p = assert(io.popen(("%s worker --redis %s --queue j4a --tools %s --drain >%s 2>&1 & echo $!"):format(
       q(bin), q(redis.url), q(tools), wout)))
     local pid = p:read("l")
     p:close()
-    -- the run has shipped its first lines (the tool waits for the gate meanwhile)
-    local seen = false
+    local seen = false -- the run has shipped its first lines (the tool waits for the gate)
     for _ = 1, 600 do
       if rcli({ "EXISTS", jk }):match("1") then seen = true break end
       os.execute("sleep 0.05")
     end
     assert.is_true(seen, "the job's journal never reached Redis")
     rcli { "DEL", jk }
-    rcli { "HSET", jk, "junk", "x" }
+    rcli { "HSET", jk, "junk", "x" } -- the APPENDs to come are refused
+    fs.write(gate, "")
+    local res = result("j4a", id)
+    for _ = 1, 600 do
+      if not sh("kill -0 " .. pid .. " 2>/dev/null") then break end
+      os.execute("sleep 0.05")
+    end
+    sh("kill -9 " .. pid .. " 2>/dev/null")
+    os.remove(wout)
+    assert.are.equal(0, res.exit, cjson.encode(res))
+    assert.are.equal("0", rcli({ "EXISTS", jk }):match("%d")) -- the running journal's key went
+    local l = obelus { "log", "--redis", redis.url, "--queue", "j4a", id }
+    assert.are.equal(0, l.code, l.err)
+    assert.truthy(l.out:find("1 output", 1, true), l.out)
+  end)
+
+  it("the minute's bucket of journal records is a string: the job fails, exit 1, naming it", function()
+    local gate = dir .. "/gate4"
+    local id = submit("j4", cjson.encode { n = 5, gate = gate }, gated)
+    -- the buckets of this minute and the next two, where the job's record would go
+    local now = tonumber((rcli({ "TIME" }):match("%d+"))) * 1000
+    for m = 0, 2 do
+      rcli { "SET", ("ob:{j4}:journals:%d"):format(now // 60000 + m), "junk" }
+    end
+    local wout = os.tmpname()
+    local p = assert(io.popen(("%s worker --redis %s --queue j4 --tools %s --drain >%s 2>&1 & echo $!"):format(
+      q(bin), q(redis.url), q(tools), wout)))
+    local pid = p:read("l")
+    p:close()
     fs.write(gate, "")
     local res = result("j4", id)
     for _ = 1, 600 do
