@@ -257,9 +257,13 @@ ob_watch *ob_watch_new(lua_Hook hook) {
 
 void ob_watch_arm(ob_watch *w, unsigned limit_ms) {
   pthread_mutex_lock(&lock);
-  atomic_store(&w->limit_ms, limit_ms);
+  unsigned was = atomic_exchange(&w->limit_ms, limit_ms);
   pthread_mutex_unlock(&lock);
-  sem_post(&wake); /* the period may be shorter now */
+  /* the period may be shorter now; the same limit again (each run of an engine arms
+     its watch: a worker's thousands of jobs a second) leaves the watchdog asleep, where
+     waking it cost a futex wake and a switch of threads each time */
+  if (was != limit_ms)
+    sem_post(&wake);
 }
 
 void ob_watch_free(ob_watch *w) {

@@ -42,6 +42,7 @@ typedef struct ob_engine {
   struct ob_pool *lua_pool; /* L's allocator (ob_pool.h) */
   ob_mem mem;        /* the memory account of the engine's runs (ob_mem.h): Lua heap, values, log */
   ob_map tools;      /* name -> ob_tool* */
+  ob_map file_ids;   /* a tool file's path -> what ob_engine_tool_files last read of it */
   int runtime_ref;   /* registry: the `obelus` module table tools require */
   int latent_ref;    /* registry: the latent handler, or LUA_NOREF */
   int approver_ref;  /* registry: the approver (obelus.set_approver), or LUA_NOREF */

@@ -17,7 +17,12 @@
  *                            --batch` records and `wait --batch B` reads, whatever
  *                            the batch's size
  *   ob:{Q}:plan:H            a plan's JSON text (H: FNV-1a 64 of it, 16 hex digits),
- *                            written once (SET NX) and shared by every job of it
+ *                            written once (SET NX) and shared by every job of it; it
+ *                            expires once the last of its jobs ended (the longer of the
+ *                            workers' --keep-journals and --keep-results after)
+ *   ob:{Q}:planrefs          HASH: plan H -> how many of its jobs are still to end
+ *                            (submit adds, then PERSISTs the text; a job's end takes
+ *                            one away, and at none lets the text expire)
  *   ob:{Q}:jobs              the stream of jobs submitted without --tools (any
  *                            worker takes them and validates them itself)
  *   ob:{Q}:jobs:T            the stream of jobs submitted with tool files whose
@@ -29,17 +34,25 @@
  *     checks each field first (ob_queue_job.h) and fails a job that breaks one
  *     consumer group "workers"; a worker is a consumer named host:pid
  *   ob:{Q}:job:ID            HASH: state (queued, running, done, failed; "sharded"
- *                            for a job split into parts), stream, submitted,
- *                            started, finished (ms since the epoch), worker,
- *                            deliveries, claimed (1 once taken over from a dead
- *                            worker), exit (0, 1, 2), output (the run's result,
- *                            JSON), error (why it failed without a result), tools
- *                            (the submitted tool files, JSON), entry ("STREAM
- *                            ENTRY": the entry that holds the job, set when a worker
- *                            claims it); a sharded job: parts (how many, at most
- *                            OB_QUEUE_PARTS_MAX), instances (JSON: each part's ids)
- *   ob:{Q}:journal:ID        STRING: the job's journal, the lines `run --journal`
- *                            writes, APPENDed as the worker flushes them
+ *                            for a job split into parts), stream (until it ends),
+ *                            submitted, started, finished (ms since the epoch), worker,
+ *                            deliveries (past the first), claimed (1 once taken over
+ *                            from a dead worker), exit (0, 1, 2), output (the run's
+ *                            result, JSON), error (why it failed without a result),
+ *                            entry ("STREAM ENTRY": the entry that holds the job, set
+ *                            when a worker claims it, let go when it ends), journal
+ *                            (its journal's record: ob_queue_journal.h); a sharded job:
+ *                            parts (how many, at most OB_QUEUE_PARTS_MAX), instances
+ *                            (JSON: each part's ids). A finished job's hash expires
+ *                            the worker's --keep-results after it ended (a day unless
+ *                            told; a sharded job's with its last part's)
+ *   ob:{Q}:journal:ID        STRING: a running job's journal, the lines `run
+ *                            --journal` writes, shipped once a turn of the worker's
+ *                            loop (SET, then APPENDs); deleted when the job ends (a job
+ *                            that ends within one turn never has one)
+ *   ob:{Q}:journals:M        HASH: the records of the journals of the jobs that ended
+ *                            in minute M, expiring --keep-journals (an hour unless
+ *                            told) after its last one (ob_queue_journal.h)
  *   ob:{Q}:done              STREAM of finished jobs (job, exit), trimmed to about
  *                            OB_QUEUE_DONE_KEEP entries: what `wait` blocks on
  *   ob:{Q}:workers           HASH: worker name -> JSON {host, pid, tools id, tool
@@ -64,11 +77,18 @@
  * back) gets it again. Its result is stored by another script that keeps the first
  * result: a finished job's result is never replaced.
  *
+ * The jobs streams keep what is still needed: the worker that acknowledges entries
+ * trims the stream below its first pending entry (or, with none, to the last read).
+ *
  * Costs (per job, trivial plan): submit, 2 commands pipelined (HSET, XADD) after
  * one INCRBY for the whole batch; the worker, one XREADGROUP per batch of jobs, an
- * EVAL (the claim, which also GETs the plan the first time it sees it), one APPEND
- * per journal flush, and one MULTI (an EVAL per job, XACK, INCRBY, EXPIRE) at the end;
- * wait (ob_queue_wait.c), one XREAD per batch of finished jobs and one HMGET per job. */
+ * EVAL (the claim, which also GETs the plan the first time it sees it), a SET or APPEND
+ * per turn of its loop while the job runs (none when it ends within one), and one MULTI
+ * for all that ended in a turn (their journals' records, an EVAL per job, an XACK and a
+ * trim per stream, INCRBY, EXPIRE); wait (ob_queue_wait.c), one XREAD per batch of
+ * finished jobs and one HMGET per job. Redis's memory: some 370 bytes a finished trivial
+ * job when a worker ends many at a time (its hash, its share of a record), 600 one at a
+ * time (`obelus status` measures it). */
 #ifndef OB_QUEUE_H
 #define OB_QUEUE_H
 

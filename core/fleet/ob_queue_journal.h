@@ -4,7 +4,9 @@
  * (ob:{Q}:journals:M, M = finished ms / OB_QUEUE_JOURNAL_BUCKET_MS), which expires as a
  * whole --keep-journals after its last record was written: each record lives at least
  * that long after its jobs ended, at most a minute more. The job's hash names its record
- * ("journal": the record's field in the bucket; "-" when its journal was not kept:
+ * ("journal": the record's field in the bucket, "FIRST~TAG": the id of its first job and
+ * six characters that set the worker that stored it apart, so that two workers that both
+ * ran a job never write one record's field; "-" when its journal was not kept:
  * --keep-journals 0).
  *
  * A record holds the journals of the jobs whose results one worker stored together (up

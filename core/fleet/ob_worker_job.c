@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "log/ob_journal.h"
+#include "base/ob_hash.h"
 #include "base/ob_mem.h"
 #include "plan/ob_plan.h"
 #include "fleet/ob_queue_job.h"
@@ -56,6 +57,15 @@ void ob_wjob_say(ob_wjobs *w, const char *job, const char *fmt, ...) {
 }
 
 static void schedule_reap(ob_wjobs *w) { w->host.schedule_reap(w->host.ud); }
+
+void ob_wjob_tag(ob_wjobs *w) {
+  char now[32];
+  snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
+  uint64_t h = ob_fnv1a64_more(ob_fnv1a64(w->me, strlen(w->me) + 1), now, strlen(now));
+  for (int i = 0; i < 6; i++, h /= 36)
+    w->tag[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[h % 36];
+  w->tag[6] = 0;
+}
 
 /* --- plans ---------------------------------------------------------------------------------- */
 
@@ -144,7 +154,8 @@ void ob_wjob_free(wjob *j) {
   ob_unref(j->plan_value);
   ob_unref(j->plan_text);
   ob_unref(j->inputs);
-  unlink(j->path);
+  if (j->wrote_path) /* a resumed job's journal, taken from Redis */
+    unlink(j->path);
   free(j->id);
   free(j->stream);
   free(j->entry);
@@ -382,10 +393,14 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
     /* the record's jobs: from first, while the text stays under OB_QUEUE_JOURNAL_RECORD */
     raw.len = 0;
     size_t count = 0;
+    /* its name: its first job's id and the worker's tag (two workers that both ran a job
+       store two records) */
+    char name[sizeof names[0]];
+    snprintf(name, sizeof name, "%s~%s", jobs[first]->id, w->tag);
     for (; i < n && (!raw.len || raw.len + jobs[i]->jbuf.len <= OB_QUEUE_JOURNAL_RECORD); i++)
       if (jobs[i]->jbuf.len) {
         ob_queue_journal_add(&raw, jobs[i]->id, jobs[i]->jbuf.data, jobs[i]->jbuf.len);
-        snprintf(names[i], sizeof names[i], "%s", jobs[first]->id);
+        snprintf(names[i], sizeof names[i], "%s", name);
         count++;
       }
     const ob_value *pt = jobs[first]->plan_text;
@@ -393,8 +408,8 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
     ob_queue_journal_pack(pt ? jobs[first]->plan_hash : NULL, pt ? ob_string_ptr(pt) : NULL,
                           pt ? ob_string_len(pt) : 0, count, raw.data, raw.len, &rec);
     if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 4,
-                      (const char *[]){"HSET", bucket, jobs[first]->id, rec.data},
-                      (const size_t[]){4, strlen(bucket), strlen(jobs[first]->id), rec.len}) !=
+                      (const char *[]){"HSET", bucket, name, rec.data},
+                      (const size_t[]){4, strlen(bucket), strlen(name), rec.len}) !=
         OB_OK) {
       sent = -1;
       break;
@@ -634,6 +649,7 @@ static void job_resume(wjob *j, const char *text, size_t len) {
   ob_wjobs *w = j->w;
   ob_error err;
   FILE *f = fopen(j->path, "w");
+  j->wrote_path = 1;
   if (!f || fwrite(text, 1, len, f) != len) {
     if (f)
       fclose(f);
