@@ -215,10 +215,14 @@ static void await(submit_cli *s, ob_cmd_redis *c, uv_loop_t *loop) {
     snprintf(s->why, sizeof s->why, "the connection was lost");
 }
 
-/* The file changed between the passes: said, OB_EXIT_FAIL. */
+/* The file changed after its lines were checked: said, OB_EXIT_FAIL. */
 static int batch_changed(const jsonl *j, const char *what) {
-  ob_eprintf("obelus submit: %s:%zu: the file changed as it was queued (%s); the lines "
-             "before are queued (see obelus status)\n", j->path, j->lineno, what);
+  if (!j->lineno)
+    ob_eprintf("obelus submit: %s: the file changed after its lines were checked (%s); "
+               "nothing queued\n", j->path, what);
+  else
+    ob_eprintf("obelus submit: %s:%zu: the file changed as it was queued (%s); the jobs "
+               "whose ids were printed are queued, no other\n", j->path, j->lineno, what);
   return OB_EXIT_FAIL;
 }
 
@@ -228,7 +232,7 @@ static int batch_queue(jsonl *j, ob_queue_batch *b, size_t n, const ob_cmd_optio
                        const char *q, ob_cmd_redis *c, uv_loop_t *loop, submit_cli *s) {
   int changed = jsonl_rewind(j);
   if (changed)
-    return changed < 0 ? OB_EXIT_FAIL : batch_changed(j, "its size or time of change moved");
+    return changed < 0 ? OB_EXIT_FAIL : batch_changed(j, "its size or time of change");
   if (ob_queue_reserve_start(c->r, q, n, 1, on_reserved, s) != OB_OK)
     snprintf(s->why, sizeof s->why, "the connection was lost"), s->finished = 1;
   await(s, c, loop);
