@@ -163,7 +163,7 @@ static int jsonl_rewind(jsonl *j) {
 }
 
 /* The next line that is not blank (spaces, tabs, CRs), parsed into *v: 1; 0 at the end;
-   -1 for a line that is not JSON (err filled) or a read error (said). */
+   -1 for a line that is not JSON (err filled); -2 for a read or write error (said). */
 static int jsonl_next(jsonl *j, ob_value **v, ob_error *err) {
   ssize_t len;
   while ((len = getline(&j->line, &j->cap, j->in)) >= 0) {
@@ -228,8 +228,7 @@ static int batch_changed(const jsonl *j, const char *what) {
 
 /* The second pass: n lines (all checked) queued PART_JOBS jobs at a time, with the ids
    taken for them all, the first part writing the batch's record. */
-static int batch_queue(jsonl *j, ob_queue_batch *b, size_t n, const ob_cmd_options *o,
-                       const char *q, ob_cmd_redis *c, uv_loop_t *loop, submit_cli *s) {
+static int batch_queue(jsonl *j, ob_queue_batch *b, size_t n, const char *q, ob_cmd_redis *c, uv_loop_t *loop, submit_cli *s) {
   int changed = jsonl_rewind(j);
   if (changed)
     return changed < 0 ? OB_EXIT_FAIL : batch_changed(j, "its size or time of change");
@@ -263,7 +262,7 @@ static int batch_queue(jsonl *j, ob_queue_batch *b, size_t n, const ob_cmd_optio
     }
     ob_queue_batch_set_lines(b, lines);
     ob_unref(lines);
-    ob_queue_submit_opts so = {.tools_id = o->ntools ? b->tools_id : NULL,
+    ob_queue_submit_opts so = {.tools_id = b->tools_id[0] ? b->tools_id : NULL,
                                .tools = b->tools,
                                .first = s->next};
     if (left == n) { /* the batch's record, before its first jobs */
@@ -336,13 +335,13 @@ int ob_cmd_submit(int argc, char **argv) {
   ob_cmd_redis c = {.cmd = "submit"};
   if ((rc = ob_cmd_redis_connect(&c, &loop, o.redis, q)) == OB_EXIT_OK) {
     if (!o.batch) {
-      if (ob_queue_submit_start(c.r, q, b->jobs, b->njobs, e ? b->tools_id : NULL, b->tools, 0,
-                                on_submitted, &s) != OB_OK)
+      if (ob_queue_submit_start(c.r, q, b->jobs, b->njobs, b->tools_id[0] ? b->tools_id : NULL,
+                                b->tools, 0, on_submitted, &s) != OB_OK)
         snprintf(s.why, sizeof s.why, "the connection was lost"), s.finished = 1;
       await(&s, &c, &loop);
       rc = s.why[0] ? OB_EXIT_UNAVAILABLE : OB_EXIT_OK;
     } else if (nlines) {
-      rc = batch_queue(&file, b, nlines, &o, q, &c, &loop, &s);
+      rc = batch_queue(&file, b, nlines, q, &c, &loop, &s);
     }
     if (rc == OB_EXIT_UNAVAILABLE)
       fprintf(stderr, "obelus submit: %s: %s; some jobs may be queued (see obelus status)\n",

@@ -143,7 +143,6 @@ struct ob_queue_submit {
   char **ids;
   long long batch_id;   /* > 0: the batch: given, or what INCR of batchseq gave */
   int record;           /* write the batch's record (first..batch_last) with the jobs */
-  int take_batch;       /* the batch id is to be taken (INCR) */
   long long batch_last; /* given; else these jobs' last id */
 };
 
@@ -364,8 +363,8 @@ int ob_queue_submit_with(ob_redis *r, const char *q, const ob_queue_job *jobs, s
     s->batch_last = o->batch_last;
     s->record = o->batch_id > 0 && o->batch_last >= o->first;
   } else {
-    s->record = s->take_batch = o->batch && s->nparents > 0; /* no record of an empty batch */
-    if (s->take_batch) {
+    s->record = o->batch && s->nparents > 0; /* no record of an empty batch */
+    if (s->record) { /* its id taken with the jobs' */
       char *bseq = ob_queue_key(q, "batchseq", NULL);
       send_prepare(s, 2, (const char *[]){"INCR", bseq}, NULL, on_batch_id);
       free(bseq);

@@ -2,9 +2,13 @@
  *
  * The plan is parsed and made an ob_plan once: that checks its shape, references,
  * output paths and cycles; with an engine, ob_plan_check_tools adds the tools'
- * schemas, as `check` does. Inputs are checked as --input is. A sharded plan's
- * parts are the plan with "instances" cut to K ids each (the "auto" list already
- * resolved from the context), printed once and shared by every batch line. */
+ * schemas, as `check` does. Inputs are checked as --input is, and each job's
+ * (the given ones and its line's) against what a worker takes: its compact JSON's
+ * length is the given's (printed once) plus the line's. A sharded plan's parts
+ * are the plan with "instances" cut to K ids each (the "auto" list already
+ * resolved from the context), printed once and shared by every batch line. The
+ * jobs are made for the lines given, all at once or (ob_queue_batch_set_lines) a
+ * part of a streamed batch at a time, each part's replacing the one before. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
