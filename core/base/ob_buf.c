@@ -125,9 +125,7 @@ static const char *odd_kind(mode_t m) {
  * fstat, not by its name. A FIFO is read only when fifo_ok: stat tells first, and it is
  * opened blocking, so that it waits for its writer as a plain open would (closing a
  * FIFO's read end to open it again would drop what a writer had put in). */
-static int read_file(const char *path, ob_buf *b, int fifo_ok, ob_error *err) {
-  if (!strcmp(path, "-"))
-    return read_stream(stdin, "standard input", b, err);
+static FILE *open_file(const char *path, int fifo_ok, ob_error *err) {
   struct stat st;
   int fifo = fifo_ok && stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
   int fd = open(path, O_RDONLY | O_CLOEXEC | (fifo ? 0 : O_NONBLOCK));
@@ -135,23 +133,38 @@ static int read_file(const char *path, ob_buf *b, int fifo_ok, ob_error *err) {
     int e = errno;
     if (fd >= 0)
       close(fd);
-    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(e));
+    ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(e));
+    return NULL;
   }
   const char *kind = odd_kind(st.st_mode);
   if (kind && !(fifo && S_ISFIFO(st.st_mode))) {
     close(fd);
-    return ob_error_set(err, OB_EIO, 0, "%s: is %s, not a regular file", path, kind);
+    ob_error_set(err, OB_EIO, 0, "%s: is %s, not a regular file", path, kind);
+    return NULL;
   }
   if (!fifo)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   FILE *f = fdopen(fd, "rb");
   if (!f) {
     close(fd);
-    return ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
+    ob_error_set(err, OB_EIO, 0, "%s: %s", path, strerror(errno));
   }
+  return f;
+}
+
+static int read_file(const char *path, ob_buf *b, int fifo_ok, ob_error *err) {
+  if (!strcmp(path, "-"))
+    return read_stream(stdin, "standard input", b, err);
+  FILE *f = open_file(path, fifo_ok, err);
+  if (!f)
+    return OB_EIO;
   int rc = read_stream(f, path, b, err);
   fclose(f);
   return rc;
+}
+
+FILE *ob_file_open_read(const char *path, ob_error *err) {
+  return strcmp(path, "-") ? open_file(path, 1, err) : stdin;
 }
 
 int ob_read_file(const char *path, ob_buf *b, ob_error *err) { return read_file(path, b, 1, err); }

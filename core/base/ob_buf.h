@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -71,6 +72,9 @@ size_t ob_message_max(size_t max_output);
  * refused ("is a character device, not a regular file"); a FIFO is read (a path the
  * user named on the command line: `--input @<(cmd)`). */
 int ob_read_file(const char *path, ob_buf *b, ob_error *err);
+/* The same file opened to be read a piece at a time (stdin for "-": not to be
+ * fclosed), as ob_read_file would read it; NULL with err naming the file. */
+FILE *ob_file_open_read(const char *path, ob_error *err);
 /* The same for a file a plan or a folder names (a delegated plan, a tool file): only
  * a regular file is read, a FIFO refused too, never waited for. */
 int ob_read_regular_file(const char *path, ob_buf *b, ob_error *err);

@@ -2,13 +2,18 @@
  * its costs are described in ob_queue.h; waiting is ob_queue_wait.c).
  *
  * Submitting is two round trips whatever the batch: INCRBY of the id counter
- * (with the stream's group created, the plan texts stored and, for a batch, the
- * batch counter INCRed in the same pipeline), then every job's HSET and XADD
- * pipelined (and the batch's record: its first and last ids, since one INCRBY
- * gave them all), and the callback once the last has answered. A connection lost
- * halfway fails the submission: the jobs already queued stay queued (and will
- * run), but no id is printed, so the submitter knows to look (status) before
- * submitting again. */
+ * (with the stream's group created, the plan texts stored and counted and, for a
+ * batch, the batch counter INCRed in the same pipeline), then every job's HSET and
+ * XADD pipelined (and the batch's record: its first and last ids, since one INCRBY
+ * gave them all), and the callback once the last has answered. Nothing is queued
+ * when a command of the first round fails. A connection lost halfway fails the
+ * submission: the jobs already queued stay queued (and will run), but no id is
+ * printed, so the submitter knows to look (status) before submitting again.
+ *
+ * A batch too big to hold at once is queued in parts (ob_queue_submit_opts): its ids
+ * and batch id taken first in one round trip (ob_queue_reserve_start), then each part
+ * submitted as above without the INCRBY, its first round storing and counting its own
+ * jobs' plans; the first part writes the batch's record. Memory is then a part's. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,12 +136,14 @@ struct ob_queue_submit {
   char *tools_json;
   ob_queue_submit_cb cb;
   void *ud;
-  size_t nparents; /* jobs that are not parts: the ids INCRBY gave */
-  size_t waiting; /* replies still to come in the current round */
-  char *why;      /* the first failure */
+  size_t nparents;      /* jobs that are not parts: the ids they take */
+  long long first;      /* the first of those ids: given, or what INCRBY gave */
+  size_t waiting;       /* replies still to come in the current round */
+  char *why;            /* the first failure */
   char **ids;
-  int batch;          /* record a batch */
-  long long batch_id; /* what INCR of batchseq gave */
+  long long batch_id;   /* > 0: the batch: given, or what INCR of batchseq gave */
+  int record;           /* write the batch's record (first..batch_last) with the jobs */
+  long long batch_last; /* given; else these jobs' last id */
 };
 
 static void submit_finish(ob_queue_submit *s) {
@@ -145,7 +152,7 @@ static void submit_finish(ob_queue_submit *s) {
   if (s->why)
     s->cb(s->ud, NULL, s->n, NULL, s->why);
   else
-    s->cb(s->ud, s->ids, s->n, s->batch ? batch : NULL, NULL);
+    s->cb(s->ud, s->ids, s->n, s->batch_id > 0 ? batch : NULL, NULL);
   for (size_t i = 0; s->ids && i < s->n; i++)
     free(s->ids[i]);
   free(s->ids);
@@ -173,8 +180,8 @@ static void on_job_queued(void *ud, redisReply *rp, const char *why) {
     submit_finish(s);
 }
 
-static void queue_jobs(ob_queue_submit *s, long long last) {
-  long long first = last - (long long)s->nparents + 1;
+static void queue_jobs(ob_queue_submit *s) {
+  long long first = s->first;
   s->ids = ob_xcalloc(s->n, sizeof *s->ids);
   /* a part's id is its parent's with .k */
   long long next = first;
@@ -193,12 +200,13 @@ static void queue_jobs(ob_queue_submit *s, long long last) {
   }
   char now[32];
   snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
-  if (s->batch) { /* one record, whatever the batch's size: its ids are first..last */
+  if (s->record) { /* one record, whatever the batch's size: its ids are first..last */
     char bid[32], from[32], to[32], count[32];
+    long long last = s->batch_last > 0 ? s->batch_last : next - 1;
     snprintf(bid, sizeof bid, "%lld", s->batch_id);
     snprintf(from, sizeof from, "%lld", first);
-    snprintf(to, sizeof to, "%lld", next - 1);
-    snprintf(count, sizeof count, "%zu", s->nparents);
+    snprintf(to, sizeof to, "%lld", last);
+    snprintf(count, sizeof count, "%lld", last - first + 1);
     char *bk = ob_queue_key(s->q, "batch", bid);
     const char *argv[] = {"HSET", bk, "first", from, "last", to, "count", count, "submitted", now,
                           "name", s->n ? s->jobs[0].name : ""};
@@ -245,21 +253,25 @@ static void queue_jobs(ob_queue_submit *s, long long last) {
   }
 }
 
+/* One reply of the first round (the stream, the plans, the ids) in: when it was the
+   last, the jobs are queued, unless something failed (then nothing is). */
+static void prepared(ob_queue_submit *s) {
+  if (--s->waiting)
+    return;
+  if (s->why || s->n == 0)
+    submit_finish(s);
+  else
+    queue_jobs(s);
+}
+
 static void on_ids(void *ud, redisReply *rp, const char *why) {
   ob_queue_submit *s = ud;
   submit_note(s, rp, why, 0);
   long long last = ob_redis_int(rp, -1);
-  s->waiting--;
-  if (!s->why && last > 0) {
-    if (s->waiting) { /* should not be: INCRBY is sent last */
-      s->why = ob_xstrdup("replies out of order");
-    } else {
-      queue_jobs(s, last);
-      return;
-    }
-  }
-  if (s->waiting == 0)
-    submit_finish(s);
+  if (!s->why && last < (long long)s->nparents)
+    s->why = ob_xstrdup("the id counter is not a positive number");
+  s->first = last - (long long)s->nparents + 1;
+  prepared(s);
 }
 
 static void on_batch_id(void *ud, redisReply *rp, const char *why) {
@@ -268,53 +280,55 @@ static void on_batch_id(void *ud, redisReply *rp, const char *why) {
   s->batch_id = ob_redis_int(rp, -1);
   if (!s->why && s->batch_id < 1)
     s->why = ob_xstrdup("the batch counter is not a number");
-  if (--s->waiting == 0)
-    submit_finish(s); /* INCRBY was never sent */
+  prepared(s);
 }
 
 static void on_prepared(void *ud, redisReply *rp, const char *why) {
   ob_queue_submit *s = ud;
   submit_note(s, rp, why, 1);
-  if (--s->waiting == 0)
-    submit_finish(s); /* INCRBY was never sent */
+  prepared(s);
 }
 
-int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
-                          const char *tools_id, const ob_value *tools, int batch,
-                          ob_queue_submit_cb cb, void *ud) {
+static void send_prepare(ob_queue_submit *s, int argc, const char **argv, const size_t *lens,
+                         ob_redis_cb cb) {
+  if (ob_redis_send(s->r, cb, s, argc, argv, lens) == OB_OK)
+    s->waiting++;
+  else if (!s->why)
+    s->why = ob_xstrdup("the connection was lost");
+}
+
+int ob_queue_submit_with(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
+                         const ob_queue_submit_opts *o, ob_queue_submit_cb cb, void *ud) {
   if (!ob_redis_is_up(r))
     return OB_EIO;
   ob_queue_submit *s = ob_xcalloc(1, sizeof *s);
   s->r = r;
   s->q = ob_xstrdup(q);
-  s->stream = tools_id ? ob_queue_key(q, "jobs", tools_id) : ob_queue_key(q, "jobs", NULL);
+  s->stream = o->tools_id ? ob_queue_key(q, "jobs", o->tools_id) : ob_queue_key(q, "jobs", NULL);
   s->jobs = jobs;
   s->n = n;
   s->cb = cb;
   s->ud = ud;
-  s->tools_json = tools ? ob_json_print(tools, OB_JSON_COMPACT, NULL) : NULL;
+  s->tools_json = o->tools ? ob_json_print(o->tools, OB_JSON_COMPACT, NULL) : NULL;
   s->hashes = ob_xcalloc(n ? n : 1, sizeof *s->hashes);
+  /* the first round: every command of it answered before any job is queued, so that a
+     failure in it (a lost connection, a key of the wrong type) queues none */
   const char *group[] = {"XGROUP", "CREATE", s->stream, OB_QUEUE_GROUP, "0", "MKSTREAM"};
-  if (ob_redis_send(r, on_prepared, s, 6, group, NULL) == OB_OK)
-    s->waiting++;
+  send_prepare(s, 6, group, NULL, on_prepared);
   char *streams = ob_queue_key(q, "streams", NULL);
-  if (ob_redis_send(r, on_prepared, s, 3, (const char *[]){"SADD", streams, s->stream}, NULL) ==
-      OB_OK)
-    s->waiting++;
+  send_prepare(s, 3, (const char *[]){"SADD", streams, s->stream}, NULL, on_prepared);
   free(streams);
-  if (tools_id && s->tools_json) { /* what status names when no worker has these files */
+  if (o->tools_id && s->tools_json) { /* what status names when no worker has these files */
     char *sets = ob_queue_key(q, "toolsets", NULL);
-    if (ob_redis_send(r, on_prepared, s, 4, (const char *[]){"HSET", sets, tools_id, s->tools_json},
-                      NULL) == OB_OK)
-      s->waiting++;
+    send_prepare(s, 4, (const char *[]){"HSET", sets, o->tools_id, s->tools_json}, NULL,
+                 on_prepared);
     free(sets);
   }
-  size_t njobs = 0;
   ob_map refs; /* plan hash -> how many of these jobs run it (as a pointer-sized count) */
   ob_map_init(&refs);
   for (size_t i = 0; i < n; i++) {
     if (jobs[i].parent < 0)
-      njobs++;
+      s->nparents++;
     if (jobs[i].nparts)
       continue;
     ob_queue_hash(jobs[i].plan_text, jobs[i].plan_len, s->hashes[i]);
@@ -323,7 +337,9 @@ int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, 
   }
   /* each plan: its references counted first, then its text stored and kept (PERSIST undoes
      the expiry that the last job of an earlier submission set); in that order a worker
-     that ends the plan's last earlier job between them cannot leave it expiring */
+     that ends the plan's last earlier job between them cannot leave it expiring. A batch
+     queued in parts counts each part's jobs as it is queued, so the count never falls
+     short of the jobs queued (and reaches the batch's once its last part is) */
   char *refs_key = ob_queue_key(q, "planrefs", NULL);
   ob_map_entry *me;
   for (size_t it = 0, i = 0; ob_map_next(&refs, &it, &me);) {
@@ -334,41 +350,118 @@ int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, 
     char *pk = ob_queue_key(q, "plan", s->hashes[i]);
     const char *argv[] = {"SET", pk, jobs[i].plan_text, "NX"};
     size_t lens[] = {3, strlen(pk), jobs[i].plan_len, 2};
-    if (ob_redis_send(r, on_prepared, s, 4, (const char *[]){"HINCRBY", refs_key, me->key, count},
-                      NULL) == OB_OK)
-      s->waiting++;
-    if (ob_redis_send(r, on_prepared, s, 4, argv, lens) == OB_OK)
-      s->waiting++;
-    if (ob_redis_send(r, on_prepared, s, 2, (const char *[]){"PERSIST", pk}, NULL) == OB_OK)
-      s->waiting++;
+    send_prepare(s, 4, (const char *[]){"HINCRBY", refs_key, me->key, count}, NULL, on_prepared);
+    send_prepare(s, 4, argv, lens, on_prepared);
+    send_prepare(s, 2, (const char *[]){"PERSIST", pk}, NULL, on_prepared);
     free(pk);
   }
   free(refs_key);
   ob_map_free(&refs);
-  s->batch = batch && njobs > 0; /* no record of an empty batch */
-  if (s->batch) {
-    char *bseq = ob_queue_key(q, "batchseq", NULL);
-    if (ob_redis_send(r, on_batch_id, s, 2, (const char *[]){"INCR", bseq}, NULL) == OB_OK)
-      s->waiting++;
-    free(bseq);
+  if (o->first > 0) { /* the ids taken ahead (ob_queue_reserve_start) */
+    s->first = o->first;
+    s->batch_id = o->batch_id;
+    s->batch_last = o->batch_last;
+    s->record = o->batch_id > 0 && o->batch_last >= o->first;
+  } else {
+    s->record = o->batch && s->nparents > 0; /* no record of an empty batch */
+    if (s->record) { /* its id taken with the jobs' */
+      char *bseq = ob_queue_key(q, "batchseq", NULL);
+      send_prepare(s, 2, (const char *[]){"INCR", bseq}, NULL, on_batch_id);
+      free(bseq);
+    }
+    if (s->nparents) {
+      char count[32];
+      snprintf(count, sizeof count, "%zu", s->nparents);
+      char *seq = ob_queue_key(q, "seq", NULL);
+      send_prepare(s, 3, (const char *[]){"INCRBY", seq, count}, NULL, on_ids);
+      free(seq);
+    }
   }
-  char count[32];
-  s->nparents = njobs;
-  snprintf(count, sizeof count, "%zu", njobs);
-  char *seq = ob_queue_key(q, "seq", NULL);
-  int rc = ob_redis_send(r, on_ids, s, 3, (const char *[]){"INCRBY", seq, count}, NULL);
-  free(seq);
-  if (rc == OB_OK) {
-    s->waiting++;
-  } else if (s->waiting == 0) {
+  if (s->waiting == 0) { /* nothing was sent: the connection went down */
     free(s->hashes);
     free(s->tools_json);
     free(s->q);
     free(s->stream);
+    free(s->why);
     free(s);
     return OB_EIO;
-  } else if (!s->why) {
-    s->why = ob_xstrdup("the connection was lost");
+  }
+  return OB_OK;
+}
+
+int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
+                          const char *tools_id, const ob_value *tools, int batch,
+                          ob_queue_submit_cb cb, void *ud) {
+  ob_queue_submit_opts o = {.tools_id = tools_id, .tools = tools, .batch = batch};
+  return ob_queue_submit_with(r, q, jobs, n, &o, cb, ud);
+}
+
+/* --- ids taken ahead ---------------------------------------------------------------------- */
+
+typedef struct reserve {
+  ob_queue_reserve_cb cb;
+  void *ud;
+  size_t count, waiting;
+  int batch;
+  long long last, batch_id;
+  char *why;
+} reserve;
+
+static void on_reserved(reserve *v, redisReply *rp, const char *why, long long *into) {
+  if (!v->why && !rp)
+    v->why = ob_xstrdup(why);
+  else if (!v->why && rp->type == REDIS_REPLY_ERROR)
+    v->why = ob_xstrdup(rp->str);
+  else if (!v->why)
+    *into = ob_redis_int(rp, -1);
+  if (--v->waiting)
+    return;
+  if (!v->why && v->last < (long long)v->count)
+    v->why = ob_xstrdup("the id counter is not a positive number");
+  if (!v->why && v->batch && v->batch_id < 1)
+    v->why = ob_xstrdup("the batch counter is not a number");
+  if (v->why)
+    v->cb(v->ud, 0, 0, v->why);
+  else
+    v->cb(v->ud, v->last - (long long)v->count + 1, v->batch_id, NULL);
+  free(v->why);
+  free(v);
+}
+
+static void on_reserved_ids(void *ud, redisReply *rp, const char *why) {
+  reserve *v = ud;
+  on_reserved(v, rp, why, &v->last);
+}
+
+static void on_reserved_batch(void *ud, redisReply *rp, const char *why) {
+  reserve *v = ud;
+  on_reserved(v, rp, why, &v->batch_id);
+}
+
+int ob_queue_reserve_start(ob_redis *r, const char *q, size_t count, int batch,
+                           ob_queue_reserve_cb cb, void *ud) {
+  if (!count || !ob_redis_is_up(r))
+    return OB_EIO;
+  reserve *v = ob_xcalloc(1, sizeof *v);
+  *v = (reserve){.cb = cb, .ud = ud, .count = count, .batch = batch != 0, .last = -1};
+  v->waiting = 1 + (size_t)v->batch; /* counted before either is sent: no early end */
+  char n[32];
+  snprintf(n, sizeof n, "%zu", count);
+  char *seq = ob_queue_key(q, "seq", NULL), *bseq = ob_queue_key(q, "batchseq", NULL);
+  int sent_batch = batch && ob_redis_send(r, on_reserved_batch, v, 2,
+                                          (const char *[]){"INCR", bseq}, NULL) == OB_OK;
+  int sent_ids = (sent_batch || !batch) &&
+                 ob_redis_send(r, on_reserved_ids, v, 3, (const char *[]){"INCRBY", seq, n},
+                               NULL) == OB_OK;
+  free(seq);
+  free(bseq);
+  if (!sent_batch && !sent_ids) {
+    free(v);
+    return OB_EIO;
+  }
+  if (!sent_ids) { /* the INCR's reply ends it, with the failure */
+    v->why = ob_xstrdup("the connection was lost");
+    v->waiting--;
   }
   return OB_OK;
 }

@@ -20,9 +20,11 @@
  *                            written once (SET NX) and shared by every job of it; it
  *                            expires once the last of its jobs ended (the longer of the
  *                            workers' --keep-journals and --keep-results after)
- *   ob:{Q}:planrefs          HASH: plan H -> how many of its jobs are still to end
- *                            (submit adds, then PERSISTs the text; a job's end takes
- *                            one away, and at none lets the text expire)
+ *   ob:{Q}:planrefs          HASH: plan H -> how many of its jobs have yet to end. A
+ *                            submission adds its jobs' count, then stores the text and
+ *                            PERSISTs it (a batch queued in parts: each part its own,
+ *                            before its jobs); a worker takes one off as a job ends and,
+ *                            at none, drops the field and lets the text expire
  *   ob:{Q}:jobs              the stream of jobs submitted without --tools (any
  *                            worker takes them and validates them itself)
  *   ob:{Q}:jobs:T            the stream of jobs submitted with tool files whose
@@ -81,14 +83,15 @@
  * trims the stream below its first pending entry (or, with none, to the last read).
  *
  * Costs (per job, trivial plan): submit, 2 commands pipelined (HSET, XADD) after
- * one INCRBY for the whole batch; the worker, one XREADGROUP per batch of jobs, an
- * EVAL (the claim, which also GETs the plan the first time it sees it), a SET or APPEND
- * per turn of its loop while the job runs (none when it ends within one), and one MULTI
- * for all that ended in a turn (their journals' records, an EVAL per job, an XACK and a
- * trim per stream, INCRBY, EXPIRE); wait (ob_queue_wait.c), one XREAD per batch of
- * finished jobs and one HMGET per job. Redis's memory: some 370 bytes a finished trivial
- * job when a worker ends many at a time (its hash, its share of a record), 600 one at a
- * time (`obelus status` measures it). */
+ * one INCRBY for the whole batch (a batch queued in parts: a round trip per part
+ * besides, storing and counting the plan); the worker, one XREADGROUP per batch of
+ * jobs, an EVAL (the claim, which also GETs the plan the first time it sees it), a SET
+ * or APPEND per turn of its loop while the job runs (none when it ends within one), and
+ * one MULTI for all that ended in a turn (their journals' records, an EVAL per job, an
+ * XACK and a trim per stream, INCRBY, EXPIRE); wait (ob_queue_wait.c), one XREAD per
+ * batch of finished jobs and one HMGET per job. Redis's memory: some 370 bytes a
+ * finished trivial job when a worker ends many at a time (its hash, its share of a
+ * record), 600 one at a time (`obelus status` measures it). */
 #ifndef OB_QUEUE_H
 #define OB_QUEUE_H
 
@@ -165,5 +168,34 @@ typedef void (*ob_queue_submit_cb)(void *ud, char **ids, size_t n, const char *b
 int ob_queue_submit_start(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
                           const char *tools_id, const ob_value *tools, int batch,
                           ob_queue_submit_cb cb, void *ud);
+
+/* How a submission is made (zeros: ob_queue_submit_start's defaults). */
+typedef struct ob_queue_submit_opts {
+  const char *tools_id;  /* the stream of workers with this tool identity; NULL: any */
+  const ob_value *tools; /* ob_queue_tools_names' form, or NULL */
+  int batch;             /* record the jobs as a batch, taking its id (unless first > 0) */
+  /* A batch queued in parts (`submit --batch` streams its file so): its job ids, and
+   * its batch id, taken ahead in one round trip (ob_queue_reserve_start), each part then
+   * submitted with the ids that follow the previous part's. */
+  long long first;      /* > 0: these jobs' ids (parts aside) start here; none is taken */
+  long long batch_id;   /* > 0 with first: also record batch batch_id as first..batch_last */
+  long long batch_last; /* (given to the batch's first part: its record precedes its jobs) */
+} ob_queue_submit_opts;
+
+/* ob_queue_submit_start with options. Each call stores and counts (planrefs) the
+ * plans of its own jobs before queueing them, so a batch in parts counts each
+ * part's as it goes. */
+int ob_queue_submit_with(ob_redis *r, const char *q, const ob_queue_job *jobs, size_t n,
+                         const ob_queue_submit_opts *o, ob_queue_submit_cb cb, void *ud);
+
+/* Called once: the first of the count ids taken (they are first..first+count-1) and
+ * the batch id (0 unless asked for), or why it failed (then 0, 0). */
+typedef void (*ob_queue_reserve_cb)(void *ud, long long first, long long batch, const char *why);
+/* Takes count consecutive job ids (one INCRBY of ob:{Q}:seq) and, with batch, a batch
+ * id (INCR of ob:{Q}:batchseq), in one round trip, for a batch to be submitted in
+ * parts (ob_queue_submit_opts.first). count > 0 and r up, else an error (cb will not
+ * be called). Ids taken and never queued are a gap in the numbering, nothing more. */
+int ob_queue_reserve_start(ob_redis *r, const char *q, size_t count, int batch,
+                           ob_queue_reserve_cb cb, void *ud);
 
 #endif
