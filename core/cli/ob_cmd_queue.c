@@ -121,6 +121,17 @@ static ob_value *call(ob_cmd_redis *c, uv_loop_t *loop, int argc, const char **a
   return s.v;
 }
 
+/* Sends a command whose reply cb reads itself (it sets *answered), and runs the loop until
+ * it has: 1, or 0 when it could not be sent. */
+static int call_read(ob_cmd_redis *c, uv_loop_t *loop, int argc, const char **argv,
+                     ob_redis_cb cb, void *ud, const int *answered) {
+  if (ob_redis_send(c->r, cb, ud, argc, argv, NULL) != OB_OK)
+    return 0;
+  while (!*answered)
+    uv_run(loop, UV_RUN_ONCE);
+  return 1;
+}
+
 static const char *vstr(const ob_value *v) {
   return v && ob_typeof(v) == OB_STRING ? ob_string_ptr(v) : NULL;
 }
@@ -453,7 +464,8 @@ static const char status_help[] =
 static int is_live(const ob_value *info, uint64_t now) { return ob_queue_worker_live(info, now); }
 
 /* The queue's memory: Redis's whole (INFO memory's used_memory) and a finished job's, as
- * ob_queue_memory.h measures it. 0, or -1 when the connection went. */
+ * ob_queue_memory.h measures it: {used_bytes, sampled_jobs, ...}, or NULL when the
+ * connection went. */
 typedef struct memory_read {
   int answered, ok;
   ob_queue_memory m;
@@ -478,10 +490,8 @@ static ob_value *status_memory(ob_cmd_redis *c, uv_loop_t *loop, const char *q) 
   memory_read mr = {0};
   ob_queue_memory_args ma;
   ob_queue_memory_args_make(&ma, q);
-  int sent = ob_redis_send(c->r, on_memory, &mr, 9, ma.argv, NULL) == OB_OK;
+  int sent = call_read(c, loop, 9, ma.argv, on_memory, &mr, &mr.answered);
   ob_queue_memory_args_free(&ma);
-  while (sent && !mr.answered)
-    uv_run(loop, UV_RUN_ONCE);
   if (!sent)
     return NULL;
   ob_value *o = ob_object();
@@ -775,10 +785,8 @@ static int log_one(ob_cmd_redis *c, uv_loop_t *loop, const queue_args *a, const 
   journal_read jr = {.job = job};
   ob_queue_journal_args ja;
   ob_queue_journal_args_make(&ja, a->queue, job);
-  int sent = ob_redis_send(c->r, on_journal, &jr, 9, ja.argv, NULL) == OB_OK;
+  int sent = call_read(c, loop, 9, ja.argv, on_journal, &jr, &jr.answered);
   ob_queue_journal_args_free(&ja);
-  while (sent && !jr.answered)
-    uv_run(loop, UV_RUN_ONCE);
   if (!sent || jr.kind < 0) {
     fprintf(stderr, "obelus log: %s: the connection was lost\n", a->redis);
     return OB_EXIT_UNAVAILABLE;
