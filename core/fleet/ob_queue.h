@@ -52,9 +52,9 @@
  *                            --journal` writes, shipped once a turn of the worker's
  *                            loop (SET, then APPENDs); deleted when the job ends (a job
  *                            that ends within one turn never has one)
- *   ob:{Q}:journals:M        HASH: the records of the journals of the jobs that ended
- *                            in minute M, expiring --keep-journals (an hour unless
- *                            told) after its last one (ob_queue_journal.h)
+ *   ob:{Q}:journals:M:W      HASH: the records of the journals of the jobs worker W
+ *                            ended in minute M, expiring --keep-journals (an hour
+ *                            unless told) after its last one (ob_queue_journal.h)
  *   ob:{Q}:done              STREAM of finished jobs (job, exit), trimmed to about
  *                            OB_QUEUE_DONE_KEEP entries: what `wait` blocks on
  *   ob:{Q}:workers           HASH: worker name -> JSON {host, pid, tools id, tool

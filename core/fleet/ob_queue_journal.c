@@ -159,10 +159,13 @@ int ob_queue_journal_unpack(const char *plan, size_t plen, const char *rec, size
   return rc;
 }
 
-char *ob_queue_journal_bucket(const char *q, uint64_t finished_ms) {
-  char m[32];
-  snprintf(m, sizeof m, "%" PRIu64, finished_ms / OB_QUEUE_JOURNAL_BUCKET_MS);
-  return ob_queue_key(q, "journals", m);
+char *ob_queue_journal_bucket(const char *q, uint64_t finished_ms, const char *worker) {
+  ob_buf b;
+  ob_buf_init(&b);
+  ob_buf_addf(&b, "%" PRIu64 ":%s", finished_ms / OB_QUEUE_JOURNAL_BUCKET_MS, worker);
+  char *k = ob_queue_key(q, "journals", b.data);
+  ob_buf_free(&b);
+  return k;
 }
 
 /* KEYS: the job's hash, its journal key. ARGV: the buckets' key without the minute, the
@@ -175,12 +178,12 @@ char *ob_queue_journal_bucket(const char *q, uint64_t finished_ms) {
 static const char READ_SCRIPT[] =
     "local t = redis.pcall('GET', KEYS[2])\n"
     "if type(t) == 'string' then return {'text', t} end\n"
-    "local h = redis.pcall('HMGET', KEYS[1], 'finished', 'journal', 'state')\n"
+    "local h = redis.pcall('HMGET', KEYS[1], 'finished', 'journal', 'state', 'worker')\n"
     "if type(h) ~= 'table' or h.err then return {'none', false} end\n"
     "local f = tonumber(h[1])\n"
     "if h[2] == '-' then return {'gone', h[3] or false} end\n"
-    "if not f or not h[2] then return {'none', h[3] or false} end\n"
-    "local b = ARGV[1] .. string.format('%d', math.floor(f / tonumber(ARGV[4])))\n"
+    "if not f or not h[2] or not h[4] then return {'none', h[3] or false} end\n"
+    "local b = ARGV[1] .. string.format('%d', math.floor(f / tonumber(ARGV[4]))) .. ':' .. h[4]\n"
     "local rec = redis.pcall('HGET', b, h[2])\n"
     "if type(rec) ~= 'string' then return {'gone', h[3] or false} end\n"
     "local plan, ph = false, string.sub(rec, 4, 19)\n"

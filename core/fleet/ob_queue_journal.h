@@ -1,13 +1,13 @@
 /* ob_queue_journal.h -- a job's journal as Redis keeps it (ob_queue_journal.c): as text
  * while the job runs (ob:{Q}:journal:ID, the worker's flushes APPENDed), and, once it has
- * finished, inside a compact record in the bucket of the minute it finished in
- * (ob:{Q}:journals:M, M = finished ms / OB_QUEUE_JOURNAL_BUCKET_MS), which expires as a
- * whole --keep-journals after its last record was written: each record lives at least
- * that long after its jobs ended, at most a minute more. The job's hash names its record
- * ("journal": the record's field in the bucket, "FIRST~TAG": the id of its first job and
- * six characters that set the worker that stored it apart, so that two workers that both
- * ran a job never write one record's field; "-" when its journal was not kept:
- * --keep-journals 0).
+ * finished, inside a compact record in the bucket of the minute it finished in and the
+ * worker that ran it (ob:{Q}:journals:M:WORKER, M = finished ms /
+ * OB_QUEUE_JOURNAL_BUCKET_MS, WORKER its consumer name, which the job's hash names),
+ * which expires as a whole --keep-journals after its last record was written: each
+ * record lives at least that long after its jobs ended, at most a minute more. The job's
+ * hash names its record ("journal": the record's field in the bucket, the id of its first
+ * job: a worker ends a job once, and two workers that both ran one write two buckets;
+ * "-" when its journal was not kept: --keep-journals 0).
  *
  * A record holds the journals of the jobs whose results one worker stored together (up
  * to OB_QUEUE_JOURNAL_RECORD of text; a longer journal has a record of its own), each as
@@ -53,9 +53,9 @@ void ob_queue_journal_pack(const char *plan_hash, const char *plan, size_t plen,
 int ob_queue_journal_unpack(const char *plan, size_t plen, const char *rec, size_t len,
                             const char *id, ob_buf *out, ob_error *err);
 
-/* The key of the bucket a job that finished at finished_ms keeps its journal in.
+/* The key of the bucket a job that worker ended at finished_ms keeps its journal in.
  * Malloc'ed. */
-char *ob_queue_journal_bucket(const char *q, uint64_t finished_ms);
+char *ob_queue_journal_bucket(const char *q, uint64_t finished_ms, const char *worker);
 
 /* Reading a job's journal, in one round trip whatever its state: EVAL with the
  * arguments ob_queue_journal_args_make fills (argv, 9 of them; free with

@@ -532,7 +532,6 @@ ob_worker *ob_worker_start(ob_engine *e, const ob_worker_options *o,
     ob_buf_addf(&b, "%s:%ld", host, (long)getpid());
     w->js.me = b.data;
   }
-  ob_wjob_tag(&w->js);
   w->js.plans_root = ob_xstrdup(o->plans_root ? o->plans_root : ".");
   if (!(w->js.root = ob_plans_root(w->js.plans_root, err)))
     goto fail;

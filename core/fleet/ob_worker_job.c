@@ -58,15 +58,6 @@ void ob_wjob_say(ob_wjobs *w, const char *job, const char *fmt, ...) {
 
 static void schedule_reap(ob_wjobs *w) { w->host.schedule_reap(w->host.ud); }
 
-void ob_wjob_tag(ob_wjobs *w) {
-  char now[32];
-  snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
-  uint64_t h = ob_fnv1a64_more(ob_fnv1a64(w->me, strlen(w->me) + 1), now, strlen(now));
-  for (int i = 0; i < 6; i++, h /= 36)
-    w->tag[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[h % 36];
-  w->tag[6] = 0;
-}
-
 /* --- plans ---------------------------------------------------------------------------------- */
 
 static cached_plan *cache_get(ob_wjobs *w, const char *hash) {
@@ -352,7 +343,7 @@ static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, con
   uint64_t kj = w->keep_journals_s, kr = w->keep_results_s;
   secs_text(keep_plan, kj == OB_WORKER_KEEP_FOREVER || kj > kr ? kj : kr);
   char *jk = ob_queue_key(w->queue, "job", j->id);
-  char *bucket = ob_queue_journal_bucket(w->queue, now);
+  char *bucket = ob_queue_journal_bucket(w->queue, now, w->me);
   char *refs = ob_queue_key(w->queue, "planrefs", NULL);
   char *pk = j->plan_hash ? ob_queue_key(w->queue, "plan", j->plan_hash) : ob_xstrdup(jk);
   char *whole = whole_key(w, j->id);
@@ -375,7 +366,7 @@ static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, con
  * replies come first in EXEC's), or -1 when the connection went. */
 static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (*names)[72]) {
   int sent = 0;
-  char *bucket = ob_queue_journal_bucket(w->queue, now);
+  char *bucket = ob_queue_journal_bucket(w->queue, now, w->me);
   char expire[32] = ""; /* kj from its last record: each record is kept kj after its end */
   if (w->keep_journals_s != OB_WORKER_KEEP_FOREVER)
     snprintf(expire, sizeof expire, "%" PRIu64, w->keep_journals_s);
@@ -393,10 +384,9 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
     /* the record's jobs: from first, while the text stays under OB_QUEUE_JOURNAL_RECORD */
     raw.len = 0;
     size_t count = 0;
-    /* its name: its first job's id and the worker's tag (two workers that both ran a job
-       store two records) */
-    char name[sizeof names[0]];
-    snprintf(name, sizeof name, "%s~%s", jobs[first]->id, w->tag);
+    /* its name: its first job's id (the bucket is this worker's: another worker that
+       also ran that job stores its record in its own) */
+    const char *name = jobs[first]->id;
     for (; i < n && (!raw.len || raw.len + jobs[i]->jbuf.len <= OB_QUEUE_JOURNAL_RECORD); i++)
       if (jobs[i]->jbuf.len) {
         ob_queue_journal_add(&raw, jobs[i]->id, jobs[i]->jbuf.data, jobs[i]->jbuf.len);

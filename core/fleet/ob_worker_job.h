@@ -50,7 +50,6 @@ typedef struct ob_wjobs {
      forever; keep_journals 0: no record) */
   uint64_t keep_journals_s, keep_results_s;
   char *queue, *me, *dir, *plans_root, *root; /* root: plans_root as a real path */
-  char tag[8];          /* the worker's mark on its records' names (ob_wjob_tag) */
   char *streams[2];
   int nstreams;
   int stopping;         /* the worker stops: a job taken meanwhile is handed back */
@@ -85,10 +84,6 @@ struct wjob {
   char *output, *error;
   int finish_sent;     /* the MULTI is out; 0 again when it was lost */
 };
-
-/* Sets w->tag from the worker's name and the time it started: six characters of [0-9a-z]
- * that set its journal records' names apart from another worker's. */
-void ob_wjob_tag(ob_wjobs *w);
 
 /* A note to the host (host.say): about job (NULL: the jobs, or the worker, as a whole),
  * printf-style. The worker's own notes go through it too. */

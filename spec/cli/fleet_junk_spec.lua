@@ -133,10 +133,10 @@ describe("the queue's keys left as junk (a real redis-server)", function()
     -- the buckets of this minute and the next two, where the job's record would go
     local now = tonumber((rcli({ "TIME" }):match("%d+"))) * 1000
     for m = 0, 2 do
-      rcli { "SET", ("ob:{j4}:journals:%d"):format(now // 60000 + m), "junk" }
+      rcli { "SET", ("ob:{j4}:journals:%d:w4"):format(now // 60000 + m), "junk" }
     end
     local wout = os.tmpname()
-    local p = assert(io.popen(("%s worker --redis %s --queue j4 --tools %s --drain >%s 2>&1 & echo $!"):format(
+    local p = assert(io.popen(("%s worker --redis %s --queue j4 --name w4 --tools %s --drain >%s 2>&1 & echo $!"):format(
       q(bin), q(redis.url), q(tools), wout)))
     local pid = p:read("l")
     p:close()
