@@ -51,7 +51,10 @@
  *   ob:{Q}:journal:ID        STRING: a running job's journal, the lines `run
  *                            --journal` writes, shipped once a turn of the worker's
  *                            loop (SET, then APPENDs); deleted when the job ends (a job
- *                            that ends within one turn never has one)
+ *                            that ends within one turn never has one), unless it ended
+ *                            with few others: then SET whole with its result, expiring
+ *                            as a record would, until its worker puts it in a record
+ *                            (ob_worker_records.h)
  *   ob:{Q}:journals:M:W      HASH: the records of the journals of the jobs worker W
  *                            ended in minute M, expiring --keep-journals (an hour
  *                            unless told) after its last one (ob_queue_journal.h)
@@ -90,8 +93,7 @@
  * one MULTI for all that ended in a turn (their journals' records, an EVAL per job, an
  * XACK and a trim per stream, INCRBY, EXPIRE); wait (ob_queue_wait.c), one XREAD per
  * batch of finished jobs and one HMGET per job. Redis's memory: some 370 bytes a
- * finished trivial job when a worker ends many at a time (its hash, its share of a
- * record), 600 one at a time (`obelus status` measures it). */
+ * finished trivial job, its hash and its share of a record (`obelus status` measures it). */
 #ifndef OB_QUEUE_H
 #define OB_QUEUE_H
 

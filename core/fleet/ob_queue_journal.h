@@ -1,5 +1,6 @@
 /* ob_queue_journal.h -- a job's journal as Redis keeps it (ob_queue_journal.c): as text
- * while the job runs (ob:{Q}:journal:ID, the worker's flushes APPENDed), and, once it has
+ * while the job runs (ob:{Q}:journal:ID, the worker's flushes APPENDed; a job that ended
+ * with few others keeps it so a few seconds more: ob_worker_records.h), and, once it has
  * finished, inside a compact record in the bucket of the minute it finished in and the
  * worker that ran it (ob:{Q}:journals:M:WORKER, M = finished ms /
  * OB_QUEUE_JOURNAL_BUCKET_MS, WORKER its consumer name, which the job's hash names),

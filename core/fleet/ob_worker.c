@@ -48,6 +48,7 @@
 
 #include "base/ob_mem.h"
 #include "fleet/ob_worker_int.h"
+#include "fleet/ob_worker_records.h"
 
 #define READ_BLOCK_MS 2000
 #define DRAIN_BLOCK_MS 50
@@ -394,6 +395,7 @@ static void on_tick(uv_timer_t *t) {
   announce(w);
   status(w);
   claim_dead(w);
+  ob_wrec_flush(&w->js); /* the journals held since the last tick, as records */
   /* no drain check here: only a read that found nothing new may start one (from the
    * tick, one could run before the first read delivered what was queued, see no
    * entry pending, and end the worker with its jobs unread) */
@@ -412,6 +414,7 @@ static void cmd_up(void *ud) {
     if (j->state != J_DONE && j->state != J_FINISH && ((j->d && ob_drun_journal(j->d)) || j->jbuf.len))
       ob_wjob_resync(j);
   ob_wjob_send_finishes(&w->js);
+  ob_wrec_flush(&w->js);
   announce(w);
   read_more(w);
 }
@@ -487,6 +490,7 @@ static void maybe_end(ob_worker *w) {
   uv_timer_stop(&w->tick);
   uv_timer_stop(&w->grace);
   uv_timer_stop(&w->reread);
+  ob_wrec_flush(&w->js); /* the journals held, as records, before the end */
   if (ob_redis_is_up(w->js.cmd)) { /* gone from the workers' list; ended once that answers */
     char *key = ob_queue_key(w->js.queue, "workers", NULL);
     int ok = ob_redis_send(w->js.cmd, on_last_reply, w, 3, (const char *[]){"HDEL", key, w->js.me},
@@ -612,6 +616,7 @@ void ob_worker_free(ob_worker *w) {
   }
   ob_redis_close(w->js.cmd);
   ob_redis_close(w->rd);
+  ob_wrec_free(&w->js); /* after the close: a flush still out comes back to it */
   if (w->timers_open) {
     uv_close((uv_handle_t *)&w->tick, NULL);
     uv_close((uv_handle_t *)&w->reaper, NULL);

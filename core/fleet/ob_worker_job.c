@@ -41,6 +41,7 @@
 #include "fleet/ob_queue_job.h"
 #include "fleet/ob_queue_journal.h"
 #include "fleet/ob_worker_job.h"
+#include "fleet/ob_worker_records.h"
 #include "drive/ob_drive.h"
 
 /* --- the host -------------------------------------------------------------------------------- */
@@ -197,7 +198,8 @@ void ob_wjob_done(wjob *j) {
  * already has one (a finished job's result is never replaced: the first result stands)
  * or another entry of its id holds it (that entry's run will store it). Its journal is
  * in a record written before in the same MULTI (ob_queue_journal.h), which its hash
- * names; when the record is not there (the bucket is a key of another type, the memory
+ * names, or, for a job that ended with few others, as text in its journal key, its record
+ * to come (ob_worker_records.h); when the record or text is not there (the bucket is a key of another type, the memory
  * is full), the job is stored failed, exit 4's cause said as `obelus run` says a
  * journal it cannot write, rather than done with its journal lost. The running
  * journal's key goes. The job's hash lets go of its entry and stream and expires
@@ -208,7 +210,9 @@ void ob_wjob_done(wjob *j) {
  * KEYS: the job's hash, the done stream, the stats hash, the running journal, the bucket,
  * the plans' counts, the plan's text, the whole job's hash (or the job's again).
  * ARGV: holder, state, exit, output, finished, worker, done's MAXLEN, job id, the record's
- * field in the bucket ("": no journal; "-": one not kept), the result's keep (s; "": forever), the plan's keep
+ * field in the bucket ("": no journal; "-": one not kept; "+": its text in its journal
+ * key, written before in the MULTI, for a record to come: ob_worker_records.h), the
+ * result's keep (s; "": forever), the plan's keep
  * (the same), the plan's hash ("": none)[, error].
  * 1: stored, 2: stored failed (its journal is lost), 0: not stored. */
 static const char FINISH_SCRIPT[] =
@@ -217,19 +221,22 @@ static const char FINISH_SCRIPT[] =
     "local owner = redis.call('HGET', KEYS[1], 'entry')\n"
     "if owner and owner ~= ARGV[1] then return 0 end\n"
     "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[13], 1\n"
+    "local held = ARGV[9] == '+'\n"
     "if ARGV[9] ~= '' and ARGV[9] ~= '-' then\n"
-    "  local ok = redis.pcall('HEXISTS', KEYS[5], ARGV[9])\n"
+    "  local ok, key = nil, KEYS[5]\n"
+    "  if held then ok, key = redis.pcall('EXISTS', KEYS[4]), KEYS[4]\n"
+    "  else ok = redis.pcall('HEXISTS', KEYS[5], ARGV[9]) end\n"
     "  if ok ~= 1 then\n"
     "    state, exit, r = 'failed', '1', 2\n"
-    "    err = 'its journal could not be written to Redis (' .. KEYS[5] .. '): ' ..\n"
-    "          (type(ok) == 'table' and tostring(ok.err) or 'its record is not there')\n"
+    "    err = 'its journal could not be written to Redis (' .. key .. '): ' ..\n"
+    "          (type(ok) == 'table' and tostring(ok.err) or 'it is not there')\n"
     "  end\n"
     "end\n"
-    "redis.pcall('DEL', KEYS[4])\n"
+    "if not held then redis.pcall('DEL', KEYS[4]) end\n"
     "redis.call('HSET', KEYS[1], 'state', state, 'exit', exit, 'output', ARGV[4],\n"
     "           'finished', ARGV[5], 'worker', ARGV[6])\n"
     "redis.call('HDEL', KEYS[1], 'entry', 'stream')\n"
-    "if r == 1 and ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'journal', ARGV[9]) end\n"
+    "if r == 1 and ARGV[9] ~= '' and not held then redis.call('HSET', KEYS[1], 'journal', ARGV[9]) end\n"
     "if err then redis.call('HSET', KEYS[1], 'error', err) end\n"
     "if ARGV[10] ~= '' then\n"
     "  redis.call('EXPIRE', KEYS[1], ARGV[10])\n"
@@ -269,7 +276,9 @@ typedef struct finish_batch {
   ob_wjobs *w;
   size_t n;
   size_t skip; /* EXEC's replies before the jobs' (their records') */
+  uint64_t now; /* when they finished */
   wjob *jobs[FINISH_BATCH];
+  char held[FINISH_BATCH]; /* the job's journal went as text, for a record to come */
 } finish_batch;
 
 static void on_exec(void *ud, redisReply *rp, const char *why) {
@@ -295,10 +304,14 @@ static void on_exec(void *ud, redisReply *rp, const char *why) {
       ob_wjob_say(fb->w, j->id, "it already has a result, which stands; this run's (exit %d) "
                         "is dropped and its entry %s acked", j->exit, j->entry);
       fb->w->stats.refused++;
-    } else if (j->exit == 0) {
-      fb->w->stats.done++;
     } else {
-      fb->w->stats.failed++;
+      if (j->exit == 0)
+        fb->w->stats.done++;
+      else
+        fb->w->stats.failed++;
+      if (fb->held[i]) /* its text stored: held for a record */
+        ob_wrec_hold(fb->w, j->id, fb->now, j->jbuf.data, j->jbuf.len, j->plan_text,
+                     j->plan_hash);
     }
     ob_wjob_done(j);
   }
@@ -373,9 +386,25 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
   ob_buf raw, rec;
   ob_buf_init(&raw);
   ob_buf_init(&rec);
-  for (size_t i = 0; i < n; i++) /* a journal not kept: "-" */
-    snprintf(names[i], sizeof names[i], "%s", jobs[i]->jbuf.len && !w->keep_journals_s ? "-" : "");
-  for (size_t i = 0; i < n && w->keep_journals_s;) {
+  size_t journals = 0; /* of these jobs; each named "-" when none is kept */
+  for (size_t i = 0; i < n; i++)
+    journals += jobs[i]->jbuf.len > 0;
+  int hold = journals < OB_WREC_DEFER_BELOW && w->keep_journals_s;
+  for (size_t i = 0; i < n; i++)
+    snprintf(names[i], sizeof names[i], "%s",
+             !jobs[i]->jbuf.len ? "" : !w->keep_journals_s ? "-" : hold ? "+" : "");
+  for (size_t i = 0; hold && i < n; i++) /* few: each as text, a record to come */
+    if (jobs[i]->jbuf.len) {
+      const char *argv[] = {"SET", jobs[i]->jkey, jobs[i]->jbuf.data, "EX", expire};
+      const size_t lens[] = {3, strlen(jobs[i]->jkey), jobs[i]->jbuf.len, 2, strlen(expire)};
+      if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, expire[0] ? 5 : 3, argv, lens) !=
+          OB_OK) {
+        sent = -1;
+        break;
+      }
+      sent++;
+    }
+  for (size_t i = 0; i < n && w->keep_journals_s && !hold && sent >= 0;) {
     size_t first = i;
     while (i < n && !jobs[i]->jbuf.len)
       i++, first++;
@@ -406,7 +435,7 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
     }
     sent++;
   }
-  if (sent > 0 && expire[0]) {
+  if (sent > 0 && expire[0] && !hold) {
     if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 3,
                       (const char *[]){"EXPIRE", bucket, expire}, NULL) == OB_OK)
       sent++;
@@ -445,6 +474,9 @@ void ob_wjob_send_finishes(ob_wjobs *w) {
     int records = ok ? send_records(w, fb->jobs, fb->n, now, names) : -1;
     ok = records >= 0;
     fb->skip = ok ? (size_t)records : 0;
+    fb->now = now;
+    for (size_t i = 0; i < fb->n; i++)
+      fb->held[i] = ok && !strcmp(names[i], "+");
     for (size_t i = 0; ok && i < fb->n; i++)
       ok = send_finish(w, fb->jobs[i], now, done, stats, keep, names[i]);
     free(names);

@@ -58,6 +58,7 @@ typedef struct ob_wjobs {
   cached_plan cache[PLAN_CACHE];
   size_t cache_next;
   ob_worker_stats stats;
+  struct ob_wrec *held; /* journals waiting for a record (ob_worker_records.h), or NULL */
 } ob_wjobs;
 
 struct wjob {

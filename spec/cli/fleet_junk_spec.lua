@@ -127,32 +127,45 @@ describe("the queue's keys left as junk (a real redis-server)", function()
     assert.truthy(l.out:find("1 output", 1, true), l.out)
   end)
 
-  it("the minute's bucket of journal records is a string: the job fails, exit 1, naming it", function()
-    local gate = dir .. "/gate4"
-    local id = submit("j4", cjson.encode { n = 5, gate = gate }, gated)
-    -- the buckets of this minute and the next two, where the job's record would go
+  it("the minute's bucket of journal records is a string: no job is done with its journal lost", function()
+    -- the worker's buckets of this minute and the next two, where the records would go
     local now = tonumber((rcli({ "TIME" }):match("%d+"))) * 1000
     for m = 0, 2 do
       rcli { "SET", ("ob:{j4}:journals:%d:w4"):format(now // 60000 + m), "junk" }
     end
-    local wout = os.tmpname()
-    local p = assert(io.popen(("%s worker --redis %s --queue j4 --name w4 --tools %s --drain >%s 2>&1 & echo $!"):format(
-      q(bin), q(redis.url), q(tools), wout)))
-    local pid = p:read("l")
-    p:close()
-    fs.write(gate, "")
-    local res = result("j4", id)
-    for _ = 1, 600 do
-      if not sh("kill -0 " .. pid .. " 2>/dev/null") then break end
-      os.execute("sleep 0.05")
+    -- a lone job first (its journal held as text, for a record that then fails), then 40
+    -- at once (most end together: their record goes with their results, and fails them)
+    local lone = submit("j4", '{"n": 5}')
+    local d1 = obelus { "worker", "--redis", redis.url, "--queue", "j4", "--name", "w4", "--tools", tools, "--drain" }
+    assert.are.equal(0, d1.code, d1.err)
+    assert.truthy(d1.err:find("could not be stored", 1, true), d1.err)
+    local f = dir .. "/j4.jsonl"
+    local t = {}
+    for i = 1, 40 do t[i] = cjson.encode { n = i } end
+    fs.write(f, table.concat(t, "\n") .. "\n")
+    local s = obelus { "submit", plan, "--redis", redis.url, "--queue", "j4", "--batch", f }
+    assert.are.equal(0, s.code, s.err)
+    local d2 = obelus { "worker", "--redis", redis.url, "--queue", "j4", "--name", "w4", "--tools", tools,
+                        "--drain", "--jobs", "64" }
+    assert.are.equal(0, d2.code, d2.err)
+    local ids = { lone }
+    for id in s.out:gmatch("%S+") do ids[#ids + 1] = id end
+    local failed = 0
+    for _, id in ipairs(ids) do
+      local res = result("j4", id)
+      if res.exit == 1 then -- failed, naming the bucket
+        failed = failed + 1
+        assert.truthy(res.error:find("its journal could not be written to Redis (ob:{j4}:journals:", 1, true), res.error)
+        assert.truthy(res.error:find("WRONGTYPE", 1, true), res.error)
+      else -- done: its journal kept as text, read back
+        assert.are.equal(0, res.exit, cjson.encode(res))
+        assert.are.equal("1", rcli({ "EXISTS", "ob:{j4}:journal:" .. id }):match("%d"))
+        local l = obelus { "log", "--redis", redis.url, "--queue", "j4", id }
+        assert.are.equal(0, l.code, l.err)
+      end
     end
-    sh("kill -9 " .. pid .. " 2>/dev/null")
-    local text = fs.slurp(wout) or ""
-    os.remove(wout)
-    assert.are.equal(1, res.exit, cjson.encode(res) .. text)
-    assert.truthy(res.error:find("its journal could not be written to Redis", 1, true), res.error)
-    assert.truthy(res.error:find("WRONGTYPE", 1, true), res.error)
-    assert.truthy(text:find("0 done, 1 failed", 1, true), text)
+    assert.are.equal(0, result("j4", lone).exit) -- the lone one: held, so done
+    assert.truthy(failed > 0 or d2.err:find("could not be stored", 1, true), d2.err)
   end)
 
   it("a job's journal in Redis that does not go with its plan: the job fails naming the line, nothing re-runs", function()

@@ -210,6 +210,48 @@ describe("what a finished job keeps in Redis (a real redis-server)", function()
     assert.are.same({ job = ids[2], exit = 0, output = 4 }, cjson.decode(w.out))
   end)
 
+  it("jobs that end one at a time: their journals held as text, then one record at the end", function()
+    local ids = batch("k5", 12)
+    drain("k5", { "--jobs", "1" })
+    -- the worker's end made the held journals a record: no text key left, each job's
+    -- hash names its record, and one record (two when the minute turned) holds them all
+    assert.are.same({}, lines(rcli { "KEYS", "ob:{k5}:journal:*" }))
+    local records, names = 0, {}
+    for _, b in ipairs(lines(rcli { "KEYS", "ob:{k5}:journals:*" })) do
+      records = records + tonumber(rcli({ "HLEN", b }):match("%d+"))
+    end
+    for _, id in ipairs(ids) do
+      names[rcli({ "HGET", "ob:{k5}:job:" .. id, "journal" }):match("%S+")] = true
+      local l = obelus { "log", "--redis", redis.url, "--queue", "k5", id }
+      assert.are.equal(0, l.code, l.err)
+    end
+    assert.truthy(records >= 1 and records <= 2, records)
+    local n = 0
+    for _ in pairs(names) do n = n + 1 end
+    assert.are.equal(records, n)
+  end)
+
+  it("a worker killed while it holds journals: each job's is there as text or in a record", function()
+    local ids = batch("k6", 6)
+    local wout = os.tmpname()
+    local p = assert(io.popen(("%s worker --redis %s --queue k6 --tools %s --jobs 1 --claim-idle 60000 >%s 2>&1 & echo $!"):format(
+      q(cli.bin), q(redis.url), q(tools), wout)))
+    local pid = p:read("l")
+    p:close()
+    local w = obelus { "wait", "--redis", redis.url, "--queue", "k6", "--timeout", "30000", table.unpack(ids) }
+    sh("kill -9 " .. pid)
+    os.remove(wout)
+    assert.are.equal(0, w.code, w.err)
+    for i, id in ipairs(ids) do
+      local rec = rcli({ "HGET", "ob:{k6}:job:" .. id, "journal" }):match("%S+")
+      local ttl = tonumber(rcli({ "TTL", "ob:{k6}:journal:" .. id }):match("%-?%d+"))
+      assert.truthy(rec or (ttl > 3000 and ttl <= 3600), id)
+      local l = obelus { "log", "--redis", redis.url, "--queue", "k6", id }
+      assert.are.equal(0, l.code, l.err)
+      assert.truthy(l.out:find("{\"n\":" .. i .. "}", 1, true), l.out)
+    end
+  end)
+
   it("refuses a duration it cannot read", function()
     for _, bad in ipairs { "1w", "-3", "h", "1.5h", "" } do
       local w = obelus { "worker", "--redis", redis.url, "--tools", tools, "--keep-journals", bad }
