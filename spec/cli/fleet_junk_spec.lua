@@ -42,14 +42,7 @@ describe("the queue's keys left as junk (a real redis-server)", function()
   end)
 
   local function obelus(args, secs) return cli.run_for(secs or 30, args) end
-  local function rcli(args)
-    local parts = {}
-    for i, a in ipairs(args) do parts[i] = q(a) end
-    local p = assert(io.popen(("redis-cli -p %d %s 2>&1"):format(redis.port, table.concat(parts, " "))))
-    local out = p:read("a")
-    p:close()
-    return out
-  end
+  local function rcli(args) return redis.call(args) end
   local function submit(queue, input, p)
     local s = obelus { "submit", p or plan, "--redis", redis.url, "--queue", queue, "--input", input }
     assert.are.equal(0, s.code, s.err)

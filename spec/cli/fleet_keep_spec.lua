@@ -43,19 +43,8 @@ describe("what a finished job keeps in Redis (a real redis-server)", function()
   end)
 
   local function obelus(args, secs) return cli.run_for(secs or 60, args) end
-  local function rcli(args)
-    local parts = {}
-    for i, a in ipairs(args) do parts[i] = q(a) end
-    local p = assert(io.popen(("redis-cli -p %d %s 2>&1"):format(redis.port, table.concat(parts, " "))))
-    local out = p:read("a")
-    p:close()
-    return out
-  end
-  local function lines(s)
-    local t = {}
-    for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-    return t
-  end
+  local function rcli(args) return redis.call(args) end
+  local lines = cli.lines
   local function batch(queue, n, p)
     local f = dir .. "/batch-" .. queue .. ".jsonl"
     local t = {}

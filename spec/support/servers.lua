@@ -141,6 +141,12 @@ function M.redis(opts)
     p:close()
     return out
   end
+  -- a command given as its words (each quoted for the shell): what redis-cli printed
+  function s.call(words)
+    local parts = {}
+    for i, w in ipairs(words) do parts[i] = "'" .. tostring(w):gsub("'", "'\\''") .. "'" end
+    return s.cli(table.concat(parts, " "))
+  end
   function s.start()
     os.remove(dir .. "/redis.pid")
     if not sh("redis-server " .. conf .. " >/dev/null 2>&1") then return false end
