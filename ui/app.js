@@ -58,6 +58,10 @@
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
       `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   }
+  function fmtBytes(n) {
+    if (typeof n !== 'number') return '';
+    return n < 10240 ? n + ' B' : n < 10485760 ? (n / 1024).toFixed(1) + ' KB' : (n / 1048576).toFixed(1) + ' MB';
+  }
   function fmtDur(us) {
     if (us === null || us === undefined || !isFinite(us)) return '';
     if (us === 0) return '0';
@@ -1308,7 +1312,8 @@
             ['taken over', (r) => r.taken_over, 1], ['last seen', (r) => when(r.last_seen)]], f.workers || [])),
           h('div', null, h('h2', { text: 'Queues' }), table([['name', (r) => r.name], ['waiting', (r) => r.waiting, 1],
             ['running', (r) => r.running, 1], ['done', (r) => r.done, 1], ['failed', (r) => r.failed, 1],
-            ['poison', (r) => r.poison, 1]], f.queues || []))),
+            ['poison', (r) => r.poison, 1], ['Redis', (r) => fmtBytes(r.redis_bytes), 1],
+            ['a finished job', (r) => fmtBytes(r.job_bytes), 1]], f.queues || []))),
         h('h2', { text: 'Jobs a second' }), rateChart(f.rate || []),
         h('h2', { text: 'Poison jobs' }), table([['job', (r) => r.job], ['deliveries', (r) => r.deliveries, 1],
           ['error', (r) => r.error]], f.poison || [], (r) => () => { location.hash = '#/run/' + encodeURIComponent('job-' + r.job); }),

@@ -7,7 +7,8 @@
  * and a timer. Every second, unless one is still out, a sample: a few commands
  * pipelined, in two steps, each waiting for all its answers:
  *   1. GET ob:{Q}:seq, SMEMBERS ob:{Q}:streams, HGETALL ob:{Q}:workers, HGETALL
- *      ob:{Q}:stats;
+ *      ob:{Q}:stats; every FLEET_MEMORY_EVERY samples, INFO memory and what a finished
+ *      job costs Redis (ob_queue_memory.h: the queue's "redis_bytes" and "job_bytes");
  *   2. per stream XINFO GROUPS, XPENDING (the summary), XLEN; an HMGET of the job hash
  *      of each listed job that has not ended (an ended job's hash does not change: its
  *      result is never replaced), and a STRLEN of up to 16 journals to read (below).
@@ -61,6 +62,7 @@
 #include "base/ob_mem.h"
 #include "fleet/ob_queue.h"
 #include "fleet/ob_queue_journal.h"
+#include "fleet/ob_queue_memory.h"
 #include "host/ob_trace.h"
 #include "host/ob_ui_fleet.h"
 #include "io/ob_redis.h"
@@ -69,6 +71,7 @@
 #define FLEET_RATES 600         /* rate points kept: 10 minutes */
 #define FLEET_JOBS 500          /* jobs listed */
 #define FLEET_POISON 100        /* poison jobs kept */
+#define FLEET_MEMORY_EVERY 5    /* Redis's memory looked at every 5th sample */
 #define FLEET_STALL_MS 5000     /* a sample not answered by then: the connection is made again */
 #define FLEET_READS 16          /* journals read a sample */
 #define FLEET_REREAD_MS 5000    /* a running job's journal read again at most this often */
@@ -127,6 +130,8 @@ struct ob_ui_fleet {
   poison_job poison[FLEET_POISON]; /* newest first */
   size_t npoison;
   ob_value *live;       /* worker name -> true when live, as of the last sample */
+  long long used_bytes; /* Redis's used_memory, as of the last look (-1: not known) */
+  long long job_bytes;  /* what a finished job costs it (ob_queue_memory.h; -1: none) */
   ob_value *snap;       /* GET /api/fleet's body as of the last sample (its "redis" aside) */
   /* ob_ui_fleet_run's blocking connection */
   redisContext *sync;
@@ -293,6 +298,21 @@ static void take_workers(sample *s, void *arg, const redisReply *rp) {
     }
     s->workers = ob_object_set(s->workers, k->str, k->len, info);
   }
+}
+
+/* Redis's memory and a finished job's (looked at every FLEET_MEMORY_EVERY samples). */
+static void take_info(sample *s, void *arg, const redisReply *rp) {
+  (void)arg;
+  const char *t = ob_redis_str(rp), *u = t ? strstr(t, "used_memory:") : NULL;
+  s->f->used_bytes = u ? strtoll(u + 12, NULL, 10) : -1;
+}
+
+static void take_memory(sample *s, void *arg, const redisReply *rp) {
+  (void)arg;
+  ob_queue_memory m;
+  s->f->job_bytes = ob_queue_memory_reply(rp, &m) == 0 && m.jobs > 0
+                        ? (long long)((m.hash_bytes + m.journal_bytes) / (double)m.jobs + 0.5)
+                        : -1;
 }
 
 static void take_stats(sample *s, void *arg, const redisReply *rp) {
@@ -642,6 +662,8 @@ static ob_value *queues_value(ob_ui_fleet *f, sample *s) {
   q = ob_object_set(q, "done", 4, ob_int(s->done));
   q = ob_object_set(q, "failed", 6, ob_int(s->failed));
   q = ob_object_set(q, "poison", 6, ob_int(s->poisoned));
+  q = ob_object_set(q, "redis_bytes", 11, int_or_null(f->used_bytes));
+  q = ob_object_set(q, "job_bytes", 9, int_or_null(f->job_bytes));
   return ob_array_push(ob_array(), q);
 }
 
@@ -851,6 +873,13 @@ static void sample_start(ob_ui_fleet *f) {
   send_cmd(s, take_streams, NULL, 2, (const char *[]){"SMEMBERS", kstreams});
   send_cmd(s, take_workers, NULL, 2, (const char *[]){"HGETALL", kworkers});
   send_cmd(s, take_stats, NULL, 2, (const char *[]){"HGETALL", kstats});
+  if (f->samples % FLEET_MEMORY_EVERY == 0) { /* some 100 MEMORY USAGE: not every second */
+    ob_queue_memory_args ma;
+    ob_queue_memory_args_make(&ma, f->queue);
+    send_cmd(s, take_info, NULL, 2, (const char *[]){"INFO", "memory"});
+    send_cmd(s, take_memory, NULL, 9, ma.argv);
+    ob_queue_memory_args_free(&ma);
+  }
   free(kseq);
   free(kstreams);
   free(kworkers);
@@ -920,6 +949,7 @@ ob_ui_fleet *ob_ui_fleet_new(uv_loop_t *loop, const char *redis_url, const char 
   f->queue = ob_xstrdup(queue);
   f->addr = addr;
   f->live = ob_object();
+  f->used_bytes = f->job_bytes = -1;
   set_state(f, "not connected yet");
   make_snapshot(f, ob_array(), ob_array());
   connect_redis(f);

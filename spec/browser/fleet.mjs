@@ -1,6 +1,6 @@
 // fleet.mjs {url, workers, queue, jobs} -- the fleet page (#/fleet) of `obelus ui --redis`:
 // waits (the page asks again every 2 s) until it lists the workers live, the queue's done
-// count and the jobs; then a job's row clicked opens that job's run page with its calls.
+// count, what a finished job costs Redis (looked at every few seconds) and the jobs; then a job's row clicked opens that job's run page with its calls.
 import { args, page, ready, report } from './lib.mjs';
 
 report(async (b) => {
@@ -25,7 +25,7 @@ report(async (b) => {
     const live = w.filter((r) => r.state === 'live').map((r) => r.name).sort().join(',');
     const queue = q.find((r) => r.name === a.queue);
     return live === a.workers.slice().sort().join(',') && queue && queue.done === String(a.jobs) &&
-      j.filter((r) => r.state === 'done').length === a.jobs;
+      j.filter((r) => r.state === 'done').length === a.jobs && queue['a finished job'] !== '';
   }, { timeout: 40000, polling: 200 }, args);
   out.workers = await p.evaluate(() => window.__rows('Workers'));
   out.queues = await p.evaluate(() => window.__rows('Queues'));

@@ -156,6 +156,8 @@ describe("obelus ui --redis in a browser: the fleet page", function()
     assert.are.equal("steerq", r.queues[1].name)
     assert.are.equal("3", r.queues[1].done)
     assert.are.equal("0", r.queues[1].failed)
+    assert.matches("^%d+ B$", r.queues[1]["a finished job"])
+    assert.matches("^[%d.]+ [KM]?B$", r.queues[1]["Redis"])
     assert.are.equal(3, #r.jobs)
     local done = 0
     for _, j in ipairs(r.jobs) do

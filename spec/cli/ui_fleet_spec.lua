@@ -33,10 +33,11 @@ describe("obelus ui --redis", function()
     end
     local url, pid = serve("--redis " .. redis.url .. " --queue uiq")
     local fleet
-    for _ = 1, 500 do -- both workers seen, the three jobs done
+    for _ = 1, 600 do -- both workers seen, the three jobs done, their memory looked at
       local code, body = get(url .. "api/fleet")
       fleet = code == 200 and cjson.decode(body) or nil
-      if fleet and #fleet.workers == 2 and fleet.queues[1] and fleet.queues[1].done == 3 then break end
+      if fleet and #fleet.workers == 2 and fleet.queues[1] and fleet.queues[1].done == 3 and
+         type(fleet.queues[1].job_bytes) == "number" then break end
       os.execute("sleep 0.05")
     end
     local _, list = get(url .. "api/runs")
@@ -65,6 +66,9 @@ describe("obelus ui --redis", function()
     assert.are.same({ "w1:live", "w2:live" }, names)
     assert.are.equal(3, fleet.queues[1].done)
     assert.are.equal(0, fleet.queues[1].failed)
+    -- what a finished job costs Redis, looked at every few samples (ob_queue_memory.h)
+    assert.truthy(fleet.queues[1].job_bytes > 0 and fleet.queues[1].job_bytes < 5000, fleet.queues[1].job_bytes)
+    assert.truthy(fleet.queues[1].redis_bytes > fleet.queues[1].job_bytes, fleet.queues[1].redis_bytes)
     assert.are.equal(3, #fleet.jobs)
     for _, j in ipairs(fleet.jobs) do assert.are.equal("done", j.state) end
     assert.truthy(job, list)
