@@ -32,11 +32,14 @@ report.plan = await client.callTool({ name: "run_plan", arguments: { plan, input
   { onprogress: (p) => progress.push(p) });
 report.progress = progress;
 
-// a tool that streams (obelus.emit): each value a notification, its progress growing
+// a tool that streams (obelus.emit): each value a notification, its progress growing.
+// The call after it sleeps a quarter second, so that s's notifications all come well
+// before the answer (the SDK drops those read with the answer: on a loaded machine, 40 ms
+// was not always enough)
 const streamed = [];
 report.streamed_result = await client.callTool({ name: "run_plan", arguments: { plan: [
   { _id: "s", _tool: "steps", n: 3, ms: 40, _outputPath: "†state.s" },
-  { _id: "t", _tool: "sleepy", ms: 40, value: "†state.s", _outputPath: "†state.t" }] } }, undefined,
+  { _id: "t", _tool: "sleepy", ms: 250, value: "†state.s", _outputPath: "†state.t" }] } }, undefined,
   { onprogress: (p) => streamed.push(p) });
 report.streamed = streamed;
 
