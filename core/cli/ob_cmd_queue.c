@@ -482,10 +482,7 @@ static ob_value *status_memory(ob_cmd_redis *c, uv_loop_t *loop, const char *q) 
   ob_value *info = call(c, loop, 2, (const char *[]){"INFO", "memory"});
   if (!info)
     return NULL;
-  long long used = -1;
-  const char *t = vstr(info), *u = t ? strstr(t, "used_memory:") : NULL;
-  if (u)
-    used = strtoll(u + 12, NULL, 10);
+  long long used = ob_queue_memory_used(vstr(info));
   ob_unref(info);
   memory_read mr = {0};
   ob_queue_memory_args ma;

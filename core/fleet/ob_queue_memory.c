@@ -73,6 +73,11 @@ void ob_queue_memory_args_free(ob_queue_memory_args *a) {
     free(a->owned[i]);
 }
 
+long long ob_queue_memory_used(const char *info) {
+  const char *u = info ? strstr(info, "used_memory:") : NULL;
+  return u ? strtoll(u + 12, NULL, 10) : -1;
+}
+
 int ob_queue_memory_reply(const redisReply *rp, ob_queue_memory *m) {
   if (!rp || rp->type != REDIS_REPLY_ARRAY || rp->elements != 3 ||
       rp->element[0]->type != REDIS_REPLY_INTEGER || rp->element[1]->type != REDIS_REPLY_INTEGER ||

@@ -24,4 +24,7 @@ typedef struct ob_queue_memory {
 /* 0, or -1 for a reply of another shape (an error). */
 int ob_queue_memory_reply(const redisReply *rp, ob_queue_memory *m);
 
+/* Redis's used_memory from the text INFO memory answers (NULL allowed), or -1. */
+long long ob_queue_memory_used(const char *info);
+
 #endif

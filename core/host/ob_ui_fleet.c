@@ -303,8 +303,7 @@ static void take_workers(sample *s, void *arg, const redisReply *rp) {
 /* Redis's memory and a finished job's (looked at every FLEET_MEMORY_EVERY samples). */
 static void take_info(sample *s, void *arg, const redisReply *rp) {
   (void)arg;
-  const char *t = ob_redis_str(rp), *u = t ? strstr(t, "used_memory:") : NULL;
-  s->f->used_bytes = u ? strtoll(u + 12, NULL, 10) : -1;
+  s->f->used_bytes = ob_queue_memory_used(ob_redis_str(rp));
 }
 
 static void take_memory(sample *s, void *arg, const redisReply *rp) {
