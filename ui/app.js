@@ -511,6 +511,7 @@
     page.select = (i) => {
       const was = page.chosen;
       page.chosen = i;
+      if (i !== was) page.forkOf = null; // another call chosen: a fresh fork form
       for (const k of [was, i]) if (k >= 0) { table.update(k); paintNode(k); }
       gantt.paint();
       if (i >= 0) { gantt.reveal(i); openPanel(page, i); } else closePanel();
@@ -1207,7 +1208,12 @@
       parts.push(...sec(`calls under it (${kids.length})`, h('div', { class: 'actions' },
         ...shown.map((k) => h('button', { class: stClass(m.state(k)), text: m.calls[k].id, onclick: () => page.select(k) })))));
     }
-    if (!STATIC && !c.scope) parts.push(...sec('fork from this call', forkForm(page, i)));
+    // the fork form is kept while its call stays chosen: the panel is drawn again as the
+    // call is read or changes, and what was typed in it must not go
+    if (!STATIC && !c.scope) {
+      if (!page.forkOf || page.forkOf.i !== i) page.forkOf = { i, form: forkForm(page, i) };
+      parts.push(...sec('fork from this call', page.forkOf.form));
+    }
     box.replaceChildren(...parts);
     if (!panel) { panel = box; document.body.append(box); }
     document.body.classList.add('with-panel');

@@ -4,8 +4,9 @@
 //     second is approved with a value edited in its params; the page shows the run done.
 //   mode "cancel" {id, journal}: Cancel on a running run's page, then Resume; the journal's
 //     start records of call "b" counted (read from the file) once it has started again.
-//   mode "fork" {id, call, set}: a done run's call opened, Fork with "set" values; the new
-//     run's page opens and shows it done.
+//   mode "fork" {id, call, set}: a done run's call opened (its read held back), "set"
+//     values typed in its fork form before the read comes (kept when the panel is drawn
+//     again), Fork; the new run's page opens and shows it done.
 // Every wait is for the page's state or the server's (the journal), capped.
 import { readFileSync } from 'node:fs';
 import { args, page, ready, report, until } from './lib.mjs';
@@ -117,12 +118,22 @@ async function cancel(p) {
 
 async function fork(p) {
   const out = {};
+  // a call's read held back 500 ms: what is typed in its fork form goes in before it
+  // comes, and the panel is drawn again when it does
+  await p.setRequestInterception(true);
+  p.on('request', (r) => {
+    if (/\/api\/runs\/.+\/calls\/\d+$/.test(new URL(r.url()).pathname)) setTimeout(() => r.continue(), 500);
+    else r.continue();
+  });
   await p.goto(args.url + '#/run/' + args.id, { waitUntil: 'load' });
   await ready(p);
   out.source = await badge(p);
   await openCall(p, args.call);
   await p.click('#panel .fork-form textarea');
   await p.keyboard.type(JSON.stringify(args.set));
+  // the call read (its params shown): the panel was drawn again, with what was typed kept
+  await p.waitForSelector('#panel #panel-params', T);
+  out.typed = await p.$eval('#panel .fork-form textarea', (e) => e.value);
   await clickPanel(p, '#panel .fork-form button', 'Fork');
   await p.waitForFunction((id) => /^#\/run\/./.test(location.hash) && !location.hash.endsWith('/' + id), T, args.id);
   out.id = await runId(p);

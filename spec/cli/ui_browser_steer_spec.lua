@@ -104,6 +104,8 @@ describe("obelus ui in a browser, steering", function()
     local r = browse("steer.mjs", { url = url, mode = "fork", id = made.id, call = "b",
       set = { ["†state.a"] = 73 } })
     assert.are.equal("done", r.source)
+    -- typed before the call was read; the panel drawn again as it was read kept it
+    assert.are.equal('{"†state.a":73}', r.typed)
     assert.are_not.equal(made.id, r.id)
     assert.are.equal("done", r.runState)
     assert.are.same({}, r.dialogs)
