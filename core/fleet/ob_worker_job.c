@@ -378,14 +378,6 @@ static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, con
  * record's field into names[i] ("" for none). Returns how many commands were sent (their
  * replies come first in EXEC's), or -1 when the connection went. */
 static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (*names)[72]) {
-  int sent = 0;
-  char *bucket = ob_queue_journal_bucket(w->queue, now, w->me);
-  char expire[32] = ""; /* kj from its last record: each record is kept kj after its end */
-  if (w->keep_journals_s != OB_WORKER_KEEP_FOREVER)
-    snprintf(expire, sizeof expire, "%" PRIu64, w->keep_journals_s);
-  ob_buf raw, rec;
-  ob_buf_init(&raw);
-  ob_buf_init(&rec);
   size_t journals = 0; /* of these jobs; each named "-" when none is kept */
   for (size_t i = 0; i < n; i++)
     journals += jobs[i]->jbuf.len > 0;
@@ -393,57 +385,41 @@ static int send_records(ob_wjobs *w, wjob **jobs, size_t n, uint64_t now, char (
   for (size_t i = 0; i < n; i++)
     snprintf(names[i], sizeof names[i], "%s",
              !jobs[i]->jbuf.len ? "" : !w->keep_journals_s ? "-" : hold ? "+" : "");
-  for (size_t i = 0; hold && i < n; i++) /* few: each as text, a record to come */
-    if (jobs[i]->jbuf.len) {
-      const char *argv[] = {"SET", jobs[i]->jkey, jobs[i]->jbuf.data, "EX", expire};
-      const size_t lens[] = {3, strlen(jobs[i]->jkey), jobs[i]->jbuf.len, 2, strlen(expire)};
-      if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, expire[0] ? 5 : 3, argv, lens) !=
-          OB_OK) {
-        sent = -1;
-        break;
-      }
-      sent++;
-    }
-  for (size_t i = 0; i < n && w->keep_journals_s && !hold && sent >= 0;) {
-    size_t first = i;
-    while (i < n && !jobs[i]->jbuf.len)
-      i++, first++;
-    if (i == n)
-      break;
-    /* the record's jobs: from first, while the text stays under OB_QUEUE_JOURNAL_RECORD */
-    raw.len = 0;
-    size_t count = 0;
-    /* its name: its first job's id (the bucket is this worker's: another worker that
-       also ran that job stores its record in its own) */
-    const char *name = jobs[first]->id;
-    for (; i < n && (!raw.len || raw.len + jobs[i]->jbuf.len <= OB_QUEUE_JOURNAL_RECORD); i++)
+  if (!journals || !w->keep_journals_s)
+    return 0;
+  int sent = 0;
+  if (hold) { /* few: each as text, a record to come */
+    char expire[32] = ""; /* as the record would be kept */
+    if (w->keep_journals_s != OB_WORKER_KEEP_FOREVER)
+      snprintf(expire, sizeof expire, "%" PRIu64, w->keep_journals_s);
+    for (size_t i = 0; i < n; i++)
       if (jobs[i]->jbuf.len) {
-        ob_queue_journal_add(&raw, jobs[i]->id, jobs[i]->jbuf.data, jobs[i]->jbuf.len);
-        snprintf(names[i], sizeof names[i], "%s", name);
-        count++;
+        const char *argv[] = {"SET", jobs[i]->jkey, jobs[i]->jbuf.data, "EX", expire};
+        const size_t lens[] = {3, strlen(jobs[i]->jkey), jobs[i]->jbuf.len, 2, strlen(expire)};
+        if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, expire[0] ? 5 : 3, argv, lens) !=
+            OB_OK)
+          return -1;
+        sent++;
       }
-    const ob_value *pt = jobs[first]->plan_text;
-    rec.len = 0;
-    ob_queue_journal_pack(pt ? jobs[first]->plan_hash : NULL, pt ? ob_string_ptr(pt) : NULL,
-                          pt ? ob_string_len(pt) : 0, count, raw.data, raw.len, &rec);
-    if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 4,
-                      (const char *[]){"HSET", bucket, name, rec.data},
-                      (const size_t[]){4, strlen(bucket), strlen(name), rec.len}) !=
-        OB_OK) {
-      sent = -1;
-      break;
-    }
-    sent++;
+    return sent;
   }
-  if (sent > 0 && expire[0] && !hold) {
-    if (ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, 3,
-                      (const char *[]){"EXPIRE", bucket, expire}, NULL) == OB_OK)
-      sent++;
-    else
-      sent = -1;
-  }
-  ob_buf_free(&raw);
-  ob_buf_free(&rec);
+  /* the bucket is this worker's: another worker that also ran one of these jobs stores
+     its record in its own */
+  char *bucket = ob_queue_journal_bucket(w->queue, now, w->me);
+  ob_wrec_journal *v = ob_xmalloc(journals * sizeof *v);
+  const char **field = ob_xmalloc(journals * sizeof *field);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (jobs[i]->jbuf.len)
+      v[k++] = (ob_wrec_journal){jobs[i]->id, jobs[i]->jbuf.data, jobs[i]->jbuf.len,
+                                 jobs[i]->plan_text, jobs[i]->plan_hash};
+  sent = ob_wrec_send(w, bucket, v, journals, field);
+  k = 0;
+  for (size_t i = 0; sent >= 0 && i < n; i++)
+    if (jobs[i]->jbuf.len)
+      snprintf(names[i], sizeof names[i], "%s", field[k++]);
+  free(field);
+  free(v);
   free(bucket);
   return sent;
 }

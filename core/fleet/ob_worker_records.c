@@ -139,35 +139,52 @@ static int cmd(ob_wjobs *w, int argc, const char **argv, const size_t *lens) {
   return ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, argc, argv, lens) == OB_OK;
 }
 
-/* One minute's journals (v[from..to)): their records, then the script naming them. */
-static int send_minute(ob_wjobs *w, held *v, size_t from, size_t to) {
-  char *bucket = ob_queue_journal_bucket(w->queue, v[from].finished, w->me);
-  const char **names = ob_xcalloc(to - from, sizeof *names);
+int ob_wrec_send(ob_wjobs *w, const char *bucket, const ob_wrec_journal *v, size_t n,
+                 const char **names) {
   ob_buf raw, rec;
   ob_buf_init(&raw);
   ob_buf_init(&rec);
-  int ok = 1;
-  for (size_t i = from; ok && i < to;) {
+  int sent = 0;
+  for (size_t i = 0; i < n;) {
     size_t first = i, count = 0;
     raw.len = 0;
-    for (; i < to && (!raw.len || raw.len + v[i].len <= OB_QUEUE_JOURNAL_RECORD); i++, count++) {
+    for (; i < n && (!raw.len || raw.len + v[i].len <= OB_QUEUE_JOURNAL_RECORD); i++, count++) {
       ob_queue_journal_add(&raw, v[i].id, v[i].text, v[i].len);
-      names[i - from] = v[first].id;
+      names[i] = v[first].id;
     }
     const ob_value *pt = v[first].plan_text;
     rec.len = 0;
     ob_queue_journal_pack(pt ? v[first].plan_hash : NULL, pt ? ob_string_ptr(pt) : NULL,
                           pt ? ob_string_len(pt) : 0, count, raw.data, raw.len, &rec);
-    ok = cmd(w, 4, (const char *[]){"HSET", bucket, v[first].id, rec.data},
-             (const size_t[]){4, strlen(bucket), strlen(v[first].id), rec.len});
+    if (!cmd(w, 4, (const char *[]){"HSET", bucket, v[first].id, rec.data},
+             (const size_t[]){4, strlen(bucket), strlen(v[first].id), rec.len})) {
+      sent = -1;
+      break;
+    }
+    sent++;
   }
-  char keep[32];
-  if (ok && w->keep_journals_s != OB_WORKER_KEEP_FOREVER) {
+  if (sent > 0 && w->keep_journals_s != OB_WORKER_KEEP_FOREVER) {
+    char keep[32]; /* from its last record: each record is kept that long after its end */
     snprintf(keep, sizeof keep, "%" PRIu64, w->keep_journals_s);
-    ok = cmd(w, 3, (const char *[]){"EXPIRE", bucket, keep}, NULL);
+    sent = cmd(w, 3, (const char *[]){"EXPIRE", bucket, keep}, NULL) ? sent + 1 : -1;
   }
+  ob_buf_free(&raw);
+  ob_buf_free(&rec);
+  return sent;
+}
+
+/* One minute's journals (v[from..to)): their records, then the script naming them. */
+static int send_minute(ob_wjobs *w, held *v, size_t from, size_t to) {
+  size_t m = to - from;
+  char *bucket = ob_queue_journal_bucket(w->queue, v[from].finished, w->me);
+  const char **names = ob_xcalloc(m, sizeof *names);
+  ob_wrec_journal *js = ob_xmalloc(m * sizeof *js);
+  for (size_t i = 0; i < m; i++)
+    js[i] = (ob_wrec_journal){v[from + i].id, v[from + i].text, v[from + i].len,
+                              v[from + i].plan_text, v[from + i].plan_hash};
+  int ok = ob_wrec_send(w, bucket, js, m, names) >= 0;
   if (ok) {
-    size_t m = to - from, argc = 0;
+    size_t argc = 0;
     char nkeys[32];
     snprintf(nkeys, sizeof nkeys, "%zu", 2 * m + 1);
     const char **argv = ob_xmalloc((5 + 3 * m) * sizeof *argv);
@@ -189,8 +206,7 @@ static int send_minute(ob_wjobs *w, held *v, size_t from, size_t to) {
     free(owned);
     free(argv);
   }
-  ob_buf_free(&raw);
-  ob_buf_free(&rec);
+  free(js);
   free(names);
   free(bucket);
   return ok;

@@ -1,7 +1,8 @@
-/* ob_worker_records.h -- the journals of finished jobs that ended few at a time, held by
- * their worker until enough of them make a record worth its name (ob_worker_records.c).
- * Meanwhile each is in Redis whole, as text, in its job's journal key (written with the
- * job's result: nothing is lost if the worker dies). */
+/* ob_worker_records.h -- the records of finished jobs' journals (ob_worker_records.c):
+ * sent with a batch of results, or, for jobs that ended few at a time, held by their
+ * worker until enough of them make a record worth its name. Meanwhile each held one is
+ * in Redis whole, as text, in its job's journal key (written with the job's result:
+ * nothing is lost if the worker dies). */
 #ifndef OB_WORKER_RECORDS_H
 #define OB_WORKER_RECORDS_H
 
@@ -14,6 +15,25 @@
  * record at once (holding them would cost each a SET and a DEL for no smaller record);
  * jobs that end alone or nearly, held, cost Redis 378 bytes rather than 597. */
 #define OB_WREC_DEFER_BELOW 8
+
+/* One journal for a record: its job's id and text, and its job's plan (text and hash,
+ * or NULL), whose text is the record's dictionary when it comes first. */
+typedef struct ob_wrec_journal {
+  const char *id;
+  const char *text;
+  size_t len;
+  const ob_value *plan_text;
+  const char *plan_hash;
+} ob_wrec_journal;
+
+/* Sends, on w's command connection (inside the caller's MULTI), the records of the n
+ * journals v: HSETs of at most OB_QUEUE_JOURNAL_RECORD bytes of text each into bucket,
+ * each record's field its first job's id, then EXPIRE bucket --keep-journals (none when
+ * kept for ever). names[i] is v[i]'s record's field (v's own strings). Returns how many
+ * commands were sent, or -1 when the connection went. Both kinds of records use it: those
+ * of a batch of results (ob_worker_job.c) and those of the journals held (below). */
+int ob_wrec_send(ob_wjobs *w, const char *bucket, const ob_wrec_journal *v, size_t n,
+                 const char **names);
 
 /* Holds job id's journal (text, len) for a record: it finished at finished (ms) on this
  * worker, of the plan whose text and hash are plan_text and plan_hash (or NULL). A record

@@ -13,58 +13,37 @@
  * with crc32_combine. The pieces cost a few percent of size against one stream (each
  * starts without a dictionary).
  *
- * zlib is loaded when the first compressor is made (ob_dl.c), as libwebsockets is:
+ * zlib is loaded when the first compressor is made (ob_zlib.h), as libwebsockets is:
  * nothing but `obelus ui` needs it. The compressor: level 1 (the fastest: a 300 KB
  * batch of records in about 3 ms), its memory about 300 KB.
  *
  * Costs: a piece, one deflate pass over its bytes; a sum, one crc32 pass; a reader's
  * tail, O(log n) per piece it was sent. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "base/ob_mem.h"
-#include "io/ob_dl.h"
 #include "io/ob_gzip.h"
-
-static struct {
-  int (*deflate_init2)(z_streamp, int, int, int, int, int, const char *, int);
-  int (*deflate)(z_streamp, int);
-  int (*deflate_end)(z_streamp);
-  uLong (*crc32)(uLong, const Bytef *, uInt);
-  uLong (*crc32_combine)(uLong, uLong, z_off_t);
-} zl;
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[256];
-
-static void load(void) {
-  static const char *const names[] = {"deflateInit2_", "deflate", "deflateEnd", "crc32",
-                                      "crc32_combine"};
-  void **const slots[] = {(void **)&zl.deflate_init2, (void **)&zl.deflate,
-                          (void **)&zl.deflate_end, (void **)&zl.crc32,
-                          (void **)&zl.crc32_combine};
-  if (ob_dl_table("libz.so.1", names, slots, sizeof names / sizeof *names, load_error,
-                  sizeof load_error) != 0)
-    snprintf(load_error + strlen(load_error), sizeof load_error - strlen(load_error),
-             " (install zlib1g)");
-}
+#include "io/ob_zlib.h"
 
 struct ob_gzip {
   z_stream z;
+  const ob_zlib *zl;
 };
 
 ob_gzip *ob_gzip_new(ob_error *err) {
-  pthread_once(&load_once, load);
-  if (load_error[0]) {
-    ob_error_set(err, OB_EINVAL, 0, "%s", load_error);
+  const char *why = NULL;
+  const ob_zlib *zl = ob_zlib_get(&why);
+  if (!zl) {
+    ob_error_set(err, OB_EINVAL, 0, "%s", why);
     return NULL;
   }
   ob_gzip *g = ob_xcalloc(1, sizeof *g);
   /* raw deflate (no zlib header: the gzip one is ob_gzip_head's), a 32 KB window */
-  if (zl.deflate_init2(&g->z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+  g->zl = zl;
+  if (zl->deflate_init2(&g->z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                        (int)sizeof(z_stream)) != Z_OK) {
     free(g);
     ob_error_set(err, OB_ENOMEM, 0, "zlib could not make a compressor");
@@ -76,7 +55,7 @@ ob_gzip *ob_gzip_new(ob_error *err) {
 void ob_gzip_free(ob_gzip *g) {
   if (!g)
     return;
-  zl.deflate_end(&g->z);
+  g->zl->deflate_end(&g->z);
   free(g);
 }
 
@@ -96,7 +75,7 @@ int ob_gzip_piece(ob_gzip *g, const char *data, size_t len, ob_buf *out) {
     ob_buf_reserve(out, room);
     g->z.next_out = (Bytef *)out->data + out->len;
     g->z.avail_out = (uInt)room;
-    int rc = zl.deflate(&g->z, flush);
+    int rc = g->zl->deflate(&g->z, flush);
     out->len += room - g->z.avail_out;
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
       out->len = was;
@@ -108,17 +87,23 @@ int ob_gzip_piece(ob_gzip *g, const char *data, size_t len, ob_buf *out) {
   }
 }
 
+/* A sum is of what a compressor made, so zlib is loaded; were it not (a compressor could
+ * not be made, and the stream is ending), a sum is 0. */
 void ob_gzip_sum_add(ob_gzip_sum *sum, ob_gzip_sum more) {
-  sum->crc = (uint32_t)zl.crc32_combine(sum->crc, more.crc, (z_off_t)more.len);
+  const ob_zlib *zl = ob_zlib_get(NULL);
+  sum->crc = zl ? (uint32_t)zl->crc32_combine(sum->crc, more.crc, (z_off_t)more.len) : 0;
   sum->len += more.len;
 }
 
 ob_gzip_sum ob_gzip_sum_of(const char *data, size_t len) {
   ob_gzip_sum s = {0, len};
-  uLong crc = zl.crc32(0, Z_NULL, 0);
+  const ob_zlib *zl = ob_zlib_get(NULL);
+  if (!zl)
+    return s;
+  uLong crc = zl->crc32(0, Z_NULL, 0);
   while (len) {
     uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
-    crc = zl.crc32(crc, (const Bytef *)data, n);
+    crc = zl->crc32(crc, (const Bytef *)data, n);
     data += n;
     len -= n;
   }

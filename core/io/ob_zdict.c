@@ -6,57 +6,28 @@
  * byte: a trivial job's journal of 610 bytes is about 100 once compressed against
  * journal boilerplate and its own plan (fleet/ob_queue_journal.c).
  *
- * zlib is loaded when first used (ob_dl.c), as ob_gzip.c loads it: a process that
+ * zlib is loaded when first used (ob_zlib.h), as for ob_gzip.c: a process that
  * never compresses a journal never maps it. Each call makes its own stream, so calls
  * from any thread are independent; a stream is about 270 KB to deflate (level 9,
  * memLevel 9) and 40 KB to inflate, freed before returning.
  *
  * Costs: deflate, about 20 MB/s at level 9 on journals (a trivial job's, some 30 us);
  * inflate, a few hundred MB/s. */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "io/ob_dl.h"
 #include "io/ob_zdict.h"
+#include "io/ob_zlib.h"
 
-static struct {
-  int (*deflate_init2)(z_streamp, int, int, int, int, int, const char *, int);
-  int (*deflate_set_dictionary)(z_streamp, const Bytef *, uInt);
-  int (*deflate)(z_streamp, int);
-  int (*deflate_end)(z_streamp);
-  int (*inflate_init2)(z_streamp, int, const char *, int);
-  int (*inflate_set_dictionary)(z_streamp, const Bytef *, uInt);
-  int (*inflate)(z_streamp, int);
-  int (*inflate_end)(z_streamp);
-} zl;
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[256];
-
-static void load(void) {
-  static const char *const names[] = {"deflateInit2_", "deflateSetDictionary", "deflate",
-                                      "deflateEnd",    "inflateInit2_",        "inflateSetDictionary",
-                                      "inflate",       "inflateEnd"};
-  void **const slots[] = {(void **)&zl.deflate_init2, (void **)&zl.deflate_set_dictionary,
-                          (void **)&zl.deflate,       (void **)&zl.deflate_end,
-                          (void **)&zl.inflate_init2, (void **)&zl.inflate_set_dictionary,
-                          (void **)&zl.inflate,       (void **)&zl.inflate_end};
-  if (ob_dl_table("libz.so.1", names, slots, sizeof names / sizeof *names, load_error,
-                  sizeof load_error) != 0)
-    snprintf(load_error + strlen(load_error), sizeof load_error - strlen(load_error),
-             " (install zlib1g)");
-}
-
-static int loaded(ob_error *err) {
-  pthread_once(&load_once, load);
-  if (load_error[0]) {
-    ob_error_set(err, OB_EIO, 0, "%s", load_error);
-    return 0;
-  }
-  return 1;
+/* zlib's table, or NULL with err set */
+static const ob_zlib *loaded(ob_error *err) {
+  const char *why = NULL;
+  const ob_zlib *zl = ob_zlib_get(&why);
+  if (!zl)
+    ob_error_set(err, OB_EIO, 0, "%s", why);
+  return zl;
 }
 
 /* The window holds 32 KB: a longer dictionary's last 32 KB are what count. */
@@ -69,18 +40,19 @@ static void dict_tail(const char **dict, size_t *dlen) {
 
 int ob_zdict_deflate(const char *dict, size_t dlen, const char *data, size_t len, int level,
                      ob_buf *out, ob_error *err) {
-  if (!loaded(err))
+  const ob_zlib *zl = loaded(err);
+  if (!zl)
     return OB_EIO;
   z_stream z;
   memset(&z, 0, sizeof z);
-  if (zl.deflate_init2(&z, level, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+  if (zl->deflate_init2(&z, level, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                        (int)sizeof z) != Z_OK) {
     ob_error_set(err, OB_ENOMEM, 0, "zlib could not make a compressor");
     return OB_ENOMEM;
   }
   dict_tail(&dict, &dlen);
   if (dlen)
-    zl.deflate_set_dictionary(&z, (const Bytef *)dict, (uInt)dlen);
+    zl->deflate_set_dictionary(&z, (const Bytef *)dict, (uInt)dlen);
   size_t was = out->len, left = len;
   z.next_in = (Bytef *)(uintptr_t)data;
   int rc;
@@ -94,10 +66,10 @@ int ob_zdict_deflate(const char *dict, size_t dlen, const char *data, size_t len
     ob_buf_reserve(out, room);
     z.next_out = (Bytef *)out->data + out->len;
     z.avail_out = (uInt)room;
-    rc = zl.deflate(&z, left ? Z_NO_FLUSH : Z_FINISH);
+    rc = zl->deflate(&z, left ? Z_NO_FLUSH : Z_FINISH);
     out->len += room - z.avail_out;
   } while (rc == Z_OK || rc == Z_BUF_ERROR);
-  zl.deflate_end(&z);
+  zl->deflate_end(&z);
   if (rc != Z_STREAM_END) {
     out->len = was;
     ob_error_set(err, OB_ENOMEM, 0, "zlib could not compress (%d)", rc);
@@ -108,18 +80,19 @@ int ob_zdict_deflate(const char *dict, size_t dlen, const char *data, size_t len
 
 int ob_zdict_inflate(const char *dict, size_t dlen, const char *data, size_t len, size_t max,
                      ob_buf *out, ob_error *err) {
-  if (!loaded(err))
+  const ob_zlib *zl = loaded(err);
+  if (!zl)
     return OB_EIO;
   z_stream z;
   memset(&z, 0, sizeof z);
-  if (zl.inflate_init2(&z, -15, ZLIB_VERSION, (int)sizeof z) != Z_OK) {
+  if (zl->inflate_init2(&z, -15, ZLIB_VERSION, (int)sizeof z) != Z_OK) {
     ob_error_set(err, OB_ENOMEM, 0, "zlib could not make a decompressor");
     return OB_ENOMEM;
   }
   dict_tail(&dict, &dlen);
   /* raw inflate takes its dictionary at once (no header asks for it) */
-  if (dlen && zl.inflate_set_dictionary(&z, (const Bytef *)dict, (uInt)dlen) != Z_OK) {
-    zl.inflate_end(&z);
+  if (dlen && zl->inflate_set_dictionary(&z, (const Bytef *)dict, (uInt)dlen) != Z_OK) {
+    zl->inflate_end(&z);
     ob_error_set(err, OB_ENOMEM, 0, "zlib refused the dictionary");
     return OB_ENOMEM;
   }
@@ -138,7 +111,7 @@ int ob_zdict_inflate(const char *dict, size_t dlen, const char *data, size_t len
     ob_buf_reserve(out, room);
     z.next_out = (Bytef *)out->data + out->len;
     z.avail_out = (uInt)room;
-    rc = zl.inflate(&z, Z_NO_FLUSH);
+    rc = zl->inflate(&z, Z_NO_FLUSH);
     out->len += room - z.avail_out;
     if (rc == Z_STREAM_END || out->len - was > max)
       break;
@@ -146,7 +119,7 @@ int ob_zdict_inflate(const char *dict, size_t dlen, const char *data, size_t len
       break; /* a corrupt stream, or one that stops short (Z_BUF_ERROR with input spent) */
   }
   int trailing = rc == Z_STREAM_END && (z.avail_in || left); /* bytes after its end */
-  zl.inflate_end(&z);
+  zl->inflate_end(&z);
   if (out->len - was > max) {
     out->len = was;
     ob_error_set(err, OB_ENOMEM, 0, "it inflates past %zu bytes", max);
