@@ -265,11 +265,10 @@ static int batch_queue(jsonl *j, ob_queue_batch *b, size_t n, const char *q, ob_
     ob_unref(lines);
     ob_queue_submit_opts so = {.tools_id = b->tools_id[0] ? b->tools_id : NULL,
                                .tools = b->tools,
-                               .first = s->next};
-    if (left == n) { /* the batch's record, before its first jobs */
-      so.batch_id = s->batch_id;
+                               .first = s->next,
+                               .batch_id = s->batch_id};
+    if (left == n) /* the batch's record, before its first jobs */
       so.batch_last = first + (long long)n - 1;
-    }
     s->finished = 0;
     if (ob_queue_submit_with(c->r, q, b->jobs, b->njobs, &so, on_submitted, s) != OB_OK)
       snprintf(s->why, sizeof s->why, "the connection was lost"), s->finished = 1;

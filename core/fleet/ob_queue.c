@@ -200,17 +200,33 @@ static void queue_jobs(ob_queue_submit *s) {
   }
   char now[32];
   snprintf(now, sizeof now, "%" PRIu64, ob_queue_now_ms());
-  if (s->record) { /* one record, whatever the batch's size: its ids are first..last */
-    char bid[32], from[32], to[32], count[32];
-    long long last = s->batch_last > 0 ? s->batch_last : next - 1;
-    snprintf(bid, sizeof bid, "%lld", s->batch_id);
-    snprintf(from, sizeof from, "%lld", first);
-    snprintf(to, sizeof to, "%lld", last);
-    snprintf(count, sizeof count, "%lld", last - first + 1);
+  char bid[32];
+  snprintf(bid, sizeof bid, "%lld", s->batch_id);
+  if (s->batch_id > 0) {
     char *bk = ob_queue_key(s->q, "batch", bid);
-    const char *argv[] = {"HSET", bk, "first", from, "last", to, "count", count, "submitted", now,
-                          "name", s->n ? s->jobs[0].name : ""};
-    if (ob_redis_send(s->r, on_job_queued, s, 12, argv, NULL) == OB_OK)
+    if (s->record) { /* one record, whatever the batch's size: its ids are first..last */
+      char from[32], to[32], count[32];
+      long long last = s->batch_last > 0 ? s->batch_last : next - 1;
+      snprintf(from, sizeof from, "%lld", first);
+      snprintf(to, sizeof to, "%lld", last);
+      snprintf(count, sizeof count, "%lld", last - first + 1);
+      const char *argv[] = {"HSET", bk, "first", from, "last", to, "count", count,
+                            "submitted", now, "name", s->n ? s->jobs[0].name : ""};
+      if (ob_redis_send(s->r, on_job_queued, s, 12, argv, NULL) == OB_OK)
+        s->waiting++;
+    }
+    /* its jobs left to end: these entries' (the parts, not a sharded job's whole),
+       counted before they are queued; kept until the last has ended (a part of the batch
+       queued after it may have ended them all) */
+    size_t entries = 0;
+    for (size_t i = 0; i < s->n; i++)
+      entries += !s->jobs[i].nparts;
+    char left[32];
+    snprintf(left, sizeof left, "%zu", entries);
+    if (ob_redis_send(s->r, on_job_queued, s, 4, (const char *[]){"HINCRBY", bk, "left", left},
+                      NULL) == OB_OK)
+      s->waiting++;
+    if (ob_redis_send(s->r, on_job_queued, s, 2, (const char *[]){"PERSIST", bk}, NULL) == OB_OK)
       s->waiting++;
     free(bk);
   }
@@ -234,9 +250,13 @@ static void queue_jobs(ob_queue_submit *s) {
     if (ob_redis_send(s->r, on_job_queued, s, 12, hargv, NULL) == OB_OK)
       s->waiting++;
     char *inputs = j->inputs ? ob_json_print(j->inputs, OB_JSON_COMPACT, NULL) : NULL;
-    const char *xargv[12] = {"XADD", s->stream, "*", "job", s->ids[i], "plan", s->hashes[i],
+    const char *xargv[14] = {"XADD", s->stream, "*", "job", s->ids[i], "plan", s->hashes[i],
                              "name", j->name};
     int xc = 9;
+    if (s->batch_id > 0) {
+      xargv[xc++] = "batch";
+      xargv[xc++] = bid;
+    }
     if (inputs) {
       xargv[xc++] = "inputs";
       xargv[xc++] = inputs;
@@ -361,7 +381,7 @@ int ob_queue_submit_with(ob_redis *r, const char *q, const ob_queue_job *jobs, s
     s->first = o->first;
     s->batch_id = o->batch_id;
     s->batch_last = o->batch_last;
-    s->record = o->batch_id > 0 && o->batch_last >= o->first;
+    s->record = o->batch_id > 0 && o->batch_last >= o->first; /* the first part only */
   } else {
     s->record = o->batch && s->nparents > 0; /* no record of an empty batch */
     if (s->record) { /* its id taken with the jobs' */

@@ -15,7 +15,10 @@
  *                            every number between; not its parts), count, name (the
  *                            plan's), submitted (ms since the epoch): what `submit
  *                            --batch` records and `wait --batch B` reads, whatever
- *                            the batch's size
+ *                            the batch's size; left: its stream entries (jobs and
+ *                            parts) yet to end, added before they are queued and taken
+ *                            down as each ends (its entry names the batch: "batch"). At
+ *                            none it expires the worker's --keep-results after
  *   ob:{Q}:plan:H            a plan's JSON text (H: FNV-1a 64 of it, 16 hex digits),
  *                            written once (SET NX) and shared by every job of it; it
  *                            expires once the last of its jobs ended (the longer of the
@@ -32,7 +35,7 @@
  *                            the same files read it, so a job waits for one
  *   ob:{Q}:streams           SET of those stream keys (status, and workers' claims)
  *     entry fields: job ID, plan H, name (the plan's file name), inputs (a JSON array
- *     of input documents, when any); anyone with access can XADD one, so a worker
+ *     of input documents, when any), batch B (when submitted with --batch); anyone with access can XADD one, so a worker
  *     checks each field first (ob_queue_job.h) and fails a job that breaks one
  *     consumer group "workers"; a worker is a consumer named host:pid
  *   ob:{Q}:job:ID            HASH: state (queued, running, done, failed; "sharded"
@@ -180,8 +183,9 @@ typedef struct ob_queue_submit_opts {
    * its batch id, taken ahead in one round trip (ob_queue_reserve_start), each part then
    * submitted with the ids that follow the previous part's. */
   long long first;      /* > 0: these jobs' ids (parts aside) start here; none is taken */
-  long long batch_id;   /* > 0 with first: also record batch batch_id as first..batch_last */
-  long long batch_last; /* (given to the batch's first part: its record precedes its jobs) */
+  long long batch_id;   /* > 0 with first: the jobs are of batch batch_id (every part) */
+  long long batch_last; /* > 0 (the batch's first part only): also record the batch as
+                           first..batch_last, before its jobs */
 } ob_queue_submit_opts;
 
 /* ob_queue_submit_start with options. Each call stores and counts (planrefs) the

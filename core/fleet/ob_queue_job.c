@@ -68,8 +68,18 @@ static int is_hex16(const char *s, size_t len) {
   return 1;
 }
 
-static const char *const KNOWN[] = {"job", "plan", "name", "inputs"};
-enum { F_JOB, F_PLAN, F_NAME, F_INPUTS, F_N };
+static const char *const KNOWN[] = {"job", "plan", "name", "inputs", "batch"};
+enum { F_JOB, F_PLAN, F_NAME, F_INPUTS, F_BATCH, F_N };
+
+/* A batch id: 1 to 19 digits, not starting with 0 (what INCR of batchseq gives). */
+static int is_batch_id(const char *s, size_t len) {
+  if (!len || len > 19 || s[0] == '0')
+    return 0;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] < '0' || s[i] > '9')
+      return 0;
+  return 1;
+}
 
 /* The first problem only: later ones are not looked for once one is known. */
 static void problem(ob_queue_entry *e, const char *fmt, ...)
@@ -137,6 +147,11 @@ int ob_queue_entry_decode(const char *const *fv, const size_t *lens, size_t n,
     out->name = ob_xstrndup(val[F_NAME], vlen[F_NAME]);
   if (!out->name)
     out->name = ob_xstrdup("plan.json");
+
+  if (seen[F_BATCH] && !is_batch_id(val[F_BATCH], vlen[F_BATCH]))
+    problem(out, "\"batch\": not a batch id (1 to 19 digits)");
+  else if (seen[F_BATCH])
+    memcpy(out->batch, val[F_BATCH], vlen[F_BATCH]), out->batch[vlen[F_BATCH]] = '\0';
 
   if (seen[F_INPUTS] && !out->error) {
     ob_error err;

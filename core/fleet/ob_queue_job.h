@@ -26,6 +26,7 @@ typedef struct ob_queue_entry {
   char plan[17];  /* its plan's hash (16 hex digits); "" when missing or invalid */
   char *name;     /* the plan's name; "plan.json" when the entry gives none */
   ob_value *inputs; /* an array of input documents, or NULL */
+  char batch[20];   /* the batch it was submitted in (1 to 19 digits); "" when none */
   char *error;    /* why the job cannot run (the first problem found), or NULL */
 } ob_queue_entry;
 
@@ -34,7 +35,7 @@ typedef struct ob_queue_entry {
  * Fills out in every case (free with ob_queue_entry_free) and returns OB_OK, or
  * OB_EINVAL with out->error saying what is wrong, out->id still set when the id
  * itself is valid (the failure is stored under it). Known fields: job, plan,
- * name, inputs; others are ignored; a known one given twice is an error. */
+ * name, inputs, batch; others are ignored; a known one given twice is an error. */
 int ob_queue_entry_decode(const char *const *fv, const size_t *lens, size_t n,
                           ob_queue_entry *out);
 void ob_queue_entry_free(ob_queue_entry *e);

@@ -125,6 +125,7 @@ wjob *ob_wjob_new(ob_wjobs *w, const char *stream, redisReply *entry) {
   /* no valid id: the failure is stored under the entry's id */
   j->id = e.id ? e.id : ob_xstrdup(j->entry);
   j->plan_hash = e.plan[0] ? ob_xstrdup(e.plan) : NULL;
+  j->batch = e.batch[0] ? ob_xstrdup(e.batch) : NULL;
   j->name = e.name;
   j->inputs = e.inputs;
   e.id = e.name = NULL;
@@ -154,6 +155,7 @@ void ob_wjob_free(wjob *j) {
   free(j->holder);
   free(j->name);
   free(j->plan_hash);
+  free(j->batch);
   free(j->jkey);
   free(j->path);
   free(j->output);
@@ -205,22 +207,25 @@ void ob_wjob_done(wjob *j) {
  * journal's key goes. The job's hash lets go of its entry and stream and expires
  * keep-results after now (a part's whole job too, from its last part's end); the plan's
  * count of jobs to come is taken down, and at none its text expires after the plan's
- * keep. The count in the stats hash comes last and may fail (junk there): the result is
- * stored all the same.
+ * keep. Its batch's count of jobs left (when its entry names a batch whose record is
+ * there) is taken down too, and at none the record expires with the results. The count
+ * in the stats hash comes last and may fail (junk there): the result is stored all the
+ * same.
  * KEYS: the job's hash, the done stream, the stats hash, the running journal, the bucket,
- * the plans' counts, the plan's text, the whole job's hash (or the job's again).
+ * the plans' counts, the plan's text, the whole job's hash (or the job's again), the
+ * batch's record (or the job's hash again).
  * ARGV: holder, state, exit, output, finished, worker, done's MAXLEN, job id, the record's
  * field in the bucket ("": no journal; "-": one not kept; "+": its text in its journal
  * key, written before in the MULTI, for a record to come: ob_worker_records.h), the
  * result's keep (s; "": forever), the plan's keep
- * (the same), the plan's hash ("": none)[, error].
+ * (the same), the plan's hash ("": none), the batch ("": none)[, error].
  * 1: stored, 2: stored failed (its journal is lost), 0: not stored. */
 static const char FINISH_SCRIPT[] =
     "local st = redis.call('HGET', KEYS[1], 'state')\n"
     "if st == 'done' or st == 'failed' or st == 'sharded' then return 0 end\n"
     "local owner = redis.call('HGET', KEYS[1], 'entry')\n"
     "if owner and owner ~= ARGV[1] then return 0 end\n"
-    "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[13], 1\n"
+    "local state, exit, err, r = ARGV[2], ARGV[3], ARGV[14], 1\n"
     "local held = ARGV[9] == '+'\n"
     "if ARGV[9] ~= '' and ARGV[9] ~= '-' then\n"
     "  local ok, key = nil, KEYS[5]\n"
@@ -247,6 +252,12 @@ static const char FINISH_SCRIPT[] =
     "  if type(n) ~= 'number' or n <= 0 then\n"
     "    redis.pcall('HDEL', KEYS[6], ARGV[12])\n"
     "    if ARGV[11] ~= '' then redis.pcall('EXPIRE', KEYS[7], ARGV[11]) end\n"
+    "  end\n"
+    "end\n"
+    "if ARGV[13] ~= '' and redis.pcall('HEXISTS', KEYS[9], 'left') == 1 then\n"
+    "  local n = redis.pcall('HINCRBY', KEYS[9], 'left', -1)\n"
+    "  if type(n) == 'number' and n <= 0 and ARGV[10] ~= '' then\n"
+    "    redis.pcall('EXPIRE', KEYS[9], ARGV[10])\n"
     "  end\n"
     "end\n"
     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'job', ARGV[8], 'exit', exit)\n"
@@ -360,12 +371,15 @@ static int send_finish(ob_wjobs *w, wjob *j, uint64_t now, const char *done, con
   char *refs = ob_queue_key(w->queue, "planrefs", NULL);
   char *pk = j->plan_hash ? ob_queue_key(w->queue, "plan", j->plan_hash) : ob_xstrdup(jk);
   char *whole = whole_key(w, j->id);
-  const char *argv[24] = {"EVAL", FINISH_SCRIPT, "8", jk, done, stats, j->jkey, bucket, refs, pk,
-                          whole ? whole : jk, j->holder, j->exit ? "failed" : "done", exit,
-                          j->output ? j->output : "null", nowms, w->me, keep, j->id, rec,
-                          keep_results, keep_plan, j->plan_hash ? j->plan_hash : "", j->error};
-  int ok = ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, j->error ? 24 : 23, argv, NULL) ==
+  char *bk = j->batch ? ob_queue_key(w->queue, "batch", j->batch) : NULL;
+  const char *argv[26] = {"EVAL", FINISH_SCRIPT, "9", jk, done, stats, j->jkey, bucket, refs, pk,
+                          whole ? whole : jk, bk ? bk : jk, j->holder,
+                          j->exit ? "failed" : "done", exit, j->output ? j->output : "null",
+                          nowms, w->me, keep, j->id, rec, keep_results, keep_plan,
+                          j->plan_hash ? j->plan_hash : "", j->batch ? j->batch : "", j->error};
+  int ok = ob_redis_send(w->cmd, ob_redis_ignore_reply, NULL, j->error ? 26 : 25, argv, NULL) ==
            OB_OK;
+  free(bk);
   free(jk);
   free(bucket);
   free(refs);

@@ -65,6 +65,7 @@ struct wjob {
   ob_wjobs *w;
   struct wjob *next;
   char *id, *stream, *entry, *name, *plan_hash, *jkey, *path;
+  char *batch;         /* the batch its entry names (its count of jobs left), or NULL */
   ob_value *inputs;
   char *holder;        /* "STREAM ENTRY": what the job's hash names as holding it */
   char *bad;           /* why its entry cannot run (ob_queue_entry_decode), or NULL */

@@ -1,6 +1,6 @@
 /* test_queue_job.c -- a job's stream entry decoded and checked (ob_queue_job.c), as a
- * worker does before using any of it: a good entry gives its id, plan hash, name and
- * inputs; each malformed field (missing, wrong type, a path for an id, garbage bytes,
+ * worker does before using any of it: a good entry gives its id, plan hash, name,
+ * inputs and batch; each malformed field (missing, wrong type, a path for an id, garbage bytes,
  * huge numbers, a field twice, an odd count) gives an error naming it, with the id
  * kept when it is valid, and never inputs that are not an array. */
 #include <string.h>
@@ -20,8 +20,9 @@ static int decode(ob_queue_entry *e, const char *const *fv, size_t n) {
 TEST(a_good_entry_gives_its_fields) {
   ob_queue_entry e;
   const char *fv[] = {"job", "12.3", "plan", H, "name", "pl\xC3\xA4n.json", "inputs", "[{\"n\":1},2]",
-                      "extra", "ignored"};
-  CHECK_INT(decode(&e, fv, 10), OB_OK);
+                      "extra", "ignored", "batch", "9223372036854775807"};
+  CHECK_INT(decode(&e, fv, 12), OB_OK);
+  CHECK_STR(e.batch, "9223372036854775807");
   CHECK_STR(e.id, "12.3");
   CHECK_STR(e.plan, H);
   CHECK_STR(e.name, "pl\xC3\xA4n.json");
@@ -32,6 +33,7 @@ TEST(a_good_entry_gives_its_fields) {
   CHECK_INT(decode(&e, bare, 4), OB_OK);
   CHECK_STR(e.name, "plan.json");
   CHECK(e.inputs == NULL);
+  CHECK_STR(e.batch, ""); /* none */
   ob_queue_entry_free(&e);
 }
 
@@ -57,6 +59,12 @@ TEST(each_malformed_field_is_named) {
       "too big integer");
   bad((const char *[]){"job", "1", "plan", H, "inputs", "[1e999999]"}, 6, "1", "overflow");
   bad((const char *[]){"job", "1"}, 2, "1", "no \"plan\" field");
+  bad((const char *[]){"job", "1", "plan", H, "batch", "../b"}, 6, "1", "\"batch\": not a batch id");
+  bad((const char *[]){"job", "1", "plan", H, "batch", "0"}, 6, "1", "\"batch\": not a batch id");
+  bad((const char *[]){"job", "1", "plan", H, "batch", ""}, 6, "1", "\"batch\": not a batch id");
+  bad((const char *[]){"job", "1", "plan", H, "batch", "12345678901234567890"}, 6, "1",
+      "\"batch\": not a batch id");
+  bad((const char *[]){"job", "1", "plan", H, "batch", "1", "batch", "2"}, 8, "1", "more than once");
   bad((const char *[]){"job", "1", "plan", "0123456789ABCDEF"}, 4, "1", "not a plan's hash");
   bad((const char *[]){"job", "1", "plan", "../../x"}, 4, "1", "not a plan's hash");
   bad((const char *[]){"plan", H}, 2, NULL, "no \"job\" field");

@@ -156,6 +156,9 @@ describe("batches of any size (a real redis-server)", function()
     assert.are.same({ tostring(BIG), "42", tostring(41 + BIG) }, { count, first, last })
     local rec = lines(redis.cli("hmget 'ob:{stream}:batch:" .. b .. "' first last count"))
     assert.are.same({ "42", tostring(41 + BIG), tostring(BIG) }, rec)
+    -- its jobs left to end, counted over every part; kept while any is left
+    assert.are.equal(tostring(BIG), redis.cli("hget 'ob:{stream}:batch:" .. b .. "' left"):match("%d+"))
+    assert.are.equal("-1", redis.cli("ttl 'ob:{stream}:batch:" .. b .. "'"):match("%-?%d+"))
     assert.are.equal(tostring(41 + BIG), redis.cli("get 'ob:{stream}:seq'"):match("%d+"))
     assert.are.equal(tostring(BIG), redis.cli("xlen 'ob:{stream}:jobs'"):match("%d+"))
     -- the plan stored once, counted once per job over every part
@@ -205,6 +208,8 @@ describe("batches of any size (a real redis-server)", function()
     assert.are.equal("sharded", redis.cli("hget 'ob:{stream-sh}:job:" .. n .. "' state"):match("%a+"))
     assert.are.equal(tostring(3 * n), redis.cli("xlen 'ob:{stream-sh}:jobs'"):match("%d+"))
     local refs = lines(redis.cli("hgetall 'ob:{stream-sh}:planrefs'")) -- a plan per part, each run n times
+    local sb = s.err:match("batch (%d+):") -- its entries left: the parts, not the wholes
+    assert.are.equal(tostring(3 * n), redis.cli("hget 'ob:{stream-sh}:batch:" .. sb .. "' left"):match("%d+"))
     assert.are.same({ tostring(n), tostring(n), tostring(n) }, { refs[2], refs[4], refs[6] })
     -- standard input (a pipe, read once: kept aside for the second pass), past a part's size
     local pipe = obelus({ "submit", plan, "--redis", redis.url, "--queue", "stream-in", "--batch", "-" },
@@ -323,6 +328,10 @@ describe("batches of any size (a real redis-server)", function()
     local got = by_job(r.out)
     assert.are.same({ job = ids[1], exit = 0, output = { a = 2, b = 2, c = 2 } }, got[ids[1]])
     assert.are.same({ job = ids[2], exit = 0, output = { a = 10, b = 10, c = 10 } }, got[ids[2]])
+    -- every part ended: none left, and the batch's record expires with the results (a day)
+    assert.are.equal("0", redis.cli("hget 'ob:{sh}:batch:" .. b .. "' left"):match("%-?%d+"))
+    local ttl = tonumber(redis.cli("ttl 'ob:{sh}:batch:" .. b .. "'"):match("%-?%d+"))
+    assert.truthy(ttl > 86000 and ttl <= 86400, ttl)
     -- without --batch, submit says no batch: stderr stays empty
     local one = obelus { "submit", p, "--redis", redis.url, "--queue", "sh", "--input", '{"n": 1}' }
     assert.are.equal(0, one.code, one.err)

@@ -129,7 +129,16 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
       { id = "b-twice", fields = { "job", "b-twice", "plan", hash, "plan", hash }, why = "more than once" },
       -- inputs that are not objects: the run fails as `run --input 1` does (exit 1)
       { id = "b-numbers", fields = { "job", "b-numbers", "plan", hash, "inputs", "[1, 2, 3]" }, exit = 1 },
+      { id = "b-batch", fields = { "job", "b-batch", "plan", hash, "batch", "../7" }, why = "not a batch id" },
+      { id = "b-batch0", fields = { "job", "b-batch0", "plan", hash, "batch", "007" }, why = "not a batch id" },
+      -- a batch that is not there, or a key of another type: the job runs, its end
+      -- counts nothing, and no key is made
+      { id = "b-nobatch", fields = { "job", "b-nobatch", "plan", hash, "inputs", '[{"n": 7}]', "batch", "999" },
+        exit = 0, output = 14 },
+      { id = "b-strbatch", fields = { "job", "b-strbatch", "plan", hash, "inputs", '[{"n": 8}]', "batch", "998" },
+        exit = 0, output = 16 },
     }
+    rcli({ "SET", "ob:{h1}:batch:998", "not a batch" })
     for _, b in ipairs(bad) do
       local args = { "XADD", stream, "*" }
       for _, f in ipairs(b.fields) do args[#args + 1] = f end
@@ -173,7 +182,10 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
       assert.are.equal(b.exit or 2, res.exit, b.id .. ": " .. cjson.encode(res))
       local why = res.error or cjson.encode(res.output)
       assert.truthy(why:match(b.why or ""), b.id .. ": " .. why)
+      if b.output then assert.are.equal(b.output, res.output, b.id) end
     end
+    assert.are.equal("0", rcli({ "EXISTS", "ob:{h1}:batch:999" }):match("%d+"))
+    assert.are.equal("not a batch", rcli({ "GET", "ob:{h1}:batch:998" }):match("[^\n]+"))
     assert.truthy(got["b-name"].error:match("\"name\""), cjson.encode(got["b-name"]))
     -- an entry without an id, or with one that is not an id: failed under the entry's id
     assert.truthy(got[noid_entry].error:match("no \"job\" field"), cjson.encode(got[noid_entry]))
@@ -182,8 +194,8 @@ describe("hostile jobs (a real redis-server, hand-made stream entries)", functio
     -- nothing is left pending, status counts the failures, log --redis says why
     assert.truthy(rcli({ "XPENDING", stream, "workers" }):match("^0\n"))
     local st = cjson.decode(obelus({ "status", "--redis", redis.url, "--queue", "h1", "--json" }).out)
-    assert.are.equal(6, st.done)
-    assert.are.equal(#bad + 3, st.failed)
+    assert.are.equal(8, st.done)
+    assert.are.equal(#bad - 2 + 3, st.failed)
     local l = obelus { "log", "--redis", redis.url, "--queue", "h1", "b-object" }
     assert.are.equal(1, l.code)
     assert.truthy(l.err:match("inputs.*object"), l.err)

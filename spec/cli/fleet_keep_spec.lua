@@ -134,10 +134,16 @@ describe("what a finished job keeps in Redis (a real redis-server)", function()
     local plan_key
     for _, key in ipairs(pkey) do if key:find(":plan:", 1, true) then plan_key = key end end
     assert.truthy(tonumber(rcli({ "TTL", plan_key }):match("%-?%d+")) > 0) -- all ended: expiring
+    -- the first batch's record too: none of its jobs left, it expires with their results
+    assert.are.equal("0", rcli({ "HGET", "ob:{k2}:batch:1", "left" }):match("%-?%d+"))
+    assert.truthy(tonumber(rcli({ "TTL", "ob:{k2}:batch:1" }):match("%-?%d+")) > 0)
     local second = batch("k2", 5) -- the same plan again: kept until they end
     assert.are.equal("-1", rcli({ "TTL", plan_key }):match("%-?%d+"))
     assert.are.equal("5", rcli({ "HGET", "ob:{k2}:planrefs", plan_key:match("%x+$") }):match("%d+"))
+    assert.are.equal("5", rcli({ "HGET", "ob:{k2}:batch:2", "left" }):match("%d+"))
+    assert.are.equal("-1", rcli({ "TTL", "ob:{k2}:batch:2" }):match("%-?%d+"))
     drain("k2")
+    assert.are.equal("0", rcli({ "HGET", "ob:{k2}:batch:2", "left" }):match("%-?%d+"))
     local w = obelus { "wait", "--redis", redis.url, "--queue", "k2", first[1], second[5] }
     assert.are.equal(0, w.code, w.err)
   end)
@@ -165,16 +171,16 @@ describe("what a finished job keeps in Redis (a real redis-server)", function()
     assert.are.equal(2, w.code, w.err) -- no such job any more
     assert.is_true(until_true(function()
       local k = kinds(keys("k3"), "k3")
-      return k.journals == nil and k.plan == nil
+      return k.journals == nil and k.plan == nil and k.batch == nil
     end, 30))
     local after_one = keys("k3")
     run_once()
     assert.is_true(until_true(function()
       local k = kinds(keys("k3"), "k3")
-      return k.job == nil and k.journals == nil and k.plan == nil
+      return k.job == nil and k.journals == nil and k.plan == nil and k.batch == nil
     end, 30))
-    -- the same keys as after the first (a second batch record besides; the per-second
-    -- counters expire on their own): no key per job ever run is left
+    -- the same keys as after the first (the per-second counters expire on their own):
+    -- no key per job or batch ever run is left
     local after_two = keys("k3")
     local extra = {}
     for _, key in ipairs(after_two) do
@@ -184,7 +190,7 @@ describe("what a finished job keeps in Redis (a real redis-server)", function()
       if not found then extra[#extra + 1] = key end
       ::next::
     end
-    assert.are.same({ "ob:{k3}:batch:2" }, extra)
+    assert.are.same({}, extra)
   end)
 
   it("--keep-journals 0: no record; the job's log says its journal was not kept", function()
