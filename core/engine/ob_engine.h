@@ -22,7 +22,7 @@ typedef struct ob_run ob_run;
 #define OB_RUN_MAX_SLICE_MS 30000
 
 typedef struct ob_sleeper {
-  uint64_t due, seq; /* loop time (ms) it wakes at; order of falling asleep */
+  uint64_t due, seq; /* when it wakes (uv_hrtime's clock, us); order of falling asleep */
   void *call;        /* the call asleep (ob_sched.h's) */
   uint64_t serial;   /* the call's attempt that sleeps (a later attempt is not woken) */
 } ob_sleeper;

@@ -496,6 +496,46 @@ end }
     engine:close()
   end)
 
+  it("lasts at least its ms by the monotonic clock, though another call keeps waking the loop", function()
+    -- the loop's clock is whole ms from the iteration's start: a due time in it woke a call
+    -- up to 2 ms early whenever something else woke the loop (here, a call that sleeps 0
+    -- over and over); each measured call starts at another fraction of a millisecond
+    local file = dir .. "/measured_tools.lua"
+    write(file, [[
+local obelus = require "obelus"
+local uv = obelus.uv
+local function busy(ms) local t = uv.hrtime(); while uv.hrtime() - t < ms * 1e6 do end end
+return {
+  { name = "measured", run = function(call)
+      busy(call.lead)
+      local t0 = uv.hrtime()
+      obelus.sleep(call.ms)
+      return (uv.hrtime() - t0) / 1e6
+    end },
+  { name = "spin", run = function(call)
+      local t0 = uv.hrtime()
+      while uv.hrtime() - t0 < call.ms * 1e6 do obelus.sleep(0) end
+      return true
+    end },
+}
+]])
+    local engine = obelus.engine { tools = file }
+    local p = { { _id = "spin", _tool = "spin", ms = 60, _outputPath = "†state.spin" } }
+    for i = 1, 24 do
+      p[#p + 1] = { _id = "m" .. i, _tool = "measured", ms = 1 + i % 6, lead = (i % 7) * 0.13,
+                    _outputPath = "†state.m" .. i }
+    end
+    local run = engine:run({ plan = p })
+    drain()
+    assert.are.equal(0, run:status())
+    local out = run:output()
+    for i = 1, 24 do
+      local want = 1 + i % 6
+      assert.is_true(out["m" .. i] >= want, ("m%d slept %.3f ms of %d"):format(i, out["m" .. i], want))
+    end
+    engine:close()
+  end)
+
   it("forgets a cancelled run's sleepers and still wakes another run's", function()
     local engine = engine_with_queue()
     -- interleaved in both the queue (20, 30, 40) and the heap (25, 15)
