@@ -75,6 +75,9 @@ async function approve(p) {
   await clickPanel(p, '#panel .approve button', 'Approve');
   // the second waits: its params edited in the textarea, then "Edit and approve"
   await waitCall(p, 'second', 'waiting');
+  // first done: its settling may reach the page after second's wait does (the journal's
+  // records stream, the waiting calls are told at once), so it is waited for, capped
+  try { await waitCall(p, 'first', 'done'); } catch (e) { /* said below */ }
   out.firstAfter = await p.$eval('tr.call[data-call="first"]', (e) => e.getAttribute('data-state'));
   await openCall(p, 'second');
   await p.waitForSelector('#panel .approve textarea', T);
