@@ -207,8 +207,9 @@ void ob_wjob_done(wjob *j) {
  * journal's key goes. The job's hash lets go of its entry and stream and expires
  * keep-results after now (a part's whole job too, from its last part's end); the plan's
  * count of jobs to come is taken down, and at none its text expires after the plan's
- * keep. Its batch's count of jobs left (when its entry names a batch whose record is
- * there) is taken down too, and at none the record expires with the results. The count
+ * keep. Its batch's count of jobs left (when its entry names one) is taken down too,
+ * and at none the record expires with the results; a count that this made (no such
+ * batch: it went, or the entry was forged) is deleted at once. The count
  * in the stats hash comes last and may fail (junk there): the result is stored all the
  * same.
  * KEYS: the job's hash, the done stream, the stats hash, the running journal, the bucket,
@@ -254,10 +255,11 @@ static const char FINISH_SCRIPT[] =
     "    if ARGV[11] ~= '' then redis.pcall('EXPIRE', KEYS[7], ARGV[11]) end\n"
     "  end\n"
     "end\n"
-    "if ARGV[13] ~= '' and redis.pcall('HEXISTS', KEYS[9], 'left') == 1 then\n"
+    "if ARGV[13] ~= '' then\n"
     "  local n = redis.pcall('HINCRBY', KEYS[9], 'left', -1)\n"
-    "  if type(n) == 'number' and n <= 0 and ARGV[10] ~= '' then\n"
-    "    redis.pcall('EXPIRE', KEYS[9], ARGV[10])\n"
+    "  if type(n) == 'number' and n <= 0 then\n"
+    "    if n < 0 and redis.call('HLEN', KEYS[9]) == 1 then redis.call('DEL', KEYS[9])\n"
+    "    elseif ARGV[10] ~= '' then redis.call('EXPIRE', KEYS[9], ARGV[10]) end\n"
     "  end\n"
     "end\n"
     "redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'job', ARGV[8], 'exit', exit)\n"
