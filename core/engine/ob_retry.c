@@ -79,5 +79,5 @@ void ob_crun_attempt_failed(ob_crun *c, const char *msg, const char *traceback) 
   uv_timer_init(c->run->e->loop, c->timer);
   c->timer->data = c;
   c->retry_wait = 1;
-  uv_timer_start(c->timer, retry_fire, wait, 0);
+  ob_timer_start_after(c->timer, retry_fire, wait); /* from now, not the iteration's start */
 }

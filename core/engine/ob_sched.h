@@ -312,6 +312,15 @@ void ob_crun_tool_error(ob_crun *c, const char *msg, const char *traceback);
 
 /* --- ob_timeout.c, ob_retry.c ------------------------------------------------ */
 
+/* Starts t to call cb once, no sooner than ms from now. The loop's clock is as old as
+ * its iteration, which may have started thousands of calls (a _timeout counted from
+ * there ended a call that had barely begun): it is brought up to date first, and a
+ * millisecond is added for its whole milliseconds. A clock read (some 20 ns). */
+static inline void ob_timer_start_after(uv_timer_t *t, uv_timer_cb cb, uint64_t ms) {
+  uv_update_time(t->loop);
+  uv_timer_start(t, cb, ms + 1, 0);
+}
+
 /* The attempt starts running: its _timeout (or the run's default) starts too. */
 void ob_timeout_arm(ob_crun *c);
 /* Stops and lets go of the call's timer (the attempt ended). */

@@ -23,8 +23,12 @@
  *     may complete an old attempt's handle later compares
  *     ob_call_handle_attempt, as obelus.c does).
  *
- * Costs: a timer handle (made and closed) per attempt of a call with a
- * limit; nothing for calls without one. */
+ * The limit counts from the attempt's start, not from the start of the loop's
+ * iteration that started it (ob_timer_start_after): an attempt runs at least its
+ * _timeout, and at most a millisecond more, before the timer can fire.
+ *
+ * Costs: a timer handle (made and closed) and a clock read per attempt of a call
+ * with a limit; nothing for calls without one. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +65,7 @@ void ob_timeout_arm(ob_crun *c) {
   uint32_t ms = limit_ms(c);
   uv_timer_t *t = ms ? call_timer(c) : NULL;
   if (t)
-    uv_timer_start(t, timeout_fire, ms, 0);
+    ob_timer_start_after(t, timeout_fire, ms);
 }
 
 /* Keeps the loop alive while a call stopped by a signal waits for what the

@@ -141,6 +141,17 @@ describe("_retry", function()
       end
     end
     assert.are.same({ 10, 30, 50 }, delays)
+    -- each wait at least its delay, from the failure to the next start (by the journal's
+    -- clock, in microseconds)
+    local failed, waited = {}, {}
+    for _, l in ipairs(lines(j)) do
+      local rec = decode(l)
+      if rec.journal == "retry" then failed[rec.attempt + 1] = rec.t end
+      if rec.journal == "start" and failed[rec.attempt] then
+        waited[#waited + 1] = rec.t - failed[rec.attempt] >= 1000 * delays[rec.attempt - 1]
+      end
+    end
+    assert.are.same({ true, true, true }, waited)
     os.remove(m); os.remove(j)
   end)
 
@@ -205,6 +216,21 @@ describe("_timeout", function()
     sleep_ms(500)
     assert.are.same({}, lines(m))
     os.remove(m .. ".b")
+  end)
+
+  it("counts from the attempt's start: a call started after another held the loop runs its full _timeout", function()
+    -- both start in one turn of the loop; the first holds it 300 ms, so the loop's clock is
+    -- that old when the second starts, and a _timeout counted from it ended the second
+    -- (a 20 ms sleep) before it had run
+    local m = tmp()
+    local r = run({ plan = {
+      { _tool = "spin", ms = 300, _outputPath = "†state.s" },
+      { _tool = "slow", ms = 20, file = m, _timeout = 200, _outputPath = "†state.r" },
+    }, output = "†state.r" })
+    assert.are.equal(0, r.code, r.err)
+    assert.are.same({ attempt = 1 }, decode(r.out))
+    assert.are.same({ "woke 1" }, lines(m))
+    os.remove(m)
   end)
 
   it("closes the luv handles and cancels the await of an abandoned attempt", function()
