@@ -4,8 +4,9 @@
  * writes it; this file turns its callbacks into one call of the host's handler per
  * request, with the request whole: method, path, arguments, the three headers the
  * UI's security needs (Origin, Authorization, Cookie; any other through
- * ob_httpd_header) and the body, read up to a bound (a larger one is answered 413 and
- * its connection closed, never buffered). The handler answers at once: a status, a
+ * ob_httpd_header) and the body, read up to a bound (a larger one is answered 413, the
+ * rest of it read and dropped, up to 16 MB or 5 s, and its connection closed: never
+ * buffered). The handler answers at once: a status, a
  * type, a body and a header line or two, which are written as the connection takes
  * them (a chunk of 4 KB a writable callback), so a slow reader holds its own response
  * only. Or it makes the response a stream (ob_httpd_res_stream): the headers go
@@ -38,6 +39,12 @@
 #define HTTPD_STREAM_CHUNK 262144 /* a stream's: the events of a busy run come in bulk, to
                                      each of its viewers */
 #define HTTPD_MAX_BODY ((size_t)1 << 20)
+/* A body past its bound: after the 413, at most this much more of it is read and dropped
+ * (for at most DRAIN_S seconds) before the connection closes. Closed with the body
+ * unread, the socket would send a reset, which can reach the client before it has read
+ * the 413: it then sees the connection fail, not the answer. */
+#define HTTPD_DRAIN_MAX ((size_t)16 << 20)
+#define HTTPD_DRAIN_S 5
 #define HTTPD_MAX_QUEUED ((size_t)16 << 20) /* a stream's client this far behind is cut off */
 
 struct ob_httpd_stream {
@@ -72,6 +79,9 @@ typedef struct session {
   size_t sent;
   int headers_done, responding;
   ob_httpd_stream *stream; /* the response is a stream */
+  int body_ended;  /* a body past its bound came to its end (before the 413 was out) */
+  int draining;    /* the 413 is out: the rest of the body is read and dropped */
+  size_t drained;
 } session;
 
 static void session_clear(session *s) {
@@ -341,8 +351,14 @@ static int write_some(struct lws *wsi, session *s) {
     lws_callback_on_writable(wsi);
     return 0;
   }
-  int close = s->too_big; /* its body was not read: the connection cannot go on */
+  int close = s->too_big, ended = s->body_ended; /* its body was not kept: the
+                                                    connection cannot go on */
   session_clear(s);
+  if (close && !ended) { /* the rest of the body first (HTTPD_DRAIN_MAX) */
+    s->draining = 1;
+    lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, HTTPD_DRAIN_S);
+    return 0;
+  }
   if (close || lws_http_transaction_completed(wsi))
     return -1;
   return 0;
@@ -383,6 +399,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
   }
   case LWS_CALLBACK_HTTP_BODY: {
     size_t max = h->cfg.max_body ? h->cfg.max_body : HTTPD_MAX_BODY;
+    if (s->draining) { /* dropped; closed past HTTPD_DRAIN_MAX */
+      s->drained += len;
+      return s->drained > HTTPD_DRAIN_MAX ? -1 : 0;
+    }
     if (s->too_big || s->responding)
       return 0;
     if (s->body.len + len > max) { /* answered now; the rest is never read */
@@ -397,6 +417,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     return 0;
   }
   case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+    if (s->draining) /* all of it read: the connection closes */
+      return -1;
+    if (s->too_big)
+      s->body_ended = 1;
     if (s->too_big || s->responding)
       return 0;
     ob_buf_addc(&s->body, '\0');

@@ -246,6 +246,33 @@ describe("obelus ui", function()
     assert.matches("the port is taken", r.err)
   end)
 
+  it("answers 413 to a client still sending its body, and lets go of one that stops sending", function()
+    -- a 3 MB body announced, 1.5 MB of it sent, then nothing: the 413 is read, and the
+    -- server closes the connection once it has waited (HTTPD_DRAIN_S, 5 s), within the cap
+    local url, pid = serve(dir)
+    local port = url:match(":(%d+)/$")
+    local big = os.tmpname()
+    local f = assert(io.open(big, "w"))
+    f:write(("x"):rep(1500 * 1000))
+    f:close()
+    local out = sh(("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%s; " ..
+      "printf \"POST /api/runs HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: 3000000\\r\\n\\r\\n\" >&3; " ..
+      "cat %s >&3; timeout 20 cat <&3; echo \"[cat $?]\"' 2>/dev/null"):format(port, q(big)))
+    os.remove(big)
+    -- and a body far past what is read of it (40 MB): the server goes on
+    local huge = os.tmpname()
+    f = assert(io.open(huge, "w"))
+    f:write(("x"):rep(40 * 1024 * 1024))
+    f:close()
+    get(url .. "api/runs", "-X POST --data-binary @" .. q(huge))
+    os.remove(huge)
+    local after = get(url .. "api/runs")
+    stop(pid)
+    assert.matches("^HTTP/1.1 413", out)
+    assert.matches("%[cat 0%]", out) -- ended by the server's close, not by the 20 s timeout
+    assert.are.equal(200, after)
+  end)
+
   it("answers a body past its bound 413, and ends at SIGTERM with 0", function()
     local url, pid = serve(dir)
     local big = os.tmpname()
