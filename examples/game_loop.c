@@ -264,7 +264,10 @@ int main(int argc, char **argv) {
     next.tv_nsec = (long)(due % 1000000000ull);
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
   }
-  double seconds = (double)(clock_ns(CLOCK_MONOTONIC) - t_begin) / 1e9;
+  /* up to the last frame's start, where the ticks were last caught up: the sleep after
+     the last frame (late by however long the OS takes to wake a busy machine) had no
+     frame to tick in */
+  double seconds = (double)(prev - t_begin) / 1e9;
 
   int ok = w.run_status == 0;
   if (!ok)
