@@ -498,8 +498,7 @@ static ob_value *status_memory(ob_cmd_redis *c, uv_loop_t *loop, const char *q) 
   if (n > 0) {
     o = ob_object_set(o, "job_hash_bytes", 14, ob_int((long long)(mr.m.hash_bytes / n + 0.5)));
     o = ob_object_set(o, "journal_bytes", 13, ob_int((long long)(mr.m.journal_bytes / n + 0.5)));
-    o = ob_object_set(o, "per_job_bytes", 13,
-                      ob_int((long long)((mr.m.hash_bytes + mr.m.journal_bytes) / n + 0.5)));
+    o = ob_object_set(o, "per_job_bytes", 13, ob_int(ob_queue_memory_per_job(&mr.m)));
   }
   return o;
 }

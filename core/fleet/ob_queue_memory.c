@@ -73,6 +73,11 @@ void ob_queue_memory_args_free(ob_queue_memory_args *a) {
     free(a->owned[i]);
 }
 
+long long ob_queue_memory_per_job(const ob_queue_memory *m) {
+  return m->jobs > 0 ? (long long)((m->hash_bytes + m->journal_bytes) / (double)m->jobs + 0.5)
+                     : -1;
+}
+
 long long ob_queue_memory_used(const char *info) {
   const char *u = info ? strstr(info, "used_memory:") : NULL;
   return u ? strtoll(u + 12, NULL, 10) : -1;

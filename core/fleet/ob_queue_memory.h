@@ -24,6 +24,10 @@ typedef struct ob_queue_memory {
 /* 0, or -1 for a reply of another shape (an error). */
 int ob_queue_memory_reply(const redisReply *rp, ob_queue_memory *m);
 
+/* What a finished job costs Redis, to the byte: its hash and its journal's share (m's
+ * mean), or -1 when none was measured. `status` and the ui's fleet page both show it. */
+long long ob_queue_memory_per_job(const ob_queue_memory *m);
+
 /* Redis's used_memory from the text INFO memory answers (NULL allowed), or -1. */
 long long ob_queue_memory_used(const char *info);
 

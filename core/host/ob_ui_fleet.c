@@ -309,9 +309,7 @@ static void take_info(sample *s, void *arg, const redisReply *rp) {
 static void take_memory(sample *s, void *arg, const redisReply *rp) {
   (void)arg;
   ob_queue_memory m;
-  s->f->job_bytes = ob_queue_memory_reply(rp, &m) == 0 && m.jobs > 0
-                        ? (long long)((m.hash_bytes + m.journal_bytes) / (double)m.jobs + 0.5)
-                        : -1;
+  s->f->job_bytes = ob_queue_memory_reply(rp, &m) == 0 ? ob_queue_memory_per_job(&m) : -1;
 }
 
 static void take_stats(sample *s, void *arg, const redisReply *rp) {
