@@ -219,13 +219,14 @@ describe("_timeout", function()
   end)
 
   it("counts from the attempt's start: a call started after another held the loop runs its full _timeout", function()
-    -- both start in one turn of the loop; the first holds it 300 ms, so the loop's clock is
+    -- both start in one turn of the loop; the first holds it 600 ms, so the loop's clock is
     -- that old when the second starts, and a _timeout counted from it ended the second
-    -- (a 20 ms sleep) before it had run
+    -- (a 20 ms sleep) before it had run. The 480 ms between the sleep and its limit are
+    -- for a loaded machine: the order is what is tested, not a duration
     local m = tmp()
     local r = run({ plan = {
-      { _tool = "spin", ms = 300, _outputPath = "†state.s" },
-      { _tool = "slow", ms = 20, file = m, _timeout = 200, _outputPath = "†state.r" },
+      { _tool = "spin", ms = 600, _outputPath = "†state.s" },
+      { _tool = "slow", ms = 20, file = m, _timeout = 500, _outputPath = "†state.r" },
     }, output = "†state.r" })
     assert.are.equal(0, r.code, r.err)
     assert.are.same({ attempt = 1 }, decode(r.out))
